@@ -1,0 +1,109 @@
+package runtime
+
+import "fmt"
+
+// DType is the element type of a key, as written in a schema.
+type DType uint8
+
+// The dtypes a schema may name. Float16 and BFloat16 are carried as raw
+// 16-bit words (uint16 in Go) and Bool as one byte (uint8).
+const (
+	Uint8 DType = iota + 1
+	Int8
+	Uint16
+	Int16
+	Uint32
+	Int32
+	Uint64
+	Int64
+	Float16
+	BFloat16
+	Float32
+	Float64
+	Bool
+)
+
+var dtypeInfo = [...]struct {
+	name   string // schema spelling
+	goType string // Go element type of the typed views
+	size   int    // bytes per element
+}{
+	Uint8:    {"uint8", "uint8", 1},
+	Int8:     {"int8", "int8", 1},
+	Uint16:   {"uint16", "uint16", 2},
+	Int16:    {"int16", "int16", 2},
+	Uint32:   {"uint32", "uint32", 4},
+	Int32:    {"int32", "int32", 4},
+	Uint64:   {"uint64", "uint64", 8},
+	Int64:    {"int64", "int64", 8},
+	Float16:  {"float16", "uint16", 2},
+	BFloat16: {"bfloat16", "uint16", 2},
+	Float32:  {"float32", "float32", 4},
+	Float64:  {"float64", "float64", 8},
+	Bool:     {"bool", "uint8", 1},
+}
+
+// DTypes lists every valid dtype in declaration order.
+func DTypes() []DType {
+	ds := make([]DType, 0, len(dtypeInfo)-1)
+	for d := Uint8; d <= Bool; d++ {
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+// ParseDType returns the dtype a schema spells as name.
+func ParseDType(name string) (DType, error) {
+	for _, d := range DTypes() {
+		if dtypeInfo[d].name == name {
+			return d, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown dtype %q", name)
+}
+
+// Valid reports whether d is one of the declared dtypes.
+func (d DType) Valid() bool { return d >= Uint8 && d <= Bool }
+
+// String returns the schema spelling, e.g. "float32".
+func (d DType) String() string {
+	if !d.Valid() {
+		return fmt.Sprintf("DType(%d)", uint8(d))
+	}
+	return dtypeInfo[d].name
+}
+
+// Size is the number of bytes one element occupies.
+func (d DType) Size() int {
+	if !d.Valid() {
+		return 0
+	}
+	return dtypeInfo[d].size
+}
+
+// GoType names the Go element type of the typed host views, e.g. "uint16"
+// for float16.
+func (d DType) GoType() string {
+	if !d.Valid() {
+		return ""
+	}
+	return dtypeInfo[d].goType
+}
+
+// MarshalText writes the schema spelling, so plans print dtypes by name.
+func (d DType) MarshalText() ([]byte, error) {
+	if !d.Valid() {
+		return nil, fmt.Errorf("invalid dtype %d", uint8(d))
+	}
+	return []byte(d.String()), nil
+}
+
+// UnmarshalText reads a schema spelling.
+func (d *DType) UnmarshalText(b []byte) error {
+	v, err := ParseDType(string(b))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}

@@ -1,0 +1,129 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Role says whether a key is a model input or a training target.
+type Role uint8
+
+// The two roles of a key.
+const (
+	Input Role = iota + 1
+	Target
+)
+
+// String returns "input" or "target".
+func (r Role) String() string {
+	switch r {
+	case Input:
+		return "input"
+	case Target:
+		return "target"
+	}
+	return fmt.Sprintf("Role(%d)", uint8(r))
+}
+
+// MarshalText writes the role's name.
+func (r Role) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// Priority is the CUDA stream priority a key's copies run at.
+type Priority uint8
+
+// Stream priorities. The zero value is Normal.
+const (
+	Normal Priority = iota
+	High
+	Low
+)
+
+// ParsePriority reads "high", "normal" or "low".
+func ParsePriority(s string) (Priority, error) {
+	for _, p := range []Priority{High, Normal, Low} {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown priority %q (want high, normal or low)", s)
+}
+
+// String returns "high", "normal" or "low".
+func (p Priority) String() string {
+	switch p {
+	case Normal:
+		return "normal"
+	case High:
+		return "high"
+	case Low:
+		return "low"
+	}
+	return fmt.Sprintf("Priority(%d)", uint8(p))
+}
+
+// MarshalText writes the priority's name.
+func (p Priority) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// Key is the fixed layout of one key of a batch.
+type Key struct {
+	Name        string   `json:"name"`         // key as written in the schema
+	Role        Role     `json:"role"`         // input or target
+	DType       DType    `json:"dtype"`        // element type
+	Shape       []int    `json:"shape"`        // one sample: [(C,) S...]
+	SampleBytes int64    `json:"sample_bytes"` // bytes of one sample
+	BatchBytes  int64    `json:"batch_bytes"`  // bytes of a full batch of this key
+	Offset      int64    `json:"-"`            // start of this key in a staging slot
+	Stream      int      `json:"stream"`       // CUDA stream that carries the key
+	Priority    Priority `json:"priority"`     // priority of that stream's copies
+}
+
+// SampleElems is the number of elements in one sample of the key.
+func (k Key) SampleElems() int { return int(k.SampleBytes) / k.DType.Size() }
+
+// LoaderDefaults are the schema's loader settings; Options override them at
+// run time.
+type LoaderDefaults struct {
+	Prefetch int    `json:"prefetch"`  // batches staged ahead of the one in use
+	Workers  int    `json:"workers"`   // 0 means GOMAXPROCS
+	Shuffle  bool   `json:"shuffle"`   // shuffle each epoch
+	Seed     uint64 `json:"seed"`      // shuffle seed
+	DropLast bool   `json:"drop_last"` // drop the short last batch and the shard remainder
+}
+
+// Plan is everything fixed at generation time: memory, the stream decision
+// and the key-to-stream map. Generated loaders embed theirs as a value.
+type Plan struct {
+	Name       string         `json:"name"`
+	BatchSize  int            `json:"batch_size"`
+	Device     string         `json:"device"`
+	BatchBytes int64          `json:"batch_bytes"`
+	BatchMiB   float64        `json:"batch_mib"`
+	UseStreams bool           `json:"use_streams"`
+	NumStreams int            `json:"num_streams"`
+	Reason     string         `json:"reason"`
+	Keys       []Key          `json:"keys"`
+	SlotBytes  int64          `json:"-"` // one staging slot: keys at aligned offsets
+	Loader     LoaderDefaults `json:"-"`
+}
+
+// SlotAlign is the alignment of each key's region inside a staging slot. It
+// matches the allocation granularity of CUDA device memory.
+const SlotAlign = 256
+
+// Clone returns a deep copy, so callers cannot change a loader's plan.
+func (p Plan) Clone() Plan {
+	p.Keys = slices.Clone(p.Keys)
+	for i := range p.Keys {
+		p.Keys[i].Shape = slices.Clone(p.Keys[i].Shape)
+	}
+	return p
+}
+
+// Summary is the one-line description logged when a loader starts, e.g.
+// "streams enabled: 2 streams, batch 16, 402.7 MiB".
+func (p Plan) Summary() string {
+	if p.UseStreams {
+		return fmt.Sprintf("streams enabled: %d streams, batch %d, %.1f MiB", p.NumStreams, p.BatchSize, p.BatchMiB)
+	}
+	return fmt.Sprintf("streams off (%s): batch %d, %.1f MiB", p.Reason, p.BatchSize, p.BatchMiB)
+}

@@ -1,0 +1,69 @@
+// Package schema reads version-1 dataset schemas (YAML) into a validated
+// Dataset. Every error names the file, line and column of the offending node.
+package schema
+
+import (
+	"strconv"
+
+	"github.com/loadergen/loadergen/runtime"
+)
+
+// Version is the only schema version this loadergen reads.
+const Version = 1
+
+// Dataset is a parsed and validated schema.
+type Dataset struct {
+	File      string   // path the schema was read from, as given
+	Package   string   // Go package clause of the generated file
+	Name      string   // exported prefix of generated identifiers
+	BatchSize int      // samples per batch, >= 1
+	Device    Device   // cpu, cuda or cuda:N
+	Classes   []string // optional; targets get a leading class axis
+	Keys      []Key    // inputs then targets, in file order
+	Loader    runtime.LoaderDefaults
+	Streams   Streams
+}
+
+// Device is where batches go: the CPU, or a CUDA device by ordinal.
+type Device struct {
+	CUDA    bool
+	Ordinal int // meaningful only when CUDA is set
+}
+
+// String returns "cpu", "cuda" or "cuda:N" (N > 0).
+func (d Device) String() string {
+	switch {
+	case !d.CUDA:
+		return "cpu"
+	case d.Ordinal == 0:
+		return "cuda"
+	default:
+		return "cuda:" + strconv.Itoa(d.Ordinal)
+	}
+}
+
+// Key is one named array of a sample.
+type Key struct {
+	Name     string           // as written in the schema
+	GoName   string           // CamelCase form: em_raw -> EmRaw
+	Role     runtime.Role     // input or target
+	Shape    []int            // sample shape S, without the class axis
+	DType    runtime.DType    // element type
+	File     string           // optional .npy path, relative to the data root
+	Priority runtime.Priority // stream priority from streams.priority
+	Pos      Pos              // where the key is declared
+}
+
+// Streams holds the stream-decision thresholds as the schema sets them.
+// A nil pointer means the schema leaves the setting to the defaults.
+type Streams struct {
+	MinBatchSize     *int
+	MinBatchMemoryMB *float64
+	MaxStreams       *int
+	Assign           string // "round_robin" (default) or "balanced"
+}
+
+// Pos is a position in a schema file.
+type Pos struct {
+	Line, Col int
+}
