@@ -127,3 +127,17 @@ func (p Plan) Summary() string {
 	}
 	return fmt.Sprintf("streams off (%s): batch %d, %.1f MiB", p.Reason, p.BatchSize, p.BatchMiB)
 }
+
+// Layout places each key's batch region in a staging slot at an offset
+// aligned to SlotAlign, in plan order, and returns the slot size. Callers
+// have checked that the sizes fit in int64.
+func Layout(keys []Key) int64 {
+	var end int64
+	for i := range keys {
+		keys[i].Offset = end
+		end = alignUp(end+keys[i].BatchBytes, SlotAlign)
+	}
+	return end
+}
+
+func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }

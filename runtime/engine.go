@@ -1,0 +1,366 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ReadFunc fills sample pos of staging slot slot with dataset sample index,
+// for one key. Generated loaders pass one per key, in plan order.
+type ReadFunc func(slot, pos, index int) error
+
+// Batch is one staged batch as the engine hands it to generated code. It
+// lives in its slot and is valid until the consumer advances.
+type Batch struct {
+	Slot    int      // staging slot that holds it
+	Number  int      // batch number within the epoch
+	Indices []int    // dataset indices of the samples, in batch order
+	Tensors []Tensor // one per key, in plan order
+}
+
+// Engine is the per-dataset-independent part of a generated loader: a ring
+// of preallocated staging slots, a persistent worker pool that fills them,
+// and the epoch iterator that hands them out in order.
+type Engine struct {
+	plan    Plan
+	set     settings
+	sampler Sampler
+	reads   []ReadFunc
+	backend backend
+	slots   []slot
+	order   []int // scratch for the epoch's order, reused
+	sample  int64 // bytes of one sample, all keys
+
+	tasks   chan int      // slot numbers; one per worker share of a batch
+	done    chan struct{} // closed by Close: workers and waits stop
+	stopped chan struct{} // closed once every worker has returned
+	workers sync.WaitGroup
+
+	busy atomic.Bool // an epoch is being iterated
+	mu   sync.Mutex  // guards closed, active and released
+	// closed is set by Close; active counts running epochs; the backend is
+	// released when both say nobody can touch the staging memory any more.
+	closed, released bool
+	active           int
+
+	stats counters
+}
+
+// slot is one staging buffer of the ring and the state of the batch in it.
+type slot struct {
+	batch   Batch
+	staging [][]byte // per key: the full-batch region of the slot
+	n       int      // samples in the batch
+
+	next    atomic.Int64 // next sample position to claim
+	pending atomic.Int32 // worker shares still running
+	abort   atomic.Bool  // stop claiming samples (error, or the epoch ended)
+	errOnce sync.Once
+	err     error         // first failure, set through errOnce
+	ready   chan struct{} // one signal per dispatched batch
+}
+
+// NewEngine checks the options against the plan, allocates prefetch+1
+// staging slots and starts the worker pool. n is the dataset size.
+func NewEngine(p Plan, n int, o Options, reads []ReadFunc) (*Engine, error) {
+	if len(reads) != len(p.Keys) {
+		return nil, fmt.Errorf("engine: %d read functions for %d keys", len(reads), len(p.Keys))
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("engine: source has negative length %d", n)
+	}
+	set, err := resolve(p, o, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		plan:  p.Clone(),
+		set:   set,
+		reads: reads,
+		sampler: Sampler{
+			N: n, Shuffle: p.Loader.Shuffle, Seed: p.Loader.Seed,
+			Rank: set.rank, WorldSize: set.worldSize, DropLast: p.Loader.DropLast,
+		},
+		done:    make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	e.order = make([]int, n+e.sampler.Samples())
+	for _, k := range e.plan.Keys {
+		e.sample += k.SampleBytes
+	}
+	nslots := set.prefetch + 1
+	if e.backend, err = newBackend(set.device, e.plan, nslots, set.logger); err != nil {
+		return nil, err
+	}
+	e.slots = make([]slot, nslots)
+	for s := range e.slots {
+		if err := e.initSlot(s); err != nil {
+			return nil, fmt.Errorf("engine: staging slot %d: %w", s, err)
+		}
+	}
+	e.tasks = make(chan int, nslots*set.workers)
+	e.workers.Add(set.workers)
+	for range set.workers {
+		go e.work()
+	}
+	go func() {
+		e.workers.Wait()
+		close(e.stopped)
+	}()
+	set.logger.Info("loadergen: "+e.plan.Summary(),
+		"loader", p.Name, "backend", e.backend.name(), "slots", nslots, "workers", set.workers,
+		"rank", set.rank, "world_size", set.worldSize, "samples", n)
+	return e, nil
+}
+
+func (e *Engine) initSlot(s int) error {
+	mem, err := e.backend.alloc(e.plan.SlotBytes)
+	if err != nil {
+		return err
+	}
+	sl := &e.slots[s]
+	sl.ready = make(chan struct{}, 1)
+	sl.staging = make([][]byte, len(e.plan.Keys))
+	sl.batch = Batch{Slot: s, Tensors: make([]Tensor, len(e.plan.Keys))}
+	sl.batch.Indices = make([]int, 0, e.plan.BatchSize)
+	for k, key := range e.plan.Keys {
+		sl.staging[k] = mem[key.Offset : key.Offset+key.BatchBytes : key.Offset+key.BatchBytes]
+		sl.batch.Tensors[k] = Tensor{DType: key.DType, Shape: append([]int{e.plan.BatchSize}, key.Shape...)}
+	}
+	return nil
+}
+
+// Slots is the number of staging slots: prefetch + 1.
+func (e *Engine) Slots() int { return len(e.slots) }
+
+// Staging returns key k's full-batch region of staging slot s, for the
+// typed views of generated code.
+func (e *Engine) Staging(s, k int) []byte { return e.slots[s].staging[k] }
+
+// Len is the number of batches per epoch for this rank.
+func (e *Engine) Len() int { return e.sampler.Batches(e.plan.BatchSize) }
+
+// Plan returns a copy of the plan the engine runs.
+func (e *Engine) Plan() Plan { return e.plan.Clone() }
+
+// Stats returns the running totals.
+func (e *Engine) Stats() Stats { return e.stats.snapshot() }
+
+// Close stops the workers and releases the staging memory once no epoch is
+// running. An epoch iterated meanwhile ends with ErrClosed. Close is
+// idempotent.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	close(e.done)
+	e.mu.Unlock()
+	<-e.stopped
+	return e.release()
+}
+
+// release frees the backend once the engine is closed and no epoch runs.
+func (e *Engine) release() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.closed || e.active > 0 || e.released {
+		return nil
+	}
+	e.released = true
+	return e.backend.close()
+}
+
+// work is one worker: it takes a share of a batch and claims samples of
+// that batch until none are left, so one slow sample does not idle the rest.
+func (e *Engine) work() {
+	defer e.workers.Done()
+	for {
+		select {
+		case s := <-e.tasks:
+			e.fill(s)
+		case <-e.done:
+			return
+		}
+	}
+}
+
+func (e *Engine) fill(s int) {
+	sl := &e.slots[s]
+	start := time.Now()
+	for !sl.abort.Load() {
+		pos := int(sl.next.Add(1) - 1)
+		if pos >= sl.n {
+			break
+		}
+		index := sl.batch.Indices[pos]
+		for k, read := range e.reads {
+			if err := call(read, s, pos, index); err != nil {
+				sl.fail(&ReadError{Key: e.plan.Keys[k].Name, Index: index, Batch: sl.batch.Number, Err: err})
+				break
+			}
+		}
+	}
+	e.stats.busy.Add(int64(time.Since(start)))
+	if sl.pending.Add(-1) == 0 {
+		sl.ready <- struct{}{}
+	}
+}
+
+// call runs one Source read, turning a panic into an error.
+func call(read ReadFunc, s, pos, index int) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v}
+		}
+	}()
+	return read(s, pos, index)
+}
+
+func (sl *slot) fail(err error) {
+	sl.errOnce.Do(func() { sl.err = err })
+	sl.abort.Store(true)
+}
+
+// dispatch stages batch b of order into its slot and hands the work to the
+// pool. The slot must be free: its previous batch was consumed or drained.
+func (e *Engine) dispatch(order []int, b int) {
+	bs := e.plan.BatchSize
+	sl := &e.slots[b%len(e.slots)]
+	idx := order[b*bs : min((b+1)*bs, len(order))]
+	sl.n = len(idx)
+	sl.batch.Number = b
+	sl.batch.Indices = append(sl.batch.Indices[:0], idx...)
+	for k, key := range e.plan.Keys {
+		t := &sl.batch.Tensors[k]
+		t.Shape[0] = sl.n
+		t.Data = sl.staging[k][:int64(sl.n)*key.SampleBytes]
+	}
+	sl.next.Store(0)
+	sl.abort.Store(false)
+	sl.errOnce = sync.Once{}
+	sl.err = nil
+	shares := min(e.set.workers, sl.n)
+	sl.pending.Store(int32(shares))
+	for range shares {
+		e.tasks <- b % len(e.slots)
+	}
+}
+
+// Epoch yields batches start.. of epoch in order, each valid until the loop
+// advances. Prefetch batches are filled ahead of the one in use. Breaking
+// out, cancelling ctx, a failed read or Close end it; when it returns no
+// worker touches its slots any more.
+func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, error] {
+	return func(yield func(*Batch, error) bool) {
+		if err := e.begin(); err != nil {
+			yield(nil, err)
+			return
+		}
+		defer e.end()
+		order, err := e.sampler.Order(epoch, e.order)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		nb := e.Len()
+		if start < 0 || start > nb {
+			yield(nil, fmt.Errorf("start batch %d is not in [0, %d]", start, nb))
+			return
+		}
+		// Batches [first, next) are dispatched and not yet consumed.
+		first, next := start, start
+		defer func() { e.drain(first, next) }()
+		for ; next < nb && next < start+len(e.slots); next++ {
+			e.dispatch(order, next)
+		}
+		for b := start; b < nb; b++ {
+			batch, err := e.await(ctx, b)
+			first = b + 1
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(batch, nil) {
+				return
+			}
+			if next < nb {
+				e.dispatch(order, next)
+				next++
+			}
+		}
+	}
+}
+
+// await waits for batch b to be filled and transferred.
+func (e *Engine) await(ctx context.Context, b int) (*Batch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	sl := &e.slots[b%len(e.slots)]
+	t0 := time.Now()
+	select {
+	case <-sl.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-e.done:
+		return nil, ErrClosed
+	}
+	e.stats.wait.Add(int64(time.Since(t0)))
+	if sl.err != nil {
+		return nil, sl.err
+	}
+	if err := e.backend.transfer(&sl.batch); err != nil {
+		return nil, fmt.Errorf("batch %d: %w", b, err)
+	}
+	e.stats.batches.Add(1)
+	e.stats.samples.Add(int64(sl.n))
+	e.stats.bytes.Add(int64(sl.n) * e.sample)
+	return &sl.batch, nil
+}
+
+// drain stops batches [first, next) and waits until no worker touches them.
+func (e *Engine) drain(first, next int) {
+	for b := first; b < next; b++ {
+		e.slots[b%len(e.slots)].abort.Store(true)
+	}
+	for b := first; b < next; b++ {
+		select {
+		case <-e.slots[b%len(e.slots)].ready:
+		case <-e.stopped:
+			return
+		}
+	}
+}
+
+func (e *Engine) begin() error {
+	if !e.busy.CompareAndSwap(false, true) {
+		return ErrBusy
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		e.busy.Store(false)
+		return ErrClosed
+	}
+	e.active++
+	return nil
+}
+
+func (e *Engine) end() {
+	e.mu.Lock()
+	e.active--
+	e.mu.Unlock()
+	e.busy.Store(false)
+	// Close returned before this epoch ended; its release happens here.
+	if err := e.release(); err != nil {
+		e.set.logger.Error("loadergen: releasing staging memory", "loader", e.plan.Name, "err", err)
+	}
+}

@@ -1,0 +1,396 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// testPlan has a uint8 key of 3 elements and a float32 key of [2, 2].
+func testPlan(batch int, loader LoaderDefaults) Plan {
+	keys := []Key{
+		{Name: "a", Role: Input, DType: Uint8, Shape: []int{3}, SampleBytes: 3},
+		{Name: "b", Role: Target, DType: Float32, Shape: []int{2, 2}, SampleBytes: 16},
+	}
+	var total int64
+	for i := range keys {
+		keys[i].BatchBytes = int64(batch) * keys[i].SampleBytes
+		total += keys[i].BatchBytes
+	}
+	return Plan{Name: "Test", BatchSize: batch, Device: "cpu", BatchBytes: total, NumStreams: 1,
+		Reason: "device is cpu", Keys: keys, SlotBytes: Layout(keys), Loader: loader}
+}
+
+// patterned is a source whose sample i of key k holds values derived from
+// (k, i, element), so every staged element can be checked.
+type patterned struct {
+	e    *Engine
+	fail func(key, index int) error
+}
+
+func value(key, index, elem int) int { return (index*7 + key*3 + elem) % 251 }
+
+func (p *patterned) reads() []ReadFunc {
+	return []ReadFunc{
+		func(s, pos, index int) error {
+			if err := p.check(0, index); err != nil {
+				return err
+			}
+			dst := p.e.Staging(s, 0)[pos*3:][:3]
+			for j := range dst {
+				dst[j] = uint8(value(0, index, j))
+			}
+			return nil
+		},
+		func(s, pos, index int) error {
+			if err := p.check(1, index); err != nil {
+				return err
+			}
+			dst := View[float32](p.e.Staging(s, 1))[pos*4:][:4]
+			for j := range dst {
+				dst[j] = float32(value(1, index, j))
+			}
+			return nil
+		},
+	}
+}
+
+func (p *patterned) check(key, index int) error {
+	if p.fail == nil {
+		return nil
+	}
+	return p.fail(key, index)
+}
+
+func newTestEngine(t *testing.T, p Plan, n int, o Options, fail func(key, index int) error) *Engine {
+	t.Helper()
+	if o.Logger == nil {
+		o.Logger = quiet
+	}
+	src := &patterned{fail: fail}
+	e, err := NewEngine(p, n, o, src.reads())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.e = e
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// collect runs one epoch from start, checks every staged element against the
+// pattern, and returns the indices in yield order.
+func collect(t *testing.T, e *Engine, epoch, start int) [][]int {
+	t.Helper()
+	var got [][]int
+	for b, err := range e.Epoch(context.Background(), epoch, start) {
+		if err != nil {
+			t.Fatalf("epoch %d: %v", epoch, err)
+		}
+		if b.Number != start+len(got) {
+			t.Fatalf("batch number %d, want %d", b.Number, start+len(got))
+		}
+		a, f := b.Tensors[0], View[float32](b.Tensors[1].Data)
+		n := len(b.Indices)
+		if want := []int{n, 3}; !slices.Equal(a.Shape, want) || len(a.Data) != 3*n {
+			t.Fatalf("tensor a: shape %v, %d bytes; want %v, %d", a.Shape, len(a.Data), want, 3*n)
+		}
+		if want := []int{n, 2, 2}; !slices.Equal(b.Tensors[1].Shape, want) || len(f) != 4*n {
+			t.Fatalf("tensor b: shape %v, %d elems; want %v, %d", b.Tensors[1].Shape, len(f), want, 4*n)
+		}
+		for pos, index := range b.Indices {
+			for j := range 3 {
+				if got, want := int(a.Data[pos*3+j]), value(0, index, j); got != want {
+					t.Fatalf("batch %d sample %d (index %d) a[%d] = %d, want %d", b.Number, pos, index, j, got, want)
+				}
+			}
+			for j := range 4 {
+				if got, want := int(f[pos*4+j]), value(1, index, j); got != want {
+					t.Fatalf("batch %d sample %d (index %d) b[%d] = %d, want %d", b.Number, pos, index, j, got, want)
+				}
+			}
+		}
+		got = append(got, slices.Clone(b.Indices))
+	}
+	return got
+}
+
+func TestEpochOrderAndContents(t *testing.T) {
+	tests := []struct {
+		name   string
+		batch  int
+		n      int
+		loader LoaderDefaults
+		opts   Options
+		want   [][]int
+	}{
+		{"sequential", 4, 10, LoaderDefaults{Prefetch: 2}, Options{}, [][]int{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9}}},
+		{"drop last", 4, 10, LoaderDefaults{Prefetch: 1, DropLast: true}, Options{}, [][]int{{0, 1, 2, 3}, {4, 5, 6, 7}}},
+		{"rank 1 of 3 pads by wrapping", 2, 7, LoaderDefaults{Prefetch: 2}, Options{Rank: 1, WorldSize: 3}, [][]int{{1, 4}, {0}}},
+		{"rank 2 of 3 drop last", 2, 7, LoaderDefaults{Prefetch: 2, DropLast: true}, Options{Rank: 2, WorldSize: 3}, [][]int{{2, 5}}},
+		{"empty dataset", 4, 0, LoaderDefaults{Prefetch: 2}, Options{}, nil},
+		{"fewer samples than batch", 8, 3, LoaderDefaults{Prefetch: 3}, Options{}, [][]int{{0, 1, 2}}},
+		{"one worker", 3, 5, LoaderDefaults{Prefetch: 1}, Options{Workers: 1}, [][]int{{0, 1, 2}, {3, 4}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newTestEngine(t, testPlan(tt.batch, tt.loader), tt.n, tt.opts, nil)
+			got := collect(t, e, 0, 0)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("batches (-want +got):\n%s", diff)
+			}
+			if e.Len() != len(tt.want) {
+				t.Errorf("Len() = %d, want %d", e.Len(), len(tt.want))
+			}
+		})
+	}
+}
+
+func TestShuffleIsIndependentOfWorkers(t *testing.T) {
+	loader := LoaderDefaults{Prefetch: 2, Shuffle: true, Seed: 42}
+	var first [][]int
+	for _, workers := range []int{1, 2, 5} {
+		e := newTestEngine(t, testPlan(4, loader), 23, Options{Workers: workers}, nil)
+		got := collect(t, e, 3, 0)
+		if first == nil {
+			first = got
+			if other := collect(t, e, 4, 0); cmp.Equal(got, other) {
+				t.Fatalf("epochs 3 and 4 have the same order %v", got)
+			}
+			continue
+		}
+		if diff := cmp.Diff(first, got); diff != "" {
+			t.Errorf("%d workers changed the order (-1 worker +%d):\n%s", workers, workers, diff)
+		}
+	}
+	var seen []int
+	for _, b := range first {
+		seen = append(seen, b...)
+	}
+	slices.Sort(seen)
+	if want := seqInts(23); !slices.Equal(seen, want) {
+		t.Errorf("shuffled epoch is not a permutation: %v", seen)
+	}
+}
+
+func seqInts(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+func TestShardsPartitionTheEpoch(t *testing.T) {
+	loader := LoaderDefaults{Prefetch: 2, Shuffle: true, Seed: 7}
+	const n, world = 20, 4
+	var all []int
+	for rank := range world {
+		e := newTestEngine(t, testPlan(3, loader), n, Options{Rank: rank, WorldSize: world}, nil)
+		for _, b := range collect(t, e, 1, 0) {
+			all = append(all, b...)
+		}
+	}
+	slices.Sort(all)
+	if !slices.Equal(all, seqInts(n)) {
+		t.Errorf("ranks together visit %v, want each of 0..%d once", all, n-1)
+	}
+}
+
+func TestEpochFromResumesExactly(t *testing.T) {
+	loader := LoaderDefaults{Prefetch: 2, Shuffle: true, Seed: 3}
+	e := newTestEngine(t, testPlan(4, loader), 30, Options{}, nil)
+	full := collect(t, e, 2, 0)
+	for start := range len(full) + 1 {
+		if diff := cmp.Diff(full[start:], collect(t, e, 2, start), cmp.Comparer(func(a, b [][]int) bool {
+			return len(a) == 0 && len(b) == 0 || slices.EqualFunc(a, b, slices.Equal)
+		})); diff != "" {
+			t.Errorf("EpochFrom(2, %d) (-want +got):\n%s", start, diff)
+		}
+	}
+	for _, bad := range []int{-1, len(full) + 1} {
+		for _, err := range e.Epoch(context.Background(), 2, bad) {
+			if err == nil {
+				t.Errorf("start %d: no error", bad)
+			}
+		}
+	}
+}
+
+func TestEnvironmentRank(t *testing.T) {
+	t.Setenv("RANK", "1")
+	t.Setenv("WORLD_SIZE", "2")
+	e := newTestEngine(t, testPlan(2, LoaderDefaults{Prefetch: 1}), 6, Options{}, nil)
+	if diff := cmp.Diff([][]int{{1, 3}, {5}}, collect(t, e, 0, 0)); diff != "" {
+		t.Errorf("RANK=1 WORLD_SIZE=2 (-want +got):\n%s", diff)
+	}
+	t.Setenv("RANK", "x")
+	if _, err := NewEngine(testPlan(2, LoaderDefaults{}), 6, Options{Logger: quiet}, make([]ReadFunc, 2)); err == nil ||
+		err.Error() != `environment: RANK="x" is not an integer` {
+		t.Errorf("bad RANK: err = %v", err)
+	}
+}
+
+func TestReadErrorEndsEpoch(t *testing.T) {
+	errDisk := errors.New("disk on fire")
+	for _, key := range []int{0, 1} {
+		t.Run(fmt.Sprint("key ", key), func(t *testing.T) {
+			e := newTestEngine(t, testPlan(4, LoaderDefaults{Prefetch: 2}), 20, Options{}, func(k, index int) error {
+				if k == key && index == 9 {
+					return errDisk
+				}
+				return nil
+			})
+			var batches int
+			var errs []error
+			for b, err := range e.Epoch(context.Background(), 0, 0) {
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				batches++
+				_ = b
+			}
+			if batches != 2 || len(errs) != 1 {
+				t.Fatalf("got %d batches and errors %v; want 2 batches, then one error", batches, errs)
+			}
+			var re *ReadError
+			if !errors.Is(errs[0], errDisk) || !errors.As(errs[0], &re) {
+				t.Fatalf("error %v does not wrap the source error as a *ReadError", errs[0])
+			}
+			want := fmt.Sprintf("batch 2: read key %q of sample 9: disk on fire", e.plan.Keys[key].Name)
+			if re.Error() != want {
+				t.Errorf("error %q, want %q", re.Error(), want)
+			}
+			// The loader stays usable: the next epoch fails at the same place.
+			if got := len(collectErr(e)); got != 1 {
+				t.Errorf("second epoch: %d errors, want 1", got)
+			}
+		})
+	}
+}
+
+func collectErr(e *Engine) []error {
+	var errs []error
+	for _, err := range e.Epoch(context.Background(), 0, 0) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+func TestPanicInSourceBecomesError(t *testing.T) {
+	e := newTestEngine(t, testPlan(4, LoaderDefaults{Prefetch: 1}), 8, Options{}, func(k, index int) error {
+		if k == 1 && index == 5 {
+			panic("bad sample")
+		}
+		return nil
+	})
+	errs := collectErr(e)
+	var pe *PanicError
+	if len(errs) != 1 || !errors.As(errs[0], &pe) || pe.Value != "bad sample" {
+		t.Fatalf("errors %v, want one wrapping the panic", errs)
+	}
+	if want := `batch 1: read key "b" of sample 5: source panicked: bad sample`; errs[0].Error() != want {
+		t.Errorf("error %q, want %q", errs[0], want)
+	}
+}
+
+func TestStopping(t *testing.T) {
+	t.Run("break", func(t *testing.T) {
+		e := newTestEngine(t, testPlan(2, LoaderDefaults{Prefetch: 3}), 100, Options{}, nil)
+		for range e.Epoch(context.Background(), 0, 0) {
+			break
+		}
+		if got := len(collect(t, e, 0, 0)); got != 50 {
+			t.Errorf("after a break, the next epoch has %d batches, want 50", got)
+		}
+	})
+	t.Run("cancel", func(t *testing.T) {
+		e := newTestEngine(t, testPlan(2, LoaderDefaults{Prefetch: 2}), 100, Options{}, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		var n int
+		var last error
+		for _, err := range e.Epoch(ctx, 0, 0) {
+			if err != nil {
+				last = err
+				break
+			}
+			if n++; n == 3 {
+				cancel()
+			}
+		}
+		if n != 3 || !errors.Is(last, context.Canceled) {
+			t.Errorf("got %d batches then %v; want 3 then context.Canceled", n, last)
+		}
+	})
+	t.Run("close during epoch", func(t *testing.T) {
+		e := newTestEngine(t, testPlan(2, LoaderDefaults{Prefetch: 2}), 100, Options{}, nil)
+		var last error
+		for _, err := range e.Epoch(context.Background(), 0, 0) {
+			if err != nil {
+				last = err
+				break
+			}
+			if err := e.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !errors.Is(last, ErrClosed) {
+			t.Errorf("after Close, epoch ended with %v, want ErrClosed", last)
+		}
+		if err := e.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+		if errs := collectErr(e); len(errs) != 1 || !errors.Is(errs[0], ErrClosed) {
+			t.Errorf("epoch after Close: %v, want ErrClosed", errs)
+		}
+	})
+	t.Run("two epochs at once", func(t *testing.T) {
+		e := newTestEngine(t, testPlan(2, LoaderDefaults{Prefetch: 2}), 10, Options{}, nil)
+		for _, err := range e.Epoch(context.Background(), 0, 0) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if errs := collectErr(e); len(errs) != 1 || !errors.Is(errs[0], ErrBusy) {
+				t.Fatalf("nested epoch: %v, want ErrBusy", errs)
+			}
+		}
+	})
+}
+
+func TestSteadyStateAllocatesNothing(t *testing.T) {
+	e := newTestEngine(t, testPlan(8, LoaderDefaults{Prefetch: 2}), 1<<20, Options{Workers: 2}, nil)
+	next, stop := iter.Pull2(e.Epoch(context.Background(), 0, 0))
+	defer stop()
+	next() // the first batch fills the pipeline
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err, ok := next(); err != nil || !ok {
+			t.Fatalf("next: %v, %v", err, ok)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per batch, want 0", allocs)
+	}
+}
+
+func TestStats(t *testing.T) {
+	e := newTestEngine(t, testPlan(4, LoaderDefaults{Prefetch: 2}), 10, Options{}, nil)
+	collect(t, e, 0, 0)
+	s := e.Stats()
+	if s.Batches != 3 || s.Samples != 10 || s.Bytes != 10*19 {
+		t.Errorf("stats %+v, want 3 batches, 10 samples, 190 bytes", s)
+	}
+}
