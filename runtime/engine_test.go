@@ -321,6 +321,7 @@ func TestStopping(t *testing.T) {
 	t.Run("cancel", func(t *testing.T) {
 		e := newTestEngine(t, testPlan(2, LoaderDefaults{Prefetch: 2}), 100, Options{}, nil)
 		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
 		var n int
 		var last error
 		for _, err := range e.Epoch(ctx, 0, 0) {

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// designSchema is the example of DESIGN §3 without files.
+const designSchema = `version: 1
+package: cellmap
+name: CellMap
+batch_size: 16
+device: cuda
+classes: [mito, er, nucleus]
+inputs:
+  raw: {shape: [64, 64, 64], dtype: uint8}
+targets:
+  labels: {shape: [64, 64, 64], dtype: float32}
+streams:
+  priority: {raw: high}
+`
+
+func noEnv(string) string { return "" }
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// cli runs the command in dir and returns its exit code and output.
+func cli(t *testing.T, dir string, getenv func(string) string, args ...string) (int, string, string) {
+	t.Helper()
+	t.Chdir(dir)
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr, getenv)
+	return code, stdout.String(), stderr.String()
+}
+
+func writeSchema(t *testing.T, text string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "dataset.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestPlanJSON(t *testing.T) {
+	dir := writeSchema(t, designSchema)
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		streams bool
+		reason  string
+		num     int
+	}{
+		{"defaults", nil, nil, false, "batch memory 52.0 MiB < 100 MiB", 1},
+		{"env lowers memory", map[string]string{"MIN_BATCH_MEMORY_FOR_STREAMS_MB": "50"}, nil, true,
+			"batch size 16 >= 8 and batch memory 52.0 MiB >= 50 MiB", 2},
+		{"flag beats env", map[string]string{"MIN_BATCH_MEMORY_FOR_STREAMS_MB": "50"}, []string{"-min-batch-memory-mb", "60"}, false,
+			"batch memory 52.0 MiB < 60 MiB", 1},
+		{"env max streams", map[string]string{"MIN_BATCH_MEMORY_FOR_STREAMS_MB": "1", "MAX_CONCURRENT_CUDA_STREAMS": "1"}, nil, true,
+			"batch size 16 >= 8 and batch memory 52.0 MiB >= 1 MiB", 1},
+		{"batch size", nil, []string{"-min-batch-size", "32", "-min-batch-memory-mb", "0"}, false, "batch size 16 < 32", 1},
+		{"device flag", nil, []string{"-device", "cpu"}, false, "device is cpu", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append(append([]string{"plan", "-json"}, tt.args...), "dataset.yaml")
+			code, out, errOut := cli(t, dir, envOf(tt.env), args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var got struct {
+				Name       string  `json:"name"`
+				BatchSize  int     `json:"batch_size"`
+				Device     string  `json:"device"`
+				BatchBytes int64   `json:"batch_bytes"`
+				BatchMiB   float64 `json:"batch_mib"`
+				UseStreams bool    `json:"use_streams"`
+				NumStreams int     `json:"num_streams"`
+				Reason     string  `json:"reason"`
+				Keys       []struct {
+					Name        string `json:"name"`
+					Role        string `json:"role"`
+					DType       string `json:"dtype"`
+					Shape       []int  `json:"shape"`
+					SampleBytes int64  `json:"sample_bytes"`
+					BatchBytes  int64  `json:"batch_bytes"`
+					Stream      int    `json:"stream"`
+					Priority    string `json:"priority"`
+				} `json:"keys"`
+			}
+			dec := json.NewDecoder(strings.NewReader(out))
+			dec.DisallowUnknownFields()
+			var raw map[string]any
+			if err := json.Unmarshal([]byte(out), &raw); err != nil {
+				t.Fatal(err)
+			}
+			if err := dec.Decode(&got); err != nil {
+				t.Fatalf("plan -json has fields beyond the contract: %v", err)
+			}
+			if got.BatchBytes != 54525952 || got.BatchMiB != 52 || got.UseStreams != tt.streams || got.Reason != tt.reason || got.NumStreams != tt.num {
+				t.Errorf("plan %+v; want 54525952 bytes, 52 MiB, streams %v x %d, reason %q", got, tt.streams, tt.num, tt.reason)
+			}
+			if len(got.Keys) != 2 || got.Keys[0].Priority != "high" || got.Keys[1].Role != "target" ||
+				got.Keys[1].SampleBytes != 3145728 || !cmp.Equal(got.Keys[1].Shape, []int{3, 64, 64, 64}) {
+				t.Errorf("keys %+v", got.Keys)
+			}
+			for _, field := range []string{"name", "batch_size", "device", "batch_bytes", "batch_mib", "use_streams", "num_streams", "reason", "keys"} {
+				if _, ok := raw[field]; !ok {
+					t.Errorf("plan -json lacks field %q", field)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanTable(t *testing.T) {
+	dir := writeSchema(t, designSchema)
+	code, out, errOut := cli(t, dir, noEnv, "plan", "dataset.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"raw", "labels", "[3 64 64 64]", "54525952", "52.0", "streams off: batch memory 52.0 MiB < 100 MiB"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestGenerateAndCheck(t *testing.T) {
+	dir := writeSchema(t, designSchema)
+	if code, _, errOut := cli(t, dir, noEnv, "check", "dataset.yaml"); code != 1 || !strings.Contains(errOut, "dataset_loader.go") {
+		t.Errorf("check before generate: exit %d, %q; want 1 naming the missing file", code, errOut)
+	}
+	if code, _, errOut := cli(t, dir, noEnv, "generate", "dataset.yaml"); code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, errOut)
+	}
+	out := filepath.Join(dir, "dataset_loader.go")
+	src, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(string(src), "\n"); first != "// Code generated by loadergen. DO NOT EDIT." {
+		t.Errorf("first line %q", first)
+	}
+	if !strings.Contains(string(src), "// source: dataset.yaml\n") {
+		t.Error("header does not name the schema relative to the output")
+	}
+	if code, stdout, errOut := cli(t, dir, noEnv, "check", "dataset.yaml"); code != 0 || stdout != "" {
+		t.Errorf("check after generate: exit %d, %q %q", code, stdout, errOut)
+	}
+	// A different override makes the committed file stale.
+	code, stdout, _ := cli(t, dir, noEnv, "check", "-min-batch-memory-mb", "10", "dataset.yaml")
+	if code != 1 || !strings.Contains(stdout, "-\tCellMapUseStreams = false\n") {
+		t.Errorf("stale check: exit %d, diff:\n%s", code, stdout)
+	}
+	if !strings.HasPrefix(stdout, "--- dataset_loader.go\n+++ dataset_loader.go (regenerated)\n@@ ") {
+		t.Errorf("diff is not unified:\n%s", stdout)
+	}
+	again, _ := os.ReadFile(out)
+	if !bytes.Equal(src, again) {
+		t.Error("check changed the file")
+	}
+}
+
+func TestBadInputWritesNothing(t *testing.T) {
+	dir := writeSchema(t, strings.Replace(designSchema, "batch_size: 16", "batch_size: 0", 1))
+	code, _, errOut := cli(t, dir, noEnv, "generate", "dataset.yaml")
+	if code != 1 || errOut != "loadergen: dataset.yaml:4:13: batch_size: must be >= 1, got 0\n" {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("a failed generate left %d entries in the directory", len(entries))
+	}
+	for _, tt := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{map[string]string{"MAX_CONCURRENT_CUDA_STREAMS": "many"}, nil, `loadergen: environment MAX_CONCURRENT_CUDA_STREAMS="many": not an integer` + "\n"},
+		{nil, []string{"-max-streams", "0"}, "loadergen: flags: max streams 0: must be in [1, 64]\n"},
+		{nil, []string{"-assign", "random"}, "loadergen: flags: assign \"random\": must be round_robin or balanced\n"},
+	} {
+		args := append(append([]string{"plan"}, tt.args...), "dataset.yaml")
+		if code, _, errOut := cli(t, dir, envOf(tt.env), args...); code != 1 || errOut != tt.want {
+			t.Errorf("%v %v: exit %d, stderr %q; want 1, %q", tt.env, tt.args, code, errOut, tt.want)
+		}
+	}
+}
+
+func TestInit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cell-map")
+	code, out, errOut := cli(t, filepath.Dir(dir), noEnv, "init", dir)
+	if code != 0 {
+		t.Fatalf("init: exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "dataset.yaml") || !strings.Contains(out, "generate.go") {
+		t.Errorf("init output %q", out)
+	}
+	gen, _ := os.ReadFile(filepath.Join(dir, "generate.go"))
+	if !strings.Contains(string(gen), "package cellmap\n") || !strings.Contains(string(gen), "//go:generate go tool loadergen generate dataset.yaml\n") {
+		t.Errorf("generate.go:\n%s", gen)
+	}
+	// The scaffolded schema is valid: it plans and generates.
+	if code, _, errOut := cli(t, dir, noEnv, "generate", "dataset.yaml"); code != 0 {
+		t.Fatalf("generate from scaffold: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := cli(t, dir, noEnv, "init", "."); code != 1 || !strings.Contains(errOut, "already exists") {
+		t.Errorf("second init: exit %d, %q; want a refusal", code, errOut)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{nil, {"frobnicate"}, {"generate"}, {"plan", "a.yaml", "b.yaml"}} {
+		if code, _, _ := cli(t, dir, noEnv, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+	if code, out, _ := cli(t, dir, noEnv, "version"); code != 0 || !strings.HasPrefix(out, "loadergen ") {
+		t.Errorf("version: exit %d, %q", code, out)
+	}
+}

@@ -1,0 +1,251 @@
+// Package gen turns a validated schema into a plan (batch memory, the stream
+// decision, the key-to-stream map) and the plan into a specialised Go loader.
+package gen
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/schema"
+)
+
+// Defaults of the stream thresholds, used when neither flags, environment
+// nor schema set them.
+const (
+	DefaultMinBatchSize     = 8
+	DefaultMinBatchMemoryMB = 100
+	DefaultMaxStreams       = 4
+	DefaultAssign           = "round_robin"
+)
+
+// Environment variables that override the schema's stream thresholds.
+const (
+	EnvMinBatchSize     = "MIN_BATCH_SIZE_FOR_STREAMS"
+	EnvMinBatchMemoryMB = "MIN_BATCH_MEMORY_FOR_STREAMS_MB"
+	EnvMaxStreams       = "MAX_CONCURRENT_CUDA_STREAMS"
+)
+
+// Thresholds are the effective settings of the stream decision.
+type Thresholds struct {
+	MinBatchSize     int
+	MinBatchMemoryMB float64
+	MaxStreams       int
+	Assign           string // "round_robin" or "balanced"
+}
+
+// String is the form written into generated files and printed by plan.
+func (t Thresholds) String() string {
+	return fmt.Sprintf("min_batch_size=%d min_batch_memory_mb=%s max_streams=%d assign=%s",
+		t.MinBatchSize, strconv.FormatFloat(t.MinBatchMemoryMB, 'f', -1, 64), t.MaxStreams, t.Assign)
+}
+
+// Overrides are settings from outside the schema (flags, environment). A nil
+// field leaves the setting to the next layer down.
+type Overrides struct {
+	Device           *schema.Device
+	MinBatchSize     *int
+	MinBatchMemoryMB *float64
+	MaxStreams       *int
+	Assign           *string
+}
+
+// Over returns o with its unset fields taken from base: o takes precedence.
+func (o Overrides) Over(base Overrides) Overrides {
+	return Overrides{
+		Device:           cmp.Or(o.Device, base.Device),
+		MinBatchSize:     cmp.Or(o.MinBatchSize, base.MinBatchSize),
+		MinBatchMemoryMB: cmp.Or(o.MinBatchMemoryMB, base.MinBatchMemoryMB),
+		MaxStreams:       cmp.Or(o.MaxStreams, base.MaxStreams),
+		Assign:           cmp.Or(o.Assign, base.Assign),
+	}
+}
+
+// EnvOverrides reads the stream thresholds from the environment through
+// getenv (os.Getenv in the CLI). Empty variables are unset.
+func EnvOverrides(getenv func(string) string) (Overrides, error) {
+	var o Overrides
+	if v := strings.TrimSpace(getenv(EnvMinBatchSize)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return o, fmt.Errorf("environment %s=%q: not an integer", EnvMinBatchSize, v)
+		}
+		o.MinBatchSize = &n
+	}
+	if v := strings.TrimSpace(getenv(EnvMinBatchMemoryMB)); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return o, fmt.Errorf("environment %s=%q: not a number", EnvMinBatchMemoryMB, v)
+		}
+		o.MinBatchMemoryMB = &f
+	}
+	if v := strings.TrimSpace(getenv(EnvMaxStreams)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return o, fmt.Errorf("environment %s=%q: not an integer", EnvMaxStreams, v)
+		}
+		o.MaxStreams = &n
+	}
+	if err := o.Check(); err != nil {
+		return o, fmt.Errorf("environment: %w", err)
+	}
+	return o, nil
+}
+
+// Check reports an override outside the range the schema allows.
+func (o Overrides) Check() error {
+	switch {
+	case o.MinBatchSize != nil && *o.MinBatchSize < 1:
+		return fmt.Errorf("min batch size %d: must be at least 1", *o.MinBatchSize)
+	case o.MinBatchMemoryMB != nil && !(*o.MinBatchMemoryMB >= 0 && *o.MinBatchMemoryMB <= math.MaxFloat64):
+		return fmt.Errorf("min batch memory %v MB: must be a finite number >= 0", *o.MinBatchMemoryMB)
+	case o.MaxStreams != nil && (*o.MaxStreams < 1 || *o.MaxStreams > schema.MaxStreams):
+		return fmt.Errorf("max streams %d: must be in [1, %d]", *o.MaxStreams, schema.MaxStreams)
+	case o.Assign != nil && *o.Assign != "round_robin" && *o.Assign != "balanced":
+		return fmt.Errorf("assign %q: must be round_robin or balanced", *o.Assign)
+	}
+	return nil
+}
+
+// Plan is a schema with everything decided at generation time.
+type Plan struct {
+	Dataset    *schema.Dataset
+	Thresholds Thresholds
+	Runtime    runtime.Plan // what the generated loader embeds
+}
+
+// NewPlan computes sizes, the stream decision and the key-to-stream map for
+// ds, with o layered over the schema's settings.
+func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
+	s := ds.Streams
+	t := Thresholds{
+		MinBatchSize:     deref(cmp.Or(o.MinBatchSize, s.MinBatchSize), DefaultMinBatchSize),
+		MinBatchMemoryMB: deref(cmp.Or(o.MinBatchMemoryMB, s.MinBatchMemoryMB), DefaultMinBatchMemoryMB),
+		MaxStreams:       deref(cmp.Or(o.MaxStreams, s.MaxStreams), DefaultMaxStreams),
+		Assign:           cmp.Or(deref(o.Assign, ""), s.Assign, DefaultAssign),
+	}
+	device := deref(o.Device, ds.Device)
+	rp := runtime.Plan{
+		Name:      ds.Name,
+		BatchSize: ds.BatchSize,
+		Device:    device.String(),
+		Loader:    ds.Loader,
+	}
+	for _, k := range ds.Keys {
+		key, err := layoutKey(ds, k)
+		if err != nil {
+			return nil, err
+		}
+		var ok bool
+		if rp.BatchBytes, ok = add(rp.BatchBytes, key.BatchBytes); !ok {
+			return nil, fmt.Errorf("%s: batch bytes overflow int64 at key %q", ds.File, k.Name)
+		}
+		rp.Keys = append(rp.Keys, key)
+	}
+	if rp.BatchBytes > math.MaxInt64/2 {
+		return nil, fmt.Errorf("%s: batch of %d bytes is too large to stage", ds.File, rp.BatchBytes)
+	}
+	rp.BatchMiB = float64(rp.BatchBytes) / (1 << 20)
+	rp.UseStreams, rp.Reason = decide(device, ds.BatchSize, rp.BatchMiB, t)
+	rp.NumStreams = 1
+	if rp.UseStreams {
+		rp.NumStreams = min(t.MaxStreams, len(rp.Keys))
+	}
+	assign(rp.Keys, rp.NumStreams, t.Assign)
+	rp.SlotBytes = runtime.Layout(rp.Keys)
+	return &Plan{Dataset: ds, Thresholds: t, Runtime: rp}, nil
+}
+
+// layoutKey computes the sample shape and sizes of one key:
+// sample_bytes = C * prod(S) * e and batch_bytes = batch_size * sample_bytes.
+func layoutKey(ds *schema.Dataset, k schema.Key) (runtime.Key, error) {
+	shape := slices.Clone(k.Shape)
+	if k.Role == runtime.Target && len(ds.Classes) > 0 {
+		shape = append([]int{len(ds.Classes)}, shape...)
+	}
+	sample, ok := int64(k.DType.Size()), true
+	for _, d := range shape {
+		if sample, ok = mul(sample, int64(d)); !ok {
+			break
+		}
+	}
+	batch, okBatch := mul(sample, int64(ds.BatchSize))
+	if !ok || !okBatch {
+		return runtime.Key{}, fmt.Errorf("%s:%d:%d: key %q: %d x %v x %d bytes overflows int64",
+			ds.File, k.Pos.Line, k.Pos.Col, k.Name, ds.BatchSize, shape, k.DType.Size())
+	}
+	return runtime.Key{
+		Name: k.Name, Role: k.Role, DType: k.DType, Shape: shape,
+		SampleBytes: sample, BatchBytes: batch, Priority: k.Priority,
+	}, nil
+}
+
+// decide applies use_streams = cuda AND batch_size >= min AND batch_mib >= min.
+func decide(d schema.Device, batch int, mib float64, t Thresholds) (bool, string) {
+	mem := strconv.FormatFloat(t.MinBatchMemoryMB, 'f', -1, 64)
+	switch {
+	case !d.CUDA:
+		return false, "device is cpu"
+	case batch < t.MinBatchSize:
+		return false, fmt.Sprintf("batch size %d < %d", batch, t.MinBatchSize)
+	case mib < t.MinBatchMemoryMB:
+		return false, fmt.Sprintf("batch memory %.1f MiB < %s MiB", mib, mem)
+	}
+	return true, fmt.Sprintf("batch size %d >= %d and batch memory %.1f MiB >= %s MiB", batch, t.MinBatchSize, mib, mem)
+}
+
+// assign fixes each key's stream. round_robin: the i-th key goes to
+// i % n. balanced: keys by batch bytes descending (ties: file order) each go
+// to the stream with the fewest bytes so far (ties: lowest index).
+func assign(keys []runtime.Key, n int, strategy string) {
+	if strategy != "balanced" {
+		for i := range keys {
+			keys[i].Stream = i % n
+		}
+		return
+	}
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(keys[b].BatchBytes, keys[a].BatchBytes) })
+	load := make([]int64, n)
+	for _, i := range order {
+		s := 0
+		for j := range load {
+			if load[j] < load[s] {
+				s = j
+			}
+		}
+		keys[i].Stream = s
+		load[s] += keys[i].BatchBytes
+	}
+}
+
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func mul(a, b int64) (int64, bool) {
+	if a < 0 || b < 0 {
+		return 0, false
+	}
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	return int64(lo), hi == 0 && lo <= math.MaxInt64
+}
+
+func add(a, b int64) (int64, bool) {
+	s := a + b
+	return s, s >= a
+}

@@ -1,0 +1,41 @@
+package gen
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteTable prints the plan for people: one row per key, the total, and
+// the reason for the stream decision.
+func (p *Plan) WriteTable(w io.Writer) error {
+	rp := p.Runtime
+	fmt.Fprintf(w, "%s: batch %d on %s (%s)\n\n", rp.Name, rp.BatchSize, rp.Device, p.Thresholds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "key\trole\tdtype\tsample shape\tbatch bytes\tMiB\tstream\tpriority\t")
+	for _, k := range rp.Keys {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%.1f\t%d\t%s\t\n",
+			k.Name, k.Role, k.DType, k.Shape, k.BatchBytes, float64(k.BatchBytes)/(1<<20), k.Stream, k.Priority)
+	}
+	fmt.Fprintf(tw, "total\t\t\t\t%d\t%.1f\t\t\t\n", rp.BatchBytes, rp.BatchMiB)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	state := "off"
+	if rp.UseStreams {
+		state = fmt.Sprintf("on, %d streams", rp.NumStreams)
+	}
+	_, err := fmt.Fprintf(w, "\nstreams %s: %s\n", state, rp.Reason)
+	return err
+}
+
+// WriteJSON prints the plan with the field names of the plan -json contract.
+func (p *Plan) WriteJSON(w io.Writer) error {
+	b, err := json.Marshal(p.Runtime)
+	if err != nil {
+		return fmt.Errorf("plan json: %w", err)
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}

@@ -1,0 +1,88 @@
+package balanced
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/loadergen/loadergen/internal/pattern"
+	"github.com/loadergen/loadergen/runtime"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type source struct{ n int }
+
+func (s source) Len() int                               { return s.n }
+func (source) ReadTiny(index int, dst []int8) error     { pattern.Fill(dst, 0, index); return nil }
+func (source) ReadWide(index int, dst []float64) error  { pattern.Fill(dst, 1, index); return nil }
+func (source) ReadHalf(index int, dst []uint16) error   { pattern.Fill(dst, 2, index); return nil }
+func (source) ReadIds(index int, dst []uint64) error    { pattern.Fill(dst, 3, index); return nil }
+func (source) ReadDepth(index int, dst []float32) error { pattern.Fill(dst, 4, index); return nil }
+func (source) ReadCount(index int, dst []int32) error   { pattern.Fill(dst, 5, index); return nil }
+func (source) ReadCode(index int, dst []uint32) error   { pattern.Fill(dst, 6, index); return nil }
+func (source) ReadStep(index int, dst []int16) error    { pattern.Fill(dst, 7, index); return nil }
+
+// TestPlan checks the balanced assignment by hand. Batch bytes, largest
+// first: wide 131072 -> stream 0, depth 65536 -> 1, half 8192 -> 2, then
+// ids 512, code 128, count 64, step 24 and tiny 8 each join stream 2, the
+// lightest.
+func TestPlan(t *testing.T) {
+	type row struct {
+		Name     string
+		Stream   int
+		Priority runtime.Priority
+	}
+	want := []row{
+		{"tiny", 2, runtime.Low}, {"wide", 0, runtime.High}, {"half", 2, runtime.Normal}, {"ids", 2, runtime.Normal},
+		{"depth", 1, runtime.High}, {"count", 2, runtime.Normal}, {"code", 2, runtime.Normal}, {"step", 2, runtime.Normal},
+	}
+	var got []row
+	for _, k := range balancedPlan.Keys {
+		got = append(got, row{k.Name, k.Stream, k.Priority})
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stream map (-want +got):\n%s", diff)
+	}
+	if BalancedBatchBytes != 205536 || !BalancedUseStreams || BalancedNumStreams != 3 || balancedPlan.Device != "cuda:1" {
+		t.Errorf("plan %d bytes, streams %v x %d on %s; want 205536, on, 3, cuda:1",
+			BalancedBatchBytes, BalancedUseStreams, BalancedNumStreams, balancedPlan.Device)
+	}
+}
+
+// TestDropLast: 10 samples in batches of 4 with drop_last give 2 full batches.
+func TestDropLast(t *testing.T) {
+	l, err := NewBalancedLoader(source{n: 10}, runtime.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var got [][]int
+	for b, err := range l.Epoch(context.Background(), 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range []error{
+			pattern.Check(b.TinyData(), 0, b.Indices, 2),
+			pattern.Check(b.WideData(), 1, b.Indices, 64*64),
+			pattern.Check(b.HalfData(), 2, b.Indices, 32*32),
+			pattern.Check(b.IdsData(), 3, b.Indices, 16),
+			pattern.Check(b.DepthData(), 4, b.Indices, 64*64),
+			pattern.Check(b.CountData(), 5, b.Indices, 4),
+			pattern.Check(b.CodeData(), 6, b.Indices, 8),
+			pattern.Check(b.StepData(), 7, b.Indices, 3),
+		} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		got = append(got, append([]int(nil), b.Indices...))
+	}
+	if diff := cmp.Diff([][]int{{0, 1, 2, 3}, {4, 5, 6, 7}}, got); diff != "" {
+		t.Errorf("batches (-want +got):\n%s", diff)
+	}
+}

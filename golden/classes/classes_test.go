@@ -1,0 +1,126 @@
+package classes
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/npy"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var quiet = runtime.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+
+// dataset holds the bytes written to each key's .npy file, per key in plan
+// order, n samples each.
+type dataset struct {
+	n     int
+	bytes [][]byte
+}
+
+// writeDataset writes n random samples of every key under a new root.
+func writeDataset(t *testing.T, n int) (string, dataset) {
+	t.Helper()
+	root := t.TempDir()
+	rng := rand.New(rand.NewPCG(1, uint64(n)))
+	ds := dataset{n: n}
+	for _, spec := range cellMapFileSpecs {
+		data := make([]byte, n*int(spec.DType.Size())*prod(spec.Sample))
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		if spec.DType == runtime.Float32 {
+			// Keep every float a normal number so comparisons are exact.
+			for i, f := range runtime.View[float32](data) {
+				runtime.View[float32](data)[i] = float32(int(f) % 1000)
+			}
+		}
+		path := filepath.Join(root, filepath.FromSlash(spec.File))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := npy.Write(path, spec.DType, append([]int{n}, spec.Sample...), data); err != nil {
+			t.Fatal(err)
+		}
+		ds.bytes = append(ds.bytes, data)
+	}
+	return root, ds
+}
+
+func prod(s []int) int {
+	p := 1
+	for _, d := range s {
+		p *= d
+	}
+	return p
+}
+
+// TestFilesEndToEnd reads every element of every key through
+// OpenCellMapFiles and the loader, and compares it with the file's bytes.
+func TestFilesEndToEnd(t *testing.T) {
+	root, want := writeDataset(t, 10)
+	files, err := OpenCellMapFiles(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.Close()
+	l, err := NewCellMapLoader(files, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for epoch := range 2 {
+		var visited []int
+		for b, err := range l.Epoch(context.Background(), epoch) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := b.Labels.Shape; !slices.Equal(got, []int{len(b.Indices), 3, 8, 8, 8}) {
+				t.Fatalf("labels shape %v, want [n 3 8 8 8]", got)
+			}
+			for k, staged := range [][]byte{b.Raw.Data, runtime.Bytes(b.LabelsData()), b.ValidData()} {
+				per := len(want.bytes[k]) / want.n
+				for pos, index := range b.Indices {
+					if !slices.Equal(staged[pos*per:(pos+1)*per], want.bytes[k][index*per:(index+1)*per]) {
+						t.Fatalf("epoch %d: key %d of sample %d (index %d) differs from its file", epoch, k, pos, index)
+					}
+				}
+			}
+			visited = append(visited, b.Indices...)
+		}
+		slices.Sort(visited)
+		if !slices.Equal(visited, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+			t.Errorf("epoch %d visited %v", epoch, visited)
+		}
+	}
+}
+
+func TestFilesRefused(t *testing.T) {
+	root, _ := writeDataset(t, 4)
+	short := filepath.Join(root, "labels.npy")
+	if err := npy.Write(short, runtime.Float32, []int{3, 3, 8, 8, 8}, make([]byte, 3*3*512*4)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenCellMapFiles(root)
+	want := short + ` holds 3 samples of key "labels", but ` + filepath.Join(root, "raw.npy") + ` holds 4 of key "raw": every key needs the same N`
+	if err == nil || err.Error() != want {
+		t.Errorf("mismatched N: %v\nwant %s", err, want)
+	}
+	root, _ = writeDataset(t, 4)
+	if err := os.Remove(filepath.Join(root, "masks", "valid.npy")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenCellMapFiles(root); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}

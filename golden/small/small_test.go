@@ -1,0 +1,181 @@
+package small
+
+import (
+	"context"
+	"errors"
+	"io"
+	"iter"
+	"log/slog"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/loadergen/loadergen/internal/pattern"
+	"github.com/loadergen/loadergen/runtime"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var quiet = runtime.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+
+// source writes pattern values; fail, when set, makes one read fail.
+type source struct {
+	n    int
+	fail func(key, index int) error
+}
+
+func (s source) Len() int { return s.n }
+
+func (s source) read(key, index int) error {
+	if s.fail != nil {
+		return s.fail(key, index)
+	}
+	return nil
+}
+
+func (s source) ReadImage(index int, dst []float32) error {
+	pattern.Fill(dst, 0, index)
+	return s.read(0, index)
+}
+
+func (s source) ReadMask(index int, dst []uint8) error {
+	pattern.Fill(dst, 1, index)
+	return s.read(1, index)
+}
+
+func (s source) ReadLabel(index int, dst []int64) error {
+	pattern.Fill(dst, 2, index)
+	return s.read(2, index)
+}
+
+func newLoader(t *testing.T, src SmallSource, opts runtime.Options) *SmallLoader {
+	t.Helper()
+	l, err := NewSmallLoader(src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// epoch checks every element of every batch and returns the indices.
+func epoch(t *testing.T, l *SmallLoader, e, start int) [][]int {
+	t.Helper()
+	var got [][]int
+	for b, err := range l.EpochFrom(context.Background(), e, start) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(b.Indices)
+		if !slices.Equal(b.Image.Shape, []int{n, 3, 4, 4}) || !slices.Equal(b.Mask.Shape, []int{n, 4, 4}) || !slices.Equal(b.Label.Shape, []int{n, 1}) {
+			t.Fatalf("shapes %v %v %v for %d samples", b.Image.Shape, b.Mask.Shape, b.Label.Shape, n)
+		}
+		for _, err := range []error{
+			pattern.Check(b.ImageData(), 0, b.Indices, 48),
+			pattern.Check(b.MaskData(), 1, b.Indices, 16),
+			pattern.Check(b.LabelData(), 2, b.Indices, 1),
+			pattern.Check(runtime.View[float32](b.Image.Data), 0, b.Indices, 48),
+		} {
+			if err != nil {
+				t.Fatalf("batch %d: %v", len(got), err)
+			}
+		}
+		got = append(got, slices.Clone(b.Indices))
+	}
+	return got
+}
+
+func TestEpochs(t *testing.T) {
+	const n = 18
+	l := newLoader(t, source{n: n}, quiet)
+	if l.Len() != 5 {
+		t.Errorf("Len() = %d, want 5 (18 samples in batches of 4)", l.Len())
+	}
+	e0, e1 := epoch(t, l, 0, 0), epoch(t, l, 1, 0)
+	if cmp.Equal(e0, e1) {
+		t.Error("shuffled epochs 0 and 1 have the same order")
+	}
+	for _, e := range [][][]int{e0, e1} {
+		all := slices.Concat(e...)
+		slices.Sort(all)
+		if len(e) != 5 || len(e[4]) != 2 || !slices.Equal(all, seq(n)) {
+			t.Errorf("epoch %v is not 4+4+4+4+2 samples covering 0..17 once", e)
+		}
+	}
+	for start := range 6 {
+		if diff := cmp.Diff(e1[start:], epoch(t, l, 1, start), cmp.Comparer(equalOrEmpty)); diff != "" {
+			t.Errorf("EpochFrom(1, %d) (-want +got):\n%s", start, diff)
+		}
+	}
+	one := newLoader(t, source{n: n}, runtime.Options{Workers: 1, Logger: quiet.Logger})
+	if diff := cmp.Diff(e1, epoch(t, one, 1, 0)); diff != "" {
+		t.Errorf("order depends on the worker count (-2 workers +1):\n%s", diff)
+	}
+}
+
+func equalOrEmpty(a, b [][]int) bool {
+	return len(a) == 0 && len(b) == 0 || slices.EqualFunc(a, b, slices.Equal)
+}
+
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+func TestPlan(t *testing.T) {
+	l := newLoader(t, source{n: 1}, quiet)
+	p := l.Plan()
+	if p.BatchSize != SmallBatchSize || p.BatchBytes != SmallBatchBytes || p.UseStreams != SmallUseStreams || p.NumStreams != SmallNumStreams {
+		t.Errorf("Plan() %+v disagrees with the constants", p)
+	}
+	if SmallBatchBytes != 4*(48*4+16+8) {
+		t.Errorf("SmallBatchBytes = %d, want 4 x (192 + 16 + 8)", SmallBatchBytes)
+	}
+	p.Keys[0].Name = "changed"
+	if l.Plan().Keys[0].Name != "image" {
+		t.Error("Plan() returns the loader's own keys, not a copy")
+	}
+}
+
+func TestReadErrorNamesKeyIndexAndBatch(t *testing.T) {
+	errBad := errors.New("bad label")
+	l := newLoader(t, source{n: 12, fail: func(key, index int) error {
+		if key == 2 && index == 6 {
+			return errBad
+		}
+		return nil
+	}}, runtime.Options{Logger: quiet.Logger, Workers: 3})
+	var errs []error
+	for _, err := range l.Epoch(context.Background(), 0) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var re *runtime.ReadError
+	if len(errs) != 1 || !errors.Is(errs[0], errBad) || !errors.As(errs[0], &re) {
+		t.Fatalf("errors %v, want one wrapping %v", errs, errBad)
+	}
+	if re.Key != "label" || re.Index != 6 {
+		t.Errorf("error names key %q index %d, want label 6", re.Key, re.Index)
+	}
+}
+
+func TestSteadyStateAllocatesNothing(t *testing.T) {
+	l := newLoader(t, source{n: 1 << 20}, quiet)
+	next, stop := iter.Pull2(l.Epoch(context.Background(), 0))
+	defer stop()
+	next()
+	allocs := testing.AllocsPerRun(100, func() {
+		if b, err, ok := next(); !ok || err != nil || len(b.Indices) != SmallBatchSize {
+			t.Fatalf("next: %v %v", err, ok)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per batch through the generated loader, want 0", allocs)
+	}
+}

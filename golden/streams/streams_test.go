@@ -1,0 +1,70 @@
+package streams
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/loadergen/loadergen/internal/pattern"
+	"github.com/loadergen/loadergen/runtime"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type source struct{ n int }
+
+func (s source) Len() int                               { return s.n }
+func (source) ReadEmRaw(index int, dst []uint8) error   { pattern.Fill(dst, 0, index); return nil }
+func (source) ReadEmFine(index int, dst []uint16) error { pattern.Fill(dst, 1, index); return nil }
+func (source) ReadLm(index int, dst []uint16) error     { pattern.Fill(dst, 2, index); return nil }
+func (source) ReadDist(index int, dst []float32) error  { pattern.Fill(dst, 3, index); return nil }
+
+// TestPlan checks the arithmetic of DESIGN §4 by hand: 8 x (32768 + 8192 +
+// 128 + 131072) bytes = 1.3 MiB >= 1 MiB and batch 8 >= 8, so streams are
+// on, min(max_streams 2, 4 keys) = 2 of them, keys round robin.
+func TestPlan(t *testing.T) {
+	if EMBatchBytes != 8*(32768+8192+128+131072) || !EMUseStreams || EMNumStreams != 2 {
+		t.Errorf("batch bytes %d, streams %v x %d; want 1377280, on, 2", EMBatchBytes, EMUseStreams, EMNumStreams)
+	}
+	for i, k := range emPlan.Keys {
+		if k.Stream != i%2 {
+			t.Errorf("key %q on stream %d, want %d", k.Name, k.Stream, i%2)
+		}
+	}
+}
+
+func TestEpochEndToEnd(t *testing.T) {
+	var log bytes.Buffer
+	l, err := NewEMLoader(source{n: 21}, runtime.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	seen := 0
+	for b, err := range l.Epoch(context.Background(), 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range []error{
+			pattern.Check(b.EmRawData(), 0, b.Indices, emEmRawElems),
+			pattern.Check(b.EmFineData(), 1, b.Indices, emEmFineElems),
+			pattern.Check(b.LmData(), 2, b.Indices, emLmElems),
+			pattern.Check(b.DistData(), 3, b.Indices, emDistElems),
+		} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		seen += len(b.Indices)
+	}
+	if seen != 21 {
+		t.Errorf("saw %d samples, want 21", seen)
+	}
+	if !strings.Contains(log.String(), "streams enabled: 2 streams, batch 8, 1.3 MiB") {
+		t.Errorf("start log does not state the plan:\n%s", log.String())
+	}
+}

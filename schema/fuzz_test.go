@@ -1,0 +1,67 @@
+package schema
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzParse checks that Parse never panics and returns either an *Error or
+// a Dataset that keeps its invariants. The seed corpus is every schema in
+// ../testdata and ../testdata/errors plus a few inline ones.
+func FuzzParse(f *testing.F) {
+	for _, pattern := range []string{"../testdata/*.yaml", "../testdata/errors/*.yaml"} {
+		paths, err := filepath.Glob(pattern)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, path := range paths {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+	for _, s := range []string{
+		designSchema,
+		minimalSchema,
+		"",
+		"\ufeff",
+		"[]",
+		"a: &a [*a]\n",
+		"version: 1\ninputs: &i {x: {shape: [1], dtype: bool}}\ntargets: *i\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ds, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Fatalf("error %v is a %T, want *Error", err, err)
+			}
+			if se.Line < 1 || se.Col < 1 {
+				t.Fatalf("error %v has no position", err)
+			}
+			return
+		}
+		if ds.BatchSize < 1 {
+			t.Fatalf("BatchSize %d < 1", ds.BatchSize)
+		}
+		if len(ds.Keys) == 0 {
+			t.Fatal("no keys")
+		}
+		for _, k := range ds.Keys {
+			if len(k.Shape) == 0 {
+				t.Fatalf("key %q has an empty shape", k.Name)
+			}
+			for _, d := range k.Shape {
+				if d < 1 {
+					t.Fatalf("key %q has shape %v", k.Name, k.Shape)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,267 @@
+package schema
+
+import (
+	"fmt"
+	"go/token"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/loadergen/loadergen/runtime"
+)
+
+// indicesField is the batch struct's own field; no key may take its name.
+const indicesField = "Indices"
+
+// member is a generated batch member (the key's field, or its Data method)
+// and the key it belongs to.
+type member struct {
+	key    string
+	pos    Pos
+	method bool
+}
+
+// allKeys reads inputs, then targets, and checks that there is a key.
+func (p *parser) allKeys(m *yaml.Node, vals map[string]*yaml.Node) error {
+	for _, role := range []runtime.Role{runtime.Input, runtime.Target} {
+		field := role.String() + "s"
+		if n, ok := vals[field]; ok {
+			if err := p.keys(field, n, role); err != nil {
+				return err
+			}
+		}
+	}
+	if len(p.ds.Keys) > 0 {
+		return nil
+	}
+	at := m
+	if n, ok := vals["inputs"]; ok {
+		at = n
+	} else if n, ok := vals["targets"]; ok {
+		at = n
+	}
+	return p.errorf(at, "", "no keys: declare at least one input or target")
+}
+
+// keys reads the ordered mapping of keys n with the given role.
+func (p *parser) keys(path string, n *yaml.Node, role runtime.Role) error {
+	m, err := p.mapping(path, n)
+	if err != nil {
+		return err
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if err := p.key(path, m.Content[i], m.Content[i+1], role); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// key reads one key: its name node kn and its value node vn.
+func (p *parser) key(path string, kn, vn *yaml.Node, role runtime.Role) error {
+	k := deref(kn)
+	if k.Kind != yaml.ScalarNode || k.ShortTag() != strTag {
+		return p.errorf(kn, path, "expected a key name (a string), found %s", describe(k))
+	}
+	key := Key{
+		Name:   k.Value,
+		GoName: GoName(k.Value),
+		Role:   role,
+		Pos:    Pos{Line: kn.Line, Col: kn.Column},
+	}
+	if err := p.declare(path, kn, key); err != nil {
+		return err
+	}
+	kp := path + "." + key.Name
+	m, err := p.mapping(kp, vn)
+	if err != nil {
+		return err
+	}
+	f, err := p.fields(kp, m, keyFields)
+	if err != nil {
+		return err
+	}
+	shapeNode, err := p.required(kp, m, f, "shape")
+	if err != nil {
+		return err
+	}
+	if key.Shape, err = p.shape(kp+".shape", shapeNode); err != nil {
+		return err
+	}
+	dtypeNode, err := p.required(kp, m, f, "dtype")
+	if err != nil {
+		return err
+	}
+	if key.DType, err = p.dtype(kp+".dtype", dtypeNode); err != nil {
+		return err
+	}
+	if n, ok := f["file"]; ok {
+		if key.File, err = p.dataFile(kp+".file", n); err != nil {
+			return err
+		}
+	}
+	if err := p.size(kn, kp, key); err != nil {
+		return err
+	}
+	p.keyAt[key.Name] = len(p.ds.Keys)
+	p.ds.Keys = append(p.ds.Keys, key)
+	return nil
+}
+
+// declare checks that key's name is new, that its Go name is a valid
+// exported identifier, and that the batch members generated for it (the
+// field GoName and the method GoName+"Data") collide with no other member.
+func (p *parser) declare(path string, kn *yaml.Node, key Key) error {
+	if i, dup := p.keyAt[key.Name]; dup {
+		prev := p.ds.Keys[i].Pos
+		return p.errorf(kn, path, "key %s already declared at %d:%d", quote(key.Name), prev.Line, prev.Col)
+	}
+	g := key.GoName
+	switch {
+	case !token.IsIdentifier(g) || !token.IsExported(g):
+		return p.errorf(kn, path, "key %s has Go name %s, which is not a valid exported Go identifier", quote(key.Name), quote(g))
+	case g == indicesField:
+		return p.errorf(kn, path, "key %s has Go name %s, which is reserved for the batch's own %s field", quote(key.Name), quote(g), indicesField)
+	}
+	if o, ok := p.members[g]; ok {
+		if o.method {
+			return p.errorf(kn, path, "key %s has Go name %s, which collides with the batch method %s() of key %s (declared at %d:%d)",
+				quote(key.Name), quote(g), g, quote(o.key), o.pos.Line, o.pos.Col)
+		}
+		return p.errorf(kn, path, "key %s has Go name %s, the same as key %s (declared at %d:%d)",
+			quote(key.Name), quote(g), quote(o.key), o.pos.Line, o.pos.Col)
+	}
+	method := g + "Data"
+	if o, ok := p.members[method]; ok {
+		return p.errorf(kn, path, "key %s needs the batch method %s(), which collides with the Go name of key %s (declared at %d:%d)",
+			quote(key.Name), method, quote(o.key), o.pos.Line, o.pos.Col)
+	}
+	p.members[g] = member{key: key.Name, pos: key.Pos}
+	p.members[method] = member{key: key.Name, pos: key.Pos, method: true}
+	return nil
+}
+
+// shape reads a sample shape: 1 to maxDims dimensions, each >= 1.
+func (p *parser) shape(path string, n *yaml.Node) ([]int, error) {
+	seq, err := p.sequence(path, n)
+	if err != nil {
+		return nil, err
+	}
+	switch l := len(seq.Content); {
+	case l == 0:
+		return nil, p.errorf(n, path, "must have at least one dimension")
+	case l > maxDims:
+		return nil, p.errorf(n, path, "has %d dimensions; at most %d are allowed", l, maxDims)
+	}
+	shape := make([]int, len(seq.Content))
+	for i, d := range seq.Content {
+		if shape[i], err = p.count(fmt.Sprintf("%s[%d]", path, i), d, 1); err != nil {
+			return nil, err
+		}
+	}
+	return shape, nil
+}
+
+// dtype reads an element type.
+func (p *parser) dtype(path string, n *yaml.Node) (runtime.DType, error) {
+	s, err := p.str(path, n)
+	if err != nil {
+		return 0, err
+	}
+	d, err := runtime.ParseDType(s)
+	if err != nil {
+		names := make([]string, 0, len(runtime.DTypes()))
+		for _, d := range runtime.DTypes() {
+			names = append(names, d.String())
+		}
+		return 0, p.errorf(n, path, "%v (want one of %s)", err, strings.Join(names, ", "))
+	}
+	return d, nil
+}
+
+// dataFile reads a key's .npy path: local, with forward slashes.
+func (p *parser) dataFile(path string, n *yaml.Node) (string, error) {
+	s, err := p.str(path, n)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case hasControl(s):
+		return "", p.errorf(n, path, "%s contains a control character", quote(s))
+	case strings.Contains(s, `\`):
+		return "", p.errorf(n, path, "%s must use forward slashes", quote(s))
+	case !filepath.IsLocal(s):
+		return "", p.errorf(n, path, "%s is not a local path (it must be relative and stay inside the data root)", quote(s))
+	case !strings.HasSuffix(s, ".npy"):
+		return "", p.errorf(n, path, "%s must name a .npy file", quote(s))
+	}
+	return s, nil
+}
+
+// size checks that a full batch of key, and of all keys so far, has a byte
+// size that fits in an int64.
+func (p *parser) size(kn *yaml.Node, path string, key Key) error {
+	classes := 1
+	desc := fmt.Sprintf("batch_size %d", p.ds.BatchSize)
+	if key.Role == runtime.Target && len(p.ds.Classes) > 0 {
+		classes = len(p.ds.Classes)
+		desc += fmt.Sprintf(" x %d classes", classes)
+	}
+	bytes, ok := int64(p.ds.BatchSize), true
+	for _, f := range append([]int{classes, key.DType.Size()}, key.Shape...) {
+		if bytes > math.MaxInt64/int64(f) {
+			ok = false
+			break
+		}
+		bytes *= int64(f)
+	}
+	if !ok {
+		return p.errorf(kn, path, "batch bytes overflow int64 (%s x shape %v x %d-byte %s)", desc, key.Shape, key.DType.Size(), key.DType)
+	}
+	if p.total > math.MaxInt64-bytes {
+		return p.errorf(kn, path, "total batch bytes of all keys overflow int64")
+	}
+	p.total += bytes
+	return nil
+}
+
+// priorities reads streams.priority into the declared keys.
+func (p *parser) priorities(path string, n *yaml.Node) error {
+	m, err := p.mapping(path, n)
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(p.ds.Keys))
+	for i, k := range p.ds.Keys {
+		names[i] = k.Name
+	}
+	first := make(map[string]*yaml.Node, len(m.Content)/2)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		kn := m.Content[i]
+		k := deref(kn)
+		if k.Kind != yaml.ScalarNode || k.ShortTag() != strTag {
+			return p.errorf(kn, path, "expected a key name (a string), found %s", describe(k))
+		}
+		idx, declared := p.keyAt[k.Value]
+		if !declared {
+			return p.errorf(kn, path, "unknown key %s%s", quote(k.Value), hint(k.Value, names))
+		}
+		if prev, dup := first[k.Value]; dup {
+			return p.errorf(kn, path, "duplicate key %s (first at %d:%d)", quote(k.Value), prev.Line, prev.Column)
+		}
+		first[k.Value] = kn
+		vp := path + "." + k.Value
+		s, err := p.str(vp, m.Content[i+1])
+		if err != nil {
+			return err
+		}
+		pr, err := runtime.ParsePriority(s)
+		if err != nil {
+			return p.errorf(m.Content[i+1], vp, "%v", err)
+		}
+		p.ds.Keys[idx].Priority = pr
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+package schema
+
+import (
+	"fmt"
+	"go/token"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxStreams is the largest streams.max_streams a schema may set.
+const MaxStreams = 64
+
+// GoName is the CamelCase form of a key name: the name is split at '_',
+// empty parts are dropped, and each part's first rune is upper-cased
+// (em_raw -> EmRaw).
+func GoName(name string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(name, "_") {
+		if part == "" {
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(part)
+		b.WriteRune(unicode.ToUpper(r))
+		b.WriteString(part[size:])
+	}
+	return b.String()
+}
+
+// ParseDevice reads "cpu", "cuda" or "cuda:N".
+func ParseDevice(s string) (Device, error) {
+	ordinal, found := strings.CutPrefix(s, "cuda:")
+	switch {
+	case s == "cpu":
+		return Device{}, nil
+	case s == "cuda":
+		return Device{CUDA: true}, nil
+	case found && ordinal != "" && strings.Trim(ordinal, "0123456789") == "":
+		o, err := strconv.Atoi(ordinal)
+		if err != nil {
+			return Device{}, fmt.Errorf("CUDA device ordinal %s is out of range", literal(ordinal))
+		}
+		return Device{CUDA: true, Ordinal: o}, nil
+	}
+	return Device{}, fmt.Errorf("unknown device %s (want cpu, cuda or cuda:N with N >= 0)", quote(s))
+}
+
+// CheckPackage reports why s cannot be the package clause of a Go file.
+func CheckPackage(s string) error {
+	switch {
+	case token.IsKeyword(s):
+		return fmt.Errorf("%s is a Go keyword", quote(s))
+	case !token.IsIdentifier(s):
+		return fmt.Errorf("%s is not a valid Go identifier", quote(s))
+	case s == "_":
+		return fmt.Errorf(`"_" is not a valid package name`)
+	}
+	return nil
+}
+
+// CheckName reports why s cannot prefix the exported generated identifiers.
+func CheckName(s string) error {
+	switch {
+	case token.IsKeyword(s):
+		return fmt.Errorf("%s is a Go keyword", quote(s))
+	case !token.IsIdentifier(s):
+		return fmt.Errorf("%s is not a valid Go identifier", quote(s))
+	case !token.IsExported(s):
+		return fmt.Errorf("%s is not exported (it must start with an upper-case letter)", quote(s))
+	}
+	return nil
+}
+
+// PackageName derives a Go package name from a directory name: lower-case
+// letters and digits only (my-data.v2 -> mydatav2). The result may still be
+// invalid (say, all digits); CheckPackage tells.
+func PackageName(dir string) string {
+	return strings.Map(func(r rune) rune {
+		r = unicode.ToLower(r)
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return r
+		}
+		return -1
+	}, dir)
+}

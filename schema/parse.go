@@ -1,0 +1,387 @@
+package schema
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/loadergen/loadergen/runtime"
+)
+
+// MaxFileSize is the size of the largest schema file Load reads (1 MiB).
+const MaxFileSize = 1 << 20
+
+// Limits of a schema.
+const (
+	maxDims = 32 // dimensions of a key's sample shape
+)
+
+// Default loader and stream settings of a schema that leaves them out.
+const (
+	defaultPrefetch = 2
+	defaultAssign   = "round_robin"
+)
+
+// The fields of each mapping of a schema, in documentation order.
+var (
+	topFields    = []string{"version", "package", "name", "batch_size", "device", "classes", "inputs", "targets", "loader", "streams"}
+	keyFields    = []string{"shape", "dtype", "file"}
+	loaderFields = []string{"prefetch", "workers", "shuffle", "seed", "drop_last"}
+	streamFields = []string{"min_batch_size", "min_batch_memory_mb", "max_streams", "assign", "priority"}
+)
+
+// Load reads the schema file and parses it with Parse. Files larger than
+// MaxFileSize are refused.
+func Load(file string) (*Dataset, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading schema: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading schema: %w", err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("reading schema: %s is larger than %d bytes (1 MiB)", file, MaxFileSize)
+	}
+	return Parse(file, data)
+}
+
+// Parse parses and validates the schema in data; file names it in errors
+// and in Dataset.File. Every error it returns is an *Error, the first one
+// found, pointing at the offending node.
+func Parse(file string, data []byte) (*Dataset, error) {
+	p := &parser{
+		file:    file,
+		keyAt:   make(map[string]int),
+		members: make(map[string]member),
+	}
+	root, err := p.decode(bytes.TrimPrefix(data, []byte("\ufeff")))
+	if err != nil {
+		return nil, err
+	}
+	if err := p.dataset(root); err != nil {
+		return nil, err
+	}
+	return &p.ds, nil
+}
+
+// parser holds the state of one Parse call.
+type parser struct {
+	file    string
+	ds      Dataset
+	keyAt   map[string]int    // key name -> index in ds.Keys
+	members map[string]member // generated batch member name -> key that owns it
+	total   int64             // batch bytes of the keys declared so far
+}
+
+// syntaxLine matches yaml.v3's syntax errors that carry a line number.
+var syntaxLine = regexp.MustCompile(`^yaml: line ([0-9]+): (.*)$`)
+
+// decode returns the content node of the single YAML document in data.
+func (p *parser) decode(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, p.empty()
+		}
+		return nil, p.syntaxError(err)
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case err == nil:
+		return nil, p.errorf(&next, "", "a second YAML document starts here; a schema is a single document")
+	case !errors.Is(err, io.EOF):
+		return nil, p.syntaxError(err)
+	}
+	root := doc.Content[0]
+	if v := deref(root); v.Kind == yaml.ScalarNode && v.ShortTag() == nullTag {
+		return nil, p.empty()
+	}
+	return root, nil
+}
+
+// empty is the error for a schema with no content.
+func (p *parser) empty() error {
+	return &Error{File: p.file, Line: 1, Col: 1, Msg: "the schema is empty (it must be a mapping starting with version: 1)"}
+}
+
+// syntaxError turns a yaml.v3 error ("yaml: line N: msg") into an *Error
+// at column 1 of that line; yaml.v3 leaves the line out on the first line.
+func (p *parser) syntaxError(err error) error {
+	e := &Error{File: p.file, Line: 1, Col: 1, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+	if m := syntaxLine.FindStringSubmatch(err.Error()); m != nil {
+		e.Msg = m[2]
+		if line, err := strconv.Atoi(m[1]); err == nil {
+			e.Line = line
+		}
+	}
+	return e
+}
+
+// dataset checks the top-level mapping and fills p.ds. Fields are checked
+// in a fixed order (that of topFields), so that the keys exist before
+// streams.priority names them.
+func (p *parser) dataset(root *yaml.Node) error {
+	m := deref(root)
+	if m.Kind != yaml.MappingNode {
+		return p.errorf(root, "", "the schema must be a mapping, found %s", describe(m))
+	}
+	// A present version is checked first, as another version may have
+	// other fields; a missing one after the field names, which may hold it
+	// misspelt.
+	vn := p.versionNode(m)
+	if vn != nil {
+		if err := p.version(vn); err != nil {
+			return err
+		}
+	}
+	vals, err := p.fields("", m, topFields)
+	if err != nil {
+		return err
+	}
+	if vn == nil {
+		return p.errorf(m, "", "missing required field %q", "version")
+	}
+	p.ds = Dataset{
+		File:    p.file,
+		Loader:  runtime.LoaderDefaults{Prefetch: defaultPrefetch},
+		Streams: Streams{Assign: defaultAssign},
+	}
+	steps := []func() error{
+		func() error { return p.packageName(m, vals) },
+		func() error { return p.name(m, vals) },
+		func() error { return p.batchSize(m, vals) },
+		func() error { return p.device(vals) },
+		func() error { return p.classes(vals) },
+		func() error { return p.allKeys(m, vals) },
+		func() error { return p.loader(vals) },
+		func() error { return p.streams(vals) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// versionNode returns the value of the first version field of the
+// top-level mapping m, or nil.
+func (p *parser) versionNode(m *yaml.Node) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k := deref(m.Content[i]); k.Kind == yaml.ScalarNode && k.Value == "version" {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// version checks that the version field's value n is 1.
+func (p *parser) version(n *yaml.Node) error {
+	v, err := p.bigInt("version", n)
+	if err != nil {
+		return err
+	}
+	if !v.IsInt64() || v.Int64() != Version {
+		return p.errorf(n, "", "unsupported schema version %s (this loadergen reads version %d)", literal(v.String()), Version)
+	}
+	return nil
+}
+
+func (p *parser) packageName(m *yaml.Node, vals map[string]*yaml.Node) error {
+	n, err := p.required("", m, vals, "package")
+	if err != nil {
+		return err
+	}
+	s, err := p.str("package", n)
+	if err != nil {
+		return err
+	}
+	if err := CheckPackage(s); err != nil {
+		return p.errorf(n, "package", "%v", err)
+	}
+	p.ds.Package = s
+	return nil
+}
+
+func (p *parser) name(m *yaml.Node, vals map[string]*yaml.Node) error {
+	n, err := p.required("", m, vals, "name")
+	if err != nil {
+		return err
+	}
+	s, err := p.str("name", n)
+	if err != nil {
+		return err
+	}
+	if err := CheckName(s); err != nil {
+		return p.errorf(n, "name", "%v", err)
+	}
+	p.ds.Name = s
+	return nil
+}
+
+func (p *parser) batchSize(m *yaml.Node, vals map[string]*yaml.Node) error {
+	n, err := p.required("", m, vals, "batch_size")
+	if err != nil {
+		return err
+	}
+	p.ds.BatchSize, err = p.count("batch_size", n, 1)
+	return err
+}
+
+func (p *parser) device(vals map[string]*yaml.Node) error {
+	n, ok := vals["device"]
+	if !ok {
+		return nil
+	}
+	s, err := p.str("device", n)
+	if err != nil {
+		return err
+	}
+	d, err := ParseDevice(s)
+	if err != nil {
+		return p.errorf(n, "device", "%v", err)
+	}
+	p.ds.Device = d
+	return nil
+}
+
+func (p *parser) classes(vals map[string]*yaml.Node) error {
+	n, ok := vals["classes"]
+	if !ok {
+		return nil
+	}
+	seq, err := p.sequence("classes", n)
+	if err != nil {
+		return err
+	}
+	if len(seq.Content) == 0 {
+		return p.errorf(n, "classes", "list is empty; omit it for no class axis")
+	}
+	first := make(map[string]*yaml.Node, len(seq.Content))
+	for i, cn := range seq.Content {
+		path := fmt.Sprintf("classes[%d]", i)
+		c, err := p.str(path, cn)
+		if err != nil {
+			return err
+		}
+		switch prev, dup := first[c]; {
+		case c == "":
+			return p.errorf(cn, path, "class names must not be empty")
+		case hasControl(c):
+			return p.errorf(cn, path, "class name %s contains a control character", quote(c))
+		case dup:
+			return p.errorf(cn, path, "duplicate class %s (first at %d:%d)", quote(c), prev.Line, prev.Column)
+		}
+		first[c] = cn
+		p.ds.Classes = append(p.ds.Classes, c)
+	}
+	return nil
+}
+
+func (p *parser) loader(vals map[string]*yaml.Node) error {
+	n, ok := vals["loader"]
+	if !ok {
+		return nil
+	}
+	m, err := p.mapping("loader", n)
+	if err != nil {
+		return err
+	}
+	f, err := p.fields("loader", m, loaderFields)
+	if err != nil {
+		return err
+	}
+	l := &p.ds.Loader
+	if n, ok := f["prefetch"]; ok {
+		if l.Prefetch, err = p.count("loader.prefetch", n, 1); err != nil {
+			return err
+		}
+	}
+	if n, ok := f["workers"]; ok {
+		if l.Workers, err = p.count("loader.workers", n, 0); err != nil {
+			return err
+		}
+	}
+	if n, ok := f["shuffle"]; ok {
+		if l.Shuffle, err = p.boolean("loader.shuffle", n); err != nil {
+			return err
+		}
+	}
+	if n, ok := f["seed"]; ok {
+		if l.Seed, err = p.uint64Value("loader.seed", n); err != nil {
+			return err
+		}
+	}
+	if n, ok := f["drop_last"]; ok {
+		if l.DropLast, err = p.boolean("loader.drop_last", n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *parser) streams(vals map[string]*yaml.Node) error {
+	n, ok := vals["streams"]
+	if !ok {
+		return nil
+	}
+	m, err := p.mapping("streams", n)
+	if err != nil {
+		return err
+	}
+	f, err := p.fields("streams", m, streamFields)
+	if err != nil {
+		return err
+	}
+	s := &p.ds.Streams
+	if n, ok := f["min_batch_size"]; ok {
+		v, err := p.count("streams.min_batch_size", n, 1)
+		if err != nil {
+			return err
+		}
+		s.MinBatchSize = &v
+	}
+	if n, ok := f["min_batch_memory_mb"]; ok {
+		v, err := p.number("streams.min_batch_memory_mb", n)
+		if err != nil {
+			return err
+		}
+		if v < 0 {
+			return p.errorf(n, "streams.min_batch_memory_mb", "must be >= 0, got %s", literal(deref(n).Value))
+		}
+		s.MinBatchMemoryMB = &v
+	}
+	if n, ok := f["max_streams"]; ok {
+		v, err := p.integer("streams.max_streams", n, 1, MaxStreams)
+		if err != nil {
+			return err
+		}
+		ms := int(v)
+		s.MaxStreams = &ms
+	}
+	if n, ok := f["assign"]; ok {
+		v, err := p.str("streams.assign", n)
+		if err != nil {
+			return err
+		}
+		if v != "round_robin" && v != "balanced" {
+			return p.errorf(n, "streams.assign", "unknown assignment %s (want round_robin or balanced)", quote(v))
+		}
+		s.Assign = v
+	}
+	if n, ok := f["priority"]; ok {
+		return p.priorities("streams.priority", n)
+	}
+	return nil
+}

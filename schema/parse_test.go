@@ -1,0 +1,238 @@
+package schema
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/loadergen/loadergen/runtime"
+)
+
+// designSchema is the example schema of DESIGN.md section 3.
+const designSchema = `version: 1                  # required; anything else is an error
+package: cellmap            # Go package clause of the generated file (valid identifier)
+name: CellMap               # exported prefix: CellMapLoader, CellMapBatch, CellMapSource, ...
+batch_size: 16              # >= 1
+device: cuda                # cpu | cuda | cuda:N        (default cpu)
+classes: [mito, er, nucleus]  # optional; each target sample gets a leading class axis
+inputs:                     # ordered mapping; YAML order is kept everywhere
+  raw:    {shape: [64, 64, 64], dtype: uint8,   file: raw.npy}
+targets:
+  labels: {shape: [64, 64, 64], dtype: float32, file: labels.npy}
+loader:
+  prefetch: 2               # batches staged ahead of the one in use (>= 1)
+  workers: 0                # 0 = GOMAXPROCS
+  shuffle: true
+  seed: 0
+  drop_last: false
+streams:
+  min_batch_size: 8         # seed defaults; env MIN_BATCH_SIZE_FOR_STREAMS overrides
+  min_batch_memory_mb: 100  # env MIN_BATCH_MEMORY_FOR_STREAMS_MB overrides
+  max_streams: 4            # env MAX_CONCURRENT_CUDA_STREAMS overrides
+  assign: round_robin       # round_robin | balanced
+  priority: {raw: high}     # optional per key: high | normal | low
+`
+
+func ptr[T any](v T) *T { return &v }
+
+func designDataset(file string) *Dataset {
+	return &Dataset{
+		File:      file,
+		Package:   "cellmap",
+		Name:      "CellMap",
+		BatchSize: 16,
+		Device:    Device{CUDA: true},
+		Classes:   []string{"mito", "er", "nucleus"},
+		Keys: []Key{
+			{Name: "raw", GoName: "Raw", Role: runtime.Input, Shape: []int{64, 64, 64}, DType: runtime.Uint8,
+				File: "raw.npy", Priority: runtime.High, Pos: Pos{Line: 8, Col: 3}},
+			{Name: "labels", GoName: "Labels", Role: runtime.Target, Shape: []int{64, 64, 64}, DType: runtime.Float32,
+				File: "labels.npy", Priority: runtime.Normal, Pos: Pos{Line: 10, Col: 3}},
+		},
+		Loader: runtime.LoaderDefaults{Prefetch: 2, Shuffle: true},
+		Streams: Streams{
+			MinBatchSize:     ptr(8),
+			MinBatchMemoryMB: ptr(100.0),
+			MaxStreams:       ptr(4),
+			Assign:           "round_robin",
+		},
+	}
+}
+
+const minimalSchema = "version: 1\npackage: demo\nname: Demo\nbatch_size: 4\ninputs:\n  raw: {shape: [8, 8], dtype: uint8}\n"
+
+func minimalDataset(file string) *Dataset {
+	return &Dataset{
+		File:      file,
+		Package:   "demo",
+		Name:      "Demo",
+		BatchSize: 4,
+		Keys: []Key{
+			{Name: "raw", GoName: "Raw", Role: runtime.Input, Shape: []int{8, 8}, DType: runtime.Uint8, Pos: Pos{Line: 6, Col: 3}},
+		},
+		Loader:  runtime.LoaderDefaults{Prefetch: 2},
+		Streams: Streams{Assign: "round_robin"},
+	}
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name   string
+		schema string
+		want   *Dataset
+	}{
+		{"design", designSchema, designDataset("design.yaml")},
+		{"crlf", strings.ReplaceAll(designSchema, "\n", "\r\n"), designDataset("crlf.yaml")},
+		{"bom", "\ufeff" + designSchema, designDataset("bom.yaml")},
+		{"minimal", minimalSchema, minimalDataset("minimal.yaml")},
+		{"document_markers", "---\n" + minimalSchema + "...\n", func() *Dataset {
+			ds := minimalDataset("document_markers.yaml")
+			ds.Keys[0].Pos.Line++
+			return ds
+		}()},
+		{
+			name: "aliases",
+			schema: `version: 1
+package: demo
+name: Demo
+batch_size: &four 4
+inputs:
+  em_raw: &key {shape: &shape [8, 8], dtype: uint8}
+  em_raw2: *key
+targets:
+  mask: {shape: *shape, dtype: bool}
+streams:
+  min_batch_size: *four
+  priority: {em_raw2: low, mask: normal}
+`,
+			want: &Dataset{
+				File: "aliases.yaml", Package: "demo", Name: "Demo", BatchSize: 4,
+				Keys: []Key{
+					{Name: "em_raw", GoName: "EmRaw", Role: runtime.Input, Shape: []int{8, 8}, DType: runtime.Uint8, Pos: Pos{Line: 6, Col: 3}},
+					{Name: "em_raw2", GoName: "EmRaw2", Role: runtime.Input, Shape: []int{8, 8}, DType: runtime.Uint8, Priority: runtime.Low, Pos: Pos{Line: 7, Col: 3}},
+					{Name: "mask", GoName: "Mask", Role: runtime.Target, Shape: []int{8, 8}, DType: runtime.Bool, Pos: Pos{Line: 9, Col: 3}},
+				},
+				Loader:  runtime.LoaderDefaults{Prefetch: 2},
+				Streams: Streams{MinBatchSize: ptr(4), Assign: "round_robin"},
+			},
+		},
+		{
+			name: "json_targets_first",
+			schema: `{"version": 1, "package": "p", "name": "É", "batch_size": 1, "device": "cuda:3",
+"targets": {"y": {"shape": [2], "dtype": "bfloat16"}},
+"inputs": {"__x__": {"shape": [0x10, 1_000], "dtype": "float16", "file": "a/b/x.npy"}},
+"loader": {"prefetch": 1, "workers": 8, "seed": 18446744073709551615, "drop_last": true},
+"streams": {"min_batch_memory_mb": 0.5, "max_streams": 64, "assign": "balanced"}}
+`,
+			want: &Dataset{
+				File: "json_targets_first.yaml", Package: "p", Name: "É", BatchSize: 1,
+				Device: Device{CUDA: true, Ordinal: 3},
+				Keys: []Key{
+					{Name: "__x__", GoName: "X", Role: runtime.Input, Shape: []int{16, 1000}, DType: runtime.Float16, File: "a/b/x.npy", Pos: Pos{Line: 3, Col: 12}},
+					{Name: "y", GoName: "Y", Role: runtime.Target, Shape: []int{2}, DType: runtime.BFloat16, Pos: Pos{Line: 2, Col: 13}},
+				},
+				Loader:  runtime.LoaderDefaults{Prefetch: 1, Workers: 8, Seed: 18446744073709551615, DropLast: true},
+				Streams: Streams{MinBatchMemoryMB: ptr(0.5), MaxStreams: ptr(64), Assign: "balanced"},
+			},
+		},
+		{
+			name:   "cuda0_camel_keys",
+			schema: "version: 1\npackage: demo\nname: Demo\nbatch_size: 2\ndevice: cuda:0\ninputs:\n  rawData: {shape: [3], dtype: int64}\n  éclair_x: {shape: [3], dtype: int8}\n",
+			want: &Dataset{
+				File: "cuda0_camel_keys.yaml", Package: "demo", Name: "Demo", BatchSize: 2,
+				Device: Device{CUDA: true},
+				Keys: []Key{
+					{Name: "rawData", GoName: "RawData", Role: runtime.Input, Shape: []int{3}, DType: runtime.Int64, Pos: Pos{Line: 7, Col: 3}},
+					{Name: "éclair_x", GoName: "ÉclairX", Role: runtime.Input, Shape: []int{3}, DType: runtime.Int8, Pos: Pos{Line: 8, Col: 3}},
+				},
+				Loader:  runtime.LoaderDefaults{Prefetch: 2},
+				Streams: Streams{Assign: "round_robin"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Parse(tt.name+".yaml", []byte(tt.schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Parse mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestGoName(t *testing.T) {
+	for in, want := range map[string]string{
+		"raw": "Raw", "em_raw": "EmRaw", "rawData": "RawData", "_a__b_": "AB", "x2_3d": "X23d", "é": "É", "_": "",
+	} {
+		if got := GoName(in); got != want {
+			t.Errorf("GoName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestErrorString(t *testing.T) {
+	e := &Error{File: "s.yaml", Line: 3, Col: 7, Msg: "bad"}
+	if got, want := e.Error(), "s.yaml:3:7: bad"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(good, []byte(minimalSchema), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(minimalDataset(good), got); diff != "" {
+		t.Errorf("Load mismatch (-want +got):\n%s", diff)
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("version: 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(bad)
+	var se *Error
+	if !errors.As(err, &se) || se.File != bad || se.Line != 1 || se.Col != 10 {
+		t.Errorf("Load(bad) = %v, want an *Error at %s:1:10", err, bad)
+	}
+
+	if _, err := Load(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load(missing) = %v, want an os.ErrNotExist error", err)
+	}
+
+	big := filepath.Join(dir, "big.yaml")
+	padding := strings.Repeat("# padding\n", MaxFileSize/10+1)
+	if err := os.WriteFile(big, []byte(minimalSchema+padding), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("Load(big) = %v, want a size error", err)
+	}
+}
+
+func TestHint(t *testing.T) {
+	known := []string{"prefetch", "workers", "seed"}
+	for name, want := range map[string]string{
+		"prefech": ` (did you mean "prefetch"?)`,
+		"WORKERS": ` (did you mean "workers"?)`,
+		"sed":     ` (did you mean "seed"?)`,
+		"s":       "",
+		"colour":  "",
+	} {
+		if got := hint(name, known); got != want {
+			t.Errorf("hint(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

@@ -1,0 +1,231 @@
+package schema
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+	"unicode"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Resolved YAML tags of scalar nodes.
+const (
+	strTag   = "!!str"
+	intTag   = "!!int"
+	floatTag = "!!float"
+	boolTag  = "!!bool"
+	nullTag  = "!!null"
+)
+
+// deref follows an alias to the node it names. yaml.v3 rejects unknown
+// anchors, so an alias always has a target, and that target is never an
+// alias itself.
+func deref(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode {
+		return n.Alias
+	}
+	return n
+}
+
+// describe names what a (dereferenced) node holds, for "found ..." messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a sequence"
+	}
+	switch tag := n.ShortTag(); tag {
+	case strTag:
+		return "string " + quote(n.Value)
+	case intTag:
+		return "integer " + literal(n.Value)
+	case floatTag:
+		return "float " + literal(n.Value)
+	case boolTag:
+		return "bool " + literal(n.Value)
+	case nullTag:
+		return "null"
+	default:
+		return tag + " " + quote(n.Value)
+	}
+}
+
+// literal shows a scalar as written when it is a short run of visible
+// characters (as plain numbers and bools are), quoted otherwise.
+func literal(s string) string {
+	if s == "" || len(s) > maxQuoted || strings.ContainsFunc(s, func(r rune) bool {
+		return !unicode.IsGraphic(r) || unicode.IsSpace(r)
+	}) {
+		return quote(s)
+	}
+	return s
+}
+
+// prefix returns "path: " or, at the top level, "".
+func prefix(path string) string {
+	if path == "" {
+		return ""
+	}
+	return path + ": "
+}
+
+// errorf returns an *Error at node n whose message starts with path.
+func (p *parser) errorf(n *yaml.Node, path, format string, args ...any) error {
+	return &Error{File: p.file, Line: n.Line, Col: n.Column, Msg: prefix(path) + fmt.Sprintf(format, args...)}
+}
+
+// mapping returns the mapping n holds.
+func (p *parser) mapping(path string, n *yaml.Node) (*yaml.Node, error) {
+	v := deref(n)
+	if v.Kind != yaml.MappingNode {
+		return nil, p.errorf(n, path, "expected a mapping, found %s", describe(v))
+	}
+	return v, nil
+}
+
+// sequence returns the sequence n holds.
+func (p *parser) sequence(path string, n *yaml.Node) (*yaml.Node, error) {
+	v := deref(n)
+	if v.Kind != yaml.SequenceNode {
+		return nil, p.errorf(n, path, "expected a sequence, found %s", describe(v))
+	}
+	return v, nil
+}
+
+// fields checks the field names of mapping m against known (no unknown or
+// repeated names) and returns the value node of each field present.
+func (p *parser) fields(path string, m *yaml.Node, known []string) (map[string]*yaml.Node, error) {
+	vals := make(map[string]*yaml.Node, len(m.Content)/2)
+	keys := make(map[string]*yaml.Node, len(m.Content)/2)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		kn := m.Content[i]
+		k := deref(kn)
+		if k.Kind != yaml.ScalarNode {
+			return nil, p.errorf(kn, path, "expected a field name, found %s", describe(k))
+		}
+		name := k.Value
+		switch {
+		case name == "<<":
+			return nil, p.errorf(kn, path, `unknown field "<<" (merge keys are not supported)`)
+		case !isKnown(name, known):
+			return nil, p.errorf(kn, path, "unknown field %s%s", quote(name), hint(name, known))
+		}
+		if first, dup := keys[name]; dup {
+			return nil, p.errorf(kn, path, "duplicate field %s (first at %d:%d)", quote(name), first.Line, first.Column)
+		}
+		keys[name] = kn
+		vals[name] = m.Content[i+1]
+	}
+	return vals, nil
+}
+
+func isKnown(name string, known []string) bool {
+	for _, k := range known {
+		if k == name {
+			return true
+		}
+	}
+	return false
+}
+
+// required returns the value of field name, or an error at mapping m when
+// the field is missing.
+func (p *parser) required(path string, m *yaml.Node, vals map[string]*yaml.Node, name string) (*yaml.Node, error) {
+	n, ok := vals[name]
+	if !ok {
+		return nil, p.errorf(m, path, "missing required field %s", quote(name))
+	}
+	return n, nil
+}
+
+// str returns the string scalar n holds.
+func (p *parser) str(path string, n *yaml.Node) (string, error) {
+	v := deref(n)
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != strTag {
+		return "", p.errorf(n, path, "expected a string, found %s", describe(v))
+	}
+	return v.Value, nil
+}
+
+// bigInt returns the integer n holds. Integers too large for 64 bits, which
+// yaml.v3 tags as floats, count as integers here so that the error can say
+// they are out of range.
+func (p *parser) bigInt(path string, n *yaml.Node) (*big.Int, error) {
+	v := deref(n)
+	if v.Kind == yaml.ScalarNode && (v.ShortTag() == intTag || v.ShortTag() == floatTag) {
+		if x, ok := new(big.Int).SetString(strings.ReplaceAll(v.Value, "_", ""), 0); ok {
+			return x, nil
+		}
+	}
+	return nil, p.errorf(n, path, "expected an integer, found %s", describe(v))
+}
+
+// integer returns the integer n holds, which must lie in [lo, hi].
+func (p *parser) integer(path string, n *yaml.Node, lo, hi int64) (int64, error) {
+	x, err := p.bigInt(path, n)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case x.Cmp(big.NewInt(lo)) >= 0 && x.Cmp(big.NewInt(hi)) <= 0:
+		return x.Int64(), nil
+	case hi < math.MaxInt:
+		return 0, p.errorf(n, path, "must be between %d and %d, got %s", lo, hi, literal(x.String()))
+	case x.Cmp(big.NewInt(lo)) < 0:
+		return 0, p.errorf(n, path, "must be >= %d, got %s", lo, literal(x.String()))
+	default:
+		return 0, p.errorf(n, path, "%s is out of range (max %d)", literal(x.String()), hi)
+	}
+}
+
+// count returns the int n holds, which must be at least lo.
+func (p *parser) count(path string, n *yaml.Node, lo int) (int, error) {
+	x, err := p.integer(path, n, int64(lo), math.MaxInt)
+	return int(x), err
+}
+
+// uint64Value returns the non-negative 64-bit integer n holds.
+func (p *parser) uint64Value(path string, n *yaml.Node) (uint64, error) {
+	x, err := p.bigInt(path, n)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case x.Sign() < 0:
+		return 0, p.errorf(n, path, "must be >= 0, got %s", literal(x.String()))
+	case !x.IsUint64():
+		return 0, p.errorf(n, path, "%s is out of range (max %d)", literal(x.String()), uint64(math.MaxUint64))
+	}
+	return x.Uint64(), nil
+}
+
+// number returns the finite number (integer or float) n holds.
+func (p *parser) number(path string, n *yaml.Node) (float64, error) {
+	v := deref(n)
+	var f float64
+	if v.Kind != yaml.ScalarNode || (v.ShortTag() != intTag && v.ShortTag() != floatTag) || v.Decode(&f) != nil {
+		return 0, p.errorf(n, path, "expected a number, found %s", describe(v))
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, p.errorf(n, path, "must be a finite number, got %s", literal(v.Value))
+	}
+	return f, nil
+}
+
+// boolean returns the bool n holds.
+func (p *parser) boolean(path string, n *yaml.Node) (bool, error) {
+	v := deref(n)
+	var b bool
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != boolTag || v.Decode(&b) != nil {
+		return false, p.errorf(n, path, "expected a bool (true or false), found %s", describe(v))
+	}
+	return b, nil
+}
+
+// hasControl reports whether s contains a control character.
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, unicode.IsControl)
+}

@@ -1,0 +1,81 @@
+// Package templates holds the files `loadergen init` scaffolds into a new
+// package: a starter schema and a generate.go with its //go:generate line.
+package templates
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"text/template"
+)
+
+//go:embed *.tmpl
+var files embed.FS
+
+// Data fills the templates.
+type Data struct {
+	Package string // Go package name
+	Name    string // exported prefix of the generated identifiers
+	Schema  string // schema file name: dataset.yaml
+	Output  string // generated file name: dataset_loader.go
+}
+
+// Scaffold writes dataset.yaml and generate.go into dir, creating dir if
+// needed. It refuses to overwrite either file and writes nothing then.
+func Scaffold(dir string, d Data) ([]string, error) {
+	outputs := map[string]string{"dataset.yaml.tmpl": d.Schema, "generate.go.tmpl": "generate.go"}
+	rendered := map[string][]byte{}
+	for tmpl, name := range outputs {
+		path := filepath.Join(dir, name)
+		if _, err := os.Stat(path); err == nil {
+			return nil, fmt.Errorf("%s already exists; init writes only new files", path)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		t, err := template.ParseFS(files, tmpl)
+		if err != nil {
+			return nil, fmt.Errorf("template %s: %w", tmpl, err)
+		}
+		var buf bytes.Buffer
+		if err := t.Execute(&buf, d); err != nil {
+			return nil, fmt.Errorf("template %s: %w", tmpl, err)
+		}
+		rendered[path] = buf.Bytes()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var written []string
+	for _, name := range []string{d.Schema, "generate.go"} {
+		path := filepath.Join(dir, name)
+		if err := create(path, rendered[path]); err != nil {
+			for _, w := range written {
+				os.Remove(w)
+			}
+			return nil, err
+		}
+		written = append(written, path)
+	}
+	return written, nil
+}
+
+// create writes a new file, failing if it exists.
+func create(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
