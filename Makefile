@@ -2,7 +2,7 @@
 GO ?= go
 FUZZTIME ?= 10s
 
-.PHONY: build test fmt-check demo bench golden fuzz
+.PHONY: build test fmt-check demo bench golden fuzz cuda-headers cuda-build cuda-test
 
 build:
 	$(GO) build ./...
@@ -34,3 +34,26 @@ golden:
 
 fuzz:
 	$(GO) test ./schema -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 60s
+
+## cuda-headers: CUDA 11.8 cuda.h and the libcuda link stub, into a cache outside the repo
+cuda-headers:
+	@.ci/cuda-headers
+
+# CUDA_ENV points cgo at the cached 11.8 headers and stub. A machine with its
+# own CUDA <= 12.x toolkit can instead run: make CUDA_ENV= cuda-build
+CUDA_ENV ?= cache=$$(.ci/cuda-headers) && export CGO_CFLAGS="-I$$cache/usr/include" CGO_LDFLAGS="-L$$cache/usr/lib/x86_64-linux-gnu/stubs" &&
+CUDA_PKGS = ./runtime ./golden/balanced ./golden/classes ./golden/small ./golden/streams ./examples/cellmap
+
+## cuda-build: vet the cuda-tagged build and link its test binaries into .cuda/bin
+cuda-build:
+	@$(CUDA_ENV) set -e; \
+	$(GO) vet -tags cuda ./...; \
+	mkdir -p .cuda/bin; \
+	for p in $(CUDA_PKGS); do \
+		$(GO) test -c -tags cuda -o .cuda/bin/$$(basename $$p).test $$p; \
+	done; \
+	echo "linked: $$(ls .cuda/bin | tr '\n' ' ')"
+
+## cuda-test: run the cuda-tagged tests (needs an NVIDIA GPU and driver)
+cuda-test:
+	$(CUDA_ENV) $(GO) test -tags cuda -count=1 -v $(CUDA_PKGS)

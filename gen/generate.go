@@ -154,13 +154,19 @@ func (g *emitter) batch(f *jen.File) {
 		shape := append([]any{"n"}, intsAny(k.Shape)...)
 		fields = append(fields, jen.Id(g.n.key(g.ds.Keys[i]).Go).Add(g.rt("Tensor")).Commentf("key %q: %s, shape %v", k.Name, k.DType, shape))
 	}
-	fields = append(fields, jen.Line())
+	fields = append(fields, jen.Line(), jen.Id("staged").Op("*").Add(g.rt("Batch")).Comment("the runtime's batch in the same slot"))
 	for i, k := range g.rp.Keys {
 		fields = append(fields, jen.Id(g.n.key(g.ds.Keys[i]).view).Index().Id(k.DType.GoType()).Comment("typed view of the whole staging slot"))
 	}
 	f.Commentf("%s is one staged batch; n = len(Indices) is %s except for", name, g.n.exported("BatchSize"))
 	f.Comment("a short last batch. It is valid until the loop advances.")
 	f.Type().Id(name).Struct(fields...)
+	f.Comment("Staged returns the runtime's view of the batch. In builds with -tags cuda")
+	f.Comment("its Wait, Sync and Done order the batch's device copies with your CUDA")
+	f.Comment("streams, and each Tensor's Device field holds the device address.")
+	f.Func().Params(jen.Id("b").Op("*").Id(name)).Id("Staged").Params().Op("*").Add(g.rt("Batch")).Block(
+		jen.Return(jen.Id("b").Dot("staged")),
+	)
 	for i, k := range g.rp.Keys {
 		kn := g.n.key(g.ds.Keys[i])
 		f.Commentf("%sData returns the staged samples of key %q as %s values.", kn.Go, k.Name, k.DType.GoType())
@@ -231,6 +237,7 @@ func (g *emitter) loader(f *jen.File) {
 
 	assigns := []jen.Code{
 		jen.Id("b").Op(":=").Op("&").Id("l").Dot("batches").Index(jen.Id("staged").Dot("Slot")),
+		jen.Id("b").Dot("staged").Op("=").Id("staged"),
 		jen.Id("b").Dot("Indices").Op("=").Id("staged").Dot("Indices"),
 	}
 	for i := range g.rp.Keys {

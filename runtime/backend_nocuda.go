@@ -12,3 +12,6 @@ func newBackend(device string, _ Plan, _ int, log *slog.Logger) (backend, error)
 	}
 	return cpuBackend{}, nil
 }
+
+// deviceBatch is empty without CUDA: batches live in host memory only.
+type deviceBatch struct{}

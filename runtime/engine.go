@@ -21,6 +21,8 @@ type Batch struct {
 	Number  int      // batch number within the epoch
 	Indices []int    // dataset indices of the samples, in batch order
 	Tensors []Tensor // one per key, in plan order
+
+	gpu deviceBatch // the CUDA backend's handle on the slot; empty on the CPU
 }
 
 // Engine is the per-dataset-independent part of a generated loader: a ring
@@ -119,18 +121,22 @@ func NewEngine(p Plan, n int, o Options, reads []ReadFunc) (*Engine, error) {
 }
 
 func (e *Engine) initSlot(s int) error {
-	mem, err := e.backend.alloc(e.plan.SlotBytes)
+	mem, err := e.backend.slot(s, e.plan.SlotBytes)
 	if err != nil {
 		return err
 	}
 	sl := &e.slots[s]
 	sl.ready = make(chan struct{}, 1)
 	sl.staging = make([][]byte, len(e.plan.Keys))
-	sl.batch = Batch{Slot: s, Tensors: make([]Tensor, len(e.plan.Keys))}
+	sl.batch = Batch{Slot: s, Tensors: make([]Tensor, len(e.plan.Keys)), gpu: e.backend.handle(s)}
 	sl.batch.Indices = make([]int, 0, e.plan.BatchSize)
 	for k, key := range e.plan.Keys {
 		sl.staging[k] = mem[key.Offset : key.Offset+key.BatchBytes : key.Offset+key.BatchBytes]
-		sl.batch.Tensors[k] = Tensor{DType: key.DType, Shape: append([]int{e.plan.BatchSize}, key.Shape...)}
+		sl.batch.Tensors[k] = Tensor{
+			DType:  key.DType,
+			Shape:  append([]int{e.plan.BatchSize}, key.Shape...),
+			Device: e.backend.devicePtr(s, k),
+		}
 	}
 	return nil
 }
@@ -230,10 +236,14 @@ func (sl *slot) fail(err error) {
 }
 
 // dispatch stages batch b of order into its slot and hands the work to the
-// pool. The slot must be free: its previous batch was consumed or drained.
-func (e *Engine) dispatch(order []int, b int) {
+// pool. The slot must be free: its previous batch was consumed or drained,
+// and the backend has finished copying it.
+func (e *Engine) dispatch(order []int, b int) error {
 	bs := e.plan.BatchSize
 	sl := &e.slots[b%len(e.slots)]
+	if err := e.backend.reuse(b % len(e.slots)); err != nil {
+		return fmt.Errorf("batch %d: %w", b, err)
+	}
 	idx := order[b*bs : min((b+1)*bs, len(order))]
 	sl.n = len(idx)
 	sl.batch.Number = b
@@ -252,6 +262,7 @@ func (e *Engine) dispatch(order []int, b int) {
 	for range shares {
 		e.tasks <- b % len(e.slots)
 	}
+	return nil
 }
 
 // Epoch yields batches start.. of epoch in order, each valid until the loop
@@ -279,7 +290,10 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 		first, next := start, start
 		defer func() { e.drain(first, next) }()
 		for ; next < nb && next < start+len(e.slots); next++ {
-			e.dispatch(order, next)
+			if err := e.dispatch(order, next); err != nil {
+				yield(nil, err)
+				return
+			}
 		}
 		for b := start; b < nb; b++ {
 			batch, err := e.await(ctx, b)
@@ -292,7 +306,10 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 				return
 			}
 			if next < nb {
-				e.dispatch(order, next)
+				if err := e.dispatch(order, next); err != nil {
+					yield(nil, err)
+					return
+				}
 				next++
 			}
 		}

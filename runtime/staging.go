@@ -30,7 +30,10 @@ func alignedBytes(n int64) ([]byte, error) {
 // tensors point straight at it, so there is nothing to transfer.
 type cpuBackend struct{}
 
-func (cpuBackend) name() string                  { return "cpu" }
-func (cpuBackend) alloc(n int64) ([]byte, error) { return alignedBytes(n) }
-func (cpuBackend) transfer(*Batch) error         { return nil }
-func (cpuBackend) close() error                  { return nil }
+func (cpuBackend) name() string                        { return "cpu" }
+func (cpuBackend) slot(_ int, n int64) ([]byte, error) { return alignedBytes(n) }
+func (cpuBackend) devicePtr(int, int) uintptr          { return 0 }
+func (cpuBackend) handle(int) deviceBatch              { return deviceBatch{} }
+func (cpuBackend) reuse(int) error                     { return nil }
+func (cpuBackend) transfer(*Batch) error               { return nil }
+func (cpuBackend) close() error                        { return nil }

@@ -7,6 +7,10 @@ type Tensor struct {
 	DType DType  // element type
 	Shape []int  // [n, (C,) S...]; n < batch size only for a short last batch
 	Data  []byte // the n staged samples; points into the staging slot
+
+	// Device is the address of the same samples in device memory under the
+	// CUDA backend (a CUdeviceptr), and 0 on the CPU backend.
+	Device uintptr
 }
 
 // Element is the set of Go element types of typed views.

@@ -12,8 +12,11 @@ import (
 	"github.com/loadergen/loadergen/runtime"
 )
 
-// indicesField is the batch struct's own field; no key may take its name.
-const indicesField = "Indices"
+// reserved are the batch's own members; no key may take their names.
+var reserved = map[string]string{
+	"Indices": "field Indices",
+	"Staged":  "method Staged()",
+}
 
 // member is a generated batch member (the key's field, or its Data method)
 // and the key it belongs to.
@@ -122,8 +125,8 @@ func (p *parser) declare(path string, kn *yaml.Node, key Key) error {
 	switch {
 	case !token.IsIdentifier(g) || !token.IsExported(g):
 		return p.errorf(kn, path, "key %s has Go name %s, which is not a valid exported Go identifier", quote(key.Name), quote(g))
-	case g == indicesField:
-		return p.errorf(kn, path, "key %s has Go name %s, which is reserved for the batch's own %s field", quote(key.Name), quote(g), indicesField)
+	case reserved[g] != "":
+		return p.errorf(kn, path, "key %s has Go name %s, which is reserved for the batch's own %s", quote(key.Name), quote(g), reserved[g])
 	}
 	if o, ok := p.members[g]; ok {
 		if o.method {

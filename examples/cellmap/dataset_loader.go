@@ -98,8 +98,16 @@ type CellMapBatch struct {
 	Raw     runtime.Tensor // key "raw": uint8, shape [n 64 64 64]
 	Labels  runtime.Tensor // key "labels": float32, shape [n 3 64 64 64]
 
-	raw    []uint8   // typed view of the whole staging slot
-	labels []float32 // typed view of the whole staging slot
+	staged *runtime.Batch // the runtime's batch in the same slot
+	raw    []uint8        // typed view of the whole staging slot
+	labels []float32      // typed view of the whole staging slot
+}
+
+// Staged returns the runtime's view of the batch. In builds with -tags cuda
+// its Wait, Sync and Done order the batch's device copies with your CUDA
+// streams, and each Tensor's Device field holds the device address.
+func (b *CellMapBatch) Staged() *runtime.Batch {
+	return b.staged
 }
 
 // RawData returns the staged samples of key "raw" as uint8 values.
@@ -166,6 +174,7 @@ func (l *CellMapLoader) EpochFrom(ctx context.Context, epoch int, startBatch int
 				return
 			}
 			b := &l.batches[staged.Slot]
+			b.staged = staged
 			b.Indices = staged.Indices
 			b.Raw = staged.Tensors[0]
 			b.Labels = staged.Tensors[1]

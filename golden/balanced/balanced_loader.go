@@ -193,14 +193,22 @@ type BalancedBatch struct {
 	Code    runtime.Tensor // key "code": uint32, shape [n 8]
 	Step    runtime.Tensor // key "step": int16, shape [n 3]
 
-	tiny  []int8    // typed view of the whole staging slot
-	wide  []float64 // typed view of the whole staging slot
-	half  []uint16  // typed view of the whole staging slot
-	ids   []uint64  // typed view of the whole staging slot
-	depth []float32 // typed view of the whole staging slot
-	count []int32   // typed view of the whole staging slot
-	code  []uint32  // typed view of the whole staging slot
-	step  []int16   // typed view of the whole staging slot
+	staged *runtime.Batch // the runtime's batch in the same slot
+	tiny   []int8         // typed view of the whole staging slot
+	wide   []float64      // typed view of the whole staging slot
+	half   []uint16       // typed view of the whole staging slot
+	ids    []uint64       // typed view of the whole staging slot
+	depth  []float32      // typed view of the whole staging slot
+	count  []int32        // typed view of the whole staging slot
+	code   []uint32       // typed view of the whole staging slot
+	step   []int16        // typed view of the whole staging slot
+}
+
+// Staged returns the runtime's view of the batch. In builds with -tags cuda
+// its Wait, Sync and Done order the batch's device copies with your CUDA
+// streams, and each Tensor's Device field holds the device address.
+func (b *BalancedBatch) Staged() *runtime.Batch {
+	return b.staged
 }
 
 // TinyData returns the staged samples of key "tiny" as int8 values.
@@ -333,6 +341,7 @@ func (l *BalancedLoader) EpochFrom(ctx context.Context, epoch int, startBatch in
 				return
 			}
 			b := &l.batches[staged.Slot]
+			b.staged = staged
 			b.Indices = staged.Indices
 			b.Tiny = staged.Tensors[0]
 			b.Wide = staged.Tensors[1]

@@ -113,9 +113,17 @@ type SmallBatch struct {
 	Mask    runtime.Tensor // key "mask": bool, shape [n 4 4]
 	Label   runtime.Tensor // key "label": int64, shape [n 1]
 
-	image []float32 // typed view of the whole staging slot
-	mask  []uint8   // typed view of the whole staging slot
-	label []int64   // typed view of the whole staging slot
+	staged *runtime.Batch // the runtime's batch in the same slot
+	image  []float32      // typed view of the whole staging slot
+	mask   []uint8        // typed view of the whole staging slot
+	label  []int64        // typed view of the whole staging slot
+}
+
+// Staged returns the runtime's view of the batch. In builds with -tags cuda
+// its Wait, Sync and Done order the batch's device copies with your CUDA
+// streams, and each Tensor's Device field holds the device address.
+func (b *SmallBatch) Staged() *runtime.Batch {
+	return b.staged
 }
 
 // ImageData returns the staged samples of key "image" as float32 values.
@@ -193,6 +201,7 @@ func (l *SmallLoader) EpochFrom(ctx context.Context, epoch int, startBatch int) 
 				return
 			}
 			b := &l.batches[staged.Slot]
+			b.staged = staged
 			b.Indices = staged.Indices
 			b.Image = staged.Tensors[0]
 			b.Mask = staged.Tensors[1]

@@ -129,10 +129,18 @@ type EMBatch struct {
 	Lm      runtime.Tensor // key "lm": float16, shape [n 8 8]
 	Dist    runtime.Tensor // key "dist": float32, shape [n 32 32 32]
 
-	emRaw  []uint8   // typed view of the whole staging slot
-	emFine []uint16  // typed view of the whole staging slot
-	lm     []uint16  // typed view of the whole staging slot
-	dist   []float32 // typed view of the whole staging slot
+	staged *runtime.Batch // the runtime's batch in the same slot
+	emRaw  []uint8        // typed view of the whole staging slot
+	emFine []uint16       // typed view of the whole staging slot
+	lm     []uint16       // typed view of the whole staging slot
+	dist   []float32      // typed view of the whole staging slot
+}
+
+// Staged returns the runtime's view of the batch. In builds with -tags cuda
+// its Wait, Sync and Done order the batch's device copies with your CUDA
+// streams, and each Tensor's Device field holds the device address.
+func (b *EMBatch) Staged() *runtime.Batch {
+	return b.staged
 }
 
 // EmRawData returns the staged samples of key "em_raw" as uint8 values.
@@ -221,6 +229,7 @@ func (l *EMLoader) EpochFrom(ctx context.Context, epoch int, startBatch int) ite
 				return
 			}
 			b := &l.batches[staged.Slot]
+			b.staged = staged
 			b.Indices = staged.Indices
 			b.EmRaw = staged.Tensors[0]
 			b.EmFine = staged.Tensors[1]
