@@ -21,11 +21,12 @@ fmt-check:
 ## demo: write a synthetic cellmap dataset if absent, print the plan, run the loader
 demo:
 	$(GO) run ./cmd/loadergen plan examples/cellmap/dataset.yaml
-	$(GO) run ./examples/cellmap/cmd/cellmap-demo -data .demo-data/cellmap -samples 128 -epochs 5
+	$(GO) run ./examples/cellmap/cmd/cellmap-demo -data .demo-data/cellmap -samples 128 -epochs 5 -trace .demo-data/trace.json
 
 ## bench: the benchmarks behind docs/PERFORMANCE.md (5 runs each, for medians)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./examples/cellmap ./runtime
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./golden/large ./golden/tiny ./examples/cellmap
+	$(GO) test -run '^$$' -bench Generate -count 5 ./gen
 
 ## golden: rewrite the golden files and the example's generated loader
 golden:

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"os"
@@ -51,6 +52,7 @@ type Engine struct {
 	active           int
 
 	stats counters
+	trace *tracer // nil unless Options.Trace is set
 }
 
 // slot is one staging buffer of the ring and the state of the batch in it.
@@ -105,10 +107,13 @@ func NewEngine(p Plan, n int, o Options, reads []ReadFunc) (*Engine, error) {
 			return nil, fmt.Errorf("engine: staging slot %d: %w", s, err)
 		}
 	}
+	if o.Trace != nil {
+		e.trace = newTracer(o.Trace, p.Name, set.workers)
+	}
 	e.tasks = make(chan int, nslots*set.workers)
 	e.workers.Add(set.workers)
-	for range set.workers {
-		go e.work()
+	for w := range set.workers {
+		go e.work(w)
 	}
 	go func() {
 		e.workers.Wait()
@@ -170,7 +175,11 @@ func (e *Engine) Close() error {
 	close(e.done)
 	e.mu.Unlock()
 	<-e.stopped
-	return e.release()
+	var traceErr error
+	if e.trace != nil {
+		traceErr = e.trace.close()
+	}
+	return errors.Join(e.release(), traceErr)
 }
 
 // release frees the backend once the engine is closed and no epoch runs.
@@ -186,19 +195,19 @@ func (e *Engine) release() error {
 
 // work is one worker: it takes a share of a batch and claims samples of
 // that batch until none are left, so one slow sample does not idle the rest.
-func (e *Engine) work() {
+func (e *Engine) work(w int) {
 	defer e.workers.Done()
 	for {
 		select {
 		case s := <-e.tasks:
-			e.fill(s)
+			e.fill(w, s)
 		case <-e.done:
 			return
 		}
 	}
 }
 
-func (e *Engine) fill(s int) {
+func (e *Engine) fill(w, s int) {
 	sl := &e.slots[s]
 	start := time.Now()
 	for !sl.abort.Load() {
@@ -207,11 +216,18 @@ func (e *Engine) fill(s int) {
 			break
 		}
 		index := sl.batch.Indices[pos]
+		var t0 time.Time
+		if e.trace != nil {
+			t0 = time.Now()
+		}
 		for k, read := range e.reads {
 			if err := call(read, s, pos, index); err != nil {
 				sl.fail(&ReadError{Key: e.plan.Keys[k].Name, Index: index, Batch: sl.batch.Number, Err: err})
 				break
 			}
+		}
+		if e.trace != nil {
+			e.trace.slice(workerTrack+w, "fill", t0, time.Since(t0), sl.batch.Number, index)
 		}
 	}
 	e.stats.busy.Add(int64(time.Since(start)))
@@ -331,6 +347,9 @@ func (e *Engine) await(ctx context.Context, b int) (*Batch, error) {
 		return nil, ErrClosed
 	}
 	e.stats.wait.Add(int64(time.Since(t0)))
+	if e.trace != nil {
+		e.trace.slice(consumerTrack, "wait", t0, time.Since(t0), b, -1)
+	}
 	if sl.err != nil {
 		return nil, sl.err
 	}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime"
 	"strconv"
@@ -17,6 +18,10 @@ type Options struct {
 	Rank      int          // this process's rank, when WorldSize is set
 	WorldSize int          // 0: RANK and WORLD_SIZE from the environment, else 1
 	Logger    *slog.Logger // nil: slog.Default()
+	// Trace, when set, receives a Chrome trace-event JSON (open it in
+	// Perfetto or chrome://tracing): a track per worker with each sample
+	// fill, and one for the consumer's waits. It is complete after Close.
+	Trace io.Writer
 }
 
 // settings are Options resolved against the plan and the environment.

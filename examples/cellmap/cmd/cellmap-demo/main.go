@@ -22,14 +22,15 @@ func main() {
 	samples := flag.Int("samples", 64, "samples in the synthetic dataset")
 	epochs := flag.Int("epochs", 3, "epochs to run")
 	workers := flag.Int("workers", 0, "loader workers (0: GOMAXPROCS)")
+	trace := flag.String("trace", "", "write a Chrome trace-event JSON here (open it in Perfetto)")
 	flag.Parse()
 	log.SetFlags(0)
-	if err := run(*data, *samples, *epochs, *workers); err != nil {
+	if err := run(*data, *samples, *epochs, *workers, *trace); err != nil {
 		log.Fatal("cellmap-demo: ", err)
 	}
 }
 
-func run(root string, samples, epochs, workers int) error {
+func run(root string, samples, epochs, workers int, tracePath string) (err error) {
 	t0 := time.Now()
 	wrote, err := cellmap.EnsureSynthetic(root, samples, 1)
 	if err != nil {
@@ -43,12 +44,29 @@ func run(root string, samples, epochs, workers int) error {
 		return err
 	}
 	defer files.Close()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	l, err := cellmap.NewCellMapLoader(files, runtime.Options{Workers: workers, Logger: logger})
+	opts := runtime.Options{Workers: workers, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+	if tracePath != "" {
+		f, err := os.Create(tracePath)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			fmt.Printf("trace written to %s: open it at https://ui.perfetto.dev\n", tracePath)
+		}()
+		opts.Trace = f
+	}
+	l, err := cellmap.NewCellMapLoader(files, opts)
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer func() {
+		if cerr := l.Close(); err == nil {
+			err = cerr
+		}
+	}()
 
 	ctx := context.Background()
 	for epoch := range epochs {

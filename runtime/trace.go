@@ -1,0 +1,94 @@
+package runtime
+
+import (
+	"bufio"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Track ids of a trace: the consumer, then one per worker.
+const (
+	consumerTrack = 0
+	workerTrack   = 1 // worker w is workerTrack + w
+)
+
+// tracer writes Chrome trace-event JSON (the JSON array format, which
+// Perfetto and chrome://tracing open): a track for the consumer's waits and
+// one per worker, each sample fill a slice.
+type tracer struct {
+	mu     sync.Mutex
+	w      *bufio.Writer
+	start  time.Time
+	err    error // first write error; reported by Close
+	closed bool  // events after close are dropped
+}
+
+func newTracer(w io.Writer, loader string, workers int) *tracer {
+	t := &tracer{w: bufio.NewWriterSize(w, 1<<16), start: time.Now()}
+	t.w.WriteString("[\n")
+	t.meta("process_name", 0, "loadergen "+loader)
+	t.meta("thread_name", consumerTrack, "consumer (waiting for batches)")
+	for w := range workers {
+		t.meta("thread_name", workerTrack+w, "worker "+strconv.Itoa(w))
+	}
+	return t
+}
+
+func (t *tracer) meta(kind string, tid int, name string) {
+	var buf [256]byte
+	b := append(buf[:0], `{"ph":"M","pid":1,"tid":`...)
+	b = strconv.AppendInt(b, int64(tid), 10)
+	b = append(b, `,"name":"`...)
+	b = append(b, kind...)
+	b = append(b, `","args":{"name":`...)
+	b = strconv.AppendQuote(b, name)
+	b = append(b, "}},\n"...)
+	t.write(b)
+}
+
+// slice records one complete event ("X") on track tid.
+func (t *tracer) slice(tid int, name string, start time.Time, dur time.Duration, batch, index int) {
+	var buf [256]byte
+	b := append(buf[:0], `{"ph":"X","pid":1,"tid":`...)
+	b = strconv.AppendInt(b, int64(tid), 10)
+	b = append(b, `,"name":"`...)
+	b = append(b, name...)
+	b = append(b, `","ts":`...)
+	b = strconv.AppendFloat(b, float64(start.Sub(t.start).Nanoseconds())/1e3, 'f', 3, 64)
+	b = append(b, `,"dur":`...)
+	b = strconv.AppendFloat(b, float64(dur.Nanoseconds())/1e3, 'f', 3, 64)
+	b = append(b, `,"args":{"batch":`...)
+	b = strconv.AppendInt(b, int64(batch), 10)
+	if index >= 0 {
+		b = append(b, `,"index":`...)
+		b = strconv.AppendInt(b, int64(index), 10)
+	}
+	b = append(b, "}},\n"...)
+	t.write(b)
+}
+
+func (t *tracer) write(b []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	if _, err := t.w.Write(b); err != nil && t.err == nil {
+		t.err = err
+	}
+}
+
+// close ends the JSON array and flushes.
+func (t *tracer) close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	// A final empty object keeps the array valid JSON after the last comma.
+	t.w.WriteString("{}\n]\n")
+	if err := t.w.Flush(); err != nil && t.err == nil {
+		t.err = err
+	}
+	return t.err
+}
