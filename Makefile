@@ -7,12 +7,13 @@ FUZZTIME ?= 10s
 build:
 	$(GO) build ./...
 
-## test: format, vet, race-enabled tests (goldens included), stale-output check, short fuzz
+## test: format, vet, race-enabled tests (goldens included), stale-output check, short fuzz runs
 test: fmt-check
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	$(GO) run ./cmd/loadergen check examples/cellmap/dataset.yaml
 	$(GO) test ./schema -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./gen -run '^$$' -fuzz '^FuzzGenerate$$' -fuzztime $(FUZZTIME)
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -35,6 +36,7 @@ golden:
 
 fuzz:
 	$(GO) test ./schema -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 60s
+	$(GO) test ./gen -run '^$$' -fuzz '^FuzzGenerate$$' -fuzztime 60s
 
 ## cuda-headers: CUDA 11.8 cuda.h and the libcuda link stub, into a cache outside the repo
 cuda-headers:
@@ -43,7 +45,7 @@ cuda-headers:
 # CUDA_ENV points cgo at the cached 11.8 headers and stub. A machine with its
 # own CUDA <= 12.x toolkit can instead run: make CUDA_ENV= cuda-build
 CUDA_ENV ?= cache=$$(.ci/cuda-headers) && export CGO_CFLAGS="-I$$cache/usr/include" CGO_LDFLAGS="-L$$cache/usr/lib/x86_64-linux-gnu/stubs" &&
-CUDA_PKGS = ./runtime ./golden/balanced ./golden/classes ./golden/small ./golden/streams ./examples/cellmap
+CUDA_PKGS = ./runtime $(addprefix ./,$(wildcard golden/*)) ./examples/cellmap
 
 ## cuda-build: vet the cuda-tagged build and link its test binaries into .cuda/bin
 cuda-build:

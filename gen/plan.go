@@ -22,6 +22,7 @@ const (
 	DefaultMinBatchMemoryMB = 100
 	DefaultMaxStreams       = 4
 	DefaultAssign           = "round_robin"
+	DefaultMaxStagingMB     = 16 << 10 // 16 GiB
 )
 
 // Environment variables that override the schema's stream thresholds.
@@ -53,6 +54,7 @@ type Overrides struct {
 	MinBatchMemoryMB *float64
 	MaxStreams       *int
 	Assign           *string
+	MaxStagingMB     *float64
 }
 
 // Over returns o with its unset fields taken from base: o takes precedence.
@@ -63,6 +65,7 @@ func (o Overrides) Over(base Overrides) Overrides {
 		MinBatchMemoryMB: cmp.Or(o.MinBatchMemoryMB, base.MinBatchMemoryMB),
 		MaxStreams:       cmp.Or(o.MaxStreams, base.MaxStreams),
 		Assign:           cmp.Or(o.Assign, base.Assign),
+		MaxStagingMB:     cmp.Or(o.MaxStagingMB, base.MaxStagingMB),
 	}
 }
 
@@ -108,6 +111,8 @@ func (o Overrides) Check() error {
 		return fmt.Errorf("max streams %d: must be in [1, %d]", *o.MaxStreams, schema.MaxStreams)
 	case o.Assign != nil && *o.Assign != "round_robin" && *o.Assign != "balanced":
 		return fmt.Errorf("assign %q: must be round_robin or balanced", *o.Assign)
+	case o.MaxStagingMB != nil && !(*o.MaxStagingMB > 0 && *o.MaxStagingMB <= math.MaxFloat64):
+		return fmt.Errorf("max staging %v MB: must be a finite number > 0", *o.MaxStagingMB)
 	}
 	return nil
 }
@@ -154,6 +159,9 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 		return nil, fmt.Errorf("%s: batch of %d bytes is too large to stage", ds.File, rp.BatchBytes)
 	}
 	rp.BatchMiB = float64(rp.BatchBytes) / (1 << 20)
+	if err := checkStaging(ds, deref(cmp.Or(o.MaxStagingMB, ds.MaxStagingMB), DefaultMaxStagingMB), rp.BatchMiB); err != nil {
+		return nil, err
+	}
 	rp.UseStreams, rp.Reason = decide(device, ds.BatchSize, rp.BatchMiB, t)
 	rp.NumStreams = 1
 	if rp.UseStreams {
@@ -162,6 +170,18 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 	assign(rp.Keys, rp.NumStreams, t.Assign)
 	rp.SlotBytes = runtime.Layout(rp.Keys)
 	return &Plan{Dataset: ds, Thresholds: t, Runtime: rp}, nil
+}
+
+// checkStaging refuses a plan whose staging memory, (prefetch+1) slots of
+// a batch each, exceeds limit MiB: better at generation time than as an
+// out-of-memory failure on the training machine.
+func checkStaging(ds *schema.Dataset, limit, batchMiB float64) error {
+	slots := ds.Loader.Prefetch + 1
+	if need := float64(slots) * batchMiB; need > limit {
+		return fmt.Errorf("%s: staging needs %d slots (prefetch %d + 1) x %.1f MiB = %.1f MiB, over the limit of %s MiB (raise loader.max_staging_mb or -max-staging-mb, or shrink the batch)",
+			ds.File, slots, ds.Loader.Prefetch, batchMiB, need, strconv.FormatFloat(limit, 'f', -1, 64))
+	}
+	return nil
 }
 
 // layoutKey computes the sample shape and sizes of one key:

@@ -51,4 +51,3 @@ func TestTrace(t *testing.T) {
 		t.Errorf("%d fill slices over %d indices and %d waits; want 10, 10, 3", counts["fill"], len(indices), counts["wait"])
 	}
 }
-

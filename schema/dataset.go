@@ -22,6 +22,9 @@ type Dataset struct {
 	Keys      []Key    // inputs then targets, in file order
 	Loader    runtime.LoaderDefaults
 	Streams   Streams
+	// MaxStagingMB bounds the staging memory, (prefetch+1) x batch bytes,
+	// in MiB; nil leaves it to flags or the default (16 GiB).
+	MaxStagingMB *float64
 }
 
 // Device is where batches go: the CPU, or a CUDA device by ordinal.

@@ -33,7 +33,7 @@ const (
 var (
 	topFields    = []string{"version", "package", "name", "batch_size", "device", "classes", "inputs", "targets", "loader", "streams"}
 	keyFields    = []string{"shape", "dtype", "file"}
-	loaderFields = []string{"prefetch", "workers", "shuffle", "seed", "drop_last"}
+	loaderFields = []string{"prefetch", "workers", "shuffle", "seed", "drop_last", "max_staging_mb"}
 	streamFields = []string{"min_batch_size", "min_batch_memory_mb", "max_streams", "assign", "priority"}
 )
 
@@ -327,6 +327,16 @@ func (p *parser) loader(vals map[string]*yaml.Node) error {
 		if l.DropLast, err = p.boolean("loader.drop_last", n); err != nil {
 			return err
 		}
+	}
+	if n, ok := f["max_staging_mb"]; ok {
+		v, err := p.number("loader.max_staging_mb", n)
+		if err != nil {
+			return err
+		}
+		if !(v > 0) {
+			return p.errorf(n, "loader.max_staging_mb", "must be > 0, got %v", v)
+		}
+		p.ds.MaxStagingMB = &v
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ const usage = `usage:
   loadergen check [-o FILE] [overrides] SCHEMA      exit 1 with a unified diff if FILE is stale
   loadergen init [-name N] [-package P] DIR         scaffold dataset.yaml and generate.go in DIR
   loadergen version
-overrides: -device -min-batch-size -min-batch-memory-mb -max-streams -assign
+overrides: -device -min-batch-size -min-batch-memory-mb -max-streams -assign -max-staging-mb
 `
 
 // errStale makes check exit 1 after printing its diff.
@@ -103,6 +103,12 @@ func overrideFlags(fs *flag.FlagSet, o *gen.Overrides) {
 	fs.Func("assign", "key-to-stream assignment: round_robin or balanced", func(s string) error {
 		o.Assign = &s
 		return nil
+	})
+	fs.Func("max-staging-mb", "largest staging memory, (prefetch+1) x batch, in MiB (default 16384)", func(s string) error {
+		var f float64
+		_, err := fmt.Sscan(s, &f)
+		o.MaxStagingMB = &f
+		return err
 	})
 }
 

@@ -194,6 +194,27 @@ func TestBadInputWritesNothing(t *testing.T) {
 	}
 }
 
+// TestStagingLimit: a plan whose (prefetch+1) x batch bytes exceed the
+// limit is refused with the numbers, from the flag and from the schema.
+func TestStagingLimit(t *testing.T) {
+	const want = "loadergen: dataset.yaml: staging needs 3 slots (prefetch 2 + 1) x 52.0 MiB = 156.0 MiB, " +
+		"over the limit of 100 MiB (raise loader.max_staging_mb or -max-staging-mb, or shrink the batch)\n"
+	dir := writeSchema(t, designSchema)
+	if code, _, errOut := cli(t, dir, noEnv, "generate", "-max-staging-mb", "100", "dataset.yaml"); code != 1 || errOut != want {
+		t.Errorf("flag: exit %d, stderr %q", code, errOut)
+	}
+	dir = writeSchema(t, designSchema+"loader: {max_staging_mb: 100}\n")
+	if code, _, errOut := cli(t, dir, noEnv, "plan", "dataset.yaml"); code != 1 || errOut != want {
+		t.Errorf("schema: exit %d, stderr %q", code, errOut)
+	}
+	if code, _, errOut := cli(t, dir, noEnv, "plan", "-max-staging-mb", "200", "dataset.yaml"); code != 0 {
+		t.Errorf("the flag should lift the schema's limit: exit %d, %s", code, errOut)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("a refused plan wrote %d files", len(entries)-1)
+	}
+}
+
 func TestInit(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cell-map")
 	code, out, errOut := cli(t, filepath.Dir(dir), noEnv, "init", dir)

@@ -35,6 +35,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -270,7 +271,11 @@ func (f *File) Sample(i int) ([]byte, error) {
 // Read copies sample i into dst without allocating. dst must hold exactly
 // SampleBytes bytes; T should be the Go type of the file's dtype
 // (runtime.DType.GoType).
-func Read[T runtime.Element](f *File, i int, dst []T) error {
+//
+// If the file shrinks while it is mapped, the copy faults; Read turns that
+// fault into an error for this sample (through debug.SetPanicOnFault)
+// instead of letting it kill the process.
+func Read[T runtime.Element](f *File, i int, dst []T) (err error) {
 	size := int(unsafe.Sizeof(*new(T)))
 	b := runtime.Bytes(dst)
 	if len(b) != f.sampleBytes {
@@ -281,6 +286,16 @@ func Read[T runtime.Element](f *File, i int, dst []T) error {
 	if err != nil {
 		return err
 	}
+	defer func(old bool) {
+		debug.SetPanicOnFault(old)
+		if v := recover(); v != nil {
+			fault, ok := v.(interface{ Addr() uintptr })
+			if !ok {
+				panic(v)
+			}
+			err = fmt.Errorf("%s: sample %d is no longer readable: the file shrank while mapped (fault at %#x)", f.path, i, fault.Addr())
+		}
+	}(debug.SetPanicOnFault(true))
 	copy(b, src)
 	return nil
 }

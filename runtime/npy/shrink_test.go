@@ -1,0 +1,35 @@
+//go:build unix
+
+package npy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loadergen/loadergen/runtime"
+)
+
+// TestFileShrinksWhileMapped: reading a sample that a truncation removed
+// returns an error naming the file and sample instead of crashing.
+func TestFileShrinksWhileMapped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.npy")
+	const per = 1 << 16 // whole pages, so the last samples lie past the new end
+	if err := Write(path, runtime.Uint8, []int{4, per}, make([]byte, 4*per)); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(path, Spec{Key: "x", DType: runtime.Uint8, Sample: []int{per}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Truncate(path, 128); err != nil {
+		t.Fatal(err)
+	}
+	dst := make([]uint8, per)
+	err = Read(f, 3, dst)
+	if err == nil || !strings.Contains(err.Error(), path+": sample 3 is no longer readable: the file shrank while mapped") {
+		t.Fatalf("Read after truncation: %v", err)
+	}
+}
