@@ -337,6 +337,26 @@ func TestStopping(t *testing.T) {
 			t.Errorf("got %d batches then %v; want 3 then context.Canceled", n, last)
 		}
 	})
+	t.Run("cancelled before start", func(t *testing.T) {
+		e := newTestEngine(t, testPlan(2, LoaderDefaults{Prefetch: 2}), 10, Options{}, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		var n int
+		var errs []error
+		for b, err := range e.Epoch(ctx, 0, 0) {
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			n += len(b.Indices)
+		}
+		if n != 0 || len(errs) != 1 || !errors.Is(errs[0], context.Canceled) {
+			t.Errorf("got %d samples and %v; want none and context.Canceled", n, errs)
+		}
+		if got := len(collect(t, e, 0, 0)); got != 5 {
+			t.Errorf("the next epoch has %d batches, want 5", got)
+		}
+	})
 	t.Run("close during epoch", func(t *testing.T) {
 		e := newTestEngine(t, testPlan(2, LoaderDefaults{Prefetch: 2}), 100, Options{}, nil)
 		var last error
