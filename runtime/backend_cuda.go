@@ -15,12 +15,12 @@ import (
 
 // newBackend returns the CUDA backend for "cuda" and "cuda:N", and the CPU
 // backend for "cpu".
-func newBackend(device string, p Plan, slots int, log *slog.Logger) (backend, error) {
+func newBackend(device string, p Plan, slots int, log *slog.Logger, stats *counters) (backend, error) {
 	ordinal, ok := cudaOrdinal(device)
 	if !ok {
 		return cpuBackend{}, nil
 	}
-	c := &cudaBackend{plan: p, ordinal: ordinal, reqs: make(chan cudaReq), resp: make(chan error)}
+	c := &cudaBackend{plan: p, ordinal: ordinal, stats: stats, reqs: make(chan cudaReq), resp: make(chan error)}
 	started := make(chan error)
 	go c.loop(slots, started)
 	if err := <-started; err != nil {
@@ -40,6 +40,7 @@ type cudaBackend struct {
 	plan    Plan
 	ordinal int
 	devName string
+	stats   *counters // per-stream copy time goes here
 
 	dev      cu.Device
 	retained bool        // the primary context is retained
@@ -56,11 +57,13 @@ type cudaBackend struct {
 type cudaSlot struct {
 	host   []byte       // pinned
 	device cu.DevicePtr // SlotBytes; key k at plan.Keys[k].Offset
-	ready  []cu.Event   // per stream: the slot's copies on it are done
+	start  []cu.Event   // per stream: before the slot's copies on it (timed)
+	ready  []cu.Event   // per stream: the slot's copies on it are done (timed)
 	done   cu.Event     // recorded by Batch.Done on the consumer's stream
 	// copying: a copy was issued and the host memory may still be read.
+	// timed: the last copies' times are in the stats.
 	// waitDone: the next copy into the slot must wait for done.
-	copying, waitDone bool
+	copying, timed, waitDone bool
 }
 
 type cudaOp uint8
@@ -170,12 +173,15 @@ func (sl *cudaSlot) make(bytes int64, streams int) error {
 		return fmt.Errorf("create event: %w", err)
 	}
 	for range streams {
-		ev, err := cu.MakeEvent(cu.DisableTiming)
-		if err != nil {
-			return fmt.Errorf("create event: %w", err)
+		for _, evs := range []*[]cu.Event{&sl.start, &sl.ready} {
+			ev, err := cu.MakeEvent(cu.DefaultEvent)
+			if err != nil {
+				return fmt.Errorf("create event: %w", err)
+			}
+			*evs = append(*evs, ev)
 		}
-		sl.ready = append(sl.ready, ev)
 	}
+	sl.timed = true
 	return nil
 }
 
@@ -250,6 +256,11 @@ func (c *cudaBackend) transferNow(s, n int) error {
 		}
 		sl.waitDone = false
 	}
+	for i, st := range c.streams {
+		if err := sl.start[i].Record(st); err != nil {
+			return fmt.Errorf("record start event: %w", err)
+		}
+	}
 	for _, k := range c.plan.Keys {
 		src := unsafe.Pointer(&sl.host[k.Offset])
 		if err := cu.MemcpyHtoDAsync(sl.device+cu.DevicePtr(k.Offset), src, int64(n)*k.SampleBytes, c.streams[k.Stream]); err != nil {
@@ -261,7 +272,7 @@ func (c *cudaBackend) transferNow(s, n int) error {
 			return fmt.Errorf("record ready event: %w", err)
 		}
 	}
-	sl.copying = true
+	sl.copying, sl.timed = true, false
 	return nil
 }
 
@@ -277,12 +288,26 @@ func (c *cudaBackend) reuseNow(s int) error {
 	return nil
 }
 
+// syncReady blocks until slot s's copies are done, and counts their device
+// time per stream the first time it sees them complete.
 func (c *cudaBackend) syncReady(s int) error {
-	for _, ev := range c.slots[s].ready {
+	sl := &c.slots[s]
+	for _, ev := range sl.ready {
 		if err := ev.Synchronize(); err != nil {
 			return fmt.Errorf("wait for copies: %w", err)
 		}
 	}
+	if sl.timed {
+		return nil
+	}
+	for i := range sl.ready {
+		ms, err := sl.start[i].Elapsed(sl.ready[i])
+		if err != nil {
+			return fmt.Errorf("copy time: %w", err)
+		}
+		c.stats.copy[i].Add(int64(ms * 1e6))
+	}
+	sl.timed = true
 	return nil
 }
 
@@ -295,8 +320,10 @@ func (c *cudaBackend) release() error {
 	}
 	for s := range c.slots {
 		sl := &c.slots[s]
-		for i := range sl.ready {
-			errs = append(errs, cu.DestroyEvent(&sl.ready[i]))
+		for _, evs := range [][]cu.Event{sl.start, sl.ready} {
+			for i := range evs {
+				errs = append(errs, cu.DestroyEvent(&evs[i]))
+			}
 		}
 		if sl.done != (cu.Event{}) {
 			errs = append(errs, cu.DestroyEvent(&sl.done))

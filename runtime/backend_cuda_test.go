@@ -95,6 +95,11 @@ func TestCUDARoundTrip(t *testing.T) {
 	if batches != 7 {
 		t.Errorf("%d batches, want 7", batches)
 	}
+	for i, d := range e.Stats().Copy {
+		if d <= 0 {
+			t.Errorf("stream %d: copy time %v, want > 0 after 7 batches", i, d)
+		}
+	}
 }
 
 // TestCUDAStreams: the planned number of streams exists, each at the

@@ -94,11 +94,12 @@ func NewEngine(p Plan, n int, o Options, reads []ReadFunc) (*Engine, error) {
 		stopped: make(chan struct{}),
 	}
 	e.order = make([]int, n+e.sampler.Samples())
+	e.stats.copy = make([]atomic.Int64, max(e.plan.NumStreams, 1))
 	for _, k := range e.plan.Keys {
 		e.sample += k.SampleBytes
 	}
 	nslots := set.prefetch + 1
-	if e.backend, err = newBackend(set.device, e.plan, nslots, set.logger); err != nil {
+	if e.backend, err = newBackend(set.device, e.plan, nslots, set.logger, &e.stats); err != nil {
 		return nil, err
 	}
 	e.slots = make([]slot, nslots)

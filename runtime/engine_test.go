@@ -414,4 +414,10 @@ func TestStats(t *testing.T) {
 	if s.Batches != 3 || s.Samples != 10 || s.Bytes != 10*19 {
 		t.Errorf("stats %+v, want 3 batches, 10 samples, 190 bytes", s)
 	}
+	if s.WorkerBusy <= 0 {
+		t.Errorf("worker busy time %v, want > 0", s.WorkerBusy)
+	}
+	if len(s.Copy) != 1 || s.Copy[0] != 0 {
+		t.Errorf("copy times %v on the CPU, want one zero per planned stream", s.Copy)
+	}
 }
