@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	goruntime "runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -15,16 +16,21 @@ import (
 
 // newBackend returns the CUDA backend for "cuda" and "cuda:N", and the CPU
 // backend for "cpu".
-func newBackend(device string, p Plan, slots int, log *slog.Logger, stats *counters) (backend, error) {
+func newBackend(device string, p Plan, slots int, log *slog.Logger, stats *counters, trace *tracer) (backend, error) {
 	ordinal, ok := cudaOrdinal(device)
 	if !ok {
 		return cpuBackend{}, nil
 	}
-	c := &cudaBackend{plan: p, ordinal: ordinal, stats: stats, reqs: make(chan cudaReq), resp: make(chan error)}
+	c := &cudaBackend{plan: p, ordinal: ordinal, stats: stats, trace: trace, reqs: make(chan cudaReq), resp: make(chan error)}
 	started := make(chan error)
 	go c.loop(slots, started)
 	if err := <-started; err != nil {
 		return nil, fmt.Errorf("%s: %w", device, err)
+	}
+	if trace != nil {
+		for i := range c.streams {
+			trace.meta("thread_name", streamTrack+i, fmt.Sprintf("CUDA stream %d (copies)", i))
+		}
 	}
 	log.Info("loadergen: CUDA backend", "device", device, "name", c.devName, "streams", len(c.streams),
 		"batch_mib", fmt.Sprintf("%.1f", p.BatchMiB), "slots", slots)
@@ -41,6 +47,7 @@ type cudaBackend struct {
 	ordinal int
 	devName string
 	stats   *counters // per-stream copy time goes here
+	trace   *tracer   // nil unless tracing; a slice per stream per batch
 
 	dev      cu.Device
 	retained bool        // the primary context is retained
@@ -59,6 +66,8 @@ type cudaSlot struct {
 	device cu.DevicePtr // SlotBytes; key k at plan.Keys[k].Offset
 	start  []cu.Event   // per stream: before the slot's copies on it (timed)
 	ready  []cu.Event   // per stream: the slot's copies on it are done (timed)
+	issued time.Time    // when the last copies were issued, for the trace
+	batch  int          // the batch they carried, for the trace
 	done   cu.Event     // recorded by Batch.Done on the consumer's stream
 	// copying: a copy was issued and the host memory may still be read.
 	// timed: the last copies' times are in the stats.
@@ -83,6 +92,7 @@ type cudaReq struct {
 	op     cudaOp
 	slot   int
 	n      int       // samples in the batch (transfer)
+	batch  int       // batch number (transfer), for the trace
 	stream cu.Stream // consumer's stream (wait, done)
 	key    int       // key to copy back (toHost)
 	dst    []byte    // host destination (toHost)
@@ -212,7 +222,7 @@ func (c *cudaBackend) makeStreams() error {
 func (c *cudaBackend) serve(r cudaReq) error {
 	switch r.op {
 	case opTransfer:
-		return c.transferNow(r.slot, r.n)
+		return c.transferNow(r.slot, r.n, r.batch)
 	case opReuse:
 		return c.reuseNow(r.slot)
 	case opWait:
@@ -246,8 +256,9 @@ func (c *cudaBackend) serve(r cudaReq) error {
 
 // transferNow issues the copies of slot s's n samples, key by key on each
 // key's stream, and records one ready event per stream.
-func (c *cudaBackend) transferNow(s, n int) error {
+func (c *cudaBackend) transferNow(s, n, batch int) error {
 	sl := &c.slots[s]
+	sl.issued, sl.batch = time.Now(), batch
 	if sl.waitDone {
 		for _, st := range c.streams {
 			if err := st.Wait(sl.done, 0); err != nil {
@@ -306,6 +317,10 @@ func (c *cudaBackend) syncReady(s int) error {
 			return fmt.Errorf("copy time: %w", err)
 		}
 		c.stats.copy[i].Add(int64(ms * 1e6))
+		if c.trace != nil {
+			// Device time, placed at the host time the copies were issued.
+			c.trace.slice(streamTrack+i, "copy", sl.issued, time.Duration(ms*1e6), sl.batch, -1)
+		}
 	}
 	sl.timed = true
 	return nil
@@ -359,7 +374,7 @@ func (c *cudaBackend) handle(s int) deviceBatch { return deviceBatch{c: c, slot:
 func (c *cudaBackend) reuse(s int) error { return c.call(cudaReq{op: opReuse, slot: s}) }
 
 func (c *cudaBackend) transfer(b *Batch) error {
-	return c.call(cudaReq{op: opTransfer, slot: b.Slot, n: len(b.Indices)})
+	return c.call(cudaReq{op: opTransfer, slot: b.Slot, n: len(b.Indices), batch: b.Number})
 }
 
 func (c *cudaBackend) close() error { return c.call(cudaReq{op: opClose}) }

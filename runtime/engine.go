@@ -99,7 +99,10 @@ func NewEngine(p Plan, n int, o Options, reads []ReadFunc) (*Engine, error) {
 		e.sample += k.SampleBytes
 	}
 	nslots := set.prefetch + 1
-	if e.backend, err = newBackend(set.device, e.plan, nslots, set.logger, &e.stats); err != nil {
+	if o.Trace != nil {
+		e.trace = newTracer(o.Trace, p.Name, set.workers)
+	}
+	if e.backend, err = newBackend(set.device, e.plan, nslots, set.logger, &e.stats, e.trace); err != nil {
 		return nil, err
 	}
 	e.slots = make([]slot, nslots)
@@ -107,9 +110,6 @@ func NewEngine(p Plan, n int, o Options, reads []ReadFunc) (*Engine, error) {
 		if err := e.initSlot(s); err != nil {
 			return nil, fmt.Errorf("engine: staging slot %d: %w", s, err)
 		}
-	}
-	if o.Trace != nil {
-		e.trace = newTracer(o.Trace, p.Name, set.workers)
 	}
 	e.tasks = make(chan int, nslots*set.workers)
 	e.workers.Add(set.workers)
@@ -313,8 +313,10 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 			}
 		}
 		for b := start; b < nb; b++ {
-			batch, err := e.await(ctx, b)
-			first = b + 1
+			batch, consumed, err := e.await(ctx, b)
+			if consumed {
+				first = b + 1
+			}
 			if err != nil {
 				yield(nil, err)
 				return
@@ -333,34 +335,36 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 	}
 }
 
-// await waits for batch b to be filled and transferred.
-func (e *Engine) await(ctx context.Context, b int) (*Batch, error) {
+// await waits for batch b to be filled and transferred. consumed reports
+// whether it took the batch's ready signal; if not, the batch is still in
+// flight and must be drained.
+func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	sl := &e.slots[b%len(e.slots)]
 	t0 := time.Now()
 	select {
 	case <-sl.ready:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	case <-e.done:
-		return nil, ErrClosed
+		return nil, false, ErrClosed
 	}
 	e.stats.wait.Add(int64(time.Since(t0)))
 	if e.trace != nil {
 		e.trace.slice(consumerTrack, "wait", t0, time.Since(t0), b, -1)
 	}
 	if sl.err != nil {
-		return nil, sl.err
+		return nil, true, sl.err
 	}
 	if err := e.backend.transfer(&sl.batch); err != nil {
-		return nil, fmt.Errorf("batch %d: %w", b, err)
+		return nil, true, fmt.Errorf("batch %d: %w", b, err)
 	}
 	e.stats.batches.Add(1)
 	e.stats.samples.Add(int64(sl.n))
 	e.stats.bytes.Add(int64(sl.n) * e.sample)
-	return &sl.batch, nil
+	return &sl.batch, true, nil
 }
 
 // drain stops batches [first, next) and waits until no worker touches them.

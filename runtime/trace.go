@@ -8,15 +8,17 @@ import (
 	"time"
 )
 
-// Track ids of a trace: the consumer, then one per worker.
+// Track ids of a trace: the consumer, one per worker, one per CUDA stream.
 const (
 	consumerTrack = 0
-	workerTrack   = 1 // worker w is workerTrack + w
+	workerTrack   = 1    // worker w is workerTrack + w
+	streamTrack   = 1000 // stream s is streamTrack + s
 )
 
 // tracer writes Chrome trace-event JSON (the JSON array format, which
-// Perfetto and chrome://tracing open): a track for the consumer's waits and
-// one per worker, each sample fill a slice.
+// Perfetto and chrome://tracing open): a track for the consumer's waits, one
+// per worker with each sample fill a slice, and under CUDA one per stream
+// with each batch's copies a slice.
 type tracer struct {
 	mu     sync.Mutex
 	w      *bufio.Writer
