@@ -116,6 +116,8 @@ func (c *cudaBackend) call(r cudaReq) error {
 func (c *cudaBackend) loop(slots int, started chan<- error) {
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
+	// The thread goes back to Go's pool without a (released) context current.
+	defer cu.SetCurrentContext(cu.CUContext{})
 	if err := c.start(slots); err != nil {
 		c.release()
 		started <- err
@@ -259,6 +261,9 @@ func (c *cudaBackend) serve(r cudaReq) error {
 func (c *cudaBackend) transferNow(s, n, batch int) error {
 	sl := &c.slots[s]
 	sl.issued, sl.batch = time.Now(), batch
+	// Set before anything is queued: if a later copy fails, the earlier
+	// ones still read the host memory, and reuse must wait for them.
+	sl.copying, sl.timed = true, false
 	if sl.waitDone {
 		for _, st := range c.streams {
 			if err := st.Wait(sl.done, 0); err != nil {
@@ -283,7 +288,6 @@ func (c *cudaBackend) transferNow(s, n, batch int) error {
 			return fmt.Errorf("record ready event: %w", err)
 		}
 	}
-	sl.copying, sl.timed = true, false
 	return nil
 }
 
@@ -335,6 +339,10 @@ func (c *cudaBackend) release() error {
 	}
 	for s := range c.slots {
 		sl := &c.slots[s]
+		if sl.waitDone {
+			// The consumer's kernels may still read this slot's buffers.
+			errs = append(errs, sl.done.Synchronize())
+		}
 		for _, evs := range [][]cu.Event{sl.start, sl.ready} {
 			for i := range evs {
 				errs = append(errs, cu.DestroyEvent(&evs[i]))

@@ -44,8 +44,9 @@ type Engine struct {
 	stopped chan struct{} // closed once every worker has returned
 	workers sync.WaitGroup
 
-	busy atomic.Bool // an epoch is being iterated
-	mu   sync.Mutex  // guards closed, active and released
+	busy    atomic.Bool // an epoch is being iterated
+	closing atomic.Bool // Close was called: workers stop claiming samples
+	mu      sync.Mutex  // guards closed, active and released
 	// closed is set by Close; active counts running epochs; the backend is
 	// released when both say nobody can touch the staging memory any more.
 	closed, released bool
@@ -108,7 +109,11 @@ func NewEngine(p Plan, n int, o Options, reads []ReadFunc) (*Engine, error) {
 	e.slots = make([]slot, nslots)
 	for s := range e.slots {
 		if err := e.initSlot(s); err != nil {
-			return nil, fmt.Errorf("engine: staging slot %d: %w", s, err)
+			err = fmt.Errorf("engine: staging slot %d: %w", s, err)
+			if e.trace != nil {
+				err = errors.Join(err, e.trace.close())
+			}
+			return nil, errors.Join(err, e.backend.close())
 		}
 	}
 	e.tasks = make(chan int, nslots*set.workers)
@@ -163,9 +168,12 @@ func (e *Engine) Plan() Plan { return e.plan.Clone() }
 // Stats returns the running totals.
 func (e *Engine) Stats() Stats { return e.stats.snapshot() }
 
-// Close stops the workers and releases the staging memory once no epoch is
-// running. An epoch iterated meanwhile ends with ErrClosed. Close is
-// idempotent.
+// Close stops the workers (each finishes the sample it is reading: Source
+// reads must return) and releases the staging memory once no epoch is
+// running. An epoch iterated meanwhile ends with ErrClosed at its next wait;
+// batches already staged may still be handed out before that, and the
+// release then happens when the epoch returns (its error is logged). Close
+// is idempotent: later calls return nil at once.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -173,6 +181,7 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closed = true
+	e.closing.Store(true)
 	close(e.done)
 	e.mu.Unlock()
 	<-e.stopped
@@ -197,12 +206,22 @@ func (e *Engine) release() error {
 // work is one worker: it takes a share of a batch and claims samples of
 // that batch until none are left, so one slow sample does not idle the rest.
 func (e *Engine) work(w int) {
-	defer e.workers.Done()
+	stopped := false
+	defer func() {
+		if !stopped {
+			// A Source called runtime.Goexit on this worker (t.FailNow
+			// does): keep the pool at full strength.
+			e.workers.Add(1)
+			go e.work(w)
+		}
+		e.workers.Done()
+	}()
 	for {
 		select {
 		case s := <-e.tasks:
 			e.fill(w, s)
 		case <-e.done:
+			stopped = true
 			return
 		}
 	}
@@ -211,17 +230,31 @@ func (e *Engine) work(w int) {
 func (e *Engine) fill(w, s int) {
 	sl := &e.slots[s]
 	start := time.Now()
-	for !sl.abort.Load() {
+	// Deferred, so that even a Source calling runtime.Goexit completes its
+	// share (with an error) and the epoch cannot hang on it.
+	var key, index int
+	finished := false
+	defer func() {
+		if !finished {
+			sl.fail(&ReadError{Key: e.plan.Keys[key].Name, Index: index, Batch: sl.batch.Number, Err: errGoexit})
+		}
+		e.stats.busy.Add(int64(time.Since(start)))
+		if sl.pending.Add(-1) == 0 {
+			sl.ready <- struct{}{}
+		}
+	}()
+	for !sl.abort.Load() && !e.closing.Load() {
 		pos := int(sl.next.Add(1) - 1)
 		if pos >= sl.n {
 			break
 		}
-		index := sl.batch.Indices[pos]
+		index = sl.batch.Indices[pos]
 		var t0 time.Time
 		if e.trace != nil {
 			t0 = time.Now()
 		}
 		for k, read := range e.reads {
+			key = k
 			if err := call(read, s, pos, index); err != nil {
 				sl.fail(&ReadError{Key: e.plan.Keys[k].Name, Index: index, Batch: sl.batch.Number, Err: err})
 				break
@@ -231,10 +264,7 @@ func (e *Engine) fill(w, s int) {
 			e.trace.slice(workerTrack+w, "fill", t0, time.Since(t0), sl.batch.Number, index)
 		}
 	}
-	e.stats.busy.Add(int64(time.Since(start)))
-	if sl.pending.Add(-1) == 0 {
-		sl.ready <- struct{}{}
-	}
+	finished = true
 }
 
 // call runs one Source read, turning a panic into an error.

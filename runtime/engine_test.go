@@ -7,8 +7,12 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	goruntime "runtime"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
@@ -419,5 +423,46 @@ func TestStats(t *testing.T) {
 	}
 	if len(s.Copy) != 1 || s.Copy[0] != 0 {
 		t.Errorf("copy times %v on the CPU, want one zero per planned stream", s.Copy)
+	}
+}
+
+// TestCloseStopsClaimingSamples: after Close, workers finish the sample in
+// hand and claim no more, instead of filling every prefetched slot.
+func TestCloseStopsClaimingSamples(t *testing.T) {
+	var reads atomic.Int64
+	p := testPlan(64, LoaderDefaults{Prefetch: 3})
+	e := newTestEngine(t, p, 64*8, Options{Workers: 2}, func(key, index int) error {
+		if key == 0 {
+			reads.Add(1)
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	})
+	for range e.Epoch(context.Background(), 0, 0) {
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := reads.Load(); n >= 2*64 {
+		t.Errorf("%d samples read by the time Close returned; workers kept filling the prefetched slots", n)
+	}
+}
+
+// TestSourceGoexit: a Source that ends its goroutine (t.FailNow in a fake
+// source does) fails the epoch with an error naming the sample, and the
+// loader keeps its workers.
+func TestSourceGoexit(t *testing.T) {
+	e := newTestEngine(t, testPlan(4, LoaderDefaults{Prefetch: 1}), 8, Options{Workers: 2}, func(key, index int) error {
+		if key == 1 && index == 5 {
+			goruntime.Goexit()
+		}
+		return nil
+	})
+	errs := collectErr(e)
+	if len(errs) != 1 || !errors.Is(errs[0], errGoexit) || !strings.Contains(errs[0].Error(), `read key "b" of sample 5`) {
+		t.Fatalf("errors %v, want one naming key b, sample 5 and Goexit", errs)
+	}
+	if errs := collectErr(e); len(errs) != 1 {
+		t.Errorf("second epoch: %v; the pool should still run", errs)
 	}
 }

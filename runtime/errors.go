@@ -27,6 +27,10 @@ func (e *ReadError) Error() string {
 // Unwrap returns the source's error.
 func (e *ReadError) Unwrap() error { return e.Err }
 
+// errGoexit reports a Source method that ended its goroutine with
+// runtime.Goexit (as testing.T.FailNow does) instead of returning.
+var errGoexit = errors.New("source called runtime.Goexit instead of returning")
+
 // PanicError is a panic recovered from a Source method.
 type PanicError struct {
 	Value any // what the Source panicked with

@@ -39,8 +39,9 @@ func newTracer(w io.Writer, loader string, workers int) *tracer {
 }
 
 func (t *tracer) meta(kind string, tid int, name string) {
-	var buf [256]byte
-	b := append(buf[:0], `{"ph":"M","pid":1,"tid":`...)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := append(t.w.AvailableBuffer(), `{"ph":"M","pid":1,"tid":`...)
 	b = strconv.AppendInt(b, int64(tid), 10)
 	b = append(b, `,"name":"`...)
 	b = append(b, kind...)
@@ -52,8 +53,9 @@ func (t *tracer) meta(kind string, tid int, name string) {
 
 // slice records one complete event ("X") on track tid.
 func (t *tracer) slice(tid int, name string, start time.Time, dur time.Duration, batch, index int) {
-	var buf [256]byte
-	b := append(buf[:0], `{"ph":"X","pid":1,"tid":`...)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := append(t.w.AvailableBuffer(), `{"ph":"X","pid":1,"tid":`...)
 	b = strconv.AppendInt(b, int64(tid), 10)
 	b = append(b, `,"name":"`...)
 	b = append(b, name...)
@@ -71,9 +73,8 @@ func (t *tracer) slice(tid int, name string, start time.Time, dur time.Duration,
 	t.write(b)
 }
 
+// write writes an event built in t.w.AvailableBuffer(); t.mu is held.
 func (t *tracer) write(b []byte) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.closed {
 		return
 	}
