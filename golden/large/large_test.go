@@ -148,8 +148,14 @@ func BenchmarkThroughput(b *testing.B) {
 // per batch stays near max(load, wait); the metric "x-max" is that ratio.
 // The wait is measured, not assumed: sleeps overshoot by up to a timer tick.
 func BenchmarkOverlap(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { overlap(b, workers) })
+	}
+}
+
+func overlap(b *testing.B, workers int) {
 	src := newMemSource(overlapSamples)
-	l := newLoader(b, src, 0)
+	l := newLoader(b, src, workers)
 	// perBatch runs 4 epochs, sleeping for wait after each batch, and returns
 	// the time per batch and the time really slept per batch.
 	perBatch := func(wait time.Duration) (total, slept time.Duration) {
