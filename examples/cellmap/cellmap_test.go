@@ -3,6 +3,7 @@ package cellmap
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -17,25 +18,36 @@ import (
 	"github.com/loadergen/loadergen/runtime/npy"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// dataRoot holds the synthetic dataset (130 MB) shared by the tests and
+// benchmarks of this binary; TestMain removes it.
+var dataRoot string
+
+func TestMain(m *testing.M) {
+	root, err := os.MkdirTemp("", "cellmap-test-")
+	if err != nil {
+		panic(err)
+	}
+	dataRoot = root
+	code := m.Run()
+	os.RemoveAll(root)
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
+}
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// synthetic writes a small dataset once per test binary.
-var synthetic = sync.OnceValues(func() (string, error) {
-	root, err := os.MkdirTemp("", "cellmap-test-")
-	if err != nil {
-		return "", err
-	}
-	return root, WriteSynthetic(root, 40, 1)
-})
+// synthetic writes the dataset on first use.
+var synthetic = sync.OnceValue(func() error { return WriteSynthetic(dataRoot, 40, 1) })
 
 func openData(tb testing.TB) *CellMapFiles {
 	tb.Helper()
-	root, err := synthetic()
-	if err != nil {
+	if err := synthetic(); err != nil {
 		tb.Fatal(err)
 	}
+	root := dataRoot
 	f, err := OpenCellMapFiles(root)
 	if err != nil {
 		tb.Fatal(err)
