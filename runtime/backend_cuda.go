@@ -17,9 +17,9 @@ import (
 // newBackend returns the CUDA backend for "cuda" and "cuda:N", and the CPU
 // backend for "cpu".
 func newBackend(device string, p Plan, slots int, log *slog.Logger, stats *counters, trace *tracer) (backend, error) {
-	ordinal, ok := cudaOrdinal(device)
-	if !ok {
-		return cpuBackend{}, nil
+	ordinal, cuda, err := parseDevice(device)
+	if err != nil || !cuda {
+		return cpuBackend{}, err
 	}
 	c := &cudaBackend{plan: p, ordinal: ordinal, stats: stats, trace: trace, reqs: make(chan cudaReq), resp: make(chan error)}
 	started := make(chan error)

@@ -44,7 +44,7 @@ func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 		logger:    o.Logger,
 	}
 	if o.Device != "" {
-		if err := checkDevice(o.Device); err != nil {
+		if _, _, err := parseDevice(o.Device); err != nil {
 			return s, fmt.Errorf("options: %w", err)
 		}
 		s.device = o.Device
@@ -96,28 +96,19 @@ func envRank(getenv func(string) string) (rank, worldSize int, err error) {
 	return rank, worldSize, nil
 }
 
-func checkDevice(d string) error {
-	if d == "cpu" || d == "cuda" {
-		return nil
+// parseDevice reads "cpu", "cuda" or "cuda:N" (N >= 0); cuda reports whether
+// d names a CUDA device.
+func parseDevice(d string) (ordinal int, cuda bool, err error) {
+	switch d {
+	case "cpu":
+		return 0, false, nil
+	case "cuda":
+		return 0, true, nil
 	}
 	if n, ok := strings.CutPrefix(d, "cuda:"); ok {
 		if i, err := strconv.Atoi(n); err == nil && i >= 0 {
-			return nil
+			return i, true, nil
 		}
 	}
-	return fmt.Errorf("device %q: want cpu, cuda or cuda:N", d)
-}
-
-// cudaOrdinal returns the device ordinal of "cuda" or "cuda:N" and whether d
-// names a CUDA device at all.
-func cudaOrdinal(d string) (int, bool) {
-	if d == "cuda" {
-		return 0, true
-	}
-	n, ok := strings.CutPrefix(d, "cuda:")
-	if !ok {
-		return 0, false
-	}
-	i, err := strconv.Atoi(n)
-	return i, err == nil
+	return 0, false, fmt.Errorf("device %q: want cpu, cuda or cuda:N", d)
 }
