@@ -27,32 +27,35 @@ type Data struct {
 // Scaffold writes dataset.yaml and generate.go into dir, creating dir if
 // needed. It refuses to overwrite either file and writes nothing then.
 func Scaffold(dir string, d Data) ([]string, error) {
-	outputs := map[string]string{"dataset.yaml.tmpl": d.Schema, "generate.go.tmpl": "generate.go"}
-	rendered := map[string][]byte{}
-	for tmpl, name := range outputs {
-		path := filepath.Join(dir, name)
+	outputs := []struct{ tmpl, name string }{
+		{"dataset.yaml.tmpl", d.Schema},
+		{"generate.go.tmpl", "generate.go"},
+	}
+	rendered := make([][]byte, len(outputs))
+	for i, o := range outputs {
+		path := filepath.Join(dir, o.name)
 		if _, err := os.Stat(path); err == nil {
 			return nil, fmt.Errorf("%s already exists; init writes only new files", path)
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		t, err := template.ParseFS(files, tmpl)
+		t, err := template.ParseFS(files, o.tmpl)
 		if err != nil {
-			return nil, fmt.Errorf("template %s: %w", tmpl, err)
+			return nil, fmt.Errorf("template %s: %w", o.tmpl, err)
 		}
 		var buf bytes.Buffer
 		if err := t.Execute(&buf, d); err != nil {
-			return nil, fmt.Errorf("template %s: %w", tmpl, err)
+			return nil, fmt.Errorf("template %s: %w", o.tmpl, err)
 		}
-		rendered[path] = buf.Bytes()
+		rendered[i] = buf.Bytes()
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	var written []string
-	for _, name := range []string{d.Schema, "generate.go"} {
-		path := filepath.Join(dir, name)
-		if err := create(path, rendered[path]); err != nil {
+	for i, o := range outputs {
+		path := filepath.Join(dir, o.name)
+		if err := create(path, rendered[i]); err != nil {
 			for _, w := range written {
 				os.Remove(w)
 			}

@@ -92,31 +92,22 @@ func overrideFlags(fs *flag.FlagSet, o *gen.Overrides) {
 		o.Device = &d
 		return err
 	})
-	intFlag(fs, "min-batch-size", "smallest batch size that uses several streams", &o.MinBatchSize)
-	intFlag(fs, "max-streams", "most CUDA streams to use", &o.MaxStreams)
-	fs.Func("min-batch-memory-mb", "smallest batch memory (MiB) that uses several streams", func(s string) error {
-		var f float64
-		_, err := fmt.Sscan(s, &f)
-		o.MinBatchMemoryMB = &f
-		return err
-	})
+	optionalFlag(fs, "min-batch-size", "smallest batch size that uses several streams", &o.MinBatchSize)
+	optionalFlag(fs, "max-streams", "most CUDA streams to use", &o.MaxStreams)
+	optionalFlag(fs, "min-batch-memory-mb", "smallest batch memory (MiB) that uses several streams", &o.MinBatchMemoryMB)
 	fs.Func("assign", "key-to-stream assignment: round_robin or balanced", func(s string) error {
 		o.Assign = &s
 		return nil
 	})
-	fs.Func("max-staging-mb", "largest staging memory, (prefetch+1) x batch, in MiB (default 16384)", func(s string) error {
-		var f float64
-		_, err := fmt.Sscan(s, &f)
-		o.MaxStagingMB = &f
-		return err
-	})
+	optionalFlag(fs, "max-staging-mb", "largest staging memory, (prefetch+1) x batch, in MiB (default 16384)", &o.MaxStagingMB)
 }
 
-func intFlag(fs *flag.FlagSet, name, help string, dst **int) {
+// optionalFlag registers a numeric flag whose *dst stays nil unless given.
+func optionalFlag[T int | float64](fs *flag.FlagSet, name, help string, dst **T) {
 	fs.Func(name, help, func(s string) error {
-		var n int
-		_, err := fmt.Sscan(s, &n)
-		*dst = &n
+		var v T
+		_, err := fmt.Sscan(s, &v)
+		*dst = &v
 		return err
 	})
 }
