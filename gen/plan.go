@@ -69,30 +69,70 @@ func (o Overrides) Over(base Overrides) Overrides {
 	}
 }
 
+// Settings are the overridable settings, named as the CLI's flags spell
+// them, with their help text.
+var Settings = []struct{ Name, Help string }{
+	{"device", "target device: cpu, cuda or cuda:N"},
+	{"min-batch-size", "smallest batch size that uses several streams"},
+	{"min-batch-memory-mb", "smallest batch memory (MiB) that uses several streams"},
+	{"max-streams", "most CUDA streams to use"},
+	{"assign", "key-to-stream assignment: round_robin or balanced"},
+	{"max-staging-mb", "largest staging memory, (prefetch+1) x batch, in MiB (default 16384)"},
+}
+
+// envSettings maps the environment variables to the settings they set.
+var envSettings = []struct{ env, setting string }{
+	{EnvMinBatchSize, "min-batch-size"},
+	{EnvMinBatchMemoryMB, "min-batch-memory-mb"},
+	{EnvMaxStreams, "max-streams"},
+}
+
+// Set parses value into the named setting (see Settings). It is the one
+// parser of override values, for flags and environment alike.
+func (o *Overrides) Set(setting, value string) error {
+	switch setting {
+	case "device":
+		d, err := schema.ParseDevice(value)
+		o.Device = &d
+		return err
+	case "min-batch-size":
+		return setNumber(&o.MinBatchSize, value, strconv.Atoi, "an integer")
+	case "min-batch-memory-mb":
+		return setNumber(&o.MinBatchMemoryMB, value, parseFloat, "a number")
+	case "max-streams":
+		return setNumber(&o.MaxStreams, value, strconv.Atoi, "an integer")
+	case "assign":
+		o.Assign = &value
+		return nil
+	case "max-staging-mb":
+		return setNumber(&o.MaxStagingMB, value, parseFloat, "a number")
+	}
+	return fmt.Errorf("unknown setting %q", setting)
+}
+
+func setNumber[T any](dst **T, value string, parse func(string) (T, error), want string) error {
+	v, err := parse(strings.TrimSpace(value))
+	if err != nil {
+		return fmt.Errorf("not %s", want)
+	}
+	*dst = &v
+	return nil
+}
+
+func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
+
 // EnvOverrides reads the stream thresholds from the environment through
 // getenv (os.Getenv in the CLI). Empty variables are unset.
 func EnvOverrides(getenv func(string) string) (Overrides, error) {
 	var o Overrides
-	if v := strings.TrimSpace(getenv(EnvMinBatchSize)); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return o, fmt.Errorf("environment %s=%q: not an integer", EnvMinBatchSize, v)
+	for _, e := range envSettings {
+		v := strings.TrimSpace(getenv(e.env))
+		if v == "" {
+			continue
 		}
-		o.MinBatchSize = &n
-	}
-	if v := strings.TrimSpace(getenv(EnvMinBatchMemoryMB)); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return o, fmt.Errorf("environment %s=%q: not a number", EnvMinBatchMemoryMB, v)
+		if err := o.Set(e.setting, v); err != nil {
+			return o, fmt.Errorf("environment %s=%q: %w", e.env, v, err)
 		}
-		o.MinBatchMemoryMB = &f
-	}
-	if v := strings.TrimSpace(getenv(EnvMaxStreams)); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return o, fmt.Errorf("environment %s=%q: not an integer", EnvMaxStreams, v)
-		}
-		o.MaxStreams = &n
 	}
 	if err := o.Check(); err != nil {
 		return o, fmt.Errorf("environment: %w", err)

@@ -85,31 +85,11 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	return 1
 }
 
-// overrideFlags registers the stream-plan overrides on fs.
+// overrideFlags registers the stream-plan overrides on fs; gen parses them.
 func overrideFlags(fs *flag.FlagSet, o *gen.Overrides) {
-	fs.Func("device", "target device: cpu, cuda or cuda:N", func(s string) error {
-		d, err := schema.ParseDevice(s)
-		o.Device = &d
-		return err
-	})
-	optionalFlag(fs, "min-batch-size", "smallest batch size that uses several streams", &o.MinBatchSize)
-	optionalFlag(fs, "max-streams", "most CUDA streams to use", &o.MaxStreams)
-	optionalFlag(fs, "min-batch-memory-mb", "smallest batch memory (MiB) that uses several streams", &o.MinBatchMemoryMB)
-	fs.Func("assign", "key-to-stream assignment: round_robin or balanced", func(s string) error {
-		o.Assign = &s
-		return nil
-	})
-	optionalFlag(fs, "max-staging-mb", "largest staging memory, (prefetch+1) x batch, in MiB (default 16384)", &o.MaxStagingMB)
-}
-
-// optionalFlag registers a numeric flag whose *dst stays nil unless given.
-func optionalFlag[T int | float64](fs *flag.FlagSet, name, help string, dst **T) {
-	fs.Func(name, help, func(s string) error {
-		var v T
-		_, err := fmt.Sscan(s, &v)
-		*dst = &v
-		return err
-	})
+	for _, s := range gen.Settings {
+		fs.Func(s.Name, s.Help, func(v string) error { return o.Set(s.Name, v) })
+	}
 }
 
 // planFor runs the first half of the pipeline: schema.Load -> gen.NewPlan,
@@ -133,7 +113,7 @@ func planFor(path string, flags gen.Overrides, getenv func(string) string) (*gen
 func parse(fs *flag.FlagSet, args []string, stderr io.Writer, what string) (string, error) {
 	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
-		return "", err
+		return "", flag.ErrHelp // the flag package has printed the error and usage
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintf(stderr, "loadergen %s: want one %s argument, got %d\n", fs.Name(), what, fs.NArg())

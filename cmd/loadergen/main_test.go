@@ -244,6 +244,12 @@ func TestUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
 	}
+	for _, bad := range []string{"3x", "", "-1e"} {
+		code, _, errOut := cli(t, dir, noEnv, "plan", "-max-streams", bad, "x.yaml")
+		if code != 2 || strings.Count(errOut, "not an integer") != 1 {
+			t.Errorf("-max-streams %q: exit %d, stderr %q; want 2 and one error", bad, code, errOut)
+		}
+	}
 	if code, out, _ := cli(t, dir, noEnv, "version"); code != 0 || !strings.HasPrefix(out, "loadergen ") {
 		t.Errorf("version: exit %d, %q", code, out)
 	}
