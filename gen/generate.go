@@ -24,6 +24,9 @@ const (
 // slash-separated); it is quoted if it holds anything unusual.
 func Generate(p *Plan, source string) ([]byte, error) {
 	g := &emitter{p: p, ds: p.Dataset, rp: p.Runtime, n: newNames(p.Dataset)}
+	for i, k := range g.rp.Keys {
+		g.keys = append(g.keys, emitKey{Key: k, keyNames: g.n.key(g.ds.Keys[i]), file: g.ds.Keys[i].File})
+	}
 	f := jen.NewFile(g.ds.Package)
 	f.ImportName(rtPath, "runtime")
 	f.ImportName(npyPath, "npy")
@@ -47,10 +50,19 @@ func Generate(p *Plan, source string) ([]byte, error) {
 }
 
 type emitter struct {
-	p  *Plan
-	ds *schema.Dataset
-	rp runtime.Plan
-	n  names
+	p    *Plan
+	ds   *schema.Dataset
+	rp   runtime.Plan
+	n    names
+	keys []emitKey // plan order
+}
+
+// emitKey is what the emitter needs of one key: its plan entry, its
+// generated identifiers and its .npy path ("" when it has none).
+type emitKey struct {
+	runtime.Key
+	keyNames
+	file string
 }
 
 func (g *emitter) rt(name string) *jen.Statement { return jen.Qual(rtPath, name) }
@@ -74,9 +86,9 @@ func (g *emitter) constants(f *jen.File) {
 		jen.Id(g.n.exported("NumStreams")).Op("=").Lit(rp.NumStreams),
 	)
 	f.Comment("Elements in one sample of each key.")
-	defs := make([]jen.Code, len(rp.Keys))
-	for i, k := range rp.Keys {
-		defs[i] = jen.Id(g.n.key(g.ds.Keys[i]).elems).Op("=").Lit(k.SampleElems()).Comment(describe(k))
+	defs := make([]jen.Code, len(g.keys))
+	for i, k := range g.keys {
+		defs[i] = jen.Id(k.elems).Op("=").Lit(k.SampleElems()).Comment(describe(k.Key))
 	}
 	f.Const().Defs(defs...)
 }
@@ -134,12 +146,11 @@ func (g *emitter) source(f *jen.File) {
 		jen.Comment("Len returns the number of samples."),
 		jen.Id("Len").Params().Int(),
 	}
-	for i, k := range g.rp.Keys {
-		kn := g.n.key(g.ds.Keys[i])
+	for _, k := range g.keys {
 		methods = append(methods,
-			jen.Commentf("Read%s fills dst with sample index of key %q: %s,", kn.Go, k.Name, values(k.SampleElems(), k.DType)),
+			jen.Commentf("Read%s fills dst with sample index of key %q: %s,", k.Go, k.Name, values(k.SampleElems(), k.DType)),
 			jen.Commentf("shape %v in C order. dst points into the staging buffer.", k.Shape),
-			jen.Id("Read"+kn.Go).Params(jen.Id("index").Int(), jen.Id("dst").Index().Id(k.DType.GoType())).Error(),
+			jen.Id("Read"+k.Go).Params(jen.Id("index").Int(), jen.Id("dst").Index().Id(k.DType.GoType())).Error(),
 		)
 	}
 	f.Commentf("%s reads the samples of the %s dataset. Its methods are called", name, g.ds.Name)
@@ -150,13 +161,13 @@ func (g *emitter) source(f *jen.File) {
 func (g *emitter) batch(f *jen.File) {
 	name := g.n.exported("Batch")
 	fields := []jen.Code{jen.Id("Indices").Index().Int().Comment("dataset indices of the samples, in batch order")}
-	for i, k := range g.rp.Keys {
+	for _, k := range g.keys {
 		shape := append([]any{"n"}, intsAny(k.Shape)...)
-		fields = append(fields, jen.Id(g.n.key(g.ds.Keys[i]).Go).Add(g.rt("Tensor")).Commentf("key %q: %s, shape %v", k.Name, k.DType, shape))
+		fields = append(fields, jen.Id(k.Go).Add(g.rt("Tensor")).Commentf("key %q: %s, shape %v", k.Name, k.DType, shape))
 	}
 	fields = append(fields, jen.Line(), jen.Id("staged").Op("*").Add(g.rt("Batch")).Comment("the runtime's batch in the same slot"))
-	for i, k := range g.rp.Keys {
-		fields = append(fields, jen.Id(g.n.key(g.ds.Keys[i]).view).Index().Id(k.DType.GoType()).Comment("typed view of the whole staging slot"))
+	for _, k := range g.keys {
+		fields = append(fields, jen.Id(k.view).Index().Id(k.DType.GoType()).Comment("typed view of the whole staging slot"))
 	}
 	f.Commentf("%s is one staged batch; n = len(Indices) is %s except for", name, g.n.exported("BatchSize"))
 	f.Comment("a short last batch. It is valid until the loop advances.")
@@ -167,11 +178,10 @@ func (g *emitter) batch(f *jen.File) {
 	f.Func().Params(jen.Id("b").Op("*").Id(name)).Id("Staged").Params().Op("*").Add(g.rt("Batch")).Block(
 		jen.Return(jen.Id("b").Dot("staged")),
 	)
-	for i, k := range g.rp.Keys {
-		kn := g.n.key(g.ds.Keys[i])
-		f.Commentf("%sData returns the staged samples of key %q as %s values.", kn.Go, k.Name, k.DType.GoType())
-		f.Func().Params(jen.Id("b").Op("*").Id(name)).Id(kn.Go + "Data").Params().Index().Id(k.DType.GoType()).Block(
-			jen.Return(jen.Id("b").Dot(kn.view).Index(jen.Empty(), jen.Len(jen.Id("b").Dot("Indices")).Op("*").Id(kn.elems))),
+	for _, k := range g.keys {
+		f.Commentf("%sData returns the staged samples of key %q as %s values.", k.Go, k.Name, k.DType.GoType())
+		f.Func().Params(jen.Id("b").Op("*").Id(name)).Id(k.Go + "Data").Params().Index().Id(k.DType.GoType()).Block(
+			jen.Return(jen.Id("b").Dot(k.view).Index(jen.Empty(), jen.Len(jen.Id("b").Dot("Indices")).Op("*").Id(k.elems))),
 		)
 	}
 }
@@ -188,12 +198,11 @@ func (g *emitter) loader(f *jen.File) {
 		jen.Id("batches").Index().Id(batch).Comment("one per staging slot"),
 	)
 
-	reads := make([]jen.Code, len(g.rp.Keys))
-	views := make([]jen.Code, len(g.rp.Keys))
-	for i, k := range g.rp.Keys {
-		kn := g.n.key(g.ds.Keys[i])
-		reads[i] = jen.Id("l").Dot(kn.read)
-		views[i] = jen.Id("b").Dot(kn.view).Op("=").Add(g.rt("View")).Types(jen.Id(k.DType.GoType())).Call(jen.Id("e").Dot("Staging").Call(jen.Id("s"), jen.Lit(i)))
+	reads := make([]jen.Code, len(g.keys))
+	views := make([]jen.Code, len(g.keys))
+	for i, k := range g.keys {
+		reads[i] = jen.Id("l").Dot(k.read)
+		views[i] = jen.Id("b").Dot(k.view).Op("=").Add(g.rt("View")).Types(jen.Id(k.DType.GoType())).Call(jen.Id("e").Dot("Staging").Call(jen.Id("s"), jen.Lit(i)))
 	}
 	f.Commentf("New%s starts a loader over src. The zero Options mean \"as the schema says\".", name)
 	f.Func().Id("New"+name).Params(jen.Id("src").Id(src), jen.Id("opts").Add(g.rt("Options"))).Params(jen.Op("*").Id(name), jen.Error()).Block(
@@ -216,13 +225,12 @@ func (g *emitter) loader(f *jen.File) {
 		jen.Return(jen.Id("l"), jen.Nil()),
 	)
 
-	for i, k := range g.rp.Keys {
-		kn := g.n.key(g.ds.Keys[i])
-		f.Commentf("%s fills sample pos of staging slot s with sample index of key %q.", kn.read, k.Name)
-		f.Add(recv()).Id(kn.read).Params(jen.List(jen.Id("s"), jen.Id("pos"), jen.Id("index")).Int()).Error().Block(
-			jen.Return(jen.Id("l").Dot("src").Dot("Read"+kn.Go).Call(
+	for _, k := range g.keys {
+		f.Commentf("%s fills sample pos of staging slot s with sample index of key %q.", k.read, k.Name)
+		f.Add(recv()).Id(k.read).Params(jen.List(jen.Id("s"), jen.Id("pos"), jen.Id("index")).Int()).Error().Block(
+			jen.Return(jen.Id("l").Dot("src").Dot("Read"+k.Go).Call(
 				jen.Id("index"),
-				jen.Id("l").Dot("batches").Index(jen.Id("s")).Dot(kn.view).Index(jen.Id("pos").Op("*").Id(kn.elems), jen.Empty()).Index(jen.Empty(), jen.Id(kn.elems)),
+				jen.Id("l").Dot("batches").Index(jen.Id("s")).Dot(k.view).Index(jen.Id("pos").Op("*").Id(k.elems), jen.Empty()).Index(jen.Empty(), jen.Id(k.elems)),
 			)),
 		)
 	}
@@ -240,8 +248,8 @@ func (g *emitter) loader(f *jen.File) {
 		jen.Id("b").Dot("staged").Op("=").Id("staged"),
 		jen.Id("b").Dot("Indices").Op("=").Id("staged").Dot("Indices"),
 	}
-	for i := range g.rp.Keys {
-		assigns = append(assigns, jen.Id("b").Dot(g.n.key(g.ds.Keys[i]).Go).Op("=").Id("staged").Dot("Tensors").Index(jen.Lit(i)))
+	for i, k := range g.keys {
+		assigns = append(assigns, jen.Id("b").Dot(k.Go).Op("=").Id("staged").Dot("Tensors").Index(jen.Lit(i)))
 	}
 	assigns = append(assigns, jen.If(jen.Op("!").Id("yield").Call(jen.Id("b"), jen.Nil())).Block(jen.Return()))
 	f.Comment("EpochFrom yields exactly the batches startBatch.. of Epoch(ctx, epoch),")
@@ -272,8 +280,8 @@ func (g *emitter) loader(f *jen.File) {
 }
 
 func (g *emitter) filesBacked() bool {
-	for _, k := range g.ds.Keys {
-		if k.File == "" {
+	for _, k := range g.keys {
+		if k.file == "" {
 			return false
 		}
 	}
@@ -282,23 +290,22 @@ func (g *emitter) filesBacked() bool {
 
 func (g *emitter) files(f *jen.File) {
 	name, src := g.n.exported("Files"), g.n.exported("Source")
-	specs := make([]jen.Code, len(g.rp.Keys))
-	fields := make([]jen.Code, len(g.rp.Keys))
-	opened := make([]field, len(g.rp.Keys))
-	for i, k := range g.rp.Keys {
-		kn := g.n.key(g.ds.Keys[i])
+	specs := make([]jen.Code, len(g.keys))
+	fields := make([]jen.Code, len(g.keys))
+	opened := make([]field, len(g.keys))
+	for i, k := range g.keys {
 		shape := make([]jen.Code, len(k.Shape))
 		for j, d := range k.Shape {
 			shape[j] = jen.Lit(d)
 		}
 		specs[i] = literal(
 			field{"Key", jen.Lit(k.Name)},
-			field{"File", jen.Lit(g.ds.Keys[i].File)},
+			field{"File", jen.Lit(k.file)},
 			field{"DType", g.rt(dtypeIdent(k.DType))},
 			field{"Sample", jen.Index().Int().Values(shape...)},
 		)
-		fields[i] = jen.Id(kn.view).Op("*").Qual(npyPath, "File")
-		opened[i] = field{kn.view, jen.Id("files").Index(jen.Lit(i))}
+		fields[i] = jen.Id(k.view).Op("*").Qual(npyPath, "File")
+		opened[i] = field{k.view, jen.Id("files").Index(jen.Lit(i))}
 	}
 	f.Commentf("%s are the .npy files of %s, relative to the data root.", g.n.unexported("FileSpecs"), g.ds.Name)
 	f.Var().Id(g.n.unexported("FileSpecs")).Op("=").Index().Qual(npyPath, "Spec").Values(specs...)
@@ -314,19 +321,18 @@ func (g *emitter) files(f *jen.File) {
 		jen.Return(jen.Op("&").Id(name).Add(literal(opened...)), jen.Nil()),
 	)
 	recv := func() *jen.Statement { return jen.Func().Params(jen.Id("f").Op("*").Id(name)) }
-	first := g.n.key(g.ds.Keys[0]).view
+	first := g.keys[0].view
 	f.Comment("Len returns the number of samples, the leading dimension of every file.")
 	f.Add(recv()).Id("Len").Params().Int().Block(jen.Return(jen.Id("f").Dot(first).Dot("Len").Call()))
-	for i, k := range g.rp.Keys {
-		kn := g.n.key(g.ds.Keys[i])
-		f.Commentf("Read%s copies sample index of %s into dst.", kn.Go, commentSafe(g.ds.Keys[i].File))
-		f.Add(recv()).Id("Read"+kn.Go).Params(jen.Id("index").Int(), jen.Id("dst").Index().Id(k.DType.GoType())).Error().Block(
-			jen.Return(jen.Qual(npyPath, "Read").Call(jen.Id("f").Dot(kn.view), jen.Id("index"), jen.Id("dst"))),
+	for _, k := range g.keys {
+		f.Commentf("Read%s copies sample index of %s into dst.", k.Go, commentSafe(k.file))
+		f.Add(recv()).Id("Read"+k.Go).Params(jen.Id("index").Int(), jen.Id("dst").Index().Id(k.DType.GoType())).Error().Block(
+			jen.Return(jen.Qual(npyPath, "Read").Call(jen.Id("f").Dot(k.view), jen.Id("index"), jen.Id("dst"))),
 		)
 	}
-	closes := make([]jen.Code, len(g.rp.Keys))
-	for i := range g.rp.Keys {
-		closes[i] = jen.Id("f").Dot(g.n.key(g.ds.Keys[i]).view)
+	closes := make([]jen.Code, len(g.keys))
+	for i, k := range g.keys {
+		closes[i] = jen.Id("f").Dot(k.view)
 	}
 	f.Comment("Close unmaps every file.")
 	f.Add(recv()).Id("Close").Params().Error().Block(
