@@ -199,8 +199,9 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 		return nil, fmt.Errorf("%s: batch of %d bytes is too large to stage", ds.File, rp.BatchBytes)
 	}
 	rp.BatchMiB = float64(rp.BatchBytes) / (1 << 20)
-	if err := checkStaging(ds, deref(cmp.Or(o.MaxStagingMB, ds.MaxStagingMB), DefaultMaxStagingMB), rp.BatchMiB); err != nil {
-		return nil, err
+	rp.Loader.MaxStagingMB = deref(cmp.Or(o.MaxStagingMB, ds.MaxStagingMB), DefaultMaxStagingMB)
+	if err := runtime.CheckStaging(ds.Loader.Prefetch, rp.BatchMiB, rp.Loader.MaxStagingMB); err != nil {
+		return nil, fmt.Errorf("%s: %w (raise loader.max_staging_mb or -max-staging-mb, or shrink the batch)", ds.File, err)
 	}
 	rp.UseStreams, rp.Reason = decide(device, ds.BatchSize, rp.BatchMiB, t)
 	rp.NumStreams = 1
@@ -212,23 +213,11 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 	return &Plan{Dataset: ds, Thresholds: t, Runtime: rp}, nil
 }
 
-// checkStaging refuses a plan whose staging memory, (prefetch+1) slots of
-// a batch each, exceeds limit MiB: better at generation time than as an
-// out-of-memory failure on the training machine.
-func checkStaging(ds *schema.Dataset, limit, batchMiB float64) error {
-	slots := ds.Loader.Prefetch + 1
-	if need := float64(slots) * batchMiB; need > limit {
-		return fmt.Errorf("%s: staging needs %d slots (prefetch %d + 1) x %.1f MiB = %.1f MiB, over the limit of %s MiB (raise loader.max_staging_mb or -max-staging-mb, or shrink the batch)",
-			ds.File, slots, ds.Loader.Prefetch, batchMiB, need, strconv.FormatFloat(limit, 'f', -1, 64))
-	}
-	return nil
-}
-
 // layoutKey computes the sample shape and sizes of one key:
 // sample_bytes = C * prod(S) * e and batch_bytes = batch_size * sample_bytes.
 func layoutKey(ds *schema.Dataset, k schema.Key) (runtime.Key, error) {
 	shape := slices.Clone(k.Shape)
-	if k.Role == runtime.Target && len(ds.Classes) > 0 {
+	if k.ClassAxis {
 		shape = append([]int{len(ds.Classes)}, shape...)
 	}
 	sample, ok := int64(k.DType.Size()), true

@@ -15,11 +15,19 @@ import (
 )
 
 // newBackend returns the CUDA backend for "cuda" and "cuda:N", and the CPU
-// backend for "cpu".
-func newBackend(device string, p Plan, slots int, log *slog.Logger, stats *counters, trace *tracer) (backend, error) {
-	ordinal, cuda, err := parseDevice(device)
+// backend for "cpu". "cuda" is GPU localRank of the node (modulo the
+// number of GPUs this process sees).
+func newBackend(device string, localRank int, p Plan, slots int, log *slog.Logger, stats *counters, trace *tracer) (backend, error) {
+	ordinal, cuda, err := ParseDevice(device)
 	if err != nil || !cuda {
 		return cpuBackend{}, err
+	}
+	if ordinal < 0 {
+		n, err := cu.NumDevices()
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s: no CUDA device (%v)", device, err)
+		}
+		ordinal = localRank % n
 	}
 	c := &cudaBackend{plan: p, ordinal: ordinal, stats: stats, trace: trace, reqs: make(chan cudaReq), resp: make(chan error)}
 	started := make(chan error)
@@ -32,7 +40,7 @@ func newBackend(device string, p Plan, slots int, log *slog.Logger, stats *count
 			trace.meta("thread_name", streamTrack+i, fmt.Sprintf("CUDA stream %d (copies)", i))
 		}
 	}
-	log.Info("loadergen: CUDA backend", "device", device, "name", c.devName, "streams", len(c.streams),
+	log.Info("loadergen: CUDA backend", "device", device, "ordinal", ordinal, "name", c.devName, "streams", len(c.streams),
 		"batch_mib", fmt.Sprintf("%.1f", p.BatchMiB), "slots", slots)
 	return c, nil
 }

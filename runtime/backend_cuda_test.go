@@ -156,7 +156,7 @@ func TestCUDAConsumerStream(t *testing.T) {
 func TestCUDAMemoryCheck(t *testing.T) {
 	p := cudaPlan(4)
 	p.SlotBytes = 1 << 45 // 32 TiB per slot
-	_, err := NewEngine(p, 8, Options{Logger: quiet}, make([]ReadFunc, 2))
+	_, err := NewEngine(p, 8, Options{Logger: quiet}, noFill)
 	if err == nil || !strings.Contains(err.Error(), "staging needs 3 slots x 33554432.0 MiB") || !strings.Contains(err.Error(), "is free") {
 		t.Fatalf("err = %v, want the memory check naming both numbers", err)
 	}
@@ -166,7 +166,7 @@ func TestCUDAMemoryCheck(t *testing.T) {
 func TestCUDACloseReleases(t *testing.T) {
 	p := cudaPlan(1 << 16) // 1.2 MiB per slot, 3 slots
 	before := freeMemory(t)
-	e, err := NewEngine(p, 10, Options{Logger: quiet}, make([]ReadFunc, 2))
+	e, err := NewEngine(p, 10, Options{Logger: quiet}, noFill)
 	if err != nil {
 		t.Fatal(err)
 	}

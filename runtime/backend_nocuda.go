@@ -2,13 +2,23 @@
 
 package runtime
 
-import "log/slog"
+import (
+	"log/slog"
+	"sync"
+)
+
+// noCUDA logs, once per process, that a loader asked for CUDA in a build
+// without it.
+var noCUDA sync.Once
 
 // newBackend returns the CPU backend: this build has no CUDA support. A plan
-// or option that asks for CUDA is logged once and run on the CPU.
-func newBackend(device string, _ Plan, _ int, log *slog.Logger, _ *counters, _ *tracer) (backend, error) {
-	if _, cuda, _ := parseDevice(device); cuda {
-		log.Warn("loadergen: CUDA backend not compiled in (build with -tags cuda); running on CPU", "device", device)
+// or option that asks for CUDA is logged once per process and run on the
+// CPU.
+func newBackend(device string, _ int, _ Plan, _ int, log *slog.Logger, _ *counters, _ *tracer) (backend, error) {
+	if _, cuda, _ := ParseDevice(device); cuda {
+		noCUDA.Do(func() {
+			log.Warn("loadergen: CUDA backend not compiled in (build with -tags cuda); running on CPU", "device", device)
+		})
 	}
 	return cpuBackend{}, nil
 }

@@ -20,6 +20,6 @@ type EnforceVersion uint
 //
 // where N is the version they were generated for.
 const (
-	GenVersion    = 1
-	MinGenVersion = 1
+	GenVersion    = 2
+	MinGenVersion = 2
 )

@@ -11,9 +11,28 @@ import (
 	"time"
 )
 
-// ReadFunc fills sample pos of staging slot slot with dataset sample index,
-// for one key. Generated loaders pass one per key, in plan order.
-type ReadFunc func(slot, pos, index int) error
+// A Run is consecutive samples of one batch that one worker fills in one
+// call of the loader's FillFunc.
+type Run struct {
+	Worker  int   // the worker filling it, in [0, Engine.Workers()): index of per-worker state
+	Slot    int   // the staging slot the batch is in
+	Epoch   int   // the epoch the batch belongs to
+	Batch   int   // batch number within the epoch
+	Pos     int   // position within the batch of the run's first sample
+	Indices []int // dataset indices of the run's samples, in batch order
+	// Done counts the samples of the run filled in full. The FillFunc
+	// advances it after each, so that when it fails (or panics) the engine
+	// names the dataset index Indices[Done].
+	Done int
+}
+
+// current is the dataset index of the sample being filled.
+func (r *Run) current() int { return r.Indices[min(r.Done, len(r.Indices)-1)] }
+
+// FillFunc fills every sample of r into its staging slot. Generated loaders
+// implement it over their typed Source. It is called concurrently by the
+// engine's workers, for different runs.
+type FillFunc func(r *Run) error
 
 // Batch is one staged batch as the engine hands it to generated code. It
 // lives in its slot and is valid until the consumer advances.
@@ -33,11 +52,12 @@ type Engine struct {
 	plan    Plan
 	set     settings
 	sampler Sampler
-	reads   []ReadFunc
+	fill    FillFunc
 	backend backend
 	slots   []slot
 	order   []int // scratch for the epoch's order, reused
 	sample  int64 // bytes of one sample, all keys
+	runs    []Run // one per worker, reused for every run it fills
 
 	tasks   chan int      // slot numbers; one per worker share of a batch
 	done    chan struct{} // closed by Close: workers and waits stop
@@ -61,6 +81,7 @@ type slot struct {
 	batch   Batch
 	staging [][]byte // per key: the full-batch region of the slot
 	n       int      // samples in the batch
+	epoch   int      // epoch of the batch
 
 	next    atomic.Int64 // next sample position to claim
 	pending atomic.Int32 // worker shares still running
@@ -71,10 +92,11 @@ type slot struct {
 }
 
 // NewEngine checks the options against the plan, allocates prefetch+1
-// staging slots and starts the worker pool. n is the dataset size.
-func NewEngine(p Plan, n int, o Options, reads []ReadFunc) (*Engine, error) {
-	if len(reads) != len(p.Keys) {
-		return nil, fmt.Errorf("engine: %d read functions for %d keys", len(reads), len(p.Keys))
+// staging slots and starts the worker pool. n is the dataset size; fill
+// fills runs of samples.
+func NewEngine(p Plan, n int, o Options, fill FillFunc) (*Engine, error) {
+	if fill == nil {
+		return nil, errors.New("engine: nil fill function")
 	}
 	if n < 0 {
 		return nil, fmt.Errorf("engine: source has negative length %d", n)
@@ -84,13 +106,14 @@ func NewEngine(p Plan, n int, o Options, reads []ReadFunc) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		plan:  p.Clone(),
-		set:   set,
-		reads: reads,
+		plan: p.Clone(),
+		set:  set,
+		fill: fill,
 		sampler: Sampler{
 			N: n, Shuffle: p.Loader.Shuffle, Seed: p.Loader.Seed,
-			Rank: set.rank, WorldSize: set.worldSize, DropLast: p.Loader.DropLast,
+			Rank: set.place.Rank, WorldSize: set.place.WorldSize, DropLast: p.Loader.DropLast,
 		},
+		runs:    make([]Run, set.workers),
 		done:    make(chan struct{}),
 		stopped: make(chan struct{}),
 	}
@@ -103,7 +126,7 @@ func NewEngine(p Plan, n int, o Options, reads []ReadFunc) (*Engine, error) {
 	if o.Trace != nil {
 		e.trace = newTracer(o.Trace, p.Name, set.workers)
 	}
-	if e.backend, err = newBackend(set.device, e.plan, nslots, set.logger, &e.stats, e.trace); err != nil {
+	if e.backend, err = newBackend(set.device, set.place.LocalRank, e.plan, nslots, set.logger, &e.stats, e.trace); err != nil {
 		return nil, err
 	}
 	e.slots = make([]slot, nslots)
@@ -125,9 +148,10 @@ func NewEngine(p Plan, n int, o Options, reads []ReadFunc) (*Engine, error) {
 		e.workers.Wait()
 		close(e.stopped)
 	}()
-	set.logger.Info("loadergen: "+e.plan.Summary(),
-		"loader", p.Name, "backend", e.backend.name(), "slots", nslots, "workers", set.workers,
-		"rank", set.rank, "world_size", set.worldSize, "samples", n)
+	pl := set.place
+	set.logger.Info("loadergen: "+p.Name+" loader: "+e.plan.Summary(e.backend.name()),
+		"backend", e.backend.name(), "slots", nslots, "workers", set.workers, "samples", n,
+		"rank", pl.Rank, "world_size", pl.WorldSize, "local_rank", pl.LocalRank, "placement", pl.From)
 	return e, nil
 }
 
@@ -154,6 +178,12 @@ func (e *Engine) initSlot(s int) error {
 
 // Slots is the number of staging slots: prefetch + 1.
 func (e *Engine) Slots() int { return len(e.slots) }
+
+// Workers is the number of workers; Run.Worker is below it.
+func (e *Engine) Workers() int { return len(e.runs) }
+
+// Placement is where this process stands in a distributed run.
+func (e *Engine) Placement() Placement { return e.set.place }
 
 // Staging returns key k's full-batch region of staging slot s, for the
 // typed views of generated code.
@@ -203,8 +233,9 @@ func (e *Engine) release() error {
 	return e.backend.close()
 }
 
-// work is one worker: it takes a share of a batch and claims samples of
-// that batch until none are left, so one slow sample does not idle the rest.
+// work is one worker: it takes a share of a batch and claims runs of
+// samples of that batch until none are left, so one slow sample does not
+// idle the rest.
 func (e *Engine) work(w int) {
 	stopped := false
 	defer func() {
@@ -219,7 +250,7 @@ func (e *Engine) work(w int) {
 	for {
 		select {
 		case s := <-e.tasks:
-			e.fill(w, s)
+			e.share(w, s)
 		case <-e.done:
 			stopped = true
 			return
@@ -227,16 +258,21 @@ func (e *Engine) work(w int) {
 	}
 }
 
-func (e *Engine) fill(w, s int) {
+// runLen is how many samples a worker claims at once.
+const runLen = 1
+
+// share is worker w's share of the batch in slot s: it fills runs of
+// samples until the batch has none left, it fails, or the engine closes.
+func (e *Engine) share(w, s int) {
 	sl := &e.slots[s]
+	r := &e.runs[w]
 	start := time.Now()
 	// Deferred, so that even a Source calling runtime.Goexit completes its
 	// share (with an error) and the epoch cannot hang on it.
-	var key, index int
 	finished := false
 	defer func() {
 		if !finished {
-			sl.fail(&ReadError{Key: e.plan.Keys[key].Name, Index: index, Batch: sl.batch.Number, Err: errGoexit})
+			sl.fail(newReadError(r.Batch, r.current(), errGoexit))
 		}
 		e.stats.busy.Add(int64(time.Since(start)))
 		if sl.pending.Add(-1) == 0 {
@@ -244,37 +280,36 @@ func (e *Engine) fill(w, s int) {
 		}
 	}()
 	for !sl.abort.Load() && !e.closing.Load() {
-		pos := int(sl.next.Add(1) - 1)
+		pos := int(sl.next.Add(runLen) - runLen)
 		if pos >= sl.n {
 			break
 		}
-		index = sl.batch.Indices[pos]
+		*r = Run{Worker: w, Slot: s, Epoch: sl.epoch, Batch: sl.batch.Number, Pos: pos,
+			Indices: sl.batch.Indices[pos:min(pos+runLen, sl.n)]}
 		var t0 time.Time
 		if e.trace != nil {
 			t0 = time.Now()
 		}
-		for k, read := range e.reads {
-			key = k
-			if err := call(read, s, pos, index); err != nil {
-				sl.fail(&ReadError{Key: e.plan.Keys[k].Name, Index: index, Batch: sl.batch.Number, Err: err})
-				break
-			}
-		}
+		err := e.call(r)
 		if e.trace != nil {
-			e.trace.slice(workerTrack+w, "fill", t0, time.Since(t0), sl.batch.Number, index)
+			e.trace.slice(workerTrack+w, "fill", t0, time.Since(t0), r.Batch, r.Indices[0])
+		}
+		if err != nil {
+			sl.fail(newReadError(r.Batch, r.current(), err))
+			break
 		}
 	}
 	finished = true
 }
 
-// call runs one Source read, turning a panic into an error.
-func call(read ReadFunc, s, pos, index int) (err error) {
+// call fills run r, turning a panic into an error.
+func (e *Engine) call(r *Run) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &PanicError{Value: v}
+			err = recovered(v)
 		}
 	}()
-	return read(s, pos, index)
+	return e.fill(r)
 }
 
 func (sl *slot) fail(err error) {
@@ -285,7 +320,7 @@ func (sl *slot) fail(err error) {
 // dispatch stages batch b of order into its slot and hands the work to the
 // pool. The slot must be free: its previous batch was consumed or drained,
 // and the backend has finished copying it.
-func (e *Engine) dispatch(order []int, b int) error {
+func (e *Engine) dispatch(order []int, epoch, b int) error {
 	bs := e.plan.BatchSize
 	sl := &e.slots[b%len(e.slots)]
 	if err := e.backend.reuse(b % len(e.slots)); err != nil {
@@ -293,6 +328,7 @@ func (e *Engine) dispatch(order []int, b int) error {
 	}
 	idx := order[b*bs : min((b+1)*bs, len(order))]
 	sl.n = len(idx)
+	sl.epoch = epoch
 	sl.batch.Number = b
 	sl.batch.Indices = append(sl.batch.Indices[:0], idx...)
 	for k, key := range e.plan.Keys {
@@ -337,7 +373,7 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 		first, next := start, start
 		defer func() { e.drain(first, next) }()
 		for ; next < nb && next < start+len(e.slots); next++ {
-			if err := e.dispatch(order, next); err != nil {
+			if err := e.dispatch(order, epoch, next); err != nil {
 				yield(nil, err)
 				return
 			}
@@ -355,7 +391,7 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 				return
 			}
 			if next < nb {
-				if err := e.dispatch(order, next); err != nil {
+				if err := e.dispatch(order, epoch, next); err != nil {
 					yield(nil, err)
 					return
 				}

@@ -22,6 +22,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
+// noFill is a FillFunc for engines whose epochs are not run.
+func noFill(*Run) error { return nil }
+
 // testPlan has a uint8 key of 3 elements and a float32 key of [2, 2].
 func testPlan(batch int, loader LoaderDefaults) Plan {
 	keys := []Key{
@@ -46,29 +49,26 @@ type patterned struct {
 
 func value(key, index, elem int) int { return (index*7 + key*3 + elem) % 251 }
 
-func (p *patterned) reads() []ReadFunc {
-	return []ReadFunc{
-		func(s, pos, index int) error {
-			if err := p.check(0, index); err != nil {
-				return err
+// fill is the FillFunc: it writes both keys of every sample of r, as a
+// generated loader does, and fails a key where p.fail says.
+func (p *patterned) fill(r *Run) error {
+	for ; r.Done < len(r.Indices); r.Done++ {
+		pos, index := r.Pos+r.Done, r.Indices[r.Done]
+		a := p.e.Staging(r.Slot, 0)[pos*3:][:3]
+		b := View[float32](p.e.Staging(r.Slot, 1))[pos*4:][:4]
+		for key := range 2 {
+			if err := p.check(key, index); err != nil {
+				return &KeyError{Key: p.e.plan.Keys[key].Name, Err: err}
 			}
-			dst := p.e.Staging(s, 0)[pos*3:][:3]
-			for j := range dst {
-				dst[j] = uint8(value(0, index, j))
-			}
-			return nil
-		},
-		func(s, pos, index int) error {
-			if err := p.check(1, index); err != nil {
-				return err
-			}
-			dst := View[float32](p.e.Staging(s, 1))[pos*4:][:4]
-			for j := range dst {
-				dst[j] = float32(value(1, index, j))
-			}
-			return nil
-		},
+		}
+		for j := range a {
+			a[j] = uint8(value(0, index, j))
+		}
+		for j := range b {
+			b[j] = float32(value(1, index, j))
+		}
 	}
+	return nil
 }
 
 func (p *patterned) check(key, index int) error {
@@ -84,7 +84,7 @@ func newTestEngine(t *testing.T, p Plan, n int, o Options, fail func(key, index 
 		o.Logger = quiet
 	}
 	src := &patterned{fail: fail}
-	e, err := NewEngine(p, n, o, src.reads())
+	e, err := NewEngine(p, n, o, src.fill)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestEnvironmentRank(t *testing.T) {
 		t.Errorf("RANK=1 WORLD_SIZE=2 (-want +got):\n%s", diff)
 	}
 	t.Setenv("RANK", "x")
-	if _, err := NewEngine(testPlan(2, LoaderDefaults{}), 6, Options{Logger: quiet}, make([]ReadFunc, 2)); err == nil ||
+	if _, err := NewEngine(testPlan(2, LoaderDefaults{}), 6, Options{Logger: quiet}, noFill); err == nil ||
 		err.Error() != `environment: RANK="x" is not an integer` {
 		t.Errorf("bad RANK: err = %v", err)
 	}
@@ -273,8 +273,8 @@ func TestReadErrorEndsEpoch(t *testing.T) {
 			if !errors.Is(errs[0], errDisk) || !errors.As(errs[0], &re) {
 				t.Fatalf("error %v does not wrap the source error as a *ReadError", errs[0])
 			}
-			want := fmt.Sprintf("batch 2: read key %q of sample 9: disk on fire", e.plan.Keys[key].Name)
-			if re.Error() != want {
+			want := fmt.Sprintf("batch 2: read sample 9: key %q: disk on fire", e.plan.Keys[key].Name)
+			if re.Error() != want || re.Key != e.plan.Keys[key].Name || re.Index != 9 || re.Batch != 2 {
 				t.Errorf("error %q, want %q", re.Error(), want)
 			}
 			// The loader stays usable: the next epoch fails at the same place.
@@ -307,8 +307,12 @@ func TestPanicInSourceBecomesError(t *testing.T) {
 	if len(errs) != 1 || !errors.As(errs[0], &pe) || pe.Value != "bad sample" {
 		t.Fatalf("errors %v, want one wrapping the panic", errs)
 	}
-	if want := `batch 1: read key "b" of sample 5: source panicked: bad sample`; errs[0].Error() != want {
-		t.Errorf("error %q, want %q", errs[0], want)
+	if want := `batch 1: read sample 5: source panicked in github.com/loadergen/loadergen/runtime.TestPanicInSourceBecomesError.func1 (engine_test.go:`; !strings.HasPrefix(errs[0].Error(), want) ||
+		!strings.HasSuffix(errs[0].Error(), "): bad sample") {
+		t.Errorf("error %q, want %q... naming the panicking function and its file:line", errs[0], want)
+	}
+	if !strings.Contains(string(pe.Stack), "engine_test.go") {
+		t.Errorf("the panic's stack does not show the source:\n%s", pe.Stack)
 	}
 }
 
@@ -459,7 +463,7 @@ func TestSourceGoexit(t *testing.T) {
 		return nil
 	})
 	errs := collectErr(e)
-	if len(errs) != 1 || !errors.Is(errs[0], errGoexit) || !strings.Contains(errs[0].Error(), `read key "b" of sample 5`) {
+	if len(errs) != 1 || !errors.Is(errs[0], errGoexit) || !strings.Contains(errs[0].Error(), `read sample 5`) {
 		t.Fatalf("errors %v, want one naming key b, sample 5 and Goexit", errs)
 	}
 	if errs := collectErr(e); len(errs) != 1 {

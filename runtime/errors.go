@@ -3,6 +3,10 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	goruntime "runtime"
+	"runtime/debug"
+	"strings"
 )
 
 // ErrClosed is returned by an epoch of a loader that has been closed.
@@ -14,18 +18,44 @@ var ErrBusy = errors.New("another epoch of this loader is being iterated; a load
 // ReadError is a failed Source read. It ends the epoch and wraps the
 // source's error, so errors.Is and errors.As see through it.
 type ReadError struct {
-	Key   string // schema key whose Read failed
+	Key   string // schema key whose read failed, when the source says (see KeyError); else ""
 	Index int    // dataset index of the sample
 	Batch int    // batch number within the epoch
 	Err   error  // the source's error (or the recovered panic)
 }
 
+// newReadError wraps a source's failure on sample index of batch, taking
+// the key from a KeyError inside err.
+func newReadError(batch, index int, err error) *ReadError {
+	re := &ReadError{Index: index, Batch: batch, Err: err}
+	var ke *KeyError
+	if errors.As(err, &ke) {
+		re.Key = ke.Key
+	}
+	return re
+}
+
+// Error reads "batch 2: read sample 9: key "raw": ...".
 func (e *ReadError) Error() string {
-	return fmt.Sprintf("batch %d: read key %q of sample %d: %v", e.Batch, e.Key, e.Index, e.Err)
+	return fmt.Sprintf("batch %d: read sample %d: %v", e.Batch, e.Index, e.Err)
 }
 
 // Unwrap returns the source's error.
 func (e *ReadError) Unwrap() error { return e.Err }
+
+// KeyError is a failed read of one key of a sample. Sources that know which
+// key failed return one (the generated file sources do), so that the
+// epoch's ReadError names the key.
+type KeyError struct {
+	Key string // schema key
+	Err error  // what went wrong
+}
+
+// Error reads "key "raw": ...".
+func (e *KeyError) Error() string { return fmt.Sprintf("key %q: %v", e.Key, e.Err) }
+
+// Unwrap returns the key's error.
+func (e *KeyError) Unwrap() error { return e.Err }
 
 // errGoexit reports a Source method that ended its goroutine with
 // runtime.Goexit (as testing.T.FailNow does) instead of returning.
@@ -33,7 +63,43 @@ var errGoexit = errors.New("source called runtime.Goexit instead of returning")
 
 // PanicError is a panic recovered from a Source method.
 type PanicError struct {
-	Value any // what the Source panicked with
+	Value any    // what the Source panicked with
+	At    string // the panicking function and its file:line, e.g. "main.src.Read (data.go:42)"
+	Stack []byte // the goroutine's stack at the panic, as debug.Stack prints it
 }
 
-func (e *PanicError) Error() string { return fmt.Sprintf("source panicked: %v", e.Value) }
+// Error reads "source panicked in main.src.Read (data.go:42): bad sample".
+func (e *PanicError) Error() string {
+	if e.At == "" {
+		return fmt.Sprintf("source panicked: %v", e.Value)
+	}
+	return fmt.Sprintf("source panicked in %s: %v", e.At, e.Value)
+}
+
+// recovered makes the PanicError for v. It must be called from the deferred
+// function that recovered v, so that the panicking frames are still on the
+// stack.
+func recovered(v any) *PanicError {
+	return &PanicError{Value: v, At: culprit(), Stack: debug.Stack()}
+}
+
+// culprit is the frame that panicked: the first one below runtime.gopanic
+// outside Go's own runtime package (which raises index, nil-pointer and
+// division panics on behalf of the code that caused them).
+func culprit() string {
+	pcs := make([]uintptr, 64)
+	frames := goruntime.CallersFrames(pcs[:goruntime.Callers(2, pcs)])
+	panicking := false
+	for {
+		f, more := frames.Next()
+		switch {
+		case f.Function == "runtime.gopanic":
+			panicking = true
+		case panicking && !strings.HasPrefix(f.Function, "runtime."):
+			return fmt.Sprintf("%s (%s:%d)", f.Function, filepath.Base(f.File), f.Line)
+		}
+		if !more {
+			return ""
+		}
+	}
+}

@@ -10,41 +10,51 @@ import (
 )
 
 // Options are the run-time choices of a loader. The zero value means "as the
-// schema says". Options cannot change the stream plan.
+// schema says". Options cannot change the stream plan nor lift the schema's
+// staging-memory limit.
 type Options struct {
-	Device    string       // "" (the schema's), "cpu", "cuda" or "cuda:N"
-	Workers   int          // 0: the schema's, or GOMAXPROCS when that is 0 too
-	Prefetch  int          // 0: the schema's; batches staged ahead of the one in use
-	Rank      int          // this process's rank, when WorldSize is set
-	WorldSize int          // 0: RANK and WORLD_SIZE from the environment, else 1
-	Logger    *slog.Logger // nil: slog.Default()
+	Device   string // "" (the schema's), "cpu", "cuda" or "cuda:N"
+	Workers  int    // 0: the schema's, or GOMAXPROCS when that is 0 too
+	Prefetch int    // 0: the schema's; batches staged ahead of the one in use
+
+	// Rank, WorldSize and LocalRank place this process among the processes
+	// of a distributed run: it loads the shard of rank Rank, and device
+	// "cuda" means GPU LocalRank of its node. With WorldSize 0 all three
+	// come from the launcher's environment (torchrun, Slurm or Open MPI;
+	// see Launchers), or the process runs alone; Rank or LocalRank without
+	// WorldSize is an error.
+	Rank      int
+	WorldSize int
+	LocalRank int
+
+	Logger *slog.Logger // nil: slog.Default()
 	// Trace, when set, receives a Chrome trace-event JSON (open it in
-	// Perfetto or chrome://tracing): a track per worker with each sample
-	// fill, and one for the consumer's waits. It is complete after Close.
+	// Perfetto or chrome://tracing): a track per worker with each run of
+	// samples it fills, one for the consumer's waits, and under CUDA one per
+	// stream with its copies. It is complete after Close.
 	Trace io.Writer
 }
 
 // settings are Options resolved against the plan and the environment.
 type settings struct {
-	device    string
-	workers   int
-	prefetch  int
-	rank      int
-	worldSize int
-	logger    *slog.Logger
+	device   string
+	workers  int
+	prefetch int
+	place    Placement
+	logger   *slog.Logger
 }
 
+// resolve applies o over the plan's defaults, reading the launcher's
+// environment through getenv.
 func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 	s := settings{
-		device:    p.Device,
-		workers:   p.Loader.Workers,
-		prefetch:  max(p.Loader.Prefetch, 1),
-		rank:      o.Rank,
-		worldSize: o.WorldSize,
-		logger:    o.Logger,
+		device:   p.Device,
+		workers:  p.Loader.Workers,
+		prefetch: max(p.Loader.Prefetch, 1),
+		logger:   o.Logger,
 	}
 	if o.Device != "" {
-		if _, _, err := parseDevice(o.Device); err != nil {
+		if _, _, err := ParseDevice(o.Device); err != nil {
 			return s, fmt.Errorf("options: %w", err)
 		}
 		s.device = o.Device
@@ -61,14 +71,12 @@ func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 	if o.Prefetch > 0 {
 		s.prefetch = o.Prefetch
 	}
-	if s.worldSize == 0 {
-		var err error
-		if s.rank, s.worldSize, err = envRank(getenv); err != nil {
-			return s, err
-		}
+	if err := CheckStaging(s.prefetch, p.BatchMiB, p.Loader.MaxStagingMB); err != nil {
+		return s, fmt.Errorf("options: %w, fixed when the loader was generated (loader.max_staging_mb): lower Prefetch", err)
 	}
-	if s.worldSize < 1 || s.rank < 0 || s.rank >= s.worldSize {
-		return s, fmt.Errorf("options: rank %d is not in [0, world size %d)", s.rank, s.worldSize)
+	var err error
+	if s.place, err = place(o, getenv); err != nil {
+		return s, err
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()
@@ -76,39 +84,36 @@ func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 	return s, nil
 }
 
-// envRank reads RANK and WORLD_SIZE as torch.distributed sets them.
-func envRank(getenv func(string) string) (rank, worldSize int, err error) {
-	worldSize = 1
-	for _, v := range []struct {
-		name string
-		dst  *int
-	}{{"RANK", &rank}, {"WORLD_SIZE", &worldSize}} {
-		s := strings.TrimSpace(getenv(v.name))
-		if s == "" {
-			continue
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return 0, 0, fmt.Errorf("environment: %s=%q is not an integer", v.name, s)
-		}
-		*v.dst = n
+// CheckStaging refuses a staging ring of prefetch+1 slots of batchMiB each
+// whose total exceeds limitMB (0: no limit). It is the one check of the
+// limit: the generator applies it to the schema's prefetch, the runtime to
+// Options.Prefetch.
+func CheckStaging(prefetch int, batchMiB, limitMB float64) error {
+	slots := prefetch + 1
+	if need := float64(slots) * batchMiB; limitMB > 0 && need > limitMB {
+		return fmt.Errorf("staging needs %d slots (prefetch %d + 1) x %.1f MiB = %.1f MiB, over the limit of %s MiB",
+			slots, prefetch, batchMiB, need, strconv.FormatFloat(limitMB, 'f', -1, 64))
 	}
-	return rank, worldSize, nil
+	return nil
 }
 
-// parseDevice reads "cpu", "cuda" or "cuda:N" (N >= 0); cuda reports whether
-// d names a CUDA device.
-func parseDevice(d string) (ordinal int, cuda bool, err error) {
+// ParseDevice reads "cpu", "cuda" or "cuda:N" (N >= 0); cuda reports whether
+// d names a CUDA device and ordinal is N, or -1 for "cuda" without one (the
+// local rank's GPU). It is the one parser of device names: the schema, the
+// CLI's -device flag and Options.Device all go through it.
+func ParseDevice(d string) (ordinal int, cuda bool, err error) {
 	switch d {
 	case "cpu":
 		return 0, false, nil
 	case "cuda":
-		return 0, true, nil
+		return -1, true, nil
 	}
-	if n, ok := strings.CutPrefix(d, "cuda:"); ok {
-		if i, err := strconv.Atoi(n); err == nil && i >= 0 {
-			return i, true, nil
+	if n, ok := strings.CutPrefix(d, "cuda:"); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+		i, err := strconv.Atoi(n)
+		if err != nil {
+			return 0, false, fmt.Errorf("CUDA device ordinal %s is out of range", n)
 		}
+		return i, true, nil
 	}
-	return 0, false, fmt.Errorf("device %q: want cpu, cuda or cuda:N", d)
+	return 0, false, fmt.Errorf("unknown device %q (want cpu, cuda or cuda:N with N >= 0)", d)
 }

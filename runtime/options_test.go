@@ -9,12 +9,12 @@ func TestParseDevice(t *testing.T) {
 		cuda    bool
 		bad     bool
 	}{
-		{"cpu", 0, false, false}, {"cuda", 0, true, false}, {"cuda:3", 3, true, false},
+		{"cpu", 0, false, false}, {"cuda", -1, true, false}, {"cuda:3", 3, true, false},
 		{"cuda:-1", 0, false, true}, {"cuda:", 0, false, true}, {"gpu", 0, false, true}, {"", 0, false, true},
 	} {
-		ordinal, cuda, err := parseDevice(tt.in)
+		ordinal, cuda, err := ParseDevice(tt.in)
 		if ordinal != tt.ordinal || cuda != tt.cuda || (err != nil) != tt.bad {
-			t.Errorf("parseDevice(%q) = %d, %v, %v", tt.in, ordinal, cuda, err)
+			t.Errorf("ParseDevice(%q) = %d, %v, %v", tt.in, ordinal, cuda, err)
 		}
 	}
 }

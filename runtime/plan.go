@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Role says whether a key is a model input or a training target.
@@ -24,6 +25,10 @@ func (r Role) String() string {
 	}
 	return fmt.Sprintf("Role(%d)", uint8(r))
 }
+
+// ConstName is the name of r's constant in this package ("Input" or
+// "Target"), for generated code.
+func (r Role) ConstName() string { return constName(r.String()) }
 
 // MarshalText writes the role's name.
 func (r Role) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
@@ -61,6 +66,13 @@ func (p Priority) String() string {
 	return fmt.Sprintf("Priority(%d)", uint8(p))
 }
 
+// ConstName is the name of p's constant in this package ("High", "Normal"
+// or "Low"), for generated code.
+func (p Priority) ConstName() string { return constName(p.String()) }
+
+// constName capitalises a lower-case ASCII name: "high" -> "High".
+func constName(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
 // MarshalText writes the priority's name.
 func (p Priority) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
 
@@ -80,14 +92,15 @@ type Key struct {
 // SampleElems is the number of elements in one sample of the key.
 func (k Key) SampleElems() int { return int(k.SampleBytes) / k.DType.Size() }
 
-// LoaderDefaults are the schema's loader settings; Options override them at
-// run time.
+// LoaderDefaults are the schema's loader settings; Options override the
+// prefetch and workers at run time.
 type LoaderDefaults struct {
-	Prefetch int    `json:"prefetch"`  // batches staged ahead of the one in use
-	Workers  int    `json:"workers"`   // 0 means GOMAXPROCS
-	Shuffle  bool   `json:"shuffle"`   // shuffle each epoch
-	Seed     uint64 `json:"seed"`      // shuffle seed
-	DropLast bool   `json:"drop_last"` // drop the short last batch and the shard remainder
+	Prefetch     int     `json:"prefetch"`       // batches staged ahead of the one in use
+	Workers      int     `json:"workers"`        // 0 means GOMAXPROCS
+	Shuffle      bool    `json:"shuffle"`        // shuffle each epoch
+	Seed         uint64  `json:"seed"`           // seeds the shuffle and each sample's Rand
+	DropLast     bool    `json:"drop_last"`      // drop the short last batch and the shard remainder
+	MaxStagingMB float64 `json:"max_staging_mb"` // limit of (prefetch+1) x batch MiB; 0: none
 }
 
 // Plan is everything fixed at generation time: memory, the stream decision
@@ -119,13 +132,18 @@ func (p Plan) Clone() Plan {
 	return p
 }
 
-// Summary is the one-line description logged when a loader starts, e.g.
-// "streams enabled: 2 streams, batch 16, 402.7 MiB".
-func (p Plan) Summary() string {
-	if p.UseStreams {
-		return fmt.Sprintf("streams enabled: %d streams, batch %d, %.1f MiB", p.NumStreams, p.BatchSize, p.BatchMiB)
+// Summary describes the plan as it runs on backend ("cpu" or "cuda") for
+// the start-up log line, e.g. "batch 16 (402.7 MiB), 2 CUDA streams" or
+// "batch 16 (52.0 MiB), streams off: batch memory 52.0 MiB < 100 MiB".
+func (p Plan) Summary(backend string) string {
+	batch := fmt.Sprintf("batch %d (%.1f MiB)", p.BatchSize, p.BatchMiB)
+	switch {
+	case !p.UseStreams:
+		return fmt.Sprintf("%s, streams off: %s", batch, p.Reason)
+	case backend != "cuda":
+		return fmt.Sprintf("%s, the plan's %d CUDA streams are not in use on the %s backend", batch, p.NumStreams, backend)
 	}
-	return fmt.Sprintf("streams off (%s): batch %d, %.1f MiB", p.Reason, p.BatchSize, p.BatchMiB)
+	return fmt.Sprintf("%s, %d CUDA streams", batch, p.NumStreams)
 }
 
 // Layout places each key's batch region in a staging slot at an offset

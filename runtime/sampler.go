@@ -79,3 +79,22 @@ func bounded(src *rand.PCG, n uint64) uint64 {
 	}
 	return hi
 }
+
+// SeedSample seeds src for one sample's augmentation draws. The seed depends
+// only on the schema's seed, the epoch and the dataset index, never on the
+// worker or the run that fills the sample, so a random crop or flip is the
+// same on every run whatever the number of workers, and differs across
+// epochs and samples.
+func SeedSample(src *rand.PCG, seed uint64, epoch, index int) {
+	e := mix64(seed ^ mix64(uint64(epoch)))
+	i := uint64(index)
+	src.Seed(mix64(e^mix64(i)), mix64(e+i*0x9e3779b97f4a7c15))
+}
+
+// mix64 is SplitMix64's finalizer: a bijection that spreads every input
+// bit over the whole word.
+func mix64(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}

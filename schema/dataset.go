@@ -27,18 +27,20 @@ type Dataset struct {
 	MaxStagingMB *float64
 }
 
-// Device is where batches go: the CPU, or a CUDA device by ordinal.
+// Device is where batches go: the CPU, or a CUDA device.
 type Device struct {
-	CUDA    bool
-	Ordinal int // meaningful only when CUDA is set
+	CUDA bool
+	// Ordinal is the CUDA device ordinal, or -1 for "cuda" without one:
+	// the GPU of the process's local rank. Meaningful only when CUDA is set.
+	Ordinal int
 }
 
-// String returns "cpu", "cuda" or "cuda:N" (N > 0).
+// String returns "cpu", "cuda" or "cuda:N".
 func (d Device) String() string {
 	switch {
 	case !d.CUDA:
 		return "cpu"
-	case d.Ordinal == 0:
+	case d.Ordinal < 0:
 		return "cuda"
 	default:
 		return "cuda:" + strconv.Itoa(d.Ordinal)
@@ -47,14 +49,15 @@ func (d Device) String() string {
 
 // Key is one named array of a sample.
 type Key struct {
-	Name     string           // as written in the schema
-	GoName   string           // CamelCase form: em_raw -> EmRaw
-	Role     runtime.Role     // input or target
-	Shape    []int            // sample shape S, without the class axis
-	DType    runtime.DType    // element type
-	File     string           // optional .npy path, relative to the data root
-	Priority runtime.Priority // stream priority from streams.priority
-	Pos      Pos              // where the key is declared
+	Name      string           // as written in the schema
+	GoName    string           // CamelCase form: em_raw -> EmRaw
+	Role      runtime.Role     // input or target
+	Shape     []int            // sample shape S, without the class axis; empty for a scalar
+	ClassAxis bool             // the sample has a leading axis of len(classes): [C, S...]
+	DType     runtime.DType    // element type
+	File      string           // optional .npy path, relative to the data root
+	Priority  runtime.Priority // stream priority from streams.priority
+	Pos       Pos              // where the key is declared
 }
 
 // Streams holds the stream-decision thresholds as the schema sets them.

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/loadergen/loadergen/runtime"
 )
 
 // FuzzParse checks that Parse never panics and returns either an *Error or
@@ -54,8 +56,8 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("no keys")
 		}
 		for _, k := range ds.Keys {
-			if len(k.Shape) == 0 {
-				t.Fatalf("key %q has an empty shape", k.Name)
+			if k.ClassAxis && (k.Role != runtime.Target || len(ds.Classes) == 0) {
+				t.Fatalf("key %q (%v) has a class axis with classes %v", k.Name, k.Role, ds.Classes)
 			}
 			for _, d := range k.Shape {
 				if d < 1 {

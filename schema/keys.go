@@ -12,10 +12,14 @@ import (
 	"github.com/loadergen/loadergen/runtime"
 )
 
-// reserved are the batch's own members; no key may take their names.
+// reserved are the generated types' own members; no key may take their
+// names, as each key is a field of the batch and of the sample.
 var reserved = map[string]string{
-	"Indices": "field Indices",
-	"Staged":  "method Staged()",
+	"Indices": "the batch's own field Indices",
+	"Staged":  "the batch's own method Staged()",
+	"Index":   "the sample's own field Index",
+	"Epoch":   "the sample's own field Epoch",
+	"Rand":    "the sample's own field Rand",
 }
 
 // member is a generated batch member (the key's field, or its Data method)
@@ -105,6 +109,9 @@ func (p *parser) key(path string, kn, vn *yaml.Node, role runtime.Role) error {
 			return err
 		}
 	}
+	if key.ClassAxis, err = p.classAxis(kp+".class_axis", f["class_axis"], role); err != nil {
+		return err
+	}
 	if err := p.size(kn, kp, key); err != nil {
 		return err
 	}
@@ -126,7 +133,7 @@ func (p *parser) declare(path string, kn *yaml.Node, key Key) error {
 	case !token.IsIdentifier(g) || !token.IsExported(g):
 		return p.errorf(kn, path, "key %s has Go name %s, which is not a valid exported Go identifier", quote(key.Name), quote(g))
 	case reserved[g] != "":
-		return p.errorf(kn, path, "key %s has Go name %s, which is reserved for the batch's own %s", quote(key.Name), quote(g), reserved[g])
+		return p.errorf(kn, path, "key %s has Go name %s, which is reserved for %s", quote(key.Name), quote(g), reserved[g])
 	}
 	if o, ok := p.members[g]; ok {
 		if o.method {
@@ -146,16 +153,14 @@ func (p *parser) declare(path string, kn *yaml.Node, key Key) error {
 	return nil
 }
 
-// shape reads a sample shape: 1 to maxDims dimensions, each >= 1.
+// shape reads a sample shape: up to maxDims dimensions, each >= 1; [] is
+// a scalar key (one element per sample).
 func (p *parser) shape(path string, n *yaml.Node) ([]int, error) {
 	seq, err := p.sequence(path, n)
 	if err != nil {
 		return nil, err
 	}
-	switch l := len(seq.Content); {
-	case l == 0:
-		return nil, p.errorf(n, path, "must have at least one dimension")
-	case l > maxDims:
+	if l := len(seq.Content); l > maxDims {
 		return nil, p.errorf(n, path, "has %d dimensions; at most %d are allowed", l, maxDims)
 	}
 	shape := make([]int, len(seq.Content))
@@ -165,6 +170,26 @@ func (p *parser) shape(path string, n *yaml.Node) ([]int, error) {
 		}
 	}
 	return shape, nil
+}
+
+// classAxis reads a key's class_axis (n is nil when absent) and says
+// whether its samples get the leading class axis: targets do when classes
+// are given, unless they opt out.
+func (p *parser) classAxis(path string, n *yaml.Node, role runtime.Role) (bool, error) {
+	want := role == runtime.Target && len(p.ds.Classes) > 0
+	if n == nil {
+		return want, nil
+	}
+	v, err := p.boolean(path, n)
+	switch {
+	case err != nil:
+		return false, err
+	case role != runtime.Target:
+		return false, p.errorf(n, path, "only targets have a class axis (remove it from this input)")
+	case v && len(p.ds.Classes) == 0:
+		return false, p.errorf(n, path, "true needs the top-level classes list, which this schema does not have")
+	}
+	return v && want, nil
 }
 
 // dtype reads an element type.
@@ -208,7 +233,7 @@ func (p *parser) dataFile(path string, n *yaml.Node) (string, error) {
 func (p *parser) size(kn *yaml.Node, path string, key Key) error {
 	classes := 1
 	desc := fmt.Sprintf("batch_size %d", p.ds.BatchSize)
-	if key.Role == runtime.Target && len(p.ds.Classes) > 0 {
+	if key.ClassAxis {
 		classes = len(p.ds.Classes)
 		desc += fmt.Sprintf(" x %d classes", classes)
 	}

@@ -3,10 +3,11 @@ package schema
 import (
 	"fmt"
 	"go/token"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/loadergen/loadergen/runtime"
 )
 
 // MaxStreams is the largest streams.max_streams a schema may set.
@@ -28,22 +29,11 @@ func GoName(name string) string {
 	return b.String()
 }
 
-// ParseDevice reads "cpu", "cuda" or "cuda:N".
+// ParseDevice reads "cpu", "cuda" or "cuda:N" with the runtime's parser,
+// the one that Options.Device goes through too.
 func ParseDevice(s string) (Device, error) {
-	ordinal, found := strings.CutPrefix(s, "cuda:")
-	switch {
-	case s == "cpu":
-		return Device{}, nil
-	case s == "cuda":
-		return Device{CUDA: true}, nil
-	case found && ordinal != "" && strings.Trim(ordinal, "0123456789") == "":
-		o, err := strconv.Atoi(ordinal)
-		if err != nil {
-			return Device{}, fmt.Errorf("CUDA device ordinal %s is out of range", literal(ordinal))
-		}
-		return Device{CUDA: true, Ordinal: o}, nil
-	}
-	return Device{}, fmt.Errorf("unknown device %s (want cpu, cuda or cuda:N with N >= 0)", quote(s))
+	ordinal, cuda, err := runtime.ParseDevice(s)
+	return Device{CUDA: cuda, Ordinal: ordinal}, err
 }
 
 // CheckPackage reports why s cannot be the package clause of a Go file.

@@ -45,13 +45,13 @@ func designDataset(file string) *Dataset {
 		Package:   "cellmap",
 		Name:      "CellMap",
 		BatchSize: 16,
-		Device:    Device{CUDA: true},
+		Device:    Device{CUDA: true, Ordinal: -1},
 		Classes:   []string{"mito", "er", "nucleus"},
 		Keys: []Key{
 			{Name: "raw", GoName: "Raw", Role: runtime.Input, Shape: []int{64, 64, 64}, DType: runtime.Uint8,
 				File: "raw.npy", Priority: runtime.High, Pos: Pos{Line: 8, Col: 3}},
-			{Name: "labels", GoName: "Labels", Role: runtime.Target, Shape: []int{64, 64, 64}, DType: runtime.Float32,
-				File: "labels.npy", Priority: runtime.Normal, Pos: Pos{Line: 10, Col: 3}},
+			{Name: "labels", GoName: "Labels", Role: runtime.Target, Shape: []int{64, 64, 64}, ClassAxis: true,
+				DType: runtime.Float32, File: "labels.npy", Priority: runtime.Normal, Pos: Pos{Line: 10, Col: 3}},
 		},
 		Loader: runtime.LoaderDefaults{Prefetch: 2, Shuffle: true},
 		Streams: Streams{
@@ -148,6 +148,33 @@ streams:
 				Keys: []Key{
 					{Name: "rawData", GoName: "RawData", Role: runtime.Input, Shape: []int{3}, DType: runtime.Int64, Pos: Pos{Line: 7, Col: 3}},
 					{Name: "éclair_x", GoName: "ÉclairX", Role: runtime.Input, Shape: []int{3}, DType: runtime.Int8, Pos: Pos{Line: 8, Col: 3}},
+				},
+				Loader:  runtime.LoaderDefaults{Prefetch: 2},
+				Streams: Streams{Assign: "round_robin"},
+			},
+		},
+		{
+			name: "scalars_and_class_axis",
+			schema: `version: 1
+package: demo
+name: Demo
+batch_size: 2
+classes: [a, b]
+inputs:
+  weight: {shape: [], dtype: float32}
+targets:
+  label: {shape: [], dtype: int64, class_axis: false}
+  masks: {shape: [4], dtype: bool}
+  score: {shape: [], dtype: float32, class_axis: true}
+`,
+			want: &Dataset{
+				File: "scalars_and_class_axis.yaml", Package: "demo", Name: "Demo", BatchSize: 2,
+				Classes: []string{"a", "b"},
+				Keys: []Key{
+					{Name: "weight", GoName: "Weight", Role: runtime.Input, Shape: []int{}, DType: runtime.Float32, Pos: Pos{Line: 7, Col: 3}},
+					{Name: "label", GoName: "Label", Role: runtime.Target, Shape: []int{}, DType: runtime.Int64, Pos: Pos{Line: 9, Col: 3}},
+					{Name: "masks", GoName: "Masks", Role: runtime.Target, Shape: []int{4}, ClassAxis: true, DType: runtime.Bool, Pos: Pos{Line: 10, Col: 3}},
+					{Name: "score", GoName: "Score", Role: runtime.Target, Shape: []int{}, ClassAxis: true, DType: runtime.Float32, Pos: Pos{Line: 11, Col: 3}},
 				},
 				Loader:  runtime.LoaderDefaults{Prefetch: 2},
 				Streams: Streams{Assign: "round_robin"},

@@ -34,7 +34,7 @@ batch_size: 5
 inputs:
   image: {shape: [2, 3], dtype: int16}
 targets:
-  score: {shape: [1], dtype: float64}
+  score: {shape: [], dtype: float64}
 loader: {prefetch: 2, shuffle: true, seed: 5}
 `,
 		"generate.go": "package user\n\n//go:generate go tool loadergen generate dataset.yaml\n",
@@ -50,13 +50,14 @@ import (
 type src struct{}
 
 func (src) Len() int { return 12 }
-func (src) ReadImage(i int, dst []int16) error {
-	for j := range dst {
-		dst[j] = int16(i*10 + j)
+
+func (src) Read(s *ScansSample) error {
+	for j := range s.Image {
+		s.Image[j] = int16(s.Index*10 + j)
 	}
+	s.Score[0] = float64(s.Index) / 2
 	return nil
 }
-func (src) ReadScore(i int, dst []float64) error { dst[0] = float64(i) / 2; return nil }
 
 func TestLoader(t *testing.T) {
 	l, err := NewScansLoader(src{}, runtime.Options{})

@@ -73,7 +73,7 @@ func TestHostileStringsStayInert(t *testing.T) {
 			t.Errorf("hostile identifier %q reached the code outside literals and comments", lit)
 		}
 	}
-	if !bytes.Contains(src, []byte("ReadRаw")) {
+	if !bytes.Contains(src, []byte("RаwData()")) {
 		t.Error("the look-alike key lost its name")
 	}
 	goCmd(t, gobin, dir, "mod", "tidy")

@@ -76,10 +76,12 @@ func TestSyntheticIsDeterministic(t *testing.T) {
 	}
 	defer fb.Close()
 	for i := range 2 {
-		la, lb := make([]float32, cellMapLabelsElems), make([]float32, cellMapLabelsElems)
-		if err := errors.Join(fa.ReadLabels(i, la), fb.ReadLabels(i, lb)); err != nil {
+		sa := CellMapSample{Index: i, Raw: make([]uint8, cellMapRawElems), Labels: make([]float32, cellMapLabelsElems)}
+		sb := CellMapSample{Index: i, Raw: make([]uint8, cellMapRawElems), Labels: make([]float32, cellMapLabelsElems)}
+		if err := errors.Join(fa.Read(&sa), fb.Read(&sb)); err != nil {
 			t.Fatal(err)
 		}
+		la, lb := sa.Labels, sb.Labels
 		if !slices.Equal(la, lb) {
 			t.Fatalf("sample %d differs between two writes with the same seed", i)
 		}

@@ -8,15 +8,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/loadergen/loadergen/runtime"
 	"iter"
+	"math/rand/v2"
+
+	"github.com/loadergen/loadergen/runtime"
 )
 
-// These fail to compile when this file and the runtime disagree:
-// update github.com/loadergen/loadergen and re-run loadergen.
+// These fail to compile when this file and the runtime disagree; the
+// comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 1)
-	_ = runtime.EnforceVersion(1 - runtime.MinGenVersion)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 2)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(2 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Balanced, fixed at generation time: batch size 4 >= 2 and batch memory 0.2 MiB >= 0.1 MiB.
@@ -141,43 +143,45 @@ var balancedPlan = runtime.Plan{
 	},
 	SlotBytes: 206336,
 	Loader: runtime.LoaderDefaults{
-		Prefetch: 1,
-		Workers:  0,
-		Shuffle:  false,
-		Seed:     0,
-		DropLast: true,
+		Prefetch:     1,
+		Workers:      0,
+		Shuffle:      false,
+		Seed:         0,
+		DropLast:     true,
+		MaxStagingMB: 16384.0,
 	},
 }
 
-// BalancedSource reads the samples of the Balanced dataset. Its methods are called
+// BalancedSample is one sample being filled. Every key's slice points into the
+// staging buffer and must be written in full: it is not zeroed, and holds
+// an older batch.
+type BalancedSample struct {
+	Index int // dataset index
+	Epoch int // epoch the sample is loaded for
+	// Rand is seeded from the schema's seed, the epoch and the index: the
+	// same draws on every run, whatever the number of workers. Use it for
+	// augmentation, so that a random crop or flip applies to every key alike.
+	Rand *rand.Rand
+
+	Tiny  []int8    // key "tiny": [2] int8, C order
+	Wide  []float64 // key "wide": [64 64] float64, C order
+	Half  []uint16  // key "half": [32 32] bfloat16, C order, raw 16-bit words
+	Ids   []uint64  // key "ids": [16] uint64, C order
+	Depth []float32 // key "depth": [64 64] float32, C order
+	Count []int32   // key "count": [4] int32, C order
+	Code  []uint32  // key "code": [8] uint32, C order
+	Step  []int16   // key "step": [3] int16, C order
+
+	pcg rand.PCG // Rand's source, seeded for each sample
+}
+
+// BalancedSource reads the samples of the Balanced dataset. Read is called
 // concurrently from the loader's workers, for different samples.
 type BalancedSource interface {
 	// Len returns the number of samples.
 	Len() int
-	// ReadTiny fills dst with sample index of key "tiny": 2 int8 values,
-	// shape [2] in C order. dst points into the staging buffer.
-	ReadTiny(index int, dst []int8) error
-	// ReadWide fills dst with sample index of key "wide": 4096 float64 values,
-	// shape [64 64] in C order. dst points into the staging buffer.
-	ReadWide(index int, dst []float64) error
-	// ReadHalf fills dst with sample index of key "half": 1024 bfloat16 values (raw 16-bit words),
-	// shape [32 32] in C order. dst points into the staging buffer.
-	ReadHalf(index int, dst []uint16) error
-	// ReadIds fills dst with sample index of key "ids": 16 uint64 values,
-	// shape [16] in C order. dst points into the staging buffer.
-	ReadIds(index int, dst []uint64) error
-	// ReadDepth fills dst with sample index of key "depth": 4096 float32 values,
-	// shape [64 64] in C order. dst points into the staging buffer.
-	ReadDepth(index int, dst []float32) error
-	// ReadCount fills dst with sample index of key "count": 4 int32 values,
-	// shape [4] in C order. dst points into the staging buffer.
-	ReadCount(index int, dst []int32) error
-	// ReadCode fills dst with sample index of key "code": 8 uint32 values,
-	// shape [8] in C order. dst points into the staging buffer.
-	ReadCode(index int, dst []uint32) error
-	// ReadStep fills dst with sample index of key "step": 3 int16 values,
-	// shape [3] in C order. dst points into the staging buffer.
-	ReadStep(index int, dst []int16) error
+	// Read fills every key of sample s.Index (PyTorch's __getitem__).
+	Read(s *BalancedSample) error
 }
 
 // BalancedBatch is one staged batch; n = len(Indices) is BalancedBatchSize except for
@@ -256,18 +260,19 @@ func (b *BalancedBatch) StepData() []int16 {
 type BalancedLoader struct {
 	src     BalancedSource
 	engine  *runtime.Engine
-	batches []BalancedBatch // one per staging slot
+	batches []BalancedBatch  // one per staging slot
+	samples []BalancedSample // one per worker
 }
 
 // NewBalancedLoader starts a loader over src. The zero Options mean "as the schema says".
 func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoader, error) {
 	if src == nil {
-		return nil, errors.New("Balanced loader: nil source")
+		return nil, errors.New("balanced: NewBalancedLoader: nil source")
 	}
 	l := &BalancedLoader{src: src}
-	e, err := runtime.NewEngine(balancedPlan, src.Len(), opts, []runtime.ReadFunc{l.readTiny, l.readWide, l.readHalf, l.readIds, l.readDepth, l.readCount, l.readCode, l.readStep})
+	e, err := runtime.NewEngine(balancedPlan, src.Len(), opts, l.fill)
 	if err != nil {
-		return nil, fmt.Errorf("Balanced loader: %w", err)
+		return nil, fmt.Errorf("balanced: NewBalancedLoader: %w", err)
 	}
 	l.engine = e
 	l.batches = make([]BalancedBatch, e.Slots())
@@ -282,47 +287,35 @@ func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoade
 		b.code = runtime.View[uint32](e.Staging(s, 6))
 		b.step = runtime.View[int16](e.Staging(s, 7))
 	}
+	l.samples = make([]BalancedSample, e.Workers())
+	for w := range l.samples {
+		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
+	}
 	return l, nil
 }
 
-// readTiny fills sample pos of staging slot s with sample index of key "tiny".
-func (l *BalancedLoader) readTiny(s, pos, index int) error {
-	return l.src.ReadTiny(index, l.batches[s].tiny[pos*balancedTinyElems:][:balancedTinyElems])
-}
-
-// readWide fills sample pos of staging slot s with sample index of key "wide".
-func (l *BalancedLoader) readWide(s, pos, index int) error {
-	return l.src.ReadWide(index, l.batches[s].wide[pos*balancedWideElems:][:balancedWideElems])
-}
-
-// readHalf fills sample pos of staging slot s with sample index of key "half".
-func (l *BalancedLoader) readHalf(s, pos, index int) error {
-	return l.src.ReadHalf(index, l.batches[s].half[pos*balancedHalfElems:][:balancedHalfElems])
-}
-
-// readIds fills sample pos of staging slot s with sample index of key "ids".
-func (l *BalancedLoader) readIds(s, pos, index int) error {
-	return l.src.ReadIds(index, l.batches[s].ids[pos*balancedIdsElems:][:balancedIdsElems])
-}
-
-// readDepth fills sample pos of staging slot s with sample index of key "depth".
-func (l *BalancedLoader) readDepth(s, pos, index int) error {
-	return l.src.ReadDepth(index, l.batches[s].depth[pos*balancedDepthElems:][:balancedDepthElems])
-}
-
-// readCount fills sample pos of staging slot s with sample index of key "count".
-func (l *BalancedLoader) readCount(s, pos, index int) error {
-	return l.src.ReadCount(index, l.batches[s].count[pos*balancedCountElems:][:balancedCountElems])
-}
-
-// readCode fills sample pos of staging slot s with sample index of key "code".
-func (l *BalancedLoader) readCode(s, pos, index int) error {
-	return l.src.ReadCode(index, l.batches[s].code[pos*balancedCodeElems:][:balancedCodeElems])
-}
-
-// readStep fills sample pos of staging slot s with sample index of key "step".
-func (l *BalancedLoader) readStep(s, pos, index int) error {
-	return l.src.ReadStep(index, l.batches[s].step[pos*balancedStepElems:][:balancedStepElems])
+// fill reads the samples of run r through the source, each into its place
+// in the staging slot; r.Done tells the runtime which sample failed.
+func (l *BalancedLoader) fill(r *runtime.Run) error {
+	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
+	s.Epoch = r.Epoch
+	for ; r.Done < len(r.Indices); r.Done++ {
+		pos := r.Pos + r.Done
+		s.Index = r.Indices[r.Done]
+		runtime.SeedSample(&s.pcg, balancedPlan.Loader.Seed, s.Epoch, s.Index)
+		s.Tiny = b.tiny[pos*balancedTinyElems:][:balancedTinyElems]
+		s.Wide = b.wide[pos*balancedWideElems:][:balancedWideElems]
+		s.Half = b.half[pos*balancedHalfElems:][:balancedHalfElems]
+		s.Ids = b.ids[pos*balancedIdsElems:][:balancedIdsElems]
+		s.Depth = b.depth[pos*balancedDepthElems:][:balancedDepthElems]
+		s.Count = b.count[pos*balancedCountElems:][:balancedCountElems]
+		s.Code = b.code[pos*balancedCodeElems:][:balancedCodeElems]
+		s.Step = b.step[pos*balancedStepElems:][:balancedStepElems]
+		if err := l.src.Read(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Epoch yields the batches of epoch in order. Breaking out of the loop,
@@ -333,7 +326,7 @@ func (l *BalancedLoader) Epoch(ctx context.Context, epoch int) iter.Seq2[*Balanc
 
 // EpochFrom yields exactly the batches startBatch.. of Epoch(ctx, epoch),
 // to resume an interrupted epoch.
-func (l *BalancedLoader) EpochFrom(ctx context.Context, epoch int, startBatch int) iter.Seq2[*BalancedBatch, error] {
+func (l *BalancedLoader) EpochFrom(ctx context.Context, epoch, startBatch int) iter.Seq2[*BalancedBatch, error] {
 	return func(yield func(*BalancedBatch, error) bool) {
 		for staged, err := range l.engine.Epoch(ctx, epoch, startBatch) {
 			if err != nil {

@@ -17,15 +17,18 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type source struct{ n int }
 
-func (s source) Len() int                               { return s.n }
-func (source) ReadTiny(index int, dst []int8) error     { pattern.Fill(dst, 0, index); return nil }
-func (source) ReadWide(index int, dst []float64) error  { pattern.Fill(dst, 1, index); return nil }
-func (source) ReadHalf(index int, dst []uint16) error   { pattern.Fill(dst, 2, index); return nil }
-func (source) ReadIds(index int, dst []uint64) error    { pattern.Fill(dst, 3, index); return nil }
-func (source) ReadDepth(index int, dst []float32) error { pattern.Fill(dst, 4, index); return nil }
-func (source) ReadCount(index int, dst []int32) error   { pattern.Fill(dst, 5, index); return nil }
-func (source) ReadCode(index int, dst []uint32) error   { pattern.Fill(dst, 6, index); return nil }
-func (source) ReadStep(index int, dst []int16) error    { pattern.Fill(dst, 7, index); return nil }
+func (s source) Len() int { return s.n }
+func (source) Read(s *BalancedSample) error {
+	pattern.Fill(s.Tiny, 0, s.Index)
+	pattern.Fill(s.Wide, 1, s.Index)
+	pattern.Fill(s.Half, 2, s.Index)
+	pattern.Fill(s.Ids, 3, s.Index)
+	pattern.Fill(s.Depth, 4, s.Index)
+	pattern.Fill(s.Count, 5, s.Index)
+	pattern.Fill(s.Code, 6, s.Index)
+	pattern.Fill(s.Step, 7, s.Index)
+	return nil
+}
 
 // TestPlan checks the balanced assignment by hand. Batch bytes, largest
 // first: wide 131072 -> stream 0, depth 65536 -> 1, half 8192 -> 2, then

@@ -8,16 +8,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"math/rand/v2"
+
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/npy"
-	"iter"
 )
 
-// These fail to compile when this file and the runtime disagree:
-// update github.com/loadergen/loadergen and re-run loadergen.
+// These fail to compile when this file and the runtime disagree; the
+// comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 1)
-	_ = runtime.EnforceVersion(1 - runtime.MinGenVersion)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 2)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(2 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of CellMap, fixed at generation time: batch size 3 < 8.
@@ -82,28 +84,40 @@ var cellMapPlan = runtime.Plan{
 	},
 	SlotBytes: 20224,
 	Loader: runtime.LoaderDefaults{
-		Prefetch: 2,
-		Workers:  0,
-		Shuffle:  true,
-		Seed:     11,
-		DropLast: false,
+		Prefetch:     2,
+		Workers:      0,
+		Shuffle:      true,
+		Seed:         11,
+		DropLast:     false,
+		MaxStagingMB: 16384.0,
 	},
 }
 
-// CellMapSource reads the samples of the CellMap dataset. Its methods are called
+// CellMapSample is one sample being filled. Every key's slice points into the
+// staging buffer and must be written in full: it is not zeroed, and holds
+// an older batch.
+type CellMapSample struct {
+	Index int // dataset index
+	Epoch int // epoch the sample is loaded for
+	// Rand is seeded from the schema's seed, the epoch and the index: the
+	// same draws on every run, whatever the number of workers. Use it for
+	// augmentation, so that a random crop or flip applies to every key alike.
+	Rand *rand.Rand
+
+	Raw    []uint8   // key "raw": [8 8 8] uint8, C order
+	Labels []float32 // key "labels": [3 8 8 8] float32, C order, class axis first
+	Valid  []uint8   // key "valid": [3 2] bool, C order, class axis first, one byte per bool
+
+	pcg rand.PCG // Rand's source, seeded for each sample
+}
+
+// CellMapSource reads the samples of the CellMap dataset. Read is called
 // concurrently from the loader's workers, for different samples.
 type CellMapSource interface {
 	// Len returns the number of samples.
 	Len() int
-	// ReadRaw fills dst with sample index of key "raw": 512 uint8 values,
-	// shape [8 8 8] in C order. dst points into the staging buffer.
-	ReadRaw(index int, dst []uint8) error
-	// ReadLabels fills dst with sample index of key "labels": 1536 float32 values,
-	// shape [3 8 8 8] in C order. dst points into the staging buffer.
-	ReadLabels(index int, dst []float32) error
-	// ReadValid fills dst with sample index of key "valid": 6 bool values (one byte each),
-	// shape [3 2] in C order. dst points into the staging buffer.
-	ReadValid(index int, dst []uint8) error
+	// Read fills every key of sample s.Index (PyTorch's __getitem__).
+	Read(s *CellMapSample) error
 }
 
 // CellMapBatch is one staged batch; n = len(Indices) is CellMapBatchSize except for
@@ -147,18 +161,19 @@ func (b *CellMapBatch) ValidData() []uint8 {
 type CellMapLoader struct {
 	src     CellMapSource
 	engine  *runtime.Engine
-	batches []CellMapBatch // one per staging slot
+	batches []CellMapBatch  // one per staging slot
+	samples []CellMapSample // one per worker
 }
 
 // NewCellMapLoader starts a loader over src. The zero Options mean "as the schema says".
 func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, error) {
 	if src == nil {
-		return nil, errors.New("CellMap loader: nil source")
+		return nil, errors.New("classes: NewCellMapLoader: nil source")
 	}
 	l := &CellMapLoader{src: src}
-	e, err := runtime.NewEngine(cellMapPlan, src.Len(), opts, []runtime.ReadFunc{l.readRaw, l.readLabels, l.readValid})
+	e, err := runtime.NewEngine(cellMapPlan, src.Len(), opts, l.fill)
 	if err != nil {
-		return nil, fmt.Errorf("CellMap loader: %w", err)
+		return nil, fmt.Errorf("classes: NewCellMapLoader: %w", err)
 	}
 	l.engine = e
 	l.batches = make([]CellMapBatch, e.Slots())
@@ -168,22 +183,30 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 		b.labels = runtime.View[float32](e.Staging(s, 1))
 		b.valid = runtime.View[uint8](e.Staging(s, 2))
 	}
+	l.samples = make([]CellMapSample, e.Workers())
+	for w := range l.samples {
+		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
+	}
 	return l, nil
 }
 
-// readRaw fills sample pos of staging slot s with sample index of key "raw".
-func (l *CellMapLoader) readRaw(s, pos, index int) error {
-	return l.src.ReadRaw(index, l.batches[s].raw[pos*cellMapRawElems:][:cellMapRawElems])
-}
-
-// readLabels fills sample pos of staging slot s with sample index of key "labels".
-func (l *CellMapLoader) readLabels(s, pos, index int) error {
-	return l.src.ReadLabels(index, l.batches[s].labels[pos*cellMapLabelsElems:][:cellMapLabelsElems])
-}
-
-// readValid fills sample pos of staging slot s with sample index of key "valid".
-func (l *CellMapLoader) readValid(s, pos, index int) error {
-	return l.src.ReadValid(index, l.batches[s].valid[pos*cellMapValidElems:][:cellMapValidElems])
+// fill reads the samples of run r through the source, each into its place
+// in the staging slot; r.Done tells the runtime which sample failed.
+func (l *CellMapLoader) fill(r *runtime.Run) error {
+	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
+	s.Epoch = r.Epoch
+	for ; r.Done < len(r.Indices); r.Done++ {
+		pos := r.Pos + r.Done
+		s.Index = r.Indices[r.Done]
+		runtime.SeedSample(&s.pcg, cellMapPlan.Loader.Seed, s.Epoch, s.Index)
+		s.Raw = b.raw[pos*cellMapRawElems:][:cellMapRawElems]
+		s.Labels = b.labels[pos*cellMapLabelsElems:][:cellMapLabelsElems]
+		s.Valid = b.valid[pos*cellMapValidElems:][:cellMapValidElems]
+		if err := l.src.Read(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Epoch yields the batches of epoch in order. Breaking out of the loop,
@@ -194,7 +217,7 @@ func (l *CellMapLoader) Epoch(ctx context.Context, epoch int) iter.Seq2[*CellMap
 
 // EpochFrom yields exactly the batches startBatch.. of Epoch(ctx, epoch),
 // to resume an interrupted epoch.
-func (l *CellMapLoader) EpochFrom(ctx context.Context, epoch int, startBatch int) iter.Seq2[*CellMapBatch, error] {
+func (l *CellMapLoader) EpochFrom(ctx context.Context, epoch, startBatch int) iter.Seq2[*CellMapBatch, error] {
 	return func(yield func(*CellMapBatch, error) bool) {
 		for staged, err := range l.engine.Epoch(ctx, epoch, startBatch) {
 			if err != nil {
@@ -252,7 +275,8 @@ var cellMapFileSpecs = []npy.Spec{{
 	Sample: []int{3, 2},
 }}
 
-// CellMapFiles is a CellMapSource reading memory-mapped .npy files.
+// CellMapFiles reads samples from memory-mapped .npy files; it implements
+// CellMapSource.
 type CellMapFiles struct {
 	raw    *npy.File
 	labels *npy.File
@@ -278,19 +302,18 @@ func (f *CellMapFiles) Len() int {
 	return f.raw.Len()
 }
 
-// ReadRaw copies sample index of raw.npy into dst.
-func (f *CellMapFiles) ReadRaw(index int, dst []uint8) error {
-	return npy.Read(f.raw, index, dst)
-}
-
-// ReadLabels copies sample index of labels.npy into dst.
-func (f *CellMapFiles) ReadLabels(index int, dst []float32) error {
-	return npy.Read(f.labels, index, dst)
-}
-
-// ReadValid copies sample index of masks/valid.npy into dst.
-func (f *CellMapFiles) ReadValid(index int, dst []uint8) error {
-	return npy.Read(f.valid, index, dst)
+// Read copies sample s.Index of every key's file into s.
+func (f *CellMapFiles) Read(s *CellMapSample) error {
+	if err := npy.Read(f.raw, s.Index, s.Raw); err != nil {
+		return &runtime.KeyError{Key: "raw", Err: err}
+	}
+	if err := npy.Read(f.labels, s.Index, s.Labels); err != nil {
+		return &runtime.KeyError{Key: "labels", Err: err}
+	}
+	if err := npy.Read(f.valid, s.Index, s.Valid); err != nil {
+		return &runtime.KeyError{Key: "valid", Err: err}
+	}
+	return nil
 }
 
 // Close unmaps every file.

@@ -40,10 +40,14 @@ func newMemSource(n int) *memSource {
 	return s
 }
 
-func (s *memSource) Len() int                                 { return len(s.image) }
-func (s *memSource) ReadImage(index int, dst []float32) error { copy(dst, s.image[index]); return nil }
-func (s *memSource) ReadMask(index int, dst []uint8) error    { copy(dst, s.mask[index]); return nil }
-func (s *memSource) ReadLabel(index int, dst []int64) error   { copy(dst, s.label[index]); return nil }
+func (s *memSource) Len() int { return len(s.image) }
+
+func (s *memSource) Read(smp *LargeSample) error {
+	copy(smp.Image, s.image[smp.Index])
+	copy(smp.Mask, s.mask[smp.Index])
+	copy(smp.Label, s.label[smp.Index])
+	return nil
+}
 
 func newLoader(tb testing.TB, src LargeSource, workers int) *LargeLoader {
 	tb.Helper()
@@ -194,20 +198,21 @@ const overlapSamples = 16 * LargeBatchSize
 type hashSource struct{ n int }
 
 func (s hashSource) Len() int { return s.n }
-func (hashSource) ReadImage(index int, dst []float32) error {
-	x := uint64(index)*0x9e3779b97f4a7c15 + 1
-	for j := range dst {
+
+func (hashSource) Read(s *LargeSample) error {
+	x := uint64(s.Index)*0x9e3779b97f4a7c15 + 1
+	for j := range s.Image {
 		for range 8 {
 			x ^= x << 13
 			x ^= x >> 7
 			x ^= x << 17
 		}
-		dst[j] = float32(x >> 40)
+		s.Image[j] = float32(x >> 40)
 	}
+	pattern.Fill(s.Mask, 1, s.Index)
+	pattern.Fill(s.Label, 2, s.Index)
 	return nil
 }
-func (hashSource) ReadMask(index int, dst []uint8) error  { pattern.Fill(dst, 1, index); return nil }
-func (hashSource) ReadLabel(index int, dst []int64) error { pattern.Fill(dst, 2, index); return nil }
 
 // BenchmarkWorkers compares 1 and 2 workers on a CPU-heavy source.
 func BenchmarkWorkers(b *testing.B) {

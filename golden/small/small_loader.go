@@ -8,15 +8,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/loadergen/loadergen/runtime"
 	"iter"
+	"math/rand/v2"
+
+	"github.com/loadergen/loadergen/runtime"
 )
 
-// These fail to compile when this file and the runtime disagree:
-// update github.com/loadergen/loadergen and re-run loadergen.
+// These fail to compile when this file and the runtime disagree; the
+// comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 1)
-	_ = runtime.EnforceVersion(1 - runtime.MinGenVersion)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 2)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(2 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Small, fixed at generation time: device is cpu.
@@ -81,28 +83,40 @@ var smallPlan = runtime.Plan{
 	},
 	SlotBytes: 1280,
 	Loader: runtime.LoaderDefaults{
-		Prefetch: 2,
-		Workers:  2,
-		Shuffle:  true,
-		Seed:     7,
-		DropLast: false,
+		Prefetch:     2,
+		Workers:      2,
+		Shuffle:      true,
+		Seed:         7,
+		DropLast:     false,
+		MaxStagingMB: 16384.0,
 	},
 }
 
-// SmallSource reads the samples of the Small dataset. Its methods are called
+// SmallSample is one sample being filled. Every key's slice points into the
+// staging buffer and must be written in full: it is not zeroed, and holds
+// an older batch.
+type SmallSample struct {
+	Index int // dataset index
+	Epoch int // epoch the sample is loaded for
+	// Rand is seeded from the schema's seed, the epoch and the index: the
+	// same draws on every run, whatever the number of workers. Use it for
+	// augmentation, so that a random crop or flip applies to every key alike.
+	Rand *rand.Rand
+
+	Image []float32 // key "image": [3 4 4] float32, C order
+	Mask  []uint8   // key "mask": [4 4] bool, C order, one byte per bool
+	Label []int64   // key "label": [1] int64, C order
+
+	pcg rand.PCG // Rand's source, seeded for each sample
+}
+
+// SmallSource reads the samples of the Small dataset. Read is called
 // concurrently from the loader's workers, for different samples.
 type SmallSource interface {
 	// Len returns the number of samples.
 	Len() int
-	// ReadImage fills dst with sample index of key "image": 48 float32 values,
-	// shape [3 4 4] in C order. dst points into the staging buffer.
-	ReadImage(index int, dst []float32) error
-	// ReadMask fills dst with sample index of key "mask": 16 bool values (one byte each),
-	// shape [4 4] in C order. dst points into the staging buffer.
-	ReadMask(index int, dst []uint8) error
-	// ReadLabel fills dst with sample index of key "label": 1 int64 value,
-	// shape [1] in C order. dst points into the staging buffer.
-	ReadLabel(index int, dst []int64) error
+	// Read fills every key of sample s.Index (PyTorch's __getitem__).
+	Read(s *SmallSample) error
 }
 
 // SmallBatch is one staged batch; n = len(Indices) is SmallBatchSize except for
@@ -146,18 +160,19 @@ func (b *SmallBatch) LabelData() []int64 {
 type SmallLoader struct {
 	src     SmallSource
 	engine  *runtime.Engine
-	batches []SmallBatch // one per staging slot
+	batches []SmallBatch  // one per staging slot
+	samples []SmallSample // one per worker
 }
 
 // NewSmallLoader starts a loader over src. The zero Options mean "as the schema says".
 func NewSmallLoader(src SmallSource, opts runtime.Options) (*SmallLoader, error) {
 	if src == nil {
-		return nil, errors.New("Small loader: nil source")
+		return nil, errors.New("small: NewSmallLoader: nil source")
 	}
 	l := &SmallLoader{src: src}
-	e, err := runtime.NewEngine(smallPlan, src.Len(), opts, []runtime.ReadFunc{l.readImage, l.readMask, l.readLabel})
+	e, err := runtime.NewEngine(smallPlan, src.Len(), opts, l.fill)
 	if err != nil {
-		return nil, fmt.Errorf("Small loader: %w", err)
+		return nil, fmt.Errorf("small: NewSmallLoader: %w", err)
 	}
 	l.engine = e
 	l.batches = make([]SmallBatch, e.Slots())
@@ -167,22 +182,30 @@ func NewSmallLoader(src SmallSource, opts runtime.Options) (*SmallLoader, error)
 		b.mask = runtime.View[uint8](e.Staging(s, 1))
 		b.label = runtime.View[int64](e.Staging(s, 2))
 	}
+	l.samples = make([]SmallSample, e.Workers())
+	for w := range l.samples {
+		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
+	}
 	return l, nil
 }
 
-// readImage fills sample pos of staging slot s with sample index of key "image".
-func (l *SmallLoader) readImage(s, pos, index int) error {
-	return l.src.ReadImage(index, l.batches[s].image[pos*smallImageElems:][:smallImageElems])
-}
-
-// readMask fills sample pos of staging slot s with sample index of key "mask".
-func (l *SmallLoader) readMask(s, pos, index int) error {
-	return l.src.ReadMask(index, l.batches[s].mask[pos*smallMaskElems:][:smallMaskElems])
-}
-
-// readLabel fills sample pos of staging slot s with sample index of key "label".
-func (l *SmallLoader) readLabel(s, pos, index int) error {
-	return l.src.ReadLabel(index, l.batches[s].label[pos*smallLabelElems:][:smallLabelElems])
+// fill reads the samples of run r through the source, each into its place
+// in the staging slot; r.Done tells the runtime which sample failed.
+func (l *SmallLoader) fill(r *runtime.Run) error {
+	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
+	s.Epoch = r.Epoch
+	for ; r.Done < len(r.Indices); r.Done++ {
+		pos := r.Pos + r.Done
+		s.Index = r.Indices[r.Done]
+		runtime.SeedSample(&s.pcg, smallPlan.Loader.Seed, s.Epoch, s.Index)
+		s.Image = b.image[pos*smallImageElems:][:smallImageElems]
+		s.Mask = b.mask[pos*smallMaskElems:][:smallMaskElems]
+		s.Label = b.label[pos*smallLabelElems:][:smallLabelElems]
+		if err := l.src.Read(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Epoch yields the batches of epoch in order. Breaking out of the loop,
@@ -193,7 +216,7 @@ func (l *SmallLoader) Epoch(ctx context.Context, epoch int) iter.Seq2[*SmallBatc
 
 // EpochFrom yields exactly the batches startBatch.. of Epoch(ctx, epoch),
 // to resume an interrupted epoch.
-func (l *SmallLoader) EpochFrom(ctx context.Context, epoch int, startBatch int) iter.Seq2[*SmallBatch, error] {
+func (l *SmallLoader) EpochFrom(ctx context.Context, epoch, startBatch int) iter.Seq2[*SmallBatch, error] {
 	return func(yield func(*SmallBatch, error) bool) {
 		for staged, err := range l.engine.Epoch(ctx, epoch, startBatch) {
 			if err != nil {

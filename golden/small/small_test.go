@@ -35,19 +35,16 @@ func (s source) read(key, index int) error {
 	return nil
 }
 
-func (s source) ReadImage(index int, dst []float32) error {
-	pattern.Fill(dst, 0, index)
-	return s.read(0, index)
-}
-
-func (s source) ReadMask(index int, dst []uint8) error {
-	pattern.Fill(dst, 1, index)
-	return s.read(1, index)
-}
-
-func (s source) ReadLabel(index int, dst []int64) error {
-	pattern.Fill(dst, 2, index)
-	return s.read(2, index)
+func (s source) Read(smp *SmallSample) error {
+	pattern.Fill(smp.Image, 0, smp.Index)
+	pattern.Fill(smp.Mask, 1, smp.Index)
+	pattern.Fill(smp.Label, 2, smp.Index)
+	for key, name := range []string{"image", "mask", "label"} {
+		if err := s.read(key, smp.Index); err != nil {
+			return &runtime.KeyError{Key: name, Err: err}
+		}
+	}
+	return nil
 }
 
 func newLoader(t *testing.T, src SmallSource, opts runtime.Options) *SmallLoader {

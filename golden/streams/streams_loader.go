@@ -8,15 +8,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/loadergen/loadergen/runtime"
 	"iter"
+	"math/rand/v2"
+
+	"github.com/loadergen/loadergen/runtime"
 )
 
-// These fail to compile when this file and the runtime disagree:
-// update github.com/loadergen/loadergen and re-run loadergen.
+// These fail to compile when this file and the runtime disagree; the
+// comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 1)
-	_ = runtime.EnforceVersion(1 - runtime.MinGenVersion)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 2)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(2 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of EM, fixed at generation time: batch size 8 >= 8 and batch memory 1.3 MiB >= 1 MiB.
@@ -93,31 +95,41 @@ var emPlan = runtime.Plan{
 	},
 	SlotBytes: 1377280,
 	Loader: runtime.LoaderDefaults{
-		Prefetch: 3,
-		Workers:  0,
-		Shuffle:  false,
-		Seed:     0,
-		DropLast: false,
+		Prefetch:     3,
+		Workers:      0,
+		Shuffle:      false,
+		Seed:         0,
+		DropLast:     false,
+		MaxStagingMB: 16384.0,
 	},
 }
 
-// EMSource reads the samples of the EM dataset. Its methods are called
+// EMSample is one sample being filled. Every key's slice points into the
+// staging buffer and must be written in full: it is not zeroed, and holds
+// an older batch.
+type EMSample struct {
+	Index int // dataset index
+	Epoch int // epoch the sample is loaded for
+	// Rand is seeded from the schema's seed, the epoch and the index: the
+	// same draws on every run, whatever the number of workers. Use it for
+	// augmentation, so that a random crop or flip applies to every key alike.
+	Rand *rand.Rand
+
+	EmRaw  []uint8   // key "em_raw": [32 32 32] uint8, C order
+	EmFine []uint16  // key "em_fine": [16 16 16] uint16, C order
+	Lm     []uint16  // key "lm": [8 8] float16, C order, raw 16-bit words
+	Dist   []float32 // key "dist": [32 32 32] float32, C order
+
+	pcg rand.PCG // Rand's source, seeded for each sample
+}
+
+// EMSource reads the samples of the EM dataset. Read is called
 // concurrently from the loader's workers, for different samples.
 type EMSource interface {
 	// Len returns the number of samples.
 	Len() int
-	// ReadEmRaw fills dst with sample index of key "em_raw": 32768 uint8 values,
-	// shape [32 32 32] in C order. dst points into the staging buffer.
-	ReadEmRaw(index int, dst []uint8) error
-	// ReadEmFine fills dst with sample index of key "em_fine": 4096 uint16 values,
-	// shape [16 16 16] in C order. dst points into the staging buffer.
-	ReadEmFine(index int, dst []uint16) error
-	// ReadLm fills dst with sample index of key "lm": 64 float16 values (raw 16-bit words),
-	// shape [8 8] in C order. dst points into the staging buffer.
-	ReadLm(index int, dst []uint16) error
-	// ReadDist fills dst with sample index of key "dist": 32768 float32 values,
-	// shape [32 32 32] in C order. dst points into the staging buffer.
-	ReadDist(index int, dst []float32) error
+	// Read fills every key of sample s.Index (PyTorch's __getitem__).
+	Read(s *EMSample) error
 }
 
 // EMBatch is one staged batch; n = len(Indices) is EMBatchSize except for
@@ -168,18 +180,19 @@ func (b *EMBatch) DistData() []float32 {
 type EMLoader struct {
 	src     EMSource
 	engine  *runtime.Engine
-	batches []EMBatch // one per staging slot
+	batches []EMBatch  // one per staging slot
+	samples []EMSample // one per worker
 }
 
 // NewEMLoader starts a loader over src. The zero Options mean "as the schema says".
 func NewEMLoader(src EMSource, opts runtime.Options) (*EMLoader, error) {
 	if src == nil {
-		return nil, errors.New("EM loader: nil source")
+		return nil, errors.New("streams: NewEMLoader: nil source")
 	}
 	l := &EMLoader{src: src}
-	e, err := runtime.NewEngine(emPlan, src.Len(), opts, []runtime.ReadFunc{l.readEmRaw, l.readEmFine, l.readLm, l.readDist})
+	e, err := runtime.NewEngine(emPlan, src.Len(), opts, l.fill)
 	if err != nil {
-		return nil, fmt.Errorf("EM loader: %w", err)
+		return nil, fmt.Errorf("streams: NewEMLoader: %w", err)
 	}
 	l.engine = e
 	l.batches = make([]EMBatch, e.Slots())
@@ -190,27 +203,31 @@ func NewEMLoader(src EMSource, opts runtime.Options) (*EMLoader, error) {
 		b.lm = runtime.View[uint16](e.Staging(s, 2))
 		b.dist = runtime.View[float32](e.Staging(s, 3))
 	}
+	l.samples = make([]EMSample, e.Workers())
+	for w := range l.samples {
+		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
+	}
 	return l, nil
 }
 
-// readEmRaw fills sample pos of staging slot s with sample index of key "em_raw".
-func (l *EMLoader) readEmRaw(s, pos, index int) error {
-	return l.src.ReadEmRaw(index, l.batches[s].emRaw[pos*emEmRawElems:][:emEmRawElems])
-}
-
-// readEmFine fills sample pos of staging slot s with sample index of key "em_fine".
-func (l *EMLoader) readEmFine(s, pos, index int) error {
-	return l.src.ReadEmFine(index, l.batches[s].emFine[pos*emEmFineElems:][:emEmFineElems])
-}
-
-// readLm fills sample pos of staging slot s with sample index of key "lm".
-func (l *EMLoader) readLm(s, pos, index int) error {
-	return l.src.ReadLm(index, l.batches[s].lm[pos*emLmElems:][:emLmElems])
-}
-
-// readDist fills sample pos of staging slot s with sample index of key "dist".
-func (l *EMLoader) readDist(s, pos, index int) error {
-	return l.src.ReadDist(index, l.batches[s].dist[pos*emDistElems:][:emDistElems])
+// fill reads the samples of run r through the source, each into its place
+// in the staging slot; r.Done tells the runtime which sample failed.
+func (l *EMLoader) fill(r *runtime.Run) error {
+	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
+	s.Epoch = r.Epoch
+	for ; r.Done < len(r.Indices); r.Done++ {
+		pos := r.Pos + r.Done
+		s.Index = r.Indices[r.Done]
+		runtime.SeedSample(&s.pcg, emPlan.Loader.Seed, s.Epoch, s.Index)
+		s.EmRaw = b.emRaw[pos*emEmRawElems:][:emEmRawElems]
+		s.EmFine = b.emFine[pos*emEmFineElems:][:emEmFineElems]
+		s.Lm = b.lm[pos*emLmElems:][:emLmElems]
+		s.Dist = b.dist[pos*emDistElems:][:emDistElems]
+		if err := l.src.Read(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Epoch yields the batches of epoch in order. Breaking out of the loop,
@@ -221,7 +238,7 @@ func (l *EMLoader) Epoch(ctx context.Context, epoch int) iter.Seq2[*EMBatch, err
 
 // EpochFrom yields exactly the batches startBatch.. of Epoch(ctx, epoch),
 // to resume an interrupted epoch.
-func (l *EMLoader) EpochFrom(ctx context.Context, epoch int, startBatch int) iter.Seq2[*EMBatch, error] {
+func (l *EMLoader) EpochFrom(ctx context.Context, epoch, startBatch int) iter.Seq2[*EMBatch, error] {
 	return func(yield func(*EMBatch, error) bool) {
 		for staged, err := range l.engine.Epoch(ctx, epoch, startBatch) {
 			if err != nil {

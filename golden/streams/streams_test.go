@@ -17,11 +17,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type source struct{ n int }
 
-func (s source) Len() int                               { return s.n }
-func (source) ReadEmRaw(index int, dst []uint8) error   { pattern.Fill(dst, 0, index); return nil }
-func (source) ReadEmFine(index int, dst []uint16) error { pattern.Fill(dst, 1, index); return nil }
-func (source) ReadLm(index int, dst []uint16) error     { pattern.Fill(dst, 2, index); return nil }
-func (source) ReadDist(index int, dst []float32) error  { pattern.Fill(dst, 3, index); return nil }
+func (s source) Len() int { return s.n }
+func (source) Read(s *EMSample) error {
+	pattern.Fill(s.EmRaw, 0, s.Index)
+	pattern.Fill(s.EmFine, 1, s.Index)
+	pattern.Fill(s.Lm, 2, s.Index)
+	pattern.Fill(s.Dist, 3, s.Index)
+	return nil
+}
 
 // TestPlan checks the arithmetic of DESIGN §4 by hand: 8 x (32768 + 8192 +
 // 128 + 131072) bytes = 1.3 MiB >= 1 MiB and batch 8 >= 8, so streams are
@@ -64,7 +67,7 @@ func TestEpochEndToEnd(t *testing.T) {
 	if seen != 21 {
 		t.Errorf("saw %d samples, want 21", seen)
 	}
-	if !strings.Contains(log.String(), "streams enabled: 2 streams, batch 8, 1.3 MiB") {
+	if !strings.Contains(log.String(), "EM loader: batch 8 (1.3 MiB), ") || !strings.Contains(log.String(), "2 CUDA streams") {
 		t.Errorf("start log does not state the plan:\n%s", log.String())
 	}
 }

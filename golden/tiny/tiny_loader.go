@@ -8,15 +8,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/loadergen/loadergen/runtime"
 	"iter"
+	"math/rand/v2"
+
+	"github.com/loadergen/loadergen/runtime"
 )
 
-// These fail to compile when this file and the runtime disagree:
-// update github.com/loadergen/loadergen and re-run loadergen.
+// These fail to compile when this file and the runtime disagree; the
+// comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 1)
-	_ = runtime.EnforceVersion(1 - runtime.MinGenVersion)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 2)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(2 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Tiny, fixed at generation time: device is cpu.
@@ -141,43 +143,45 @@ var tinyPlan = runtime.Plan{
 	},
 	SlotBytes: 8960,
 	Loader: runtime.LoaderDefaults{
-		Prefetch: 2,
-		Workers:  0,
-		Shuffle:  false,
-		Seed:     0,
-		DropLast: false,
+		Prefetch:     2,
+		Workers:      0,
+		Shuffle:      false,
+		Seed:         0,
+		DropLast:     false,
+		MaxStagingMB: 16384.0,
 	},
 }
 
-// TinySource reads the samples of the Tiny dataset. Its methods are called
+// TinySample is one sample being filled. Every key's slice points into the
+// staging buffer and must be written in full: it is not zeroed, and holds
+// an older batch.
+type TinySample struct {
+	Index int // dataset index
+	Epoch int // epoch the sample is loaded for
+	// Rand is seeded from the schema's seed, the epoch and the index: the
+	// same draws on every run, whatever the number of workers. Use it for
+	// augmentation, so that a random crop or flip applies to every key alike.
+	Rand *rand.Rand
+
+	A []float32 // key "a": [4] float32, C order
+	B []float32 // key "b": [4] float32, C order
+	C []int32   // key "c": [4] int32, C order
+	D []int32   // key "d": [4] int32, C order
+	E []uint16  // key "e": [4] uint16, C order
+	F []uint8   // key "f": [4] uint8, C order
+	G []int64   // key "g": [4] int64, C order
+	H []float64 // key "h": [4] float64, C order
+
+	pcg rand.PCG // Rand's source, seeded for each sample
+}
+
+// TinySource reads the samples of the Tiny dataset. Read is called
 // concurrently from the loader's workers, for different samples.
 type TinySource interface {
 	// Len returns the number of samples.
 	Len() int
-	// ReadA fills dst with sample index of key "a": 4 float32 values,
-	// shape [4] in C order. dst points into the staging buffer.
-	ReadA(index int, dst []float32) error
-	// ReadB fills dst with sample index of key "b": 4 float32 values,
-	// shape [4] in C order. dst points into the staging buffer.
-	ReadB(index int, dst []float32) error
-	// ReadC fills dst with sample index of key "c": 4 int32 values,
-	// shape [4] in C order. dst points into the staging buffer.
-	ReadC(index int, dst []int32) error
-	// ReadD fills dst with sample index of key "d": 4 int32 values,
-	// shape [4] in C order. dst points into the staging buffer.
-	ReadD(index int, dst []int32) error
-	// ReadE fills dst with sample index of key "e": 4 uint16 values,
-	// shape [4] in C order. dst points into the staging buffer.
-	ReadE(index int, dst []uint16) error
-	// ReadF fills dst with sample index of key "f": 4 uint8 values,
-	// shape [4] in C order. dst points into the staging buffer.
-	ReadF(index int, dst []uint8) error
-	// ReadG fills dst with sample index of key "g": 4 int64 values,
-	// shape [4] in C order. dst points into the staging buffer.
-	ReadG(index int, dst []int64) error
-	// ReadH fills dst with sample index of key "h": 4 float64 values,
-	// shape [4] in C order. dst points into the staging buffer.
-	ReadH(index int, dst []float64) error
+	// Read fills every key of sample s.Index (PyTorch's __getitem__).
+	Read(s *TinySample) error
 }
 
 // TinyBatch is one staged batch; n = len(Indices) is TinyBatchSize except for
@@ -256,18 +260,19 @@ func (b *TinyBatch) HData() []float64 {
 type TinyLoader struct {
 	src     TinySource
 	engine  *runtime.Engine
-	batches []TinyBatch // one per staging slot
+	batches []TinyBatch  // one per staging slot
+	samples []TinySample // one per worker
 }
 
 // NewTinyLoader starts a loader over src. The zero Options mean "as the schema says".
 func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 	if src == nil {
-		return nil, errors.New("Tiny loader: nil source")
+		return nil, errors.New("tiny: NewTinyLoader: nil source")
 	}
 	l := &TinyLoader{src: src}
-	e, err := runtime.NewEngine(tinyPlan, src.Len(), opts, []runtime.ReadFunc{l.readA, l.readB, l.readC, l.readD, l.readE, l.readF, l.readG, l.readH})
+	e, err := runtime.NewEngine(tinyPlan, src.Len(), opts, l.fill)
 	if err != nil {
-		return nil, fmt.Errorf("Tiny loader: %w", err)
+		return nil, fmt.Errorf("tiny: NewTinyLoader: %w", err)
 	}
 	l.engine = e
 	l.batches = make([]TinyBatch, e.Slots())
@@ -282,47 +287,35 @@ func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 		b.g = runtime.View[int64](e.Staging(s, 6))
 		b.h = runtime.View[float64](e.Staging(s, 7))
 	}
+	l.samples = make([]TinySample, e.Workers())
+	for w := range l.samples {
+		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
+	}
 	return l, nil
 }
 
-// readA fills sample pos of staging slot s with sample index of key "a".
-func (l *TinyLoader) readA(s, pos, index int) error {
-	return l.src.ReadA(index, l.batches[s].a[pos*tinyAElems:][:tinyAElems])
-}
-
-// readB fills sample pos of staging slot s with sample index of key "b".
-func (l *TinyLoader) readB(s, pos, index int) error {
-	return l.src.ReadB(index, l.batches[s].b[pos*tinyBElems:][:tinyBElems])
-}
-
-// readC fills sample pos of staging slot s with sample index of key "c".
-func (l *TinyLoader) readC(s, pos, index int) error {
-	return l.src.ReadC(index, l.batches[s].c[pos*tinyCElems:][:tinyCElems])
-}
-
-// readD fills sample pos of staging slot s with sample index of key "d".
-func (l *TinyLoader) readD(s, pos, index int) error {
-	return l.src.ReadD(index, l.batches[s].d[pos*tinyDElems:][:tinyDElems])
-}
-
-// readE fills sample pos of staging slot s with sample index of key "e".
-func (l *TinyLoader) readE(s, pos, index int) error {
-	return l.src.ReadE(index, l.batches[s].e[pos*tinyEElems:][:tinyEElems])
-}
-
-// readF fills sample pos of staging slot s with sample index of key "f".
-func (l *TinyLoader) readF(s, pos, index int) error {
-	return l.src.ReadF(index, l.batches[s].f[pos*tinyFElems:][:tinyFElems])
-}
-
-// readG fills sample pos of staging slot s with sample index of key "g".
-func (l *TinyLoader) readG(s, pos, index int) error {
-	return l.src.ReadG(index, l.batches[s].g[pos*tinyGElems:][:tinyGElems])
-}
-
-// readH fills sample pos of staging slot s with sample index of key "h".
-func (l *TinyLoader) readH(s, pos, index int) error {
-	return l.src.ReadH(index, l.batches[s].h[pos*tinyHElems:][:tinyHElems])
+// fill reads the samples of run r through the source, each into its place
+// in the staging slot; r.Done tells the runtime which sample failed.
+func (l *TinyLoader) fill(r *runtime.Run) error {
+	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
+	s.Epoch = r.Epoch
+	for ; r.Done < len(r.Indices); r.Done++ {
+		pos := r.Pos + r.Done
+		s.Index = r.Indices[r.Done]
+		runtime.SeedSample(&s.pcg, tinyPlan.Loader.Seed, s.Epoch, s.Index)
+		s.A = b.a[pos*tinyAElems:][:tinyAElems]
+		s.B = b.b[pos*tinyBElems:][:tinyBElems]
+		s.C = b.c[pos*tinyCElems:][:tinyCElems]
+		s.D = b.d[pos*tinyDElems:][:tinyDElems]
+		s.E = b.e[pos*tinyEElems:][:tinyEElems]
+		s.F = b.f[pos*tinyFElems:][:tinyFElems]
+		s.G = b.g[pos*tinyGElems:][:tinyGElems]
+		s.H = b.h[pos*tinyHElems:][:tinyHElems]
+		if err := l.src.Read(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Epoch yields the batches of epoch in order. Breaking out of the loop,
@@ -333,7 +326,7 @@ func (l *TinyLoader) Epoch(ctx context.Context, epoch int) iter.Seq2[*TinyBatch,
 
 // EpochFrom yields exactly the batches startBatch.. of Epoch(ctx, epoch),
 // to resume an interrupted epoch.
-func (l *TinyLoader) EpochFrom(ctx context.Context, epoch int, startBatch int) iter.Seq2[*TinyBatch, error] {
+func (l *TinyLoader) EpochFrom(ctx context.Context, epoch, startBatch int) iter.Seq2[*TinyBatch, error] {
 	return func(yield func(*TinyBatch, error) bool) {
 		for staged, err := range l.engine.Epoch(ctx, epoch, startBatch) {
 			if err != nil {

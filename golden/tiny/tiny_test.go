@@ -17,15 +17,19 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // source writes each sample's index into its four elements.
 type source struct{ n int }
 
-func (s source) Len() int                           { return s.n }
-func (source) ReadA(index int, dst []float32) error { pattern.Fill(dst, 0, index); return nil }
-func (source) ReadB(index int, dst []float32) error { pattern.Fill(dst, 1, index); return nil }
-func (source) ReadC(index int, dst []int32) error   { pattern.Fill(dst, 2, index); return nil }
-func (source) ReadD(index int, dst []int32) error   { pattern.Fill(dst, 3, index); return nil }
-func (source) ReadE(index int, dst []uint16) error  { pattern.Fill(dst, 4, index); return nil }
-func (source) ReadF(index int, dst []uint8) error   { pattern.Fill(dst, 5, index); return nil }
-func (source) ReadG(index int, dst []int64) error   { pattern.Fill(dst, 6, index); return nil }
-func (source) ReadH(index int, dst []float64) error { pattern.Fill(dst, 7, index); return nil }
+func (s source) Len() int { return s.n }
+
+func (source) Read(s *TinySample) error {
+	pattern.Fill(s.A, 0, s.Index)
+	pattern.Fill(s.B, 1, s.Index)
+	pattern.Fill(s.C, 2, s.Index)
+	pattern.Fill(s.D, 3, s.Index)
+	pattern.Fill(s.E, 4, s.Index)
+	pattern.Fill(s.F, 5, s.Index)
+	pattern.Fill(s.G, 6, s.Index)
+	pattern.Fill(s.H, 7, s.Index)
+	return nil
+}
 
 func newLoader(tb testing.TB, n int) *TinyLoader {
 	tb.Helper()
@@ -79,25 +83,24 @@ func BenchmarkSample(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchSamples), "ns/sample")
 	})
 	b.Run("direct", func(b *testing.B) {
+		// One goroutine calls Read for every sample into one batch buffer,
+		// pointing the sample's slices at the sample's place as the loader
+		// does, without the loader's workers, slots and per-sample seeding.
 		var src TinySource = source{n: benchSamples}
 		var (
 			fa, fb = make([]float32, 4*TinyBatchSize), make([]float32, 4*TinyBatchSize)
 			ic, id = make([]int32, 4*TinyBatchSize), make([]int32, 4*TinyBatchSize)
 			ue, uf = make([]uint16, 4*TinyBatchSize), make([]uint8, 4*TinyBatchSize)
 			ig, fh = make([]int64, 4*TinyBatchSize), make([]float64, 4*TinyBatchSize)
-			sample = func(s []float32, p int) []float32 { return s[p*4 : p*4+4] }
 		)
+		var s TinySample
 		for b.Loop() {
 			for i := range benchSamples {
-				p := i % TinyBatchSize
-				_ = src.ReadA(i, sample(fa, p))
-				_ = src.ReadB(i, sample(fb, p))
-				_ = src.ReadC(i, ic[p*4:p*4+4])
-				_ = src.ReadD(i, id[p*4:p*4+4])
-				_ = src.ReadE(i, ue[p*4:p*4+4])
-				_ = src.ReadF(i, uf[p*4:p*4+4])
-				_ = src.ReadG(i, ig[p*4:p*4+4])
-				_ = src.ReadH(i, fh[p*4:p*4+4])
+				p := (i % TinyBatchSize) * 4
+				s.Index = i
+				s.A, s.B, s.C, s.D = fa[p:p+4], fb[p:p+4], ic[p:p+4], id[p:p+4]
+				s.E, s.F, s.G, s.H = ue[p:p+4], uf[p:p+4], ig[p:p+4], fh[p:p+4]
+				_ = src.Read(&s)
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchSamples), "ns/sample")
