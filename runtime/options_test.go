@@ -18,3 +18,21 @@ func TestParseDevice(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetchKeepsTheStagingLimit: Options.Prefetch cannot lift the
+// schema's max_staging_mb; the error gives the numbers.
+func TestPrefetchKeepsTheStagingLimit(t *testing.T) {
+	p := testPlan(1<<20, LoaderDefaults{Prefetch: 2, MaxStagingMB: 100}) // 19 MiB a batch
+	p.BatchMiB = float64(p.BatchBytes) / (1 << 20)
+	if _, err := resolve(p, Options{Prefetch: 4}, noEnv); err != nil {
+		t.Fatalf("prefetch 4 (95 MiB): %v", err)
+	}
+	_, err := resolve(p, Options{Prefetch: 1000}, noEnv)
+	want := "options: staging needs 1001 slots (prefetch 1000 + 1) x 19.0 MiB = 19019.0 MiB, over the limit of 100 MiB, " +
+		"fixed when the loader was generated (loader.max_staging_mb): lower Prefetch"
+	if err == nil || err.Error() != want {
+		t.Errorf("prefetch 1000: %v\nwant %s", err, want)
+	}
+}
+
+func noEnv(string) string { return "" }

@@ -25,7 +25,7 @@ const (
 // The plan of CellMap, fixed at generation time: batch size 3 < 8.
 const (
 	CellMapBatchSize  = 3     // samples per batch
-	CellMapBatchBytes = 19986 // 19.5 KiB
+	CellMapBatchBytes = 26130 // 25.5 KiB
 	CellMapUseStreams = false
 	CellMapNumStreams = 1
 )
@@ -35,6 +35,7 @@ const (
 	cellMapRawElems    = 512  // [8 8 8] uint8
 	cellMapLabelsElems = 1536 // [3 8 8 8] float32
 	cellMapValidElems  = 6    // [3 2] bool
+	cellMapWeightElems = 512  // [8 8 8] float32
 )
 
 // cellMapPlan is the plan as a value, for the runtime and for CellMapLoader.Plan.
@@ -43,7 +44,7 @@ var cellMapPlan = runtime.Plan{
 	BatchSize:  CellMapBatchSize,
 	Device:     "cuda",
 	BatchBytes: CellMapBatchBytes,
-	BatchMiB:   0.019060134887695312,
+	BatchMiB:   0.024919509887695312,
 	UseStreams: CellMapUseStreams,
 	NumStreams: CellMapNumStreams,
 	Reason:     "batch size 3 < 8",
@@ -81,8 +82,19 @@ var cellMapPlan = runtime.Plan{
 			Stream:      0,
 			Priority:    runtime.Normal,
 		},
+		{
+			Name:        "weight",
+			Role:        runtime.Target,
+			DType:       runtime.Float32,
+			Shape:       []int{8, 8, 8},
+			SampleBytes: 2048,
+			BatchBytes:  6144,
+			Offset:      20224,
+			Stream:      0,
+			Priority:    runtime.Normal,
+		},
 	},
-	SlotBytes: 20224,
+	SlotBytes: 26368,
 	Loader: runtime.LoaderDefaults{
 		Prefetch:     2,
 		Workers:      0,
@@ -107,6 +119,7 @@ type CellMapSample struct {
 	Raw    []uint8   // key "raw": [8 8 8] uint8, C order
 	Labels []float32 // key "labels": [3 8 8 8] float32, C order, class axis first
 	Valid  []uint8   // key "valid": [3 2] bool, C order, class axis first, one byte per bool
+	Weight []float32 // key "weight": [8 8 8] float32, C order
 
 	pcg rand.PCG // Rand's source, seeded for each sample
 }
@@ -127,11 +140,13 @@ type CellMapBatch struct {
 	Raw     runtime.Tensor // key "raw": uint8, shape [n 8 8 8]
 	Labels  runtime.Tensor // key "labels": float32, shape [n 3 8 8 8]
 	Valid   runtime.Tensor // key "valid": bool, shape [n 3 2]
+	Weight  runtime.Tensor // key "weight": float32, shape [n 8 8 8]
 
 	staged *runtime.Batch // the runtime's batch in the same slot
 	raw    []uint8        // typed view of the whole staging slot
 	labels []float32      // typed view of the whole staging slot
 	valid  []uint8        // typed view of the whole staging slot
+	weight []float32      // typed view of the whole staging slot
 }
 
 // Staged returns the runtime's view of the batch. In builds with -tags cuda
@@ -154,6 +169,11 @@ func (b *CellMapBatch) LabelsData() []float32 {
 // ValidData returns the staged samples of key "valid" as uint8 values.
 func (b *CellMapBatch) ValidData() []uint8 {
 	return b.valid[:len(b.Indices)*cellMapValidElems]
+}
+
+// WeightData returns the staged samples of key "weight" as float32 values.
+func (b *CellMapBatch) WeightData() []float32 {
+	return b.weight[:len(b.Indices)*cellMapWeightElems]
 }
 
 // CellMapLoader streams batches of CellMap from a CellMapSource into preallocated
@@ -182,6 +202,7 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 		b.raw = runtime.View[uint8](e.Staging(s, 0))
 		b.labels = runtime.View[float32](e.Staging(s, 1))
 		b.valid = runtime.View[uint8](e.Staging(s, 2))
+		b.weight = runtime.View[float32](e.Staging(s, 3))
 	}
 	l.samples = make([]CellMapSample, e.Workers())
 	for w := range l.samples {
@@ -202,6 +223,7 @@ func (l *CellMapLoader) fill(r *runtime.Run) error {
 		s.Raw = b.raw[pos*cellMapRawElems:][:cellMapRawElems]
 		s.Labels = b.labels[pos*cellMapLabelsElems:][:cellMapLabelsElems]
 		s.Valid = b.valid[pos*cellMapValidElems:][:cellMapValidElems]
+		s.Weight = b.weight[pos*cellMapWeightElems:][:cellMapWeightElems]
 		if err := l.src.Read(s); err != nil {
 			return err
 		}
@@ -230,6 +252,7 @@ func (l *CellMapLoader) EpochFrom(ctx context.Context, epoch, startBatch int) it
 			b.Raw = staged.Tensors[0]
 			b.Labels = staged.Tensors[1]
 			b.Valid = staged.Tensors[2]
+			b.Weight = staged.Tensors[3]
 			if !yield(b, nil) {
 				return
 			}
@@ -273,6 +296,11 @@ var cellMapFileSpecs = []npy.Spec{{
 	File:   "masks/valid.npy",
 	DType:  runtime.Bool,
 	Sample: []int{3, 2},
+}, {
+	Key:    "weight",
+	File:   "weight.npy",
+	DType:  runtime.Float32,
+	Sample: []int{8, 8, 8},
 }}
 
 // CellMapFiles reads samples from memory-mapped .npy files; it implements
@@ -281,6 +309,7 @@ type CellMapFiles struct {
 	raw    *npy.File
 	labels *npy.File
 	valid  *npy.File
+	weight *npy.File
 }
 
 // OpenCellMapFiles opens and checks the .npy file of every key under root:
@@ -294,6 +323,7 @@ func OpenCellMapFiles(root string) (*CellMapFiles, error) {
 		raw:    files[0],
 		labels: files[1],
 		valid:  files[2],
+		weight: files[3],
 	}, nil
 }
 
@@ -313,10 +343,13 @@ func (f *CellMapFiles) Read(s *CellMapSample) error {
 	if err := npy.Read(f.valid, s.Index, s.Valid); err != nil {
 		return &runtime.KeyError{Key: "valid", Err: err}
 	}
+	if err := npy.Read(f.weight, s.Index, s.Weight); err != nil {
+		return &runtime.KeyError{Key: "weight", Err: err}
+	}
 	return nil
 }
 
 // Close unmaps every file.
 func (f *CellMapFiles) Close() error {
-	return npy.CloseAll(f.raw, f.labels, f.valid)
+	return npy.CloseAll(f.raw, f.labels, f.valid, f.weight)
 }

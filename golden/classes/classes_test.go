@@ -88,7 +88,10 @@ func TestFilesEndToEnd(t *testing.T) {
 			if got := b.Labels.Shape; !slices.Equal(got, []int{len(b.Indices), 3, 8, 8, 8}) {
 				t.Fatalf("labels shape %v, want [n 3 8 8 8]", got)
 			}
-			for k, staged := range [][]byte{b.Raw.Data, runtime.Bytes(b.LabelsData()), b.ValidData()} {
+			if got := b.Weight.Shape; !slices.Equal(got, []int{len(b.Indices), 8, 8, 8}) {
+				t.Fatalf("weight (class_axis: false) shape %v, want [n 8 8 8]", got)
+			}
+			for k, staged := range [][]byte{b.Raw.Data, runtime.Bytes(b.LabelsData()), b.ValidData(), runtime.Bytes(b.WeightData())} {
 				per := len(want.bytes[k]) / want.n
 				for pos, index := range b.Indices {
 					if !slices.Equal(staged[pos*per:(pos+1)*per], want.bytes[k][index*per:(index+1)*per]) {
@@ -120,7 +123,9 @@ func TestFilesRefused(t *testing.T) {
 	if err := os.Remove(filepath.Join(root, "masks", "valid.npy")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenCellMapFiles(root); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("missing file: %v", err)
+	_, err = OpenCellMapFiles(root)
+	want = `key "valid": open ` + filepath.Join(root, "masks", "valid.npy") + `: no such file or directory (the schema's file "masks/valid.npy" under the data root ` + root + ")"
+	if !errors.Is(err, os.ErrNotExist) || err.Error() != want {
+		t.Errorf("missing file: %v\nwant %s", err, want)
 	}
 }

@@ -33,7 +33,7 @@ const (
 const (
 	smallImageElems = 48 // [3 4 4] float32
 	smallMaskElems  = 16 // [4 4] bool
-	smallLabelElems = 1  // [1] int64
+	smallLabelElems = 1  // scalar int64
 )
 
 // smallPlan is the plan as a value, for the runtime and for SmallLoader.Plan.
@@ -73,7 +73,7 @@ var smallPlan = runtime.Plan{
 			Name:        "label",
 			Role:        runtime.Target,
 			DType:       runtime.Int64,
-			Shape:       []int{1},
+			Shape:       []int{},
 			SampleBytes: 8,
 			BatchBytes:  32,
 			Offset:      1024,
@@ -105,7 +105,7 @@ type SmallSample struct {
 
 	Image []float32 // key "image": [3 4 4] float32, C order
 	Mask  []uint8   // key "mask": [4 4] bool, C order, one byte per bool
-	Label []int64   // key "label": [1] int64, C order
+	Label []int64   // key "label": scalar int64 (one element)
 
 	pcg rand.PCG // Rand's source, seeded for each sample
 }
@@ -125,7 +125,7 @@ type SmallBatch struct {
 	Indices []int          // dataset indices of the samples, in batch order
 	Image   runtime.Tensor // key "image": float32, shape [n 3 4 4]
 	Mask    runtime.Tensor // key "mask": bool, shape [n 4 4]
-	Label   runtime.Tensor // key "label": int64, shape [n 1]
+	Label   runtime.Tensor // key "label": int64, shape [n]
 
 	staged *runtime.Batch // the runtime's batch in the same slot
 	image  []float32      // typed view of the whole staging slot

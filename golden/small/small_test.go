@@ -66,7 +66,7 @@ func epoch(t *testing.T, l *SmallLoader, e, start int) [][]int {
 			t.Fatal(err)
 		}
 		n := len(b.Indices)
-		if !slices.Equal(b.Image.Shape, []int{n, 3, 4, 4}) || !slices.Equal(b.Mask.Shape, []int{n, 4, 4}) || !slices.Equal(b.Label.Shape, []int{n, 1}) {
+		if !slices.Equal(b.Image.Shape, []int{n, 3, 4, 4}) || !slices.Equal(b.Mask.Shape, []int{n, 4, 4}) || !slices.Equal(b.Label.Shape, []int{n}) {
 			t.Fatalf("shapes %v %v %v for %d samples", b.Image.Shape, b.Mask.Shape, b.Label.Shape, n)
 		}
 		for _, err := range []error{

@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -324,6 +325,9 @@ func OpenAll(root string, specs []Spec) ([]*File, error) {
 	files := make([]*File, 0, len(specs))
 	for _, spec := range specs {
 		f, err := Open(filepath.Join(root, filepath.FromSlash(spec.File)), spec)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = fmt.Errorf("key %q: %w (the schema's file %q under the data root %s)", spec.Key, err, spec.File, root)
+		}
 		if err != nil {
 			CloseAll(files...)
 			return nil, err
