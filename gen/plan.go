@@ -9,153 +9,10 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/schema"
 )
-
-// Defaults of the stream thresholds, used when neither flags, environment
-// nor schema set them.
-const (
-	DefaultMinBatchSize     = 8
-	DefaultMinBatchMemoryMB = 100
-	DefaultMaxStreams       = 4
-	DefaultAssign           = "round_robin"
-	DefaultMaxStagingMB     = 16 << 10 // 16 GiB
-)
-
-// Environment variables that override the schema's stream thresholds.
-const (
-	EnvMinBatchSize     = "MIN_BATCH_SIZE_FOR_STREAMS"
-	EnvMinBatchMemoryMB = "MIN_BATCH_MEMORY_FOR_STREAMS_MB"
-	EnvMaxStreams       = "MAX_CONCURRENT_CUDA_STREAMS"
-)
-
-// Thresholds are the effective settings of the stream decision.
-type Thresholds struct {
-	MinBatchSize     int
-	MinBatchMemoryMB float64
-	MaxStreams       int
-	Assign           string // "round_robin" or "balanced"
-}
-
-// String is the form written into generated files and printed by plan.
-func (t Thresholds) String() string {
-	return fmt.Sprintf("min_batch_size=%d min_batch_memory_mb=%s max_streams=%d assign=%s",
-		t.MinBatchSize, strconv.FormatFloat(t.MinBatchMemoryMB, 'f', -1, 64), t.MaxStreams, t.Assign)
-}
-
-// Overrides are settings from outside the schema (flags, environment). A nil
-// field leaves the setting to the next layer down.
-type Overrides struct {
-	Device           *schema.Device
-	MinBatchSize     *int
-	MinBatchMemoryMB *float64
-	MaxStreams       *int
-	Assign           *string
-	MaxStagingMB     *float64
-}
-
-// Over returns o with its unset fields taken from base: o takes precedence.
-func (o Overrides) Over(base Overrides) Overrides {
-	return Overrides{
-		Device:           cmp.Or(o.Device, base.Device),
-		MinBatchSize:     cmp.Or(o.MinBatchSize, base.MinBatchSize),
-		MinBatchMemoryMB: cmp.Or(o.MinBatchMemoryMB, base.MinBatchMemoryMB),
-		MaxStreams:       cmp.Or(o.MaxStreams, base.MaxStreams),
-		Assign:           cmp.Or(o.Assign, base.Assign),
-		MaxStagingMB:     cmp.Or(o.MaxStagingMB, base.MaxStagingMB),
-	}
-}
-
-// Settings are the overridable settings, named as the CLI's flags spell
-// them, with their help text.
-var Settings = []struct{ Name, Help string }{
-	{"device", "target device: cpu, cuda or cuda:N"},
-	{"min-batch-size", "smallest batch size that uses several streams"},
-	{"min-batch-memory-mb", "smallest batch memory (MiB) that uses several streams"},
-	{"max-streams", "most CUDA streams to use"},
-	{"assign", "key-to-stream assignment: round_robin or balanced"},
-	{"max-staging-mb", "largest staging memory, (prefetch+1) x batch, in MiB (default 16384)"},
-}
-
-// envSettings maps the environment variables to the settings they set.
-var envSettings = []struct{ env, setting string }{
-	{EnvMinBatchSize, "min-batch-size"},
-	{EnvMinBatchMemoryMB, "min-batch-memory-mb"},
-	{EnvMaxStreams, "max-streams"},
-}
-
-// Set parses value into the named setting (see Settings). It is the one
-// parser of override values, for flags and environment alike.
-func (o *Overrides) Set(setting, value string) error {
-	switch setting {
-	case "device":
-		d, err := schema.ParseDevice(value)
-		o.Device = &d
-		return err
-	case "min-batch-size":
-		return setNumber(&o.MinBatchSize, value, strconv.Atoi, "an integer")
-	case "min-batch-memory-mb":
-		return setNumber(&o.MinBatchMemoryMB, value, parseFloat, "a number")
-	case "max-streams":
-		return setNumber(&o.MaxStreams, value, strconv.Atoi, "an integer")
-	case "assign":
-		o.Assign = &value
-		return nil
-	case "max-staging-mb":
-		return setNumber(&o.MaxStagingMB, value, parseFloat, "a number")
-	}
-	return fmt.Errorf("unknown setting %q", setting)
-}
-
-func setNumber[T any](dst **T, value string, parse func(string) (T, error), want string) error {
-	v, err := parse(strings.TrimSpace(value))
-	if err != nil {
-		return fmt.Errorf("not %s", want)
-	}
-	*dst = &v
-	return nil
-}
-
-func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
-
-// EnvOverrides reads the stream thresholds from the environment through
-// getenv (os.Getenv in the CLI). Empty variables are unset.
-func EnvOverrides(getenv func(string) string) (Overrides, error) {
-	var o Overrides
-	for _, e := range envSettings {
-		v := strings.TrimSpace(getenv(e.env))
-		if v == "" {
-			continue
-		}
-		if err := o.Set(e.setting, v); err != nil {
-			return o, fmt.Errorf("environment %s=%q: %w", e.env, v, err)
-		}
-	}
-	if err := o.Check(); err != nil {
-		return o, fmt.Errorf("environment: %w", err)
-	}
-	return o, nil
-}
-
-// Check reports an override outside the range the schema allows.
-func (o Overrides) Check() error {
-	switch {
-	case o.MinBatchSize != nil && *o.MinBatchSize < 1:
-		return fmt.Errorf("min batch size %d: must be at least 1", *o.MinBatchSize)
-	case o.MinBatchMemoryMB != nil && !(*o.MinBatchMemoryMB >= 0 && *o.MinBatchMemoryMB <= math.MaxFloat64):
-		return fmt.Errorf("min batch memory %v MB: must be a finite number >= 0", *o.MinBatchMemoryMB)
-	case o.MaxStreams != nil && (*o.MaxStreams < 1 || *o.MaxStreams > schema.MaxStreams):
-		return fmt.Errorf("max streams %d: must be in [1, %d]", *o.MaxStreams, schema.MaxStreams)
-	case o.Assign != nil && *o.Assign != "round_robin" && *o.Assign != "balanced":
-		return fmt.Errorf("assign %q: must be round_robin or balanced", *o.Assign)
-	case o.MaxStagingMB != nil && !(*o.MaxStagingMB > 0 && *o.MaxStagingMB <= math.MaxFloat64):
-		return fmt.Errorf("max staging %v MB: must be a finite number > 0", *o.MaxStagingMB)
-	}
-	return nil
-}
 
 // Plan is a schema with everything decided at generation time.
 type Plan struct {
@@ -170,14 +27,8 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
 	}
-	s := ds.Streams
-	t := Thresholds{
-		MinBatchSize:     deref(cmp.Or(o.MinBatchSize, s.MinBatchSize), DefaultMinBatchSize),
-		MinBatchMemoryMB: deref(cmp.Or(o.MinBatchMemoryMB, s.MinBatchMemoryMB), DefaultMinBatchMemoryMB),
-		MaxStreams:       deref(cmp.Or(o.MaxStreams, s.MaxStreams), DefaultMaxStreams),
-		Assign:           cmp.Or(deref(o.Assign, ""), s.Assign, DefaultAssign),
-	}
-	device := deref(o.Device, ds.Device)
+	t := resolve(ds, o)
+	device := t.Device
 	rp := runtime.Plan{
 		Name:      ds.Name,
 		BatchSize: ds.BatchSize,
@@ -199,7 +50,7 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 		return nil, fmt.Errorf("%s: batch of %d bytes is too large to stage", ds.File, rp.BatchBytes)
 	}
 	rp.BatchMiB = float64(rp.BatchBytes) / (1 << 20)
-	rp.Loader.MaxStagingMB = deref(cmp.Or(o.MaxStagingMB, ds.MaxStagingMB), DefaultMaxStagingMB)
+	rp.Loader.MaxStagingMB = t.MaxStagingMB
 	if err := runtime.CheckStaging(ds.Loader.Prefetch, rp.BatchMiB, rp.Loader.MaxStagingMB); err != nil {
 		return nil, fmt.Errorf("%s: %w (raise loader.max_staging_mb or -max-staging-mb, or shrink the batch)", ds.File, err)
 	}
@@ -277,13 +128,6 @@ func assign(keys []runtime.Key, n int, strategy string) {
 		keys[i].Stream = s
 		load[s] += keys[i].BatchBytes
 	}
-}
-
-func deref[T any](p *T, def T) T {
-	if p == nil {
-		return def
-	}
-	return *p
 }
 
 func mul(a, b int64) (int64, bool) {

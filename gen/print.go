@@ -7,11 +7,15 @@ import (
 	"text/tabwriter"
 )
 
-// WriteTable prints the plan for people: one row per key, the total, and
-// the reason for the stream decision.
+// WriteTable prints the plan for people: each setting with where it came
+// from, one row per key, the total, and the reason for the stream decision.
 func (p *Plan) WriteTable(w io.Writer) error {
 	rp := p.Runtime
-	fmt.Fprintf(w, "%s: batch %d on %s (%s)\n\n", rp.Name, rp.BatchSize, rp.Device, p.Thresholds)
+	fmt.Fprintf(w, "%s: batch %d on %s\n\nsettings:\n", rp.Name, rp.BatchSize, rp.Device)
+	for _, line := range p.Thresholds.Describe() {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "key\trole\tdtype\tsample shape\tbatch bytes\tMiB\tstream\tpriority\t")
 	for _, k := range rp.Keys {

@@ -3,6 +3,7 @@
 package schema
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/loadergen/loadergen/runtime"
@@ -25,6 +26,19 @@ type Dataset struct {
 	// MaxStagingMB bounds the staging memory, (prefetch+1) x batch bytes,
 	// in MiB; nil leaves it to flags or the default (16 GiB).
 	MaxStagingMB *float64
+	// At is where each field is written, by its path: "batch_size",
+	// "streams.max_streams", "inputs.raw.shape", ... -> line and column of
+	// its value. Fields the schema leaves out are absent.
+	At map[string]Pos
+}
+
+// Where returns "FILE:LINE:COL" of the field at path, or FILE when the
+// schema does not write it.
+func (ds *Dataset) Where(path string) string {
+	if pos, ok := ds.At[path]; ok {
+		return fmt.Sprintf("%s:%d:%d", ds.File, pos.Line, pos.Col)
+	}
+	return ds.File
 }
 
 // Device is where batches go: the CPU, or a CUDA device.

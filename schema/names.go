@@ -10,9 +10,6 @@ import (
 	"github.com/loadergen/loadergen/runtime"
 )
 
-// MaxStreams is the largest streams.max_streams a schema may set.
-const MaxStreams = 64
-
 // GoName is the CamelCase form of a key name: the name is split at '_',
 // empty parts are dropped, and each part's first rune is upper-cased
 // (em_raw -> EmRaw).

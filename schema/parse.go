@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"strconv"
@@ -63,6 +64,7 @@ func Parse(file string, data []byte) (*Dataset, error) {
 		file:    file,
 		keyAt:   make(map[string]int),
 		members: make(map[string]member),
+		at:      make(map[string]Pos),
 	}
 	root, err := p.decode(bytes.TrimPrefix(data, []byte("\ufeff")))
 	if err != nil {
@@ -71,6 +73,7 @@ func Parse(file string, data []byte) (*Dataset, error) {
 	if err := p.dataset(root); err != nil {
 		return nil, err
 	}
+	p.ds.At = p.at
 	return &p.ds, nil
 }
 
@@ -81,6 +84,7 @@ type parser struct {
 	keyAt   map[string]int    // key name -> index in ds.Keys
 	members map[string]member // generated batch member name -> key that owns it
 	total   int64             // batch bytes of the keys declared so far
+	at      map[string]Pos    // field path -> position of its value (Dataset.At)
 }
 
 // syntaxLine matches yaml.v3's syntax errors that carry a line number.
@@ -333,8 +337,8 @@ func (p *parser) loader(vals map[string]*yaml.Node) error {
 		if err != nil {
 			return err
 		}
-		if !(v > 0) {
-			return p.errorf(n, "loader.max_staging_mb", "must be > 0, got %v", v)
+		if err := CheckMaxStagingMB(v); err != nil {
+			return p.errorf(n, "loader.max_staging_mb", "%v", err)
 		}
 		p.ds.MaxStagingMB = &v
 	}
@@ -356,9 +360,12 @@ func (p *parser) streams(vals map[string]*yaml.Node) error {
 	}
 	s := &p.ds.Streams
 	if n, ok := f["min_batch_size"]; ok {
-		v, err := p.count("streams.min_batch_size", n, 1)
+		v, err := p.count("streams.min_batch_size", n, math.MinInt)
 		if err != nil {
 			return err
+		}
+		if err := CheckMinBatchSize(v); err != nil {
+			return p.errorf(n, "streams.min_batch_size", "%v", err)
 		}
 		s.MinBatchSize = &v
 	}
@@ -367,15 +374,18 @@ func (p *parser) streams(vals map[string]*yaml.Node) error {
 		if err != nil {
 			return err
 		}
-		if v < 0 {
+		if err := CheckMinBatchMemoryMB(v); err != nil {
 			return p.errorf(n, "streams.min_batch_memory_mb", "must be >= 0, got %s", literal(deref(n).Value))
 		}
 		s.MinBatchMemoryMB = &v
 	}
 	if n, ok := f["max_streams"]; ok {
-		v, err := p.integer("streams.max_streams", n, 1, MaxStreams)
+		v, err := p.integer("streams.max_streams", n, math.MinInt64, math.MaxInt64)
 		if err != nil {
 			return err
+		}
+		if err := CheckMaxStreams(v); err != nil {
+			return p.errorf(n, "streams.max_streams", "%v", err)
 		}
 		ms := int(v)
 		s.MaxStreams = &ms
@@ -385,8 +395,8 @@ func (p *parser) streams(vals map[string]*yaml.Node) error {
 		if err != nil {
 			return err
 		}
-		if v != "round_robin" && v != "balanced" {
-			return p.errorf(n, "streams.assign", "unknown assignment %s (want round_robin or balanced)", quote(v))
+		if err := CheckAssign(v); err != nil {
+			return p.errorf(n, "streams.assign", "%v", err)
 		}
 		s.Assign = v
 	}

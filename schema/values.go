@@ -118,6 +118,7 @@ func (p *parser) fields(path string, m *yaml.Node, known []string) (map[string]*
 		}
 		keys[name] = kn
 		vals[name] = m.Content[i+1]
+		p.at[strings.TrimPrefix(path+"."+name, ".")] = Pos{Line: m.Content[i+1].Line, Col: m.Content[i+1].Column}
 	}
 	return vals, nil
 }

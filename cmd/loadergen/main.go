@@ -6,16 +6,18 @@
 // Usage:
 //
 //	loadergen generate [-o FILE] [overrides] SCHEMA   write the loader
-//	loadergen plan [-json] [overrides] SCHEMA         print the plan and its reason
+//	loadergen plan [-json] [overrides] SCHEMA         print the plan, its settings and its reason
 //	loadergen check [-o FILE] [overrides] SCHEMA      exit 1 with a diff if FILE is stale
 //	loadergen init [-name N] [-package P] DIR         scaffold a schema and generate.go
 //	loadergen version
 //
-// Overrides: -device -min-batch-size -min-batch-memory-mb -max-streams -assign.
-// Precedence: flags > environment > schema > defaults.
+// Overrides: -device -min-batch-size -min-batch-memory-mb -max-streams
+// -assign -max-staging-mb. Precedence: flags > environment > schema >
+// defaults. Flags may come before or after SCHEMA.
 package main
 
 import (
+	"bufio"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,25 +27,31 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/aymanbagabas/go-udiff"
-
 	"github.com/loadergen/loadergen/gen"
 	"github.com/loadergen/loadergen/internal/outfile"
+	"github.com/loadergen/loadergen/internal/unified"
 	"github.com/loadergen/loadergen/schema"
 	"github.com/loadergen/loadergen/templates"
 )
 
 const usage = `usage:
   loadergen generate [-o FILE] [overrides] SCHEMA   write the loader (default FILE: SCHEMA's base + _loader.go, next to it)
-  loadergen plan [-json] [overrides] SCHEMA         print the plan and the reason for the stream decision
+  loadergen plan [-json] [overrides] SCHEMA         print the plan, where each setting came from, and the stream decision
   loadergen check [-o FILE] [overrides] SCHEMA      exit 1 with a unified diff if FILE is stale
   loadergen init [-name N] [-package P] DIR         scaffold dataset.yaml and generate.go in DIR
   loadergen version
 overrides: -device -min-batch-size -min-batch-memory-mb -max-streams -assign -max-staging-mb
+flags may come before or after SCHEMA; -h after a command describes its flags
 `
 
-// errStale makes check exit 1 after printing its diff.
-var errStale = errors.New("generated file is stale")
+// Exit statuses of run besides 0.
+var (
+	errStale = errors.New("generated file is stale") // check: exit 1 after printing the diff
+	errUsage = errors.New("usage")                   // bad command line: exit 2, the message is printed
+)
+
+// toolPath is the package go get -tool adds.
+const toolPath = "github.com/loadergen/loadergen/cmd/loadergen"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
@@ -66,7 +74,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	case "init":
 		err = scaffold(rest, stdout, stderr)
 	case "version":
-		fmt.Fprintln(stdout, "loadergen", version())
+		err = printVersion(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 	default:
@@ -74,9 +82,9 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		return 2
 	}
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
-	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
 		return 2
 	case errors.Is(err, errStale):
 		return 1
@@ -85,42 +93,80 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	return 1
 }
 
-// overrideFlags registers the stream-plan overrides on fs; gen parses them.
+// command is one subcommand's flag set and its positional arguments.
+type command struct {
+	fs   *flag.FlagSet
+	what string // what the positional argument is: "SCHEMA" or "DIR"
+}
+
+func newCommand(name, what string, stdout, stderr io.Writer) *command {
+	c := &command{fs: flag.NewFlagSet(name, flag.ContinueOnError), what: what}
+	c.fs.SetOutput(stderr)
+	c.fs.Usage = func() {} // parse prints it, to stdout for -h
+	return c
+}
+
+// usage prints the command's usage and flags to w.
+func (c *command) usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: loadergen %s [flags] %s\n", c.fs.Name(), c.what)
+	c.fs.SetOutput(w)
+	c.fs.PrintDefaults()
+}
+
+// parse reads flags before and after the one positional argument, as go
+// vet does. -h prints the usage to stdout and returns flag.ErrHelp.
+func (c *command) parse(args []string, stdout io.Writer) (string, error) {
+	var pos []string
+	for {
+		if err := c.fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				c.usage(stdout)
+				return "", flag.ErrHelp
+			}
+			c.usage(c.fs.Output()) // after the flag package's error message
+			return "", errUsage
+		}
+		args = c.fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		if args[0] == "--" {
+			pos = append(pos, args[1:]...)
+			break
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(c.fs.Output(), "loadergen %s: want one %s argument, got %d\n", c.fs.Name(), c.what, len(pos))
+		c.usage(c.fs.Output())
+		return "", errUsage
+	}
+	return pos[0], nil
+}
+
+// overrideFlags registers the setting overrides on fs; gen parses them.
 func overrideFlags(fs *flag.FlagSet, o *gen.Overrides) {
 	for _, s := range gen.Settings {
-		fs.Func(s.Name, s.Help, func(v string) error { return o.Set(s.Name, v) })
+		fs.Func(s.Name, s.Help, func(v string) error { return o.Set(s.Name, v, "flag -"+s.Name) })
 	}
 }
 
 // planFor runs the first half of the pipeline: schema.Load -> gen.NewPlan,
 // with flags over environment over schema.
 func planFor(path string, flags gen.Overrides, getenv func(string) string) (*gen.Plan, error) {
-	if err := flags.Check(); err != nil {
-		return nil, fmt.Errorf("flags: %w", err)
-	}
 	env, err := gen.EnvOverrides(getenv)
 	if err != nil {
+		return nil, err
+	}
+	over := flags.Over(env)
+	if err := over.Check(); err != nil {
 		return nil, err
 	}
 	ds, err := schema.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	return gen.NewPlan(ds, flags.Over(env))
-}
-
-// parse parses a subcommand's flags and wants exactly one argument after them.
-func parse(fs *flag.FlagSet, args []string, stderr io.Writer, what string) (string, error) {
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return "", flag.ErrHelp // the flag package has printed the error and usage
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintf(stderr, "loadergen %s: want one %s argument, got %d\n", fs.Name(), what, fs.NArg())
-		fs.Usage()
-		return "", flag.ErrHelp
-	}
-	return fs.Arg(0), nil
+	return gen.NewPlan(ds, over)
 }
 
 // output resolves -o: by default the schema's base name + _loader.go, next
@@ -134,26 +180,25 @@ func output(schemaPath, o string) string {
 }
 
 // render runs the whole pipeline: schema.Load -> gen.NewPlan -> gen.Generate.
-func render(args []string, name string, stderr io.Writer, getenv func(string) string) (out string, src []byte, err error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	o := fs.String("o", "", "output file (default: SCHEMA's base name + _loader.go, next to SCHEMA)")
+func render(name string, args []string, stdout, stderr io.Writer, getenv func(string) string) (out string, p *gen.Plan, src []byte, err error) {
+	c := newCommand(name, "SCHEMA", stdout, stderr)
+	o := c.fs.String("o", "", "output file (default: SCHEMA's base name + _loader.go, next to SCHEMA)")
 	var over gen.Overrides
-	overrideFlags(fs, &over)
-	path, err := parse(fs, args, stderr, "SCHEMA")
+	overrideFlags(c.fs, &over)
+	path, err := c.parse(args, stdout)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	p, err := planFor(path, over, getenv)
-	if err != nil {
-		return "", nil, err
+	if p, err = planFor(path, over, getenv); err != nil {
+		return "", nil, nil, err
 	}
 	out = output(path, *o)
 	src, err = gen.Generate(p, gen.SourcePath(path, out))
-	return out, src, err
+	return out, p, src, err
 }
 
 func generate(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	out, src, err := render(args, "generate", stderr, getenv)
+	out, _, src, err := render("generate", args, stdout, stderr, getenv)
 	if err != nil {
 		return err
 	}
@@ -161,8 +206,10 @@ func generate(args []string, stdout, stderr io.Writer, getenv func(string) strin
 	return err
 }
 
+// check prints a unified diff and exits 1 when the file on disk differs
+// from what generate would write, naming the settings that differ.
 func check(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	out, src, err := render(args, "check", stderr, getenv)
+	out, p, src, err := render("check", args, stdout, stderr, getenv)
 	if err != nil {
 		return err
 	}
@@ -173,17 +220,20 @@ func check(args []string, stdout, stderr io.Writer, getenv func(string) string) 
 	if string(old) == string(src) {
 		return nil
 	}
-	fmt.Fprint(stdout, udiff.Unified(out, out+" (regenerated)", string(old), string(src)))
+	fmt.Fprint(stdout, unified.Diff(out, out+" (regenerated)", string(old), string(src)))
 	fmt.Fprintf(stderr, "loadergen: %s is stale: run loadergen generate (go generate)\n", out)
+	for _, d := range p.Thresholds.StaleSettings(gen.HeaderSettings(old)) {
+		fmt.Fprintln(stderr, "loadergen:", d)
+	}
 	return errStale
 }
 
 func plan(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print the plan as JSON")
+	c := newCommand("plan", "SCHEMA", stdout, stderr)
+	asJSON := c.fs.Bool("json", false, "print the plan as JSON")
 	var over gen.Overrides
-	overrideFlags(fs, &over)
-	path, err := parse(fs, args, stderr, "SCHEMA")
+	overrideFlags(c.fs, &over)
+	path, err := c.parse(args, stdout)
 	if err != nil {
 		return err
 	}
@@ -198,10 +248,10 @@ func plan(args []string, stdout, stderr io.Writer, getenv func(string) string) e
 }
 
 func scaffold(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("init", flag.ContinueOnError)
-	name := fs.String("name", "", "exported prefix of generated identifiers (default: from DIR)")
-	pkg := fs.String("package", "", "Go package name (default: from DIR)")
-	dir, err := parse(fs, args, stderr, "DIR")
+	c := newCommand("init", "DIR", stdout, stderr)
+	name := c.fs.String("name", "", "exported prefix of generated identifiers (default: from DIR)")
+	pkg := c.fs.String("package", "", "Go package name (default: from DIR)")
+	dir, err := c.parse(args, stdout)
 	if err != nil {
 		return err
 	}
@@ -216,28 +266,106 @@ func scaffold(args []string, stdout, stderr io.Writer) error {
 	for _, w := range written {
 		fmt.Fprintln(stdout, "wrote", w)
 	}
-	fmt.Fprintln(stdout, "next: go get -tool github.com/loadergen/loadergen/cmd/loadergen && go generate ./...")
+	fmt.Fprintln(stdout, "next:", nextStep(dir))
 	return nil
 }
 
 // scaffoldData derives the package and name from the directory when the
-// flags leave them out, and checks them as the schema will.
+// flags leave them out, and checks them as the schema will, saying which
+// is wrong and where it came from.
 func scaffoldData(dir, name, pkg string) (templates.Data, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return templates.Data{}, err
 	}
 	base := filepath.Base(abs)
+	pkgFrom, nameFrom := "-package", "-name"
 	if pkg == "" {
-		pkg = schema.PackageName(base)
+		pkg, pkgFrom = schema.PackageName(base), fmt.Sprintf("the package name derived from %q", base)
 	}
 	if name == "" {
-		name = schema.GoName(pkg)
+		name, nameFrom = schema.GoName(pkg), fmt.Sprintf("the name derived from package %q", pkg)
 	}
-	if err := errors.Join(schema.CheckPackage(pkg), schema.CheckName(name)); err != nil {
-		return templates.Data{}, fmt.Errorf("init %s: %w (set -package and -name)", dir, err)
+	var errs []error
+	if err := schema.CheckPackage(pkg); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w (set -package)", pkgFrom, err))
+	}
+	if err := schema.CheckName(name); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w (set -name)", nameFrom, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return templates.Data{}, fmt.Errorf("init %s: %w", dir, err)
 	}
 	return templates.Data{Package: pkg, Name: name, Schema: "dataset.yaml", Output: "dataset_loader.go"}, nil
+}
+
+// nextStep says what to run after init: go generate, after adding the tool
+// to the module when its go.mod lacks the tool directive.
+func nextStep(dir string) string {
+	const gen = "edit dataset.yaml, then go generate ./..."
+	mod, err := findGoMod(dir)
+	switch {
+	case err != nil:
+		return "create a module (go mod init), then go get -tool " + toolPath + ", " + gen
+	case !hasTool(mod):
+		return "go get -tool " + toolPath + ", " + gen
+	}
+	return gen
+}
+
+// findGoMod returns the go.mod of the module dir is in.
+func findGoMod(dir string) (string, error) {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for {
+		path := filepath.Join(d, "go.mod")
+		if _, err := os.Stat(path); err == nil {
+			return path, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", os.ErrNotExist
+		}
+		d = parent
+	}
+}
+
+// hasTool reports whether go.mod at path has loadergen's tool directive,
+// alone or in a tool block.
+func hasTool(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == toolPath || line == "tool "+toolPath {
+			return true
+		}
+	}
+	return false
+}
+
+func printVersion(args []string, stdout, stderr io.Writer) error {
+	c := newCommand("version", "", stdout, stderr)
+	if err := c.fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			c.usage(stdout)
+			return err
+		}
+		c.usage(stderr)
+		return errUsage
+	}
+	if c.fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "loadergen version: takes no arguments, got %q\n", c.fs.Args())
+		return errUsage
+	}
+	fmt.Fprintln(stdout, "loadergen", version())
+	return nil
 }
 
 func version() string {

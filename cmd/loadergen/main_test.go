@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -184,8 +185,10 @@ func TestBadInputWritesNothing(t *testing.T) {
 		want string
 	}{
 		{map[string]string{"MAX_CONCURRENT_CUDA_STREAMS": "many"}, nil, `loadergen: environment MAX_CONCURRENT_CUDA_STREAMS="many": not an integer` + "\n"},
-		{nil, []string{"-max-streams", "0"}, "loadergen: flags: max streams 0: must be in [1, 64]\n"},
-		{nil, []string{"-assign", "random"}, "loadergen: flags: assign \"random\": must be round_robin or balanced\n"},
+		{map[string]string{"MAX_CONCURRENT_CUDA_STREAMS": "0"}, nil, "loadergen: environment MAX_CONCURRENT_CUDA_STREAMS: max_streams must be between 1 and 64, got 0\n"},
+		{map[string]string{"MIN_BATCH_SIZE_FOR_STREAMS": "-2"}, nil, "loadergen: environment MIN_BATCH_SIZE_FOR_STREAMS: min_batch_size must be >= 1, got -2\n"},
+		{nil, []string{"-max-streams", "0"}, "loadergen: flag -max-streams: max_streams must be between 1 and 64, got 0\n"},
+		{nil, []string{"-assign", "random"}, "loadergen: flag -assign: assign unknown assignment \"random\" (want round_robin or balanced)\n"},
 	} {
 		args := append(append([]string{"plan"}, tt.args...), "dataset.yaml")
 		if code, _, errOut := cli(t, dir, envOf(tt.env), args...); code != 1 || errOut != tt.want {
@@ -252,5 +255,135 @@ func TestUsage(t *testing.T) {
 	}
 	if code, out, _ := cli(t, dir, noEnv, "version"); code != 0 || !strings.HasPrefix(out, "loadergen ") {
 		t.Errorf("version: exit %d, %q", code, out)
+	}
+}
+
+// TestFlagsAfterSchema: flags may follow the schema, as go vet allows.
+func TestFlagsAfterSchema(t *testing.T) {
+	dir := writeSchema(t, designSchema)
+	code, out, errOut := cli(t, dir, noEnv, "plan", "dataset.yaml", "-json", "-max-streams", "2")
+	if code != 0 || !strings.HasPrefix(out, `{"name":"CellMap"`) {
+		t.Errorf("plan dataset.yaml -json: exit %d, %q %q", code, out, errOut)
+	}
+	if code, _, errOut := cli(t, dir, noEnv, "generate", "dataset.yaml", "-o", "x_loader.go"); code != 0 {
+		t.Fatalf("generate dataset.yaml -o: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x_loader.go")); err != nil {
+		t.Error(err)
+	}
+	if code, _, errOut := cli(t, dir, noEnv, "plan", "dataset.yaml", "-json", "other.yaml"); code != 2 || !strings.Contains(errOut, "want one SCHEMA argument, got 2") {
+		t.Errorf("two schemas: exit %d, %q", code, errOut)
+	}
+}
+
+// TestHelpAndVersionArguments: -h is not an error; version takes nothing.
+func TestHelpAndVersionArguments(t *testing.T) {
+	dir := t.TempDir()
+	for _, cmd := range []string{"plan", "generate", "check", "init"} {
+		code, out, errOut := cli(t, dir, noEnv, cmd, "-h")
+		if code != 0 || !strings.Contains(out, "usage: loadergen "+cmd) || errOut != "" {
+			t.Errorf("%s -h: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout", cmd, code, out, errOut)
+		}
+	}
+	for _, args := range [][]string{{"version", "-x"}, {"version", "extra"}} {
+		if code, out, _ := cli(t, dir, noEnv, args...); code != 2 || out != "" {
+			t.Errorf("%v: exit %d, stdout %q; want 2", args, code, out)
+		}
+	}
+}
+
+// TestPlanSaysWhereSettingsCameFrom: every setting names its origin.
+func TestPlanSaysWhereSettingsCameFrom(t *testing.T) {
+	dir := writeSchema(t, designSchema+"  assign: balanced\n")
+	env := envOf(map[string]string{"MAX_CONCURRENT_CUDA_STREAMS": "2"})
+	code, out, errOut := cli(t, dir, env, "plan", "-min-batch-size", "4", "dataset.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"  device=cuda (schema dataset.yaml:5:9)\n",
+		"  min_batch_size=4 (flag -min-batch-size)\n",
+		"  min_batch_memory_mb=100 (default)\n",
+		"  max_streams=2 (environment MAX_CONCURRENT_CUDA_STREAMS)\n",
+		"  assign=balanced (schema dataset.yaml:13:11)\n",
+		"  max_staging_mb=16384 (default)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestCheckNamesTheSetting: a file generated with an environment override
+// is stale without it, and check says which setting differs; its diff
+// applies with git apply and patch without offsets.
+func TestCheckNamesTheSetting(t *testing.T) {
+	dir := writeSchema(t, designSchema)
+	env := envOf(map[string]string{"MIN_BATCH_MEMORY_FOR_STREAMS_MB": "1", "MAX_CONCURRENT_CUDA_STREAMS": "1"})
+	if code, _, errOut := cli(t, dir, env, "generate", "dataset.yaml"); code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, errOut)
+	}
+	code, diff, errOut := cli(t, dir, noEnv, "check", "dataset.yaml")
+	if code != 1 {
+		t.Fatalf("check: exit %d, want 1", code)
+	}
+	for _, want := range []string{
+		"min_batch_memory_mb: the file was generated with 1, this run gives 100 (default); was MIN_BATCH_MEMORY_FOR_STREAMS_MB or -min-batch-memory-mb set when it was generated?",
+		"max_streams: the file was generated with 1, this run gives 4 (default); was MAX_CONCURRENT_CUDA_STREAMS or -max-streams set when it was generated?",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("check does not say %q:\n%s", want, errOut)
+		}
+	}
+	old, err := os.ReadFile(filepath.Join(dir, "dataset_loader.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range [][]string{
+		{"git", "apply", "--check", "-p0", "--verbose", "fix.diff"},
+		{"patch", "-p0", "--dry-run", "--fuzz=0", "-i", "fix.diff"},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, "fix.diff"), []byte(strings.Replace(diff, "dataset_loader.go (regenerated)", "dataset_loader.go", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(tool[0], tool[1:]...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.Contains(string(out), "offset") || strings.Contains(string(out), "fuzz") {
+			t.Errorf("%s: %v\n%s", strings.Join(tool, " "), err, out)
+		}
+	}
+	if again, _ := os.ReadFile(filepath.Join(dir, "dataset_loader.go")); !bytes.Equal(old, again) {
+		t.Error("checking the diff changed the file")
+	}
+}
+
+// TestInitMessages: a bad directory name says which of package and name is
+// wrong; the next step depends on the module's tool directive.
+func TestInitMessages(t *testing.T) {
+	root := t.TempDir()
+	code, _, errOut := cli(t, root, noEnv, "init", "./2d")
+	want := `loadergen: init ./2d: the package name derived from "2d": "2d" is not a valid Go identifier (set -package)` + "\n" +
+		`the name derived from package "2d": "2d" is not a valid Go identifier (set -name)` + "\n"
+	if code != 1 || errOut != want {
+		t.Errorf("init ./2d: exit %d, stderr %q\nwant %q", code, errOut, want)
+	}
+	for _, tt := range []struct {
+		gomod, want string
+	}{
+		{"", "next: create a module (go mod init), then go get -tool github.com/loadergen/loadergen/cmd/loadergen, edit dataset.yaml, then go generate ./...\n"},
+		{"module m\n\ngo 1.24\n", "next: go get -tool github.com/loadergen/loadergen/cmd/loadergen, edit dataset.yaml, then go generate ./...\n"},
+		{"module m\n\ngo 1.24\n\ntool (\n\tgithub.com/loadergen/loadergen/cmd/loadergen\n)\n", "next: edit dataset.yaml, then go generate ./...\n"},
+	} {
+		mod := t.TempDir()
+		if tt.gomod != "" {
+			if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte(tt.gomod), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code, out, errOut := cli(t, mod, noEnv, "init", "data")
+		if code != 0 || !strings.HasSuffix(out, tt.want) {
+			t.Errorf("go.mod %q: exit %d, %q %q; want the last line %q", tt.gomod, code, out, errOut, tt.want)
+		}
 	}
 }

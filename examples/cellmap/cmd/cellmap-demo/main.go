@@ -6,12 +6,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 
 	"github.com/loadergen/loadergen/examples/cellmap"
 	"github.com/loadergen/loadergen/runtime"
@@ -25,26 +27,32 @@ func main() {
 	trace := flag.String("trace", "", "write a Chrome trace-event JSON here (open it in Perfetto)")
 	flag.Parse()
 	log.SetFlags(0)
-	if err := run(*data, *samples, *epochs, *workers, *trace); err != nil {
+	// A progress bar only where someone watches: in a log it would be a
+	// stream of carriage-return frames.
+	bar := term.IsTerminal(int(os.Stderr.Fd()))
+	if err := run(*data, *samples, *epochs, *workers, *trace, os.Stdout, os.Stderr, bar); err != nil {
 		log.Fatal("cellmap-demo: ", err)
 	}
 }
 
-func run(root string, samples, epochs, workers int, tracePath string) (err error) {
+// run loads epochs of the dataset under root, writing a line per epoch to
+// stdout and the loader's log to stderr, with a progress bar there when bar
+// is set.
+func run(root string, samples, epochs, workers int, tracePath string, stdout, stderr io.Writer, bar bool) (err error) {
 	t0 := time.Now()
 	wrote, err := cellmap.EnsureSynthetic(root, samples, 1)
 	if err != nil {
 		return err
 	}
 	if wrote {
-		fmt.Printf("wrote %d synthetic samples to %s in %v\n", samples, root, time.Since(t0).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "wrote %d synthetic samples to %s in %v\n", samples, root, time.Since(t0).Round(time.Millisecond))
 	}
 	files, err := cellmap.OpenCellMapFiles(root)
 	if err != nil {
 		return err
 	}
 	defer files.Close()
-	opts := runtime.Options{Workers: workers, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+	opts := runtime.Options{Workers: workers, Logger: slog.New(slog.NewTextHandler(stderr, nil))}
 	if tracePath != "" {
 		f, err := os.Create(tracePath)
 		if err != nil {
@@ -54,7 +62,7 @@ func run(root string, samples, epochs, workers int, tracePath string) (err error
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
-			fmt.Printf("trace written to %s: open it at https://ui.perfetto.dev\n", tracePath)
+			fmt.Fprintf(stdout, "trace written to %s: open it at https://ui.perfetto.dev\n", tracePath)
 		}()
 		opts.Trace = f
 	}
@@ -71,8 +79,12 @@ func run(root string, samples, epochs, workers int, tracePath string) (err error
 	ctx := context.Background()
 	for epoch := range epochs {
 		before := l.Stats()
-		bar := progressbar.NewOptions(l.Len(),
-			progressbar.OptionSetWriter(os.Stderr),
+		progress := io.Discard
+		if bar {
+			progress = stderr
+		}
+		pb := progressbar.NewOptions(l.Len(),
+			progressbar.OptionSetWriter(progress),
 			progressbar.OptionSetDescription(fmt.Sprintf("epoch %d/%d", epoch+1, epochs)),
 			progressbar.OptionShowCount(),
 			progressbar.OptionSetWidth(30),
@@ -86,13 +98,13 @@ func run(root string, samples, epochs, workers int, tracePath string) (err error
 			}
 			// A stand-in for a training step: look at one label channel.
 			foreground += float64(b.LabelsData()[len(b.LabelsData())/2])
-			bar.Add(1)
+			pb.Add(1)
 		}
 		elapsed := time.Since(start)
-		bar.Finish()
+		pb.Finish()
 		s := l.Stats()
 		bytes, n := s.Bytes-before.Bytes, s.Samples-before.Samples
-		fmt.Printf("epoch %d: %d batches, %d samples, %.1f MiB in %v: %.2f GB/s, %.0f samples/s (consumer waited %v)\n",
+		fmt.Fprintf(stdout, "epoch %d: %d batches, %d samples, %.1f MiB in %v: %.2f GB/s, %.0f samples/s (consumer waited %v)\n",
 			epoch+1, s.Batches-before.Batches, n, float64(bytes)/(1<<20), elapsed.Round(time.Millisecond),
 			float64(bytes)/elapsed.Seconds()/1e9, float64(n)/elapsed.Seconds(), (s.Wait - before.Wait).Round(time.Millisecond))
 	}

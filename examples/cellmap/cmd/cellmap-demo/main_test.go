@@ -1,0 +1,22 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestPlainOutputWithoutTerminal: with stderr not a terminal the demo
+// writes plain lines, no progress-bar frames.
+func TestPlainOutputWithoutTerminal(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if err := run(t.TempDir(), 8, 2, 2, "", &stdout, &stderr, false); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stderr.String(), "\r") || strings.Contains(stdout.String(), "\r") {
+		t.Errorf("carriage returns in the output:\nstdout %q\nstderr %q", stdout.String(), stderr.String())
+	}
+	if n := strings.Count(stdout.String(), "\nepoch "); n != 2 || !strings.HasPrefix(stdout.String(), "wrote 8 synthetic samples") {
+		t.Errorf("stdout is not the data line and one line per epoch:\n%s", stdout.String())
+	}
+}

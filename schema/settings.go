@@ -1,0 +1,64 @@
+package schema
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// MaxStreams is the largest streams.max_streams a schema may set.
+const MaxStreams = 64
+
+// Assignments are the key-to-stream assignments streams.assign names.
+var Assignments = []string{"round_robin", "balanced"}
+
+// The rules of the settings that flags and the environment may override
+// too. The schema parser reports their errors at the offending node, the
+// generator's overrides name the flag or variable; both call these.
+
+// CheckMinBatchSize: streams.min_batch_size must be at least 1.
+func CheckMinBatchSize(v int) error {
+	if v < 1 {
+		return fmt.Errorf("must be >= 1, got %d", v)
+	}
+	return nil
+}
+
+// CheckMinBatchMemoryMB: streams.min_batch_memory_mb must be finite and >= 0.
+func CheckMinBatchMemoryMB(v float64) error {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return fmt.Errorf("must be a finite number, got %v", v)
+	case v < 0:
+		return fmt.Errorf("must be >= 0, got %s", formatFloat(v))
+	}
+	return nil
+}
+
+// CheckMaxStreams: streams.max_streams must be in [1, MaxStreams].
+func CheckMaxStreams(v int64) error {
+	if v < 1 || v > MaxStreams {
+		return fmt.Errorf("must be between 1 and %d, got %d", MaxStreams, v)
+	}
+	return nil
+}
+
+// CheckAssign: streams.assign must name one of Assignments.
+func CheckAssign(s string) error {
+	for _, a := range Assignments {
+		if s == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown assignment %s (want round_robin or balanced)", quote(s))
+}
+
+// CheckMaxStagingMB: loader.max_staging_mb must be finite and > 0.
+func CheckMaxStagingMB(v float64) error {
+	if !(v > 0 && v <= math.MaxFloat64) {
+		return fmt.Errorf("must be > 0, got %s", formatFloat(v))
+	}
+	return nil
+}
+
+func formatFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
