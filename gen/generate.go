@@ -328,7 +328,7 @@ func (g *emitter) dataMethods(f *jen.File) {
 //	}
 func (g *emitter) loaderType(f *jen.File) {
 	name := g.n.exported("Loader")
-	f.Commentf("%s streams batches of %s from a %s into preallocated", name, g.ds.Name, g.n.exported("Source"))
+	f.Commentf("%s streams batches of %s, read through %s, into preallocated", name, g.ds.Name, g.n.exported("Source"))
 	f.Comment("staging slots, filled ahead of the consumer by a pool of workers.")
 	f.Type().Id(name).Struct(
 		jen.Id("src").Id(g.n.exported("Source")),

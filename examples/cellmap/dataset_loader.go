@@ -136,7 +136,7 @@ func (b *CellMapBatch) LabelsData() []float32 {
 	return b.labels[:len(b.Indices)*cellMapLabelsElems]
 }
 
-// CellMapLoader streams batches of CellMap from a CellMapSource into preallocated
+// CellMapLoader streams batches of CellMap, read through CellMapSource, into preallocated
 // staging slots, filled ahead of the consumer by a pool of workers.
 type CellMapLoader struct {
 	src     CellMapSource

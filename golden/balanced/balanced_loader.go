@@ -255,7 +255,7 @@ func (b *BalancedBatch) StepData() []int16 {
 	return b.step[:len(b.Indices)*balancedStepElems]
 }
 
-// BalancedLoader streams batches of Balanced from a BalancedSource into preallocated
+// BalancedLoader streams batches of Balanced, read through BalancedSource, into preallocated
 // staging slots, filled ahead of the consumer by a pool of workers.
 type BalancedLoader struct {
 	src     BalancedSource

@@ -176,7 +176,7 @@ func (b *CellMapBatch) WeightData() []float32 {
 	return b.weight[:len(b.Indices)*cellMapWeightElems]
 }
 
-// CellMapLoader streams batches of CellMap from a CellMapSource into preallocated
+// CellMapLoader streams batches of CellMap, read through CellMapSource, into preallocated
 // staging slots, filled ahead of the consumer by a pool of workers.
 type CellMapLoader struct {
 	src     CellMapSource

@@ -155,7 +155,7 @@ func (b *LargeBatch) LabelData() []int64 {
 	return b.label[:len(b.Indices)*largeLabelElems]
 }
 
-// LargeLoader streams batches of Large from a LargeSource into preallocated
+// LargeLoader streams batches of Large, read through LargeSource, into preallocated
 // staging slots, filled ahead of the consumer by a pool of workers.
 type LargeLoader struct {
 	src     LargeSource

@@ -155,7 +155,7 @@ func (b *SmallBatch) LabelData() []int64 {
 	return b.label[:len(b.Indices)*smallLabelElems]
 }
 
-// SmallLoader streams batches of Small from a SmallSource into preallocated
+// SmallLoader streams batches of Small, read through SmallSource, into preallocated
 // staging slots, filled ahead of the consumer by a pool of workers.
 type SmallLoader struct {
 	src     SmallSource

@@ -175,7 +175,7 @@ func (b *EMBatch) DistData() []float32 {
 	return b.dist[:len(b.Indices)*emDistElems]
 }
 
-// EMLoader streams batches of EM from a EMSource into preallocated
+// EMLoader streams batches of EM, read through EMSource, into preallocated
 // staging slots, filled ahead of the consumer by a pool of workers.
 type EMLoader struct {
 	src     EMSource

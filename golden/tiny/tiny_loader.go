@@ -255,7 +255,7 @@ func (b *TinyBatch) HData() []float64 {
 	return b.h[:len(b.Indices)*tinyHElems]
 }
 
-// TinyLoader streams batches of Tiny from a TinySource into preallocated
+// TinyLoader streams batches of Tiny, read through TinySource, into preallocated
 // staging slots, filled ahead of the consumer by a pool of workers.
 type TinyLoader struct {
 	src     TinySource
