@@ -43,12 +43,16 @@ func Generate(p *Plan, source string) ([]byte, error) {
 		g.plan,
 		g.sample,
 		g.source,
+		g.samples,
+		g.samplesRand,
+		g.samplesReader,
 		g.batch,
 		g.staged,
 		g.dataMethods,
 		g.loaderType,
 		g.newLoader,
 		g.fill,
+		g.fillSamples,
 		g.epoch,
 		g.epochFrom,
 		g.forwards,
@@ -270,6 +274,69 @@ func (g *emitter) source(f *jen.File) {
 	)
 }
 
+// samples renders
+//
+//	type CellMapSamples struct {
+//		Epoch   int
+//		Indices []int
+//		Raw     []uint8 // key "raw": len(Indices) x [64 64 64] uint8
+//		rand    *rand.Rand
+//		pcg     rand.PCG
+//	}
+func (g *emitter) samples(f *jen.File) {
+	fields := []jen.Code{
+		jen.Id("Epoch").Int().Comment("epoch the samples are loaded for"),
+		jen.Id("Indices").Index().Int().Comment("dataset indices of the samples, in batch order"),
+		jen.Line(),
+	}
+	for _, k := range g.keys {
+		fields = append(fields, jen.Id(k.Go).Index().Add(k.elemType()).Commentf("key %q: len(Indices) x %s", k.Name, describe(k.Key)))
+	}
+	fields = append(fields, jen.Line(),
+		jen.Id("rand").Op("*").Qual(randPath, "Rand").Comment("what Rand returns, over pcg"),
+		jen.Id("pcg").Qual(randPath, "PCG"),
+	)
+	name := g.n.exported("Samples")
+	f.Commentf("%s are consecutive samples of one batch, filled in one call by a", name)
+	f.Commentf("%s. Every key's slice holds len(Indices) samples back to", g.n.exported("SamplesReader"))
+	f.Comment("back in C order and points into the staging buffer: write every element,")
+	f.Comment("it holds an older batch.")
+	f.Type().Id(name).Struct(fields...)
+}
+
+// samplesRand renders
+//
+//	func (s *CellMapSamples) Rand(i int) *rand.Rand { runtime.SeedSample(...); return s.rand }
+func (g *emitter) samplesRand(f *jen.File) {
+	f.Comment("Rand returns the Rand of the i-th sample, seeded as Read's s.Rand is for")
+	f.Comment("dataset index Indices[i], so it makes the same draws. It reseeds one")
+	f.Comment("generator: finish one sample's draws before asking for another's.")
+	f.Func().Params(jen.Id("s").Op("*").Id(g.n.exported("Samples"))).Id("Rand").Params(jen.Id("i").Int()).Op("*").Qual(randPath, "Rand").Block(
+		g.rt("SeedSample").Call(jen.Op("&").Id("s").Dot("pcg"), jen.Id(g.n.unexported("Plan")).Dot("Loader").Dot("Seed"),
+			jen.Id("s").Dot("Epoch"), jen.Id("s").Dot("Indices").Index(jen.Id("i"))),
+		jen.Return(jen.Id("s").Dot("rand")),
+	)
+}
+
+// samplesReader renders
+//
+//	type CellMapSamplesReader interface {
+//		ReadSamples(s *CellMapSamples) (n int, err error)
+//	}
+func (g *emitter) samplesReader(f *jen.File) {
+	name := g.n.exported("SamplesReader")
+	f.Commentf("%s is optional for sources of %s, as io.WriterTo sits beside", name, g.ds.Name)
+	f.Commentf("io.Writer: when the %s implements it, the loader calls ReadSamples", g.n.exported("Source"))
+	f.Comment("instead of Read, for runs of samples sized so that tiny samples cost about")
+	f.Comment("a plain copy loop, and concurrently for different runs.")
+	f.Type().Id(name).Interface(
+		jen.Comment("ReadSamples fills every sample of s. When it fails it returns how many"),
+		jen.Comment("samples, from the first, it filled in full: the loader's error then"),
+		jen.Comment("names the dataset index s.Indices[n]."),
+		jen.Id("ReadSamples").Params(jen.Id("s").Op("*").Id(g.n.exported("Samples"))).Params(jen.Id("n").Int(), jen.Err().Error()),
+	)
+}
+
 // batch renders
 //
 //	type CellMapBatch struct {
@@ -332,9 +399,11 @@ func (g *emitter) loaderType(f *jen.File) {
 	f.Comment("staging slots, filled ahead of the consumer by a pool of workers.")
 	f.Type().Id(name).Struct(
 		jen.Id("src").Id(g.n.exported("Source")),
+		jen.Id("many").Id(g.n.exported("SamplesReader")).Comment("src, when it fills runs of samples at once; else nil"),
 		jen.Id("engine").Op("*").Add(g.rt("Engine")),
 		jen.Id("batches").Index().Id(g.n.exported("Batch")).Comment("one per staging slot"),
-		jen.Id("samples").Index().Id(g.n.exported("Sample")).Comment("one per worker"),
+		jen.Id("samples").Index().Id(g.n.exported("Sample")).Comment("one per worker, for Read"),
+		jen.Id("runs").Index().Id(g.n.exported("Samples")).Comment("one per worker, for ReadSamples"),
 	)
 }
 
@@ -352,6 +421,7 @@ func (g *emitter) newLoader(f *jen.File) {
 			jen.Return(jen.Nil(), jen.Qual("errors", "New").Call(errf("nil source"))),
 		),
 		jen.Id("l").Op(":=").Op("&").Id(name).Values(jen.Dict{jen.Id("src"): jen.Id("src")}),
+		jen.List(jen.Id("l").Dot("many"), jen.Id("_")).Op("=").Id("src").Assert(jen.Id(g.n.exported("SamplesReader"))),
 		jen.List(jen.Id("e"), jen.Err()).Op(":=").Add(g.rt("NewEngine")).Call(
 			jen.Id(g.n.unexported("Plan")), jen.Id("src").Dot("Len").Call(), jen.Id("opts"), jen.Id("l").Dot("fill"),
 		),
@@ -362,9 +432,12 @@ func (g *emitter) newLoader(f *jen.File) {
 		jen.Id("l").Dot("batches").Op("=").Make(jen.Index().Id(g.n.exported("Batch")), jen.Id("e").Dot("Slots").Call()),
 		jen.For(jen.Id("s").Op(":=").Range().Id("l").Dot("batches")).Block(g.slotViews()...),
 		jen.Id("l").Dot("samples").Op("=").Make(jen.Index().Id(g.n.exported("Sample")), jen.Id("e").Dot("Workers").Call()),
+		jen.Id("l").Dot("runs").Op("=").Make(jen.Index().Id(g.n.exported("Samples")), jen.Id("e").Dot("Workers").Call()),
 		jen.For(jen.Id("w").Op(":=").Range().Id("l").Dot("samples")).Block(
 			jen.Id("l").Dot("samples").Index(jen.Id("w")).Dot("Rand").Op("=").Qual(randPath, "New").Call(
 				jen.Op("&").Id("l").Dot("samples").Index(jen.Id("w")).Dot("pcg")),
+			jen.Id("l").Dot("runs").Index(jen.Id("w")).Dot("rand").Op("=").Qual(randPath, "New").Call(
+				jen.Op("&").Id("l").Dot("runs").Index(jen.Id("w")).Dot("pcg")),
 		),
 		jen.Return(jen.Id("l"), jen.Nil()),
 	}
@@ -407,6 +480,7 @@ func (g *emitter) fill(f *jen.File) {
 	f.Comment("fill reads the samples of run r through the source, each into its place")
 	f.Comment("in the staging slot; r.Done tells the runtime which sample failed.")
 	f.Func().Params(jen.Id("l").Op("*").Id(g.n.exported("Loader"))).Id("fill").Params(jen.Id("r").Op("*").Add(g.rt("Run"))).Error().Block(
+		jen.If(jen.Id("l").Dot("many").Op("!=").Nil()).Block(jen.Return(jen.Id("l").Dot("fillSamples").Call(jen.Id("r")))),
 		jen.List(jen.Id("b"), jen.Id("s")).Op(":=").List(
 			jen.Op("&").Id("l").Dot("batches").Index(jen.Id("r").Dot("Slot")),
 			jen.Op("&").Id("l").Dot("samples").Index(jen.Id("r").Dot("Worker")),
@@ -415,6 +489,38 @@ func (g *emitter) fill(f *jen.File) {
 		jen.For(jen.Empty(), jen.Id("r").Dot("Done").Op("<").Len(jen.Id("r").Dot("Indices")), jen.Id("r").Dot("Done").Op("++")).Block(loop...),
 		jen.Return(jen.Nil()),
 	)
+}
+
+// fillSamples renders
+//
+//	func (l *CellMapLoader) fillSamples(r *runtime.Run) error {
+//		... s.Raw = b.raw[r.Pos*elems:][:n*elems] ...
+//		done, err := l.many.ReadSamples(s)
+//	}
+func (g *emitter) fillSamples(f *jen.File) {
+	body := []jen.Code{
+		jen.List(jen.Id("b"), jen.Id("s"), jen.Id("n")).Op(":=").List(
+			jen.Op("&").Id("l").Dot("batches").Index(jen.Id("r").Dot("Slot")),
+			jen.Op("&").Id("l").Dot("runs").Index(jen.Id("r").Dot("Worker")),
+			jen.Len(jen.Id("r").Dot("Indices")),
+		),
+		jen.List(jen.Id("s").Dot("Epoch"), jen.Id("s").Dot("Indices")).Op("=").List(jen.Id("r").Dot("Epoch"), jen.Id("r").Dot("Indices")),
+	}
+	for _, k := range g.keys {
+		body = append(body, jen.Id("s").Dot(k.Go).Op("=").Id("b").Dot(k.view).
+			Index(jen.Id("r").Dot("Pos").Op("*").Id(k.elems), jen.Empty()).Index(jen.Empty(), jen.Id("n").Op("*").Id(k.elems)))
+	}
+	body = append(body,
+		jen.List(jen.Id("done"), jen.Err()).Op(":=").Id("l").Dot("many").Dot("ReadSamples").Call(jen.Id("s")),
+		jen.Id("r").Dot("Done").Op("=").Min(jen.Max(jen.Id("done"), jen.Lit(0)), jen.Id("n")),
+		jen.If(jen.Err().Op("==").Nil().Op("&&").Id("done").Op("!=").Id("n")).Block(
+			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(g.errPrefix()+"ReadSamples filled %d of %d samples and returned no error"), jen.Id("done"), jen.Id("n"))),
+		),
+		jen.Return(jen.Err()),
+	)
+	f.Comment("fillSamples fills run r with one ReadSamples call, the key slices of the")
+	f.Comment("run's samples pointing at their places in the staging slot.")
+	f.Func().Params(jen.Id("l").Op("*").Id(g.n.exported("Loader"))).Id("fillSamples").Params(jen.Id("r").Op("*").Add(g.rt("Run"))).Error().Block(body...)
 }
 
 func (g *emitter) recv() *jen.Statement {
@@ -573,6 +679,18 @@ func (g *emitter) filesMethods(f *jen.File) {
 	reads = append(reads, jen.Return(jen.Nil()))
 	f.Comment("Read copies sample s.Index of every key's file into s.")
 	f.Add(recv()).Id("Read").Params(jen.Id("s").Op("*").Id(g.n.exported("Sample"))).Error().Block(reads...)
+
+	gathers := make([]jen.Code, 0, len(g.keys)+1)
+	for _, k := range g.keys {
+		gathers = append(gathers, jen.If(
+			jen.List(jen.Id("n"), jen.Err()).Op(":=").Qual(npyPath, "Gather").Call(jen.Id("f").Dot(k.view), jen.Id("s").Dot("Indices"), jen.Id("s").Dot(k.Go)),
+			jen.Err().Op("!=").Nil(),
+		).Block(jen.Return(jen.Id("n"), jen.Op("&").Add(g.rt("KeyError")).Values(jen.Id("Key").Op(":").Lit(k.Name), jen.Id("Err").Op(":").Err()))))
+	}
+	gathers = append(gathers, jen.Return(jen.Len(jen.Id("s").Dot("Indices")), jen.Nil()))
+	f.Comment("ReadSamples copies the samples of s from every key's file, one gather")
+	f.Comment("loop per key: the loader calls it instead of Read.")
+	f.Add(recv()).Id("ReadSamples").Params(jen.Id("s").Op("*").Id(g.n.exported("Samples"))).Params(jen.Int(), jen.Error()).Block(gathers...)
 
 	f.Comment("Close unmaps every file.")
 	f.Add(recv()).Id("Close").Params().Error().Block(jen.Return(jen.Qual(npyPath, "CloseAll").Call(closes...)))

@@ -331,7 +331,7 @@ func (c *cudaBackend) syncReady(s int) error {
 		c.stats.copy[i].Add(int64(ms * 1e6))
 		if c.trace != nil {
 			// Device time, placed at the host time the copies were issued.
-			c.trace.slice(streamTrack+i, "copy", sl.issued, time.Duration(ms*1e6), sl.batch, -1)
+			c.trace.slice(streamTrack+i, "copy", sl.issued, time.Duration(ms*1e6), sl.batch, 0, 0)
 		}
 	}
 	sl.timed = true

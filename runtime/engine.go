@@ -58,6 +58,10 @@ type Engine struct {
 	order   []int // scratch for the epoch's order, reused
 	sample  int64 // bytes of one sample, all keys
 	runs    []Run // one per worker, reused for every run it fills
+	// perSample is the recent average time to fill one sample, in
+	// nanoseconds (0 until measured). Every worker updates it after each
+	// run; dispatch and claims read it to size runs (runLength).
+	perSample atomic.Int64
 
 	tasks   chan int      // slot numbers; one per worker share of a batch
 	done    chan struct{} // closed by Close: workers and waits stop
@@ -258,8 +262,32 @@ func (e *Engine) work(w int) {
 	}
 }
 
-// runLen is how many samples a worker claims at once.
-const runLen = 1
+// runTarget is how long one run should take to fill: long enough that a
+// claim, the call into generated code and its recover cost little next to
+// many tiny samples, short enough that a worker holding a run of slow
+// samples never keeps the others waiting long.
+const runTarget = 20 * time.Microsecond
+
+// runLength is how many of the remaining samples of a batch a worker claims
+// at once: as many as fill in about runTarget at the measured speed, one
+// until a sample has been timed, and never more than remain.
+func (e *Engine) runLength(remaining int) int {
+	ns := e.perSample.Load()
+	if ns <= 0 {
+		return 1
+	}
+	return int(max(1, min(int64(runTarget)/ns, int64(remaining))))
+}
+
+// timeRun folds the time a run of n samples took into perSample, an average
+// that follows the last few runs.
+func (e *Engine) timeRun(d time.Duration, n int) {
+	ns := max(int64(d)/int64(n), 1)
+	if old := e.perSample.Load(); old > 0 {
+		ns = old + (ns-old)/8
+	}
+	e.perSample.Store(ns)
+}
 
 // share is worker w's share of the batch in slot s: it fills runs of
 // samples until the batch has none left, it fails, or the engine closes.
@@ -280,19 +308,19 @@ func (e *Engine) share(w, s int) {
 		}
 	}()
 	for !sl.abort.Load() && !e.closing.Load() {
-		pos := int(sl.next.Add(runLen) - runLen)
+		k := e.runLength(sl.n - int(sl.next.Load()))
+		pos := int(sl.next.Add(int64(k)) - int64(k))
 		if pos >= sl.n {
 			break
 		}
 		*r = Run{Worker: w, Slot: s, Epoch: sl.epoch, Batch: sl.batch.Number, Pos: pos,
-			Indices: sl.batch.Indices[pos:min(pos+runLen, sl.n)]}
-		var t0 time.Time
-		if e.trace != nil {
-			t0 = time.Now()
-		}
+			Indices: sl.batch.Indices[pos:min(pos+k, sl.n)]}
+		t0 := time.Now()
 		err := e.call(r)
+		d := time.Since(t0)
+		e.timeRun(d, len(r.Indices))
 		if e.trace != nil {
-			e.trace.slice(workerTrack+w, "fill", t0, time.Since(t0), r.Batch, r.Indices[0])
+			e.trace.slice(workerTrack+w, "fill", t0, d, r.Batch, r.Indices[0], len(r.Indices))
 		}
 		if err != nil {
 			sl.fail(newReadError(r.Batch, r.current(), err))
@@ -340,7 +368,11 @@ func (e *Engine) dispatch(order []int, epoch, b int) error {
 	sl.abort.Store(false)
 	sl.errOnce = sync.Once{}
 	sl.err = nil
-	shares := min(e.set.workers, sl.n)
+	// One share per worker, but no more than there are runs: a batch of
+	// tiny samples is one run, filled by one worker while the others fill
+	// the batches ahead of it.
+	k := e.runLength(sl.n)
+	shares := min(e.set.workers, (sl.n+k-1)/k)
 	sl.pending.Store(int32(shares))
 	for range shares {
 		e.tasks <- b % len(e.slots)
@@ -419,7 +451,7 @@ func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed bool,
 	}
 	e.stats.wait.Add(int64(time.Since(t0)))
 	if e.trace != nil {
-		e.trace.slice(consumerTrack, "wait", t0, time.Since(t0), b, -1)
+		e.trace.slice(consumerTrack, "wait", t0, time.Since(t0), b, 0, 0)
 	}
 	if sl.err != nil {
 		return nil, true, sl.err

@@ -17,8 +17,8 @@ const (
 
 // tracer writes Chrome trace-event JSON (the JSON array format, which
 // Perfetto and chrome://tracing open): a track for the consumer's waits, one
-// per worker with each sample fill a slice, and under CUDA one per stream
-// with each batch's copies a slice.
+// per worker with each run of samples it fills a slice, and under CUDA one
+// per stream with each batch's copies a slice.
 type tracer struct {
 	mu     sync.Mutex
 	w      *bufio.Writer
@@ -51,8 +51,9 @@ func (t *tracer) meta(kind string, tid int, name string) {
 	t.write(b)
 }
 
-// slice records one complete event ("X") on track tid.
-func (t *tracer) slice(tid int, name string, start time.Time, dur time.Duration, batch, index int) {
+// slice records one complete event ("X") on track tid, for batch and, when
+// samples > 0, a run of samples starting at dataset index.
+func (t *tracer) slice(tid int, name string, start time.Time, dur time.Duration, batch, index, samples int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b := append(t.w.AvailableBuffer(), `{"ph":"X","pid":1,"tid":`...)
@@ -65,9 +66,11 @@ func (t *tracer) slice(tid int, name string, start time.Time, dur time.Duration,
 	b = strconv.AppendFloat(b, float64(dur.Nanoseconds())/1e3, 'f', 3, 64)
 	b = append(b, `,"args":{"batch":`...)
 	b = strconv.AppendInt(b, int64(batch), 10)
-	if index >= 0 {
+	if samples > 0 {
 		b = append(b, `,"index":`...)
 		b = strconv.AppendInt(b, int64(index), 10)
+		b = append(b, `,"samples":`...)
+		b = strconv.AppendInt(b, int64(samples), 10)
 	}
 	b = append(b, "}},\n"...)
 	t.write(b)

@@ -3,11 +3,14 @@ package runtime
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
+	"time"
 )
 
-// TestTrace: the trace is valid JSON with a named track per worker, one
-// fill slice per sample and one wait slice per batch.
+// TestTrace: the trace is valid JSON with a named track per worker, fill
+// slices that together cover every sample once, and one wait slice per
+// batch.
 func TestTrace(t *testing.T) {
 	var out bytes.Buffer
 	e := newTestEngine(t, testPlan(4, LoaderDefaults{Prefetch: 2}), 10, Options{Workers: 2, Trace: &out}, nil)
@@ -27,7 +30,7 @@ func TestTrace(t *testing.T) {
 	}
 	tracks := map[int]string{}
 	counts := map[string]int{}
-	indices := map[float64]bool{}
+	samples := 0
 	for _, ev := range events {
 		switch ev.Ph {
 		case "M":
@@ -37,7 +40,7 @@ func TestTrace(t *testing.T) {
 		case "X":
 			counts[ev.Name]++
 			if ev.Name == "fill" {
-				indices[ev.Args["index"].(float64)] = true
+				samples += int(ev.Args["samples"].(float64))
 				if ev.Tid != workerTrack && ev.Tid != workerTrack+1 {
 					t.Errorf("fill on track %d, not a worker's", ev.Tid)
 				}
@@ -47,7 +50,53 @@ func TestTrace(t *testing.T) {
 	if tracks[workerTrack] != "worker 0" || tracks[workerTrack+1] != "worker 1" || tracks[consumerTrack] == "" {
 		t.Errorf("tracks %v", tracks)
 	}
-	if counts["fill"] != 10 || len(indices) != 10 || counts["wait"] != 3 {
-		t.Errorf("%d fill slices over %d indices and %d waits; want 10, 10, 3", counts["fill"], len(indices), counts["wait"])
+	if counts["fill"] < 3 || samples != 10 || counts["wait"] != 3 {
+		t.Errorf("%d fill slices of %d samples and %d waits; want at least one slice per batch, 10 samples, 3 waits", counts["fill"], samples, counts["wait"])
+	}
+}
+
+// fillSlices runs one epoch of n samples in batches of batch with the
+// source's failure hook fail (used to slow samples down) and returns the
+// sample counts of the trace's fill slices.
+func fillSlices(t *testing.T, batch, n int, fail func(key, index int) error) []int {
+	t.Helper()
+	var out bytes.Buffer
+	e := newTestEngine(t, testPlan(batch, LoaderDefaults{Prefetch: 2}), n, Options{Workers: 2, Trace: &out}, fail)
+	collect(t, e, 0, 0)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var events []struct {
+		Name string         `json:"name"`
+		Args map[string]any `json:"args"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &events); err != nil {
+		t.Fatal(err)
+	}
+	var runs []int
+	for _, ev := range events {
+		if ev.Name == "fill" {
+			runs = append(runs, int(ev.Args["samples"].(float64)))
+		}
+	}
+	return runs
+}
+
+// TestRunSizing: workers claim long runs of fast samples (one run per
+// batch once the speed is known) and single slow samples, so that a slow
+// sample never holds up the others.
+func TestRunSizing(t *testing.T) {
+	fast := fillSlices(t, 16, 16*40, nil)
+	if len(fast) > 40+16 || slices.Max(fast) != 16 {
+		t.Errorf("fast samples: %d runs of up to %d samples for 40 batches of 16; want about one run per batch", len(fast), slices.Max(fast))
+	}
+	slow := fillSlices(t, 8, 32, func(key, index int) error {
+		if key == 0 {
+			time.Sleep(200 * time.Microsecond)
+		}
+		return nil
+	})
+	if len(slow) != 32 || slices.Max(slow) != 1 {
+		t.Errorf("slow samples (200 µs each): runs %v; want 32 runs of one sample", slow)
 	}
 }

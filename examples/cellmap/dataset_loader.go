@@ -107,6 +107,40 @@ type CellMapSource interface {
 	Read(s *CellMapSample) error
 }
 
+// CellMapSamples are consecutive samples of one batch, filled in one call by a
+// CellMapSamplesReader. Every key's slice holds len(Indices) samples back to
+// back in C order and points into the staging buffer: write every element,
+// it holds an older batch.
+type CellMapSamples struct {
+	Epoch   int   // epoch the samples are loaded for
+	Indices []int // dataset indices of the samples, in batch order
+
+	Raw    []uint8   // key "raw": len(Indices) x [64 64 64] uint8
+	Labels []float32 // key "labels": len(Indices) x [3 64 64 64] float32
+
+	rand *rand.Rand // what Rand returns, over pcg
+	pcg  rand.PCG
+}
+
+// Rand returns the Rand of the i-th sample, seeded as Read's s.Rand is for
+// dataset index Indices[i], so it makes the same draws. It reseeds one
+// generator: finish one sample's draws before asking for another's.
+func (s *CellMapSamples) Rand(i int) *rand.Rand {
+	runtime.SeedSample(&s.pcg, cellMapPlan.Loader.Seed, s.Epoch, s.Indices[i])
+	return s.rand
+}
+
+// CellMapSamplesReader is optional for sources of CellMap, as io.WriterTo sits beside
+// io.Writer: when the CellMapSource implements it, the loader calls ReadSamples
+// instead of Read, for runs of samples sized so that tiny samples cost about
+// a plain copy loop, and concurrently for different runs.
+type CellMapSamplesReader interface {
+	// ReadSamples fills every sample of s. When it fails it returns how many
+	// samples, from the first, it filled in full: the loader's error then
+	// names the dataset index s.Indices[n].
+	ReadSamples(s *CellMapSamples) (n int, err error)
+}
+
 // CellMapBatch is one staged batch; n = len(Indices) is CellMapBatchSize except for
 // a short last batch. It is valid until the loop advances.
 type CellMapBatch struct {
@@ -140,9 +174,11 @@ func (b *CellMapBatch) LabelsData() []float32 {
 // staging slots, filled ahead of the consumer by a pool of workers.
 type CellMapLoader struct {
 	src     CellMapSource
+	many    CellMapSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []CellMapBatch  // one per staging slot
-	samples []CellMapSample // one per worker
+	batches []CellMapBatch   // one per staging slot
+	samples []CellMapSample  // one per worker, for Read
+	runs    []CellMapSamples // one per worker, for ReadSamples
 }
 
 // NewCellMapLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -151,6 +187,7 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 		return nil, errors.New("cellmap: NewCellMapLoader: nil source")
 	}
 	l := &CellMapLoader{src: src}
+	l.many, _ = src.(CellMapSamplesReader)
 	e, err := runtime.NewEngine(cellMapPlan, src.Len(), opts, l.fill)
 	if err != nil {
 		return nil, fmt.Errorf("cellmap: NewCellMapLoader: %w", err)
@@ -163,8 +200,10 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 		b.labels = runtime.View[float32](e.Staging(s, 1))
 	}
 	l.samples = make([]CellMapSample, e.Workers())
+	l.runs = make([]CellMapSamples, e.Workers())
 	for w := range l.samples {
 		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
+		l.runs[w].rand = rand.New(&l.runs[w].pcg)
 	}
 	return l, nil
 }
@@ -172,6 +211,9 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *CellMapLoader) fill(r *runtime.Run) error {
+	if l.many != nil {
+		return l.fillSamples(r)
+	}
 	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
 	s.Epoch = r.Epoch
 	for ; r.Done < len(r.Indices); r.Done++ {
@@ -185,6 +227,21 @@ func (l *CellMapLoader) fill(r *runtime.Run) error {
 		}
 	}
 	return nil
+}
+
+// fillSamples fills run r with one ReadSamples call, the key slices of the
+// run's samples pointing at their places in the staging slot.
+func (l *CellMapLoader) fillSamples(r *runtime.Run) error {
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker], len(r.Indices)
+	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Raw = b.raw[r.Pos*cellMapRawElems:][:n*cellMapRawElems]
+	s.Labels = b.labels[r.Pos*cellMapLabelsElems:][:n*cellMapLabelsElems]
+	done, err := l.many.ReadSamples(s)
+	r.Done = min(max(done, 0), n)
+	if err == nil && done != n {
+		return fmt.Errorf("cellmap: ReadSamples filled %d of %d samples and returned no error", done, n)
+	}
+	return err
 }
 
 // Epoch yields the batches of epoch in order. Breaking out of the loop,
@@ -281,6 +338,18 @@ func (f *CellMapFiles) Read(s *CellMapSample) error {
 		return &runtime.KeyError{Key: "labels", Err: err}
 	}
 	return nil
+}
+
+// ReadSamples copies the samples of s from every key's file, one gather
+// loop per key: the loader calls it instead of Read.
+func (f *CellMapFiles) ReadSamples(s *CellMapSamples) (int, error) {
+	if n, err := npy.Gather(f.raw, s.Indices, s.Raw); err != nil {
+		return n, &runtime.KeyError{Key: "raw", Err: err}
+	}
+	if n, err := npy.Gather(f.labels, s.Indices, s.Labels); err != nil {
+		return n, &runtime.KeyError{Key: "labels", Err: err}
+	}
+	return len(s.Indices), nil
 }
 
 // Close unmaps every file.

@@ -184,6 +184,46 @@ type BalancedSource interface {
 	Read(s *BalancedSample) error
 }
 
+// BalancedSamples are consecutive samples of one batch, filled in one call by a
+// BalancedSamplesReader. Every key's slice holds len(Indices) samples back to
+// back in C order and points into the staging buffer: write every element,
+// it holds an older batch.
+type BalancedSamples struct {
+	Epoch   int   // epoch the samples are loaded for
+	Indices []int // dataset indices of the samples, in batch order
+
+	Tiny  []int8    // key "tiny": len(Indices) x [2] int8
+	Wide  []float64 // key "wide": len(Indices) x [64 64] float64
+	Half  []uint16  // key "half": len(Indices) x [32 32] bfloat16
+	Ids   []uint64  // key "ids": len(Indices) x [16] uint64
+	Depth []float32 // key "depth": len(Indices) x [64 64] float32
+	Count []int32   // key "count": len(Indices) x [4] int32
+	Code  []uint32  // key "code": len(Indices) x [8] uint32
+	Step  []int16   // key "step": len(Indices) x [3] int16
+
+	rand *rand.Rand // what Rand returns, over pcg
+	pcg  rand.PCG
+}
+
+// Rand returns the Rand of the i-th sample, seeded as Read's s.Rand is for
+// dataset index Indices[i], so it makes the same draws. It reseeds one
+// generator: finish one sample's draws before asking for another's.
+func (s *BalancedSamples) Rand(i int) *rand.Rand {
+	runtime.SeedSample(&s.pcg, balancedPlan.Loader.Seed, s.Epoch, s.Indices[i])
+	return s.rand
+}
+
+// BalancedSamplesReader is optional for sources of Balanced, as io.WriterTo sits beside
+// io.Writer: when the BalancedSource implements it, the loader calls ReadSamples
+// instead of Read, for runs of samples sized so that tiny samples cost about
+// a plain copy loop, and concurrently for different runs.
+type BalancedSamplesReader interface {
+	// ReadSamples fills every sample of s. When it fails it returns how many
+	// samples, from the first, it filled in full: the loader's error then
+	// names the dataset index s.Indices[n].
+	ReadSamples(s *BalancedSamples) (n int, err error)
+}
+
 // BalancedBatch is one staged batch; n = len(Indices) is BalancedBatchSize except for
 // a short last batch. It is valid until the loop advances.
 type BalancedBatch struct {
@@ -259,9 +299,11 @@ func (b *BalancedBatch) StepData() []int16 {
 // staging slots, filled ahead of the consumer by a pool of workers.
 type BalancedLoader struct {
 	src     BalancedSource
+	many    BalancedSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []BalancedBatch  // one per staging slot
-	samples []BalancedSample // one per worker
+	batches []BalancedBatch   // one per staging slot
+	samples []BalancedSample  // one per worker, for Read
+	runs    []BalancedSamples // one per worker, for ReadSamples
 }
 
 // NewBalancedLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -270,6 +312,7 @@ func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoade
 		return nil, errors.New("balanced: NewBalancedLoader: nil source")
 	}
 	l := &BalancedLoader{src: src}
+	l.many, _ = src.(BalancedSamplesReader)
 	e, err := runtime.NewEngine(balancedPlan, src.Len(), opts, l.fill)
 	if err != nil {
 		return nil, fmt.Errorf("balanced: NewBalancedLoader: %w", err)
@@ -288,8 +331,10 @@ func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoade
 		b.step = runtime.View[int16](e.Staging(s, 7))
 	}
 	l.samples = make([]BalancedSample, e.Workers())
+	l.runs = make([]BalancedSamples, e.Workers())
 	for w := range l.samples {
 		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
+		l.runs[w].rand = rand.New(&l.runs[w].pcg)
 	}
 	return l, nil
 }
@@ -297,6 +342,9 @@ func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoade
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *BalancedLoader) fill(r *runtime.Run) error {
+	if l.many != nil {
+		return l.fillSamples(r)
+	}
 	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
 	s.Epoch = r.Epoch
 	for ; r.Done < len(r.Indices); r.Done++ {
@@ -316,6 +364,27 @@ func (l *BalancedLoader) fill(r *runtime.Run) error {
 		}
 	}
 	return nil
+}
+
+// fillSamples fills run r with one ReadSamples call, the key slices of the
+// run's samples pointing at their places in the staging slot.
+func (l *BalancedLoader) fillSamples(r *runtime.Run) error {
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker], len(r.Indices)
+	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Tiny = b.tiny[r.Pos*balancedTinyElems:][:n*balancedTinyElems]
+	s.Wide = b.wide[r.Pos*balancedWideElems:][:n*balancedWideElems]
+	s.Half = b.half[r.Pos*balancedHalfElems:][:n*balancedHalfElems]
+	s.Ids = b.ids[r.Pos*balancedIdsElems:][:n*balancedIdsElems]
+	s.Depth = b.depth[r.Pos*balancedDepthElems:][:n*balancedDepthElems]
+	s.Count = b.count[r.Pos*balancedCountElems:][:n*balancedCountElems]
+	s.Code = b.code[r.Pos*balancedCodeElems:][:n*balancedCodeElems]
+	s.Step = b.step[r.Pos*balancedStepElems:][:n*balancedStepElems]
+	done, err := l.many.ReadSamples(s)
+	r.Done = min(max(done, 0), n)
+	if err == nil && done != n {
+		return fmt.Errorf("balanced: ReadSamples filled %d of %d samples and returned no error", done, n)
+	}
+	return err
 }
 
 // Epoch yields the batches of epoch in order. Breaking out of the loop,

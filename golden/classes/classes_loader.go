@@ -133,6 +133,42 @@ type CellMapSource interface {
 	Read(s *CellMapSample) error
 }
 
+// CellMapSamples are consecutive samples of one batch, filled in one call by a
+// CellMapSamplesReader. Every key's slice holds len(Indices) samples back to
+// back in C order and points into the staging buffer: write every element,
+// it holds an older batch.
+type CellMapSamples struct {
+	Epoch   int   // epoch the samples are loaded for
+	Indices []int // dataset indices of the samples, in batch order
+
+	Raw    []uint8   // key "raw": len(Indices) x [8 8 8] uint8
+	Labels []float32 // key "labels": len(Indices) x [3 8 8 8] float32
+	Valid  []uint8   // key "valid": len(Indices) x [3 2] bool
+	Weight []float32 // key "weight": len(Indices) x [8 8 8] float32
+
+	rand *rand.Rand // what Rand returns, over pcg
+	pcg  rand.PCG
+}
+
+// Rand returns the Rand of the i-th sample, seeded as Read's s.Rand is for
+// dataset index Indices[i], so it makes the same draws. It reseeds one
+// generator: finish one sample's draws before asking for another's.
+func (s *CellMapSamples) Rand(i int) *rand.Rand {
+	runtime.SeedSample(&s.pcg, cellMapPlan.Loader.Seed, s.Epoch, s.Indices[i])
+	return s.rand
+}
+
+// CellMapSamplesReader is optional for sources of CellMap, as io.WriterTo sits beside
+// io.Writer: when the CellMapSource implements it, the loader calls ReadSamples
+// instead of Read, for runs of samples sized so that tiny samples cost about
+// a plain copy loop, and concurrently for different runs.
+type CellMapSamplesReader interface {
+	// ReadSamples fills every sample of s. When it fails it returns how many
+	// samples, from the first, it filled in full: the loader's error then
+	// names the dataset index s.Indices[n].
+	ReadSamples(s *CellMapSamples) (n int, err error)
+}
+
 // CellMapBatch is one staged batch; n = len(Indices) is CellMapBatchSize except for
 // a short last batch. It is valid until the loop advances.
 type CellMapBatch struct {
@@ -180,9 +216,11 @@ func (b *CellMapBatch) WeightData() []float32 {
 // staging slots, filled ahead of the consumer by a pool of workers.
 type CellMapLoader struct {
 	src     CellMapSource
+	many    CellMapSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []CellMapBatch  // one per staging slot
-	samples []CellMapSample // one per worker
+	batches []CellMapBatch   // one per staging slot
+	samples []CellMapSample  // one per worker, for Read
+	runs    []CellMapSamples // one per worker, for ReadSamples
 }
 
 // NewCellMapLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -191,6 +229,7 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 		return nil, errors.New("classes: NewCellMapLoader: nil source")
 	}
 	l := &CellMapLoader{src: src}
+	l.many, _ = src.(CellMapSamplesReader)
 	e, err := runtime.NewEngine(cellMapPlan, src.Len(), opts, l.fill)
 	if err != nil {
 		return nil, fmt.Errorf("classes: NewCellMapLoader: %w", err)
@@ -205,8 +244,10 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 		b.weight = runtime.View[float32](e.Staging(s, 3))
 	}
 	l.samples = make([]CellMapSample, e.Workers())
+	l.runs = make([]CellMapSamples, e.Workers())
 	for w := range l.samples {
 		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
+		l.runs[w].rand = rand.New(&l.runs[w].pcg)
 	}
 	return l, nil
 }
@@ -214,6 +255,9 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *CellMapLoader) fill(r *runtime.Run) error {
+	if l.many != nil {
+		return l.fillSamples(r)
+	}
 	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
 	s.Epoch = r.Epoch
 	for ; r.Done < len(r.Indices); r.Done++ {
@@ -229,6 +273,23 @@ func (l *CellMapLoader) fill(r *runtime.Run) error {
 		}
 	}
 	return nil
+}
+
+// fillSamples fills run r with one ReadSamples call, the key slices of the
+// run's samples pointing at their places in the staging slot.
+func (l *CellMapLoader) fillSamples(r *runtime.Run) error {
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker], len(r.Indices)
+	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Raw = b.raw[r.Pos*cellMapRawElems:][:n*cellMapRawElems]
+	s.Labels = b.labels[r.Pos*cellMapLabelsElems:][:n*cellMapLabelsElems]
+	s.Valid = b.valid[r.Pos*cellMapValidElems:][:n*cellMapValidElems]
+	s.Weight = b.weight[r.Pos*cellMapWeightElems:][:n*cellMapWeightElems]
+	done, err := l.many.ReadSamples(s)
+	r.Done = min(max(done, 0), n)
+	if err == nil && done != n {
+		return fmt.Errorf("classes: ReadSamples filled %d of %d samples and returned no error", done, n)
+	}
+	return err
 }
 
 // Epoch yields the batches of epoch in order. Breaking out of the loop,
@@ -347,6 +408,24 @@ func (f *CellMapFiles) Read(s *CellMapSample) error {
 		return &runtime.KeyError{Key: "weight", Err: err}
 	}
 	return nil
+}
+
+// ReadSamples copies the samples of s from every key's file, one gather
+// loop per key: the loader calls it instead of Read.
+func (f *CellMapFiles) ReadSamples(s *CellMapSamples) (int, error) {
+	if n, err := npy.Gather(f.raw, s.Indices, s.Raw); err != nil {
+		return n, &runtime.KeyError{Key: "raw", Err: err}
+	}
+	if n, err := npy.Gather(f.labels, s.Indices, s.Labels); err != nil {
+		return n, &runtime.KeyError{Key: "labels", Err: err}
+	}
+	if n, err := npy.Gather(f.valid, s.Indices, s.Valid); err != nil {
+		return n, &runtime.KeyError{Key: "valid", Err: err}
+	}
+	if n, err := npy.Gather(f.weight, s.Indices, s.Weight); err != nil {
+		return n, &runtime.KeyError{Key: "weight", Err: err}
+	}
+	return len(s.Indices), nil
 }
 
 // Close unmaps every file.

@@ -119,6 +119,41 @@ type LargeSource interface {
 	Read(s *LargeSample) error
 }
 
+// LargeSamples are consecutive samples of one batch, filled in one call by a
+// LargeSamplesReader. Every key's slice holds len(Indices) samples back to
+// back in C order and points into the staging buffer: write every element,
+// it holds an older batch.
+type LargeSamples struct {
+	Epoch   int   // epoch the samples are loaded for
+	Indices []int // dataset indices of the samples, in batch order
+
+	Image []float32 // key "image": len(Indices) x [3 256 256] float32
+	Mask  []uint8   // key "mask": len(Indices) x [256 256] uint8
+	Label []int64   // key "label": len(Indices) x [2] int64
+
+	rand *rand.Rand // what Rand returns, over pcg
+	pcg  rand.PCG
+}
+
+// Rand returns the Rand of the i-th sample, seeded as Read's s.Rand is for
+// dataset index Indices[i], so it makes the same draws. It reseeds one
+// generator: finish one sample's draws before asking for another's.
+func (s *LargeSamples) Rand(i int) *rand.Rand {
+	runtime.SeedSample(&s.pcg, largePlan.Loader.Seed, s.Epoch, s.Indices[i])
+	return s.rand
+}
+
+// LargeSamplesReader is optional for sources of Large, as io.WriterTo sits beside
+// io.Writer: when the LargeSource implements it, the loader calls ReadSamples
+// instead of Read, for runs of samples sized so that tiny samples cost about
+// a plain copy loop, and concurrently for different runs.
+type LargeSamplesReader interface {
+	// ReadSamples fills every sample of s. When it fails it returns how many
+	// samples, from the first, it filled in full: the loader's error then
+	// names the dataset index s.Indices[n].
+	ReadSamples(s *LargeSamples) (n int, err error)
+}
+
 // LargeBatch is one staged batch; n = len(Indices) is LargeBatchSize except for
 // a short last batch. It is valid until the loop advances.
 type LargeBatch struct {
@@ -159,9 +194,11 @@ func (b *LargeBatch) LabelData() []int64 {
 // staging slots, filled ahead of the consumer by a pool of workers.
 type LargeLoader struct {
 	src     LargeSource
+	many    LargeSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []LargeBatch  // one per staging slot
-	samples []LargeSample // one per worker
+	batches []LargeBatch   // one per staging slot
+	samples []LargeSample  // one per worker, for Read
+	runs    []LargeSamples // one per worker, for ReadSamples
 }
 
 // NewLargeLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -170,6 +207,7 @@ func NewLargeLoader(src LargeSource, opts runtime.Options) (*LargeLoader, error)
 		return nil, errors.New("large: NewLargeLoader: nil source")
 	}
 	l := &LargeLoader{src: src}
+	l.many, _ = src.(LargeSamplesReader)
 	e, err := runtime.NewEngine(largePlan, src.Len(), opts, l.fill)
 	if err != nil {
 		return nil, fmt.Errorf("large: NewLargeLoader: %w", err)
@@ -183,8 +221,10 @@ func NewLargeLoader(src LargeSource, opts runtime.Options) (*LargeLoader, error)
 		b.label = runtime.View[int64](e.Staging(s, 2))
 	}
 	l.samples = make([]LargeSample, e.Workers())
+	l.runs = make([]LargeSamples, e.Workers())
 	for w := range l.samples {
 		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
+		l.runs[w].rand = rand.New(&l.runs[w].pcg)
 	}
 	return l, nil
 }
@@ -192,6 +232,9 @@ func NewLargeLoader(src LargeSource, opts runtime.Options) (*LargeLoader, error)
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *LargeLoader) fill(r *runtime.Run) error {
+	if l.many != nil {
+		return l.fillSamples(r)
+	}
 	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
 	s.Epoch = r.Epoch
 	for ; r.Done < len(r.Indices); r.Done++ {
@@ -206,6 +249,22 @@ func (l *LargeLoader) fill(r *runtime.Run) error {
 		}
 	}
 	return nil
+}
+
+// fillSamples fills run r with one ReadSamples call, the key slices of the
+// run's samples pointing at their places in the staging slot.
+func (l *LargeLoader) fillSamples(r *runtime.Run) error {
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker], len(r.Indices)
+	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Image = b.image[r.Pos*largeImageElems:][:n*largeImageElems]
+	s.Mask = b.mask[r.Pos*largeMaskElems:][:n*largeMaskElems]
+	s.Label = b.label[r.Pos*largeLabelElems:][:n*largeLabelElems]
+	done, err := l.many.ReadSamples(s)
+	r.Done = min(max(done, 0), n)
+	if err == nil && done != n {
+		return fmt.Errorf("large: ReadSamples filled %d of %d samples and returned no error", done, n)
+	}
+	return err
 }
 
 // Epoch yields the batches of epoch in order. Breaking out of the loop,

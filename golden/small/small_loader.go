@@ -119,6 +119,41 @@ type SmallSource interface {
 	Read(s *SmallSample) error
 }
 
+// SmallSamples are consecutive samples of one batch, filled in one call by a
+// SmallSamplesReader. Every key's slice holds len(Indices) samples back to
+// back in C order and points into the staging buffer: write every element,
+// it holds an older batch.
+type SmallSamples struct {
+	Epoch   int   // epoch the samples are loaded for
+	Indices []int // dataset indices of the samples, in batch order
+
+	Image []float32 // key "image": len(Indices) x [3 4 4] float32
+	Mask  []uint8   // key "mask": len(Indices) x [4 4] bool
+	Label []int64   // key "label": len(Indices) x scalar int64
+
+	rand *rand.Rand // what Rand returns, over pcg
+	pcg  rand.PCG
+}
+
+// Rand returns the Rand of the i-th sample, seeded as Read's s.Rand is for
+// dataset index Indices[i], so it makes the same draws. It reseeds one
+// generator: finish one sample's draws before asking for another's.
+func (s *SmallSamples) Rand(i int) *rand.Rand {
+	runtime.SeedSample(&s.pcg, smallPlan.Loader.Seed, s.Epoch, s.Indices[i])
+	return s.rand
+}
+
+// SmallSamplesReader is optional for sources of Small, as io.WriterTo sits beside
+// io.Writer: when the SmallSource implements it, the loader calls ReadSamples
+// instead of Read, for runs of samples sized so that tiny samples cost about
+// a plain copy loop, and concurrently for different runs.
+type SmallSamplesReader interface {
+	// ReadSamples fills every sample of s. When it fails it returns how many
+	// samples, from the first, it filled in full: the loader's error then
+	// names the dataset index s.Indices[n].
+	ReadSamples(s *SmallSamples) (n int, err error)
+}
+
 // SmallBatch is one staged batch; n = len(Indices) is SmallBatchSize except for
 // a short last batch. It is valid until the loop advances.
 type SmallBatch struct {
@@ -159,9 +194,11 @@ func (b *SmallBatch) LabelData() []int64 {
 // staging slots, filled ahead of the consumer by a pool of workers.
 type SmallLoader struct {
 	src     SmallSource
+	many    SmallSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []SmallBatch  // one per staging slot
-	samples []SmallSample // one per worker
+	batches []SmallBatch   // one per staging slot
+	samples []SmallSample  // one per worker, for Read
+	runs    []SmallSamples // one per worker, for ReadSamples
 }
 
 // NewSmallLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -170,6 +207,7 @@ func NewSmallLoader(src SmallSource, opts runtime.Options) (*SmallLoader, error)
 		return nil, errors.New("small: NewSmallLoader: nil source")
 	}
 	l := &SmallLoader{src: src}
+	l.many, _ = src.(SmallSamplesReader)
 	e, err := runtime.NewEngine(smallPlan, src.Len(), opts, l.fill)
 	if err != nil {
 		return nil, fmt.Errorf("small: NewSmallLoader: %w", err)
@@ -183,8 +221,10 @@ func NewSmallLoader(src SmallSource, opts runtime.Options) (*SmallLoader, error)
 		b.label = runtime.View[int64](e.Staging(s, 2))
 	}
 	l.samples = make([]SmallSample, e.Workers())
+	l.runs = make([]SmallSamples, e.Workers())
 	for w := range l.samples {
 		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
+		l.runs[w].rand = rand.New(&l.runs[w].pcg)
 	}
 	return l, nil
 }
@@ -192,6 +232,9 @@ func NewSmallLoader(src SmallSource, opts runtime.Options) (*SmallLoader, error)
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *SmallLoader) fill(r *runtime.Run) error {
+	if l.many != nil {
+		return l.fillSamples(r)
+	}
 	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
 	s.Epoch = r.Epoch
 	for ; r.Done < len(r.Indices); r.Done++ {
@@ -206,6 +249,22 @@ func (l *SmallLoader) fill(r *runtime.Run) error {
 		}
 	}
 	return nil
+}
+
+// fillSamples fills run r with one ReadSamples call, the key slices of the
+// run's samples pointing at their places in the staging slot.
+func (l *SmallLoader) fillSamples(r *runtime.Run) error {
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker], len(r.Indices)
+	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Image = b.image[r.Pos*smallImageElems:][:n*smallImageElems]
+	s.Mask = b.mask[r.Pos*smallMaskElems:][:n*smallMaskElems]
+	s.Label = b.label[r.Pos*smallLabelElems:][:n*smallLabelElems]
+	done, err := l.many.ReadSamples(s)
+	r.Done = min(max(done, 0), n)
+	if err == nil && done != n {
+		return fmt.Errorf("small: ReadSamples filled %d of %d samples and returned no error", done, n)
+	}
+	return err
 }
 
 // Epoch yields the batches of epoch in order. Breaking out of the loop,

@@ -132,6 +132,42 @@ type EMSource interface {
 	Read(s *EMSample) error
 }
 
+// EMSamples are consecutive samples of one batch, filled in one call by a
+// EMSamplesReader. Every key's slice holds len(Indices) samples back to
+// back in C order and points into the staging buffer: write every element,
+// it holds an older batch.
+type EMSamples struct {
+	Epoch   int   // epoch the samples are loaded for
+	Indices []int // dataset indices of the samples, in batch order
+
+	EmRaw  []uint8   // key "em_raw": len(Indices) x [32 32 32] uint8
+	EmFine []uint16  // key "em_fine": len(Indices) x [16 16 16] uint16
+	Lm     []uint16  // key "lm": len(Indices) x [8 8] float16
+	Dist   []float32 // key "dist": len(Indices) x [32 32 32] float32
+
+	rand *rand.Rand // what Rand returns, over pcg
+	pcg  rand.PCG
+}
+
+// Rand returns the Rand of the i-th sample, seeded as Read's s.Rand is for
+// dataset index Indices[i], so it makes the same draws. It reseeds one
+// generator: finish one sample's draws before asking for another's.
+func (s *EMSamples) Rand(i int) *rand.Rand {
+	runtime.SeedSample(&s.pcg, emPlan.Loader.Seed, s.Epoch, s.Indices[i])
+	return s.rand
+}
+
+// EMSamplesReader is optional for sources of EM, as io.WriterTo sits beside
+// io.Writer: when the EMSource implements it, the loader calls ReadSamples
+// instead of Read, for runs of samples sized so that tiny samples cost about
+// a plain copy loop, and concurrently for different runs.
+type EMSamplesReader interface {
+	// ReadSamples fills every sample of s. When it fails it returns how many
+	// samples, from the first, it filled in full: the loader's error then
+	// names the dataset index s.Indices[n].
+	ReadSamples(s *EMSamples) (n int, err error)
+}
+
 // EMBatch is one staged batch; n = len(Indices) is EMBatchSize except for
 // a short last batch. It is valid until the loop advances.
 type EMBatch struct {
@@ -179,9 +215,11 @@ func (b *EMBatch) DistData() []float32 {
 // staging slots, filled ahead of the consumer by a pool of workers.
 type EMLoader struct {
 	src     EMSource
+	many    EMSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []EMBatch  // one per staging slot
-	samples []EMSample // one per worker
+	batches []EMBatch   // one per staging slot
+	samples []EMSample  // one per worker, for Read
+	runs    []EMSamples // one per worker, for ReadSamples
 }
 
 // NewEMLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -190,6 +228,7 @@ func NewEMLoader(src EMSource, opts runtime.Options) (*EMLoader, error) {
 		return nil, errors.New("streams: NewEMLoader: nil source")
 	}
 	l := &EMLoader{src: src}
+	l.many, _ = src.(EMSamplesReader)
 	e, err := runtime.NewEngine(emPlan, src.Len(), opts, l.fill)
 	if err != nil {
 		return nil, fmt.Errorf("streams: NewEMLoader: %w", err)
@@ -204,8 +243,10 @@ func NewEMLoader(src EMSource, opts runtime.Options) (*EMLoader, error) {
 		b.dist = runtime.View[float32](e.Staging(s, 3))
 	}
 	l.samples = make([]EMSample, e.Workers())
+	l.runs = make([]EMSamples, e.Workers())
 	for w := range l.samples {
 		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
+		l.runs[w].rand = rand.New(&l.runs[w].pcg)
 	}
 	return l, nil
 }
@@ -213,6 +254,9 @@ func NewEMLoader(src EMSource, opts runtime.Options) (*EMLoader, error) {
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *EMLoader) fill(r *runtime.Run) error {
+	if l.many != nil {
+		return l.fillSamples(r)
+	}
 	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
 	s.Epoch = r.Epoch
 	for ; r.Done < len(r.Indices); r.Done++ {
@@ -228,6 +272,23 @@ func (l *EMLoader) fill(r *runtime.Run) error {
 		}
 	}
 	return nil
+}
+
+// fillSamples fills run r with one ReadSamples call, the key slices of the
+// run's samples pointing at their places in the staging slot.
+func (l *EMLoader) fillSamples(r *runtime.Run) error {
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker], len(r.Indices)
+	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.EmRaw = b.emRaw[r.Pos*emEmRawElems:][:n*emEmRawElems]
+	s.EmFine = b.emFine[r.Pos*emEmFineElems:][:n*emEmFineElems]
+	s.Lm = b.lm[r.Pos*emLmElems:][:n*emLmElems]
+	s.Dist = b.dist[r.Pos*emDistElems:][:n*emDistElems]
+	done, err := l.many.ReadSamples(s)
+	r.Done = min(max(done, 0), n)
+	if err == nil && done != n {
+		return fmt.Errorf("streams: ReadSamples filled %d of %d samples and returned no error", done, n)
+	}
+	return err
 }
 
 // Epoch yields the batches of epoch in order. Breaking out of the loop,

@@ -184,6 +184,46 @@ type TinySource interface {
 	Read(s *TinySample) error
 }
 
+// TinySamples are consecutive samples of one batch, filled in one call by a
+// TinySamplesReader. Every key's slice holds len(Indices) samples back to
+// back in C order and points into the staging buffer: write every element,
+// it holds an older batch.
+type TinySamples struct {
+	Epoch   int   // epoch the samples are loaded for
+	Indices []int // dataset indices of the samples, in batch order
+
+	A []float32 // key "a": len(Indices) x [4] float32
+	B []float32 // key "b": len(Indices) x [4] float32
+	C []int32   // key "c": len(Indices) x [4] int32
+	D []int32   // key "d": len(Indices) x [4] int32
+	E []uint16  // key "e": len(Indices) x [4] uint16
+	F []uint8   // key "f": len(Indices) x [4] uint8
+	G []int64   // key "g": len(Indices) x [4] int64
+	H []float64 // key "h": len(Indices) x [4] float64
+
+	rand *rand.Rand // what Rand returns, over pcg
+	pcg  rand.PCG
+}
+
+// Rand returns the Rand of the i-th sample, seeded as Read's s.Rand is for
+// dataset index Indices[i], so it makes the same draws. It reseeds one
+// generator: finish one sample's draws before asking for another's.
+func (s *TinySamples) Rand(i int) *rand.Rand {
+	runtime.SeedSample(&s.pcg, tinyPlan.Loader.Seed, s.Epoch, s.Indices[i])
+	return s.rand
+}
+
+// TinySamplesReader is optional for sources of Tiny, as io.WriterTo sits beside
+// io.Writer: when the TinySource implements it, the loader calls ReadSamples
+// instead of Read, for runs of samples sized so that tiny samples cost about
+// a plain copy loop, and concurrently for different runs.
+type TinySamplesReader interface {
+	// ReadSamples fills every sample of s. When it fails it returns how many
+	// samples, from the first, it filled in full: the loader's error then
+	// names the dataset index s.Indices[n].
+	ReadSamples(s *TinySamples) (n int, err error)
+}
+
 // TinyBatch is one staged batch; n = len(Indices) is TinyBatchSize except for
 // a short last batch. It is valid until the loop advances.
 type TinyBatch struct {
@@ -259,9 +299,11 @@ func (b *TinyBatch) HData() []float64 {
 // staging slots, filled ahead of the consumer by a pool of workers.
 type TinyLoader struct {
 	src     TinySource
+	many    TinySamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []TinyBatch  // one per staging slot
-	samples []TinySample // one per worker
+	batches []TinyBatch   // one per staging slot
+	samples []TinySample  // one per worker, for Read
+	runs    []TinySamples // one per worker, for ReadSamples
 }
 
 // NewTinyLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -270,6 +312,7 @@ func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 		return nil, errors.New("tiny: NewTinyLoader: nil source")
 	}
 	l := &TinyLoader{src: src}
+	l.many, _ = src.(TinySamplesReader)
 	e, err := runtime.NewEngine(tinyPlan, src.Len(), opts, l.fill)
 	if err != nil {
 		return nil, fmt.Errorf("tiny: NewTinyLoader: %w", err)
@@ -288,8 +331,10 @@ func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 		b.h = runtime.View[float64](e.Staging(s, 7))
 	}
 	l.samples = make([]TinySample, e.Workers())
+	l.runs = make([]TinySamples, e.Workers())
 	for w := range l.samples {
 		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
+		l.runs[w].rand = rand.New(&l.runs[w].pcg)
 	}
 	return l, nil
 }
@@ -297,6 +342,9 @@ func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *TinyLoader) fill(r *runtime.Run) error {
+	if l.many != nil {
+		return l.fillSamples(r)
+	}
 	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
 	s.Epoch = r.Epoch
 	for ; r.Done < len(r.Indices); r.Done++ {
@@ -316,6 +364,27 @@ func (l *TinyLoader) fill(r *runtime.Run) error {
 		}
 	}
 	return nil
+}
+
+// fillSamples fills run r with one ReadSamples call, the key slices of the
+// run's samples pointing at their places in the staging slot.
+func (l *TinyLoader) fillSamples(r *runtime.Run) error {
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker], len(r.Indices)
+	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.A = b.a[r.Pos*tinyAElems:][:n*tinyAElems]
+	s.B = b.b[r.Pos*tinyBElems:][:n*tinyBElems]
+	s.C = b.c[r.Pos*tinyCElems:][:n*tinyCElems]
+	s.D = b.d[r.Pos*tinyDElems:][:n*tinyDElems]
+	s.E = b.e[r.Pos*tinyEElems:][:n*tinyEElems]
+	s.F = b.f[r.Pos*tinyFElems:][:n*tinyFElems]
+	s.G = b.g[r.Pos*tinyGElems:][:n*tinyGElems]
+	s.H = b.h[r.Pos*tinyHElems:][:n*tinyHElems]
+	done, err := l.many.ReadSamples(s)
+	r.Done = min(max(done, 0), n)
+	if err == nil && done != n {
+		return fmt.Errorf("tiny: ReadSamples filled %d of %d samples and returned no error", done, n)
+	}
+	return err
 }
 
 // Epoch yields the batches of epoch in order. Breaking out of the loop,

@@ -301,6 +301,41 @@ func Read[T runtime.Element](f *File, i int, dst []T) (err error) {
 	return nil
 }
 
+// Gather copies samples indices[0], indices[1], ... back to back into dst
+// without allocating: the gather loop of a whole-batch read. dst must hold
+// exactly len(indices) samples. It returns how many samples it copied in
+// full before an error (a bad index, or the file shrinking while mapped,
+// turned into an error as Read does, with one fault guard for the whole
+// call).
+func Gather[T runtime.Element](f *File, indices []int, dst []T) (n int, err error) {
+	b := runtime.Bytes(dst)
+	if len(b) != len(indices)*f.sampleBytes {
+		return 0, fmt.Errorf("%s: destination is %d bytes, %d samples are %d", f.path, len(b), len(indices), len(indices)*f.sampleBytes)
+	}
+	if f.closed && len(indices) > 0 {
+		return 0, fmt.Errorf("%s: read of sample %d after Close", f.path, indices[0])
+	}
+	defer func(old bool) {
+		debug.SetPanicOnFault(old)
+		if v := recover(); v != nil {
+			fault, ok := v.(interface{ Addr() uintptr })
+			if !ok {
+				panic(v)
+			}
+			err = fmt.Errorf("%s: sample %d is no longer readable: the file shrank while mapped (fault at %#x)", f.path, indices[n], fault.Addr())
+		}
+	}(debug.SetPanicOnFault(true))
+	size := f.sampleBytes
+	for ; n < len(indices); n++ {
+		i := indices[n]
+		if uint(i) >= uint(f.n) {
+			return n, fmt.Errorf("%s: sample index %d out of range [0, %d)", f.path, i, f.n)
+		}
+		copy(b[n*size:(n+1)*size], f.data[i*size:(i+1)*size])
+	}
+	return n, nil
+}
+
 // Close unmaps the data. It is idempotent; slices Sample returned must not
 // be used afterwards.
 func (f *File) Close() error {

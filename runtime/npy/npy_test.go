@@ -512,3 +512,41 @@ func TestEncodeHeaderAlignment(t *testing.T) {
 		}
 	}
 }
+
+func TestGather(t *testing.T) {
+	f := openF4(t) // 4 samples of 3 float32: sample i holds 3i, 3i+1, 3i+2
+	p := f.Path()
+	dst := make([]float32, 9)
+	if n, err := Gather(f, []int{2, 0, 2}, dst); n != 3 || err != nil {
+		t.Fatalf("Gather = %d, %v", n, err)
+	}
+	if want := []float32{6, 7, 8, 0, 1, 2, 6, 7, 8}; !cmp.Equal(dst, want) {
+		t.Errorf("Gather = %v, want %v", dst, want)
+	}
+	for _, tc := range []struct {
+		indices []int
+		dst     []float32
+		n       int
+		want    string
+	}{
+		{[]int{1, 3, 4}, make([]float32, 9), 2, p + ": sample index 4 out of range [0, 4)"},
+		{[]int{-1}, make([]float32, 3), 0, p + ": sample index -1 out of range [0, 4)"},
+		{[]int{1, 2}, make([]float32, 3), 0, p + ": destination is 12 bytes, 2 samples are 24"},
+	} {
+		if n, err := Gather(f, tc.indices, tc.dst); n != tc.n || err == nil || err.Error() != tc.want {
+			t.Errorf("Gather(%v) = %d, %v; want %d, %q", tc.indices, n, err, tc.n, tc.want)
+		}
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := Gather(f, []int{3, 1, 0}, dst); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Gather allocates %v times per call", allocs)
+	}
+	f.Close()
+	if _, err := Gather(f, []int{1}, dst[:3]); err == nil || err.Error() != p+": read of sample 1 after Close" {
+		t.Errorf("Gather after Close = %v", err)
+	}
+}

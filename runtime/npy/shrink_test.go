@@ -33,3 +33,25 @@ func TestFileShrinksWhileMapped(t *testing.T) {
 		t.Fatalf("Read after truncation: %v", err)
 	}
 }
+
+// TestGatherShrinksWhileMapped: a gather that reaches a truncated sample
+// reports it, and how many samples it copied before.
+func TestGatherShrinksWhileMapped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.npy")
+	const per = 1 << 16
+	if err := Write(path, runtime.Uint8, []int{4, per}, make([]byte, 4*per)); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(path, Spec{Key: "x", DType: runtime.Uint8, Sample: []int{per}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Truncate(path, 2*per); err != nil {
+		t.Fatal(err)
+	}
+	n, err := Gather(f, []int{0, 3, 1}, make([]uint8, 3*per))
+	if n != 1 || err == nil || !strings.Contains(err.Error(), path+": sample 3 is no longer readable: the file shrank while mapped") {
+		t.Fatalf("Gather after truncation: %d, %v", n, err)
+	}
+}
