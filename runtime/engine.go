@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"os"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,8 +91,9 @@ type slot struct {
 	next    atomic.Int64 // next sample position to claim
 	pending atomic.Int32 // worker shares still running
 	abort   atomic.Bool  // stop claiming samples (error, or the epoch ended)
-	errOnce sync.Once
-	err     error         // first failure, set through errOnce
+	errMu   sync.Mutex    // guards err and errPos while fillers run
+	err     error         // the failure at the lowest position, or nil
+	errPos  int           // position of err's sample in the batch
 	ready   chan struct{} // one signal per dispatched batch
 }
 
@@ -117,7 +119,7 @@ func NewEngine(p Plan, n int, o Options, fill FillFunc) (*Engine, error) {
 			N: n, Shuffle: p.Loader.Shuffle, Seed: p.Loader.Seed,
 			Rank: set.place.Rank, WorldSize: set.place.WorldSize, DropLast: p.Loader.DropLast,
 		},
-		runs:    make([]Run, set.workers),
+		runs:    make([]Run, set.workers+1), // the last is the consumer's
 		done:    make(chan struct{}),
 		stopped: make(chan struct{}),
 	}
@@ -183,7 +185,9 @@ func (e *Engine) initSlot(s int) error {
 // Slots is the number of staging slots: prefetch + 1.
 func (e *Engine) Slots() int { return len(e.slots) }
 
-// Workers is the number of workers; Run.Worker is below it.
+// Workers is the number of fillers that may fill runs at once: the workers,
+// and the consumer, which fills runs of the batch it waits for. Run.Worker
+// is below it.
 func (e *Engine) Workers() int { return len(e.runs) }
 
 // Placement is where this process stands in a distributed run.
@@ -252,13 +256,40 @@ func (e *Engine) work(w int) {
 		e.workers.Done()
 	}()
 	for {
-		select {
-		case s := <-e.tasks:
-			e.share(w, s)
-		case <-e.done:
-			stopped = true
-			return
+		s, ok := poll(e.tasks)
+		if !ok {
+			select {
+			case s = <-e.tasks:
+			case <-e.done:
+				stopped = true
+				return
+			}
 		}
+		e.share(w, s)
+	}
+}
+
+// pollTime is how long a goroutine that runs out of work polls for more
+// before it sleeps: a sleep and a wake-up cost the scheduler several
+// microseconds, as much as filling a batch of tiny samples, and a worker
+// or consumer that sleeps between every two batches leaves a core idle.
+const pollTime = 50 * time.Microsecond
+
+// poll receives from c for up to pollTime, yielding the processor between
+// tries, and reports whether it got a value.
+func poll[T any](c <-chan T) (T, bool) {
+	deadline := time.Now().Add(pollTime)
+	for {
+		select {
+		case v := <-c:
+			return v, true
+		default:
+		}
+		if time.Now().After(deadline) {
+			var zero T
+			return zero, false
+		}
+		goruntime.Gosched()
 	}
 }
 
@@ -294,24 +325,34 @@ func (e *Engine) timeRun(d time.Duration, n int) {
 func (e *Engine) share(w, s int) {
 	sl := &e.slots[s]
 	r := &e.runs[w]
-	start := time.Now()
 	// Deferred, so that even a Source calling runtime.Goexit completes its
 	// share (with an error) and the epoch cannot hang on it.
 	finished := false
 	defer func() {
 		if !finished {
-			sl.fail(newReadError(r.Batch, r.current(), errGoexit))
+			sl.fail(r.Pos+r.Done, newReadError(r.Batch, r.current(), errGoexit))
 		}
-		e.stats.busy.Add(int64(time.Since(start)))
 		if sl.pending.Add(-1) == 0 {
 			sl.ready <- struct{}{}
 		}
 	}()
+	e.fillRuns(w, s, workerTrack+w)
+	finished = true
+}
+
+// fillRuns claims runs of the batch in slot s and fills them as filler w
+// (a worker, or the consumer helping), until the batch has none left, a
+// run fails, or the engine closes. Its fills are traced on track tid.
+func (e *Engine) fillRuns(w, s, tid int) {
+	sl := &e.slots[s]
+	r := &e.runs[w]
+	start := time.Now()
+	defer func() { e.stats.busy.Add(int64(time.Since(start))) }()
 	for !sl.abort.Load() && !e.closing.Load() {
 		k := e.runLength(sl.n - int(sl.next.Load()))
 		pos := int(sl.next.Add(int64(k)) - int64(k))
 		if pos >= sl.n {
-			break
+			return
 		}
 		*r = Run{Worker: w, Slot: s, Epoch: sl.epoch, Batch: sl.batch.Number, Pos: pos,
 			Indices: sl.batch.Indices[pos:min(pos+k, sl.n)]}
@@ -320,14 +361,13 @@ func (e *Engine) share(w, s int) {
 		d := time.Since(t0)
 		e.timeRun(d, len(r.Indices))
 		if e.trace != nil {
-			e.trace.slice(workerTrack+w, "fill", t0, d, r.Batch, r.Indices[0], len(r.Indices))
+			e.trace.slice(tid, "fill", t0, d, r.Batch, r.Indices[0], len(r.Indices))
 		}
 		if err != nil {
-			sl.fail(newReadError(r.Batch, r.current(), err))
-			break
+			sl.fail(r.Pos+r.Done, newReadError(r.Batch, r.current(), err))
+			return
 		}
 	}
-	finished = true
 }
 
 // call fills run r, turning a panic into an error.
@@ -340,8 +380,17 @@ func (e *Engine) call(r *Run) (err error) {
 	return e.fill(r)
 }
 
-func (sl *slot) fail(err error) {
-	sl.errOnce.Do(func() { sl.err = err })
+// fail records that the sample at position pos failed with err, and stops
+// further claims. Of several failures it keeps the one earliest in the
+// batch, so the epoch's error does not depend on which filler failed
+// first: every run before a failing one was claimed before it, and runs
+// once claimed are filled to the end.
+func (sl *slot) fail(pos int, err error) {
+	sl.errMu.Lock()
+	if sl.err == nil || pos < sl.errPos {
+		sl.err, sl.errPos = err, pos
+	}
+	sl.errMu.Unlock()
 	sl.abort.Store(true)
 }
 
@@ -366,7 +415,6 @@ func (e *Engine) dispatch(order []int, epoch, b int) error {
 	}
 	sl.next.Store(0)
 	sl.abort.Store(false)
-	sl.errOnce = sync.Once{}
 	sl.err = nil
 	// One share per worker, but no more than there are runs: a batch of
 	// tiny samples is one run, filled by one worker while the others fill
@@ -442,12 +490,18 @@ func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed bool,
 	}
 	sl := &e.slots[b%len(e.slots)]
 	t0 := time.Now()
-	select {
-	case <-sl.ready:
-	case <-ctx.Done():
-		return nil, false, ctx.Err()
-	case <-e.done:
-		return nil, false, ErrClosed
+	// Rather than sleep while its batch is filled, the consumer fills the
+	// runs of it that no worker has claimed yet. The workers' shares still
+	// signal ready; the consumer's own runs are done before it waits.
+	e.fillRuns(e.set.workers, b%len(e.slots), consumerTrack)
+	if _, ok := poll(sl.ready); !ok {
+		select {
+		case <-sl.ready:
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		case <-e.done:
+			return nil, false, ErrClosed
+		}
 	}
 	e.stats.wait.Add(int64(time.Since(t0)))
 	if e.trace != nil {

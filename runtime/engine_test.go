@@ -470,3 +470,29 @@ func TestSourceGoexit(t *testing.T) {
 		t.Errorf("second epoch: %v; the pool should still run", errs)
 	}
 }
+
+// TestFirstFailureInBatchOrder: when several samples of a batch fail, the
+// epoch's error names the first of them in batch order, whatever filler
+// met its failure first.
+func TestFirstFailureInBatchOrder(t *testing.T) {
+	loader := LoaderDefaults{Prefetch: 2, Shuffle: true, Seed: 5}
+	order, err := Sampler{N: 64, Shuffle: true, Seed: 5, WorldSize: 1}.Order(0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		e := newTestEngine(t, testPlan(64, loader), 64, Options{Workers: 3}, func(key, index int) error {
+			if index%3 == 0 {
+				time.Sleep(time.Duration(64-index) * time.Microsecond) // later samples fail sooner
+				return fmt.Errorf("bad %d", index)
+			}
+			return nil
+		})
+		errs := collectErr(e)
+		want := order[slices.IndexFunc(order, func(i int) bool { return i%3 == 0 })]
+		var re *ReadError
+		if len(errs) != 1 || !errors.As(errs[0], &re) || re.Index != want {
+			t.Fatalf("errors %v; want one naming index %d, the first failing in batch order", errs, want)
+		}
+	}
+}

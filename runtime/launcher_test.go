@@ -90,7 +90,9 @@ func TestLaunchersPartitionTheEpoch(t *testing.T) {
 				var all []int
 				for rank := range world {
 					cmd := exec.Command(os.Args[0], "-test.run=^TestLaunchersPartitionTheEpoch$")
+					// GORACE: a race-enabled child would sleep a second at exit.
 					cmd.Env = append(withoutLaunchers(os.Environ()), launchChild+"="+mode,
+						"GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0",
 						fmt.Sprintf("%s=%d", l.Rank, rank), fmt.Sprintf("%s=%d", l.World, world),
 						fmt.Sprintf("%s=%d", l.LocalEnv, rank%2))
 					var stdout, stderr bytes.Buffer

@@ -31,7 +31,7 @@ func newTracer(w io.Writer, loader string, workers int) *tracer {
 	t := &tracer{w: bufio.NewWriterSize(w, 1<<16), start: time.Now()}
 	t.w.WriteString("[\n")
 	t.meta("process_name", 0, "loadergen "+loader)
-	t.meta("thread_name", consumerTrack, "consumer (waiting for batches)")
+	t.meta("thread_name", consumerTrack, "consumer (waiting for batches, filling what no worker has claimed)")
 	for w := range workers {
 		t.meta("thread_name", workerTrack+w, "worker "+strconv.Itoa(w))
 	}

@@ -41,8 +41,8 @@ func TestTrace(t *testing.T) {
 			counts[ev.Name]++
 			if ev.Name == "fill" {
 				samples += int(ev.Args["samples"].(float64))
-				if ev.Tid != workerTrack && ev.Tid != workerTrack+1 {
-					t.Errorf("fill on track %d, not a worker's", ev.Tid)
+				if ev.Tid != workerTrack && ev.Tid != workerTrack+1 && ev.Tid != consumerTrack {
+					t.Errorf("fill on track %d, neither a worker's nor the consumer's", ev.Tid)
 				}
 			}
 		}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -127,5 +129,53 @@ func TestFilesRefused(t *testing.T) {
 	want = `key "valid": open ` + filepath.Join(root, "masks", "valid.npy") + `: no such file or directory (the schema's file "masks/valid.npy" under the data root ` + root + ")"
 	if !errors.Is(err, os.ErrNotExist) || err.Error() != want {
 		t.Errorf("missing file: %v\nwant %s", err, want)
+	}
+}
+
+// TestFileShrinkNamesKeyAndSample: the file source's gather loop turns a
+// fault on a truncated file into an error naming the key, the file, the
+// dataset index and the batch of the first sample past the cut, in epoch
+// order.
+func TestFileShrinkNamesKeyAndSample(t *testing.T) {
+	root, _ := writeDataset(t, 10)
+	files, err := OpenCellMapFiles(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.Close()
+	l, err := NewCellMapLoader(files, runtime.Options{Logger: quiet.Logger, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var order [][]int
+	for b, err := range l.Epoch(context.Background(), 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, slices.Clone(b.Indices))
+	}
+	// labels.npy: a 128-byte header, then samples of 6144 bytes. Cut after
+	// 5 pages: samples 0-2 stay readable, 3-9 fault.
+	if err := os.Truncate(filepath.Join(root, "labels.npy"), 5*4096); err != nil {
+		t.Fatal(err)
+	}
+	wantBatch, wantIndex := -1, -1
+	for b, batch := range order {
+		if i := slices.IndexFunc(batch, func(index int) bool { return index >= 3 }); i >= 0 {
+			wantBatch, wantIndex = b, batch[i]
+			break
+		}
+	}
+	var got error
+	for _, err := range l.Epoch(context.Background(), 0) {
+		if err != nil {
+			got = err
+		}
+	}
+	var re *runtime.ReadError
+	if !errors.As(got, &re) || re.Key != "labels" || re.Index != wantIndex || re.Batch != wantBatch ||
+		!strings.Contains(got.Error(), "labels.npy: sample "+strconv.Itoa(wantIndex)+" is no longer readable") {
+		t.Errorf("error %v; want key labels, index %d, batch %d", got, wantIndex, wantBatch)
 	}
 }

@@ -19,7 +19,7 @@ import (
 func TestCUDAFallbackIsLoggedOncePerProcess(t *testing.T) {
 	if os.Getenv("LOADERGEN_FALLBACK_CHILD") == "" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCUDAFallbackIsLoggedOncePerProcess$", "-test.v")
-		cmd.Env = append(os.Environ(), "LOADERGEN_FALLBACK_CHILD=1")
+		cmd.Env = append(os.Environ(), "LOADERGEN_FALLBACK_CHILD=1", "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("child process: %v\n%s", err, out)
 		}

@@ -256,6 +256,10 @@ func (f *File) Path() string { return f.path }
 // SampleBytes returns the size of one sample in bytes.
 func (f *File) SampleBytes() int { return f.sampleBytes }
 
+// Data returns the raw bytes of every sample, back to back: a read-only
+// view into the mapping, valid only until Close.
+func (f *File) Data() []byte { return f.data }
+
 // Sample returns the raw bytes of sample i. They are a view into the
 // mapping: read-only, and valid only until Close.
 func (f *File) Sample(i int) ([]byte, error) {

@@ -550,3 +550,10 @@ func TestGather(t *testing.T) {
 		t.Errorf("Gather after Close = %v", err)
 	}
 }
+
+func TestData(t *testing.T) {
+	f := openF4(t)
+	if got := runtime.View[float32](f.Data()); len(got) != 12 || got[0] != 0 || got[11] != 11 {
+		t.Errorf("Data() = %v, want 0..11", got)
+	}
+}
