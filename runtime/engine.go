@@ -88,9 +88,9 @@ type slot struct {
 	n       int      // samples in the batch
 	epoch   int      // epoch of the batch
 
-	next    atomic.Int64 // next sample position to claim
-	pending atomic.Int32 // worker shares still running
-	abort   atomic.Bool  // stop claiming samples (error, or the epoch ended)
+	next    atomic.Int64  // next sample position to claim
+	pending atomic.Int32  // worker shares still running
+	abort   atomic.Bool   // stop claiming samples (error, or the epoch ended)
 	errMu   sync.Mutex    // guards err and errPos while fillers run
 	err     error         // the failure at the lowest position, or nil
 	errPos  int           // position of err's sample in the batch
