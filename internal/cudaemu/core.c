@@ -326,36 +326,61 @@ void race_report(const char *fmt, ...)
 	}
 }
 
-/* ---- hashing: a fast 64-bit hash of host buffers, fed in 8-byte words ---- */
+/*
+ * ---- hashing: a fast 64-bit hash of host buffers, four independent
+ * lanes over 32-byte blocks ----
+ */
 
-uint64_t hash_init(void) { return 0x243f6a8885a308d3ull; }
+static const uint64_t K = 0x9e3779b97f4a7c15ull;
 
-static uint64_t mix(uint64_t h, uint64_t w)
+static uint64_t mix(uint64_t lane, uint64_t w)
 {
-	h ^= w * 0x9e3779b97f4a7c15ull;
-	h = (h << 29 | h >> 35) * 0xbf58476d1ce4e5b9ull;
-	return h;
+	lane = (lane ^ w) * K;
+	return lane ^ lane >> 29;
 }
 
-/* Feeds n bytes; every call but the last must pass a multiple of 8. */
-uint64_t hash_update(uint64_t h, const void *p, size_t n)
+void hash_init(struct hash *h)
+{
+	for (int i = 0; i < 4; i++) {
+		h->lane[i] = 0x243f6a8885a308d3ull + (uint64_t)i;
+	}
+}
+
+/* Feeds n bytes; every call but the last must pass a multiple of 32. */
+void hash_update(struct hash *h, const void *p, size_t n)
 {
 	const unsigned char *b = p;
 	size_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		uint64_t w;
-		memcpy(&w, b + i, 8);
-		h = mix(h, w);
+	for (; i + 32 <= n; i += 32) {
+		uint64_t w[4];
+		memcpy(w, b + i, 32);
+		for (int l = 0; l < 4; l++) {
+			h->lane[l] = mix(h->lane[l], w[l]);
+		}
 	}
-	if (i < n) {
+	for (int l = 0; i < n; l++, i += 8) {
 		uint64_t w = 0;
-		memcpy(&w, b + i, n - i);
-		h = mix(h, w ^ (uint64_t)(n - i) << 56);
+		memcpy(&w, b + i, n - i < 8 ? n - i : 8);
+		h->lane[l] = mix(h->lane[l], w ^ (uint64_t)(n - i) << 56);
 	}
-	return h;
 }
 
-uint64_t hash_bytes(const void *p, size_t n) { return hash_update(hash_init(), p, n); }
+uint64_t hash_final(const struct hash *h)
+{
+	uint64_t x = 0;
+	for (int l = 0; l < 4; l++) {
+		x = mix(x, h->lane[l]);
+	}
+	return x;
+}
+
+uint64_t hash_bytes(const void *p, size_t n)
+{
+	struct hash h;
+	hash_init(&h);
+	hash_update(&h, p, n);
+	return hash_final(&h);
+}
 
 /* ---- time ---- */
 

@@ -237,8 +237,12 @@ void hsnap_put(struct hsnap *s);
 const char *accessor_name(int id, char *buf, size_t len);
 void race_report(const char *fmt, ...) EMU_PRINTF(1, 2);
 void emu_note(const char *fmt, ...) EMU_PRINTF(1, 2);
-uint64_t hash_init(void);
-uint64_t hash_update(uint64_t h, const void *p, size_t n);
+struct hash {
+	uint64_t lane[4];
+};
+void hash_init(struct hash *h);
+void hash_update(struct hash *h, const void *p, size_t n);
+uint64_t hash_final(const struct hash *h);
 uint64_t hash_bytes(const void *p, size_t n);
 int cudaemu_stub(const char *name);
 int64_t now_ns(void);

@@ -311,7 +311,8 @@ static void engine_release(struct device *d)
 static uint64_t dma(unsigned char *dst, const unsigned char *src, size_t n)
 {
 	int64_t t0 = now_ns() + (int64_t)g.cfg.latency_ns;
-	uint64_t h = hash_init();
+	struct hash h;
+	hash_init(&h);
 	for (size_t done = 0; done < n;) {
 		size_t k = n - done < CHUNK ? n - done : CHUNK;
 		int64_t due = t0 + (int64_t)((double)done * g.cfg.ns_per_byte);
@@ -319,11 +320,11 @@ static uint64_t dma(unsigned char *dst, const unsigned char *src, size_t n)
 			sleep_until_ns(due);
 		}
 		memcpy(dst + done, src + done, k);
-		h = hash_update(h, dst + done, k);
+		hash_update(&h, dst + done, k);
 		done += k;
 	}
 	sleep_until_ns(t0 + (int64_t)((double)n * g.cfg.ns_per_byte));
-	return h;
+	return hash_final(&h);
 }
 
 /*

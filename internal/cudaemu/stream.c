@@ -4,6 +4,7 @@
  */
 #include "emu.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -64,8 +65,14 @@ void mark_wait(struct mark *m, enum waitmode mode)
 		return;
 	}
 	emu_unlock();
-	while (!atomic_load_explicit(&m->done, memory_order_acquire)) {
-		cpu_relax();
+	/* Burns the CPU like a spinning driver, yielding now and then so that
+	 * the emulator's own threads still run on a small machine. */
+	for (unsigned i = 1; !atomic_load_explicit(&m->done, memory_order_acquire); i++) {
+		if (i % 64 == 0) {
+			sched_yield();
+		} else {
+			cpu_relax();
+		}
 	}
 	emu_lock();
 }
