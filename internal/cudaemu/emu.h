@@ -73,7 +73,6 @@ struct hsnap {
 struct mark {
 	int refs;           /* event, queued op and waiters holding it */
 	atomic_int done;    /* set once, by the recording stream's worker */
-	int stream_id;      /* recording stream, for reports */
 	int64_t at_ns;      /* CLOCK_MONOTONIC when completed */
 	struct vclock clock; /* the stream's clock at the position */
 };
@@ -159,7 +158,6 @@ struct pinned {
 	uintptr_t base;
 	size_t size;    /* as requested */
 	size_t mapped;  /* page-rounded length of the mapping */
-	unsigned flags;
 	struct ctx *ctx;
 	int busy;       /* copies moving its bytes without g.mu */
 };
@@ -262,7 +260,7 @@ struct stream *stream_new(struct ctx *c, unsigned flags, int priority, bool lega
 void stream_kill(struct stream *s);
 struct op *op_new(enum op_kind kind, const char *what);
 void enqueue(struct stream *s, struct op *o);
-struct mark *mark_new(int stream_id);
+struct mark *mark_new(void);
 void mark_put(struct mark *m);
 void mark_wait(struct mark *m, enum waitmode mode);
 void marks_wait(struct mark **marks, size_t n, enum waitmode mode);

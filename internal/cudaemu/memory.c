@@ -632,7 +632,7 @@ static CUresult host_alloc(void **pp, size_t bytesize, unsigned int flags)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	struct pinned *reg = xcalloc(1, sizeof *reg);
-	*reg = (struct pinned){.base = (uintptr_t)p, .size = bytesize, .mapped = mapped, .flags = flags, .ctx = c};
+	*reg = (struct pinned){.base = (uintptr_t)p, .size = bytesize, .mapped = mapped, .ctx = c};
 	pinned_insert(reg);
 	*pp = p;
 	return CUDA_SUCCESS;

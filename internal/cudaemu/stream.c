@@ -25,11 +25,10 @@ static void cpu_relax(void)
 
 /* ---- marks ---- */
 
-struct mark *mark_new(int stream_id)
+struct mark *mark_new(void)
 {
 	struct mark *m = xcalloc(1, sizeof *m);
 	m->refs = 1;
-	m->stream_id = stream_id;
 	return m;
 }
 
@@ -119,7 +118,7 @@ static void push_op(struct stream *s, struct op *o)
 /* A mark that completes once everything queued on s so far has run. */
 struct mark *stream_tail(struct stream *s)
 {
-	struct mark *m = mark_new(s->id);
+	struct mark *m = mark_new();
 	if (s->enqueued == s->completed) {
 		mark_complete(m, s);
 		return m;
@@ -599,7 +598,7 @@ static CUresult event_record(CUevent hEvent, CUstream hStream)
 	if (r != CUDA_SUCCESS) {
 		return r;
 	}
-	struct mark *m = mark_new(s->id);
+	struct mark *m = mark_new();
 	struct op *o = op_new(OP_RECORD, "cuEventRecord");
 	o->mark = m;
 	m->refs++;
