@@ -242,10 +242,12 @@ EMU_API CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib
 
 /* ---- primary contexts ---- */
 
-static void ctx_activate(struct ctx *c)
+/* The first retain: the context gets its NULL stream; false if no thread could be started. */
+static bool ctx_activate(struct ctx *c)
 {
 	c->sticky = CUDA_SUCCESS;
 	c->legacy = stream_new(c, CU_STREAM_DEFAULT, 0, true);
+	return c->legacy != NULL;
 }
 
 /* The last release: wait for all work, then free everything c owns. */
@@ -282,10 +284,12 @@ EMU_API CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 		while (c->destroying) {
 			pthread_cond_wait(&g.progress, &g.mu);
 		}
-		if (c->refs++ == 0) {
-			ctx_activate(c);
+		if (c->refs == 0 && !ctx_activate(c)) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			c->refs++;
+			*pctx = (CUcontext)c->handle;
 		}
-		*pctx = (CUcontext)c->handle;
 	}
 	emu_unlock();
 	return r;

@@ -53,10 +53,16 @@ struct vclock {
 	size_t n;
 };
 
+/* The state of a buffer hash (core.c): four lanes over 32-byte blocks. */
+struct hash {
+	uint64_t lane[4];
+};
+
 /*
  * An immutable copy of the host clock, shared (refs) by the ops enqueued
  * while it was current: each op is ordered after everything the host knew
- * complete when it was enqueued. refs is guarded by g.mu.
+ * complete when it was enqueued. Made by an API thread; refs is guarded by
+ * g.mu, vc is not written after creation.
  */
 struct hsnap {
 	int refs;
@@ -66,9 +72,10 @@ struct hsnap {
 
 /*
  * A captured stream position: an event's record, or an internal marker used
- * to wait for a stream's tail. The stream's worker completes it when it
- * reaches the position. Guarded by g.mu, except done, which busy-waiting
- * threads read without the lock (they hold a reference meanwhile).
+ * to wait for a stream's tail. The stream's worker completes it (writes
+ * at_ns, clock, done) when it reaches the position, or the API thread that
+ * makes it does if the stream is idle. Guarded by g.mu, except done, which
+ * busy-waiting threads read without the lock (holding a reference).
  */
 struct mark {
 	int refs;           /* event, queued op and waiters holding it */
@@ -133,7 +140,11 @@ struct stream {
 	struct stream *next; /* ctx->streams */
 };
 
-/* One earlier access to device memory, kept for race detection. */
+/*
+ * One earlier access to device memory, kept for race detection. Guarded by
+ * g.mu; written by the thread that makes the access (a stream's worker, or
+ * an API thread for synchronous copies).
+ */
 struct access {
 	struct access *next;
 	CUdeviceptr lo, hi;  /* [lo, hi) */
@@ -143,7 +154,12 @@ struct access {
 	const char *what;    /* static string naming the accessing op */
 };
 
-/* A device allocation, backed by host memory the emulator owns. */
+/*
+ * A device allocation, backed by host memory the emulator owns. Guarded by
+ * g.mu: API threads create and free it; any accessing thread updates
+ * history and busy. The bytes of mem are moved without g.mu by threads that
+ * hold it busy, and it is freed only once busy is 0.
+ */
 struct alloc {
 	CUdeviceptr base;
 	size_t size;
@@ -153,7 +169,11 @@ struct alloc {
 	int busy;               /* ops moving its bytes without g.mu */
 };
 
-/* A cuMemHostAlloc allocation (page-locked host memory). */
+/*
+ * A cuMemHostAlloc allocation (page-locked host memory). Guarded by g.mu:
+ * API threads create and free it; copies hold it busy while they move its
+ * bytes without g.mu, and it is unmapped only once busy is 0.
+ */
 struct pinned {
 	uintptr_t base;
 	size_t size;    /* as requested */
@@ -162,7 +182,12 @@ struct pinned {
 	int busy;       /* copies moving its bytes without g.mu */
 };
 
-/* A device's primary context; the struct lives as long as the process. */
+/*
+ * A device's primary context; the struct lives as long as the process.
+ * Guarded by g.mu; written by API threads, except sticky, which a stream's
+ * worker sets when an op faults, and streams, from which an exiting worker
+ * unlinks its stream.
+ */
 struct ctx {
 	uintptr_t handle;
 	int ordinal;            /* device */
@@ -175,7 +200,10 @@ struct ctx {
 	CUresult sticky;        /* first asynchronous error, returned by syncs */
 };
 
-/* Per-device state besides the context. Guarded by g.mu. */
+/*
+ * Per-device state besides the context. Guarded by g.mu; next_addr is
+ * written by cuMemAlloc, the engine counters by every thread that copies.
+ */
 struct device {
 	struct ctx ctx;
 	CUdeviceptr next_addr;    /* bump pointer for device addresses */
@@ -183,7 +211,10 @@ struct device {
 	uint64_t engine_granted;  /* tickets below this may hold an engine */
 };
 
-/* The emulator. Guarded by mu; cfg is constant after cuInit. */
+/*
+ * The emulator. Guarded by mu; written by API threads and stream workers
+ * alike; cfg and dev are written once, by cuInit.
+ */
 struct emu {
 	pthread_mutex_t mu;
 	pthread_cond_t progress; /* an op or mark completed, an engine freed */
@@ -235,9 +266,6 @@ void hsnap_put(struct hsnap *s);
 const char *accessor_name(int id, char *buf, size_t len);
 void race_report(const char *fmt, ...) EMU_PRINTF(1, 2);
 void emu_note(const char *fmt, ...) EMU_PRINTF(1, 2);
-struct hash {
-	uint64_t lane[4];
-};
 void hash_init(struct hash *h);
 void hash_update(struct hash *h, const void *p, size_t n);
 uint64_t hash_final(const struct hash *h);

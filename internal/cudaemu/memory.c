@@ -20,6 +20,12 @@ enum {
 
 /* ---- allocation tables ---- */
 
+/* Device memory an allocation of size bytes takes from cuMemGetInfo's free. */
+static size_t charged(size_t size)
+{
+	return size > SIZE_MAX - ALIGN ? SIZE_MAX : (size + ALIGN - 1) / ALIGN * ALIGN;
+}
+
 /* Index of the first allocation with base > p. */
 static size_t alloc_upper(CUdeviceptr p)
 {
@@ -67,7 +73,7 @@ static void alloc_free(struct alloc *a)
 	while (a->busy) {
 		pthread_cond_wait(&g.progress, &g.mu);
 	}
-	a->ctx->used -= (a->size + ALIGN - 1) / ALIGN * ALIGN;
+	a->ctx->used -= charged(a->size);
 	while (a->history) {
 		struct access *p = a->history;
 		a->history = p->next;
@@ -514,9 +520,10 @@ static CUresult mem_alloc(CUdeviceptr *dptr, size_t bytesize)
 		return CUDA_ERROR_INVALID_VALUE;
 	}
 	struct device *d = &g.dev[c->ordinal];
-	size_t charged = bytesize > SIZE_MAX - ALIGN ? SIZE_MAX : (bytesize + ALIGN - 1) / ALIGN * ALIGN;
+	size_t take = charged(bytesize);
 	CUdeviceptr end = DEV_BASE + (CUdeviceptr)(c->ordinal + 1) * DEV_SPAN;
-	if (charged > g.cfg.mem_bytes - c->used || charged + ALIGN > end - d->next_addr) {
+	CUdeviceptr room = end - d->next_addr; /* address space left: never reused */
+	if (take > g.cfg.mem_bytes - c->used || room < ALIGN || take > room - ALIGN) {
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	unsigned char *mem = malloc(bytesize);
@@ -526,8 +533,8 @@ static CUresult mem_alloc(CUdeviceptr *dptr, size_t bytesize)
 	memset(mem, POISON, bytesize);
 	struct alloc *a = xcalloc(1, sizeof *a);
 	*a = (struct alloc){.base = d->next_addr, .size = bytesize, .mem = mem, .ctx = c};
-	d->next_addr += charged + ALIGN;
-	c->used += charged;
+	d->next_addr += take + ALIGN;
+	c->used += take;
 	alloc_insert(a);
 	*dptr = a->base;
 	return CUDA_SUCCESS;

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 
 /* A CUDA event. Guarded by g.mu. */
 struct event {
@@ -210,6 +211,7 @@ static void stream_unlink(struct stream *s)
 static void *stream_main(void *arg)
 {
 	struct stream *s = arg;
+	prctl(PR_SET_TIMERSLACK, 1000UL); /* modelled copies and kernels sleep to the microsecond */
 	emu_lock();
 	for (;;) {
 		while (!s->head && !s->dying) {
