@@ -242,9 +242,14 @@ EMU_API CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib
 
 /* ---- primary contexts ---- */
 
-/* The first retain: the context gets its NULL stream; false if no thread could be started. */
+/*
+ * The first retain: the context gets its NULL stream; false if no thread
+ * could be started. CUDAEMU_FAIL_COPY counts afresh, so that tests that
+ * each set the same value each get their failure.
+ */
 static bool ctx_activate(struct ctx *c)
 {
+	g.fail_copy_calls = 0;
 	c->sticky = CUDA_SUCCESS;
 	c->legacy = stream_new(c, CU_STREAM_DEFAULT, 0, true);
 	return c->legacy != NULL;

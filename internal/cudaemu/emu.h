@@ -236,7 +236,8 @@ struct emu {
 	struct pinned **pinned;  /* sorted by base */
 	size_t npinned, cappinned;
 	char *fail_copy_value;   /* CUDAEMU_FAIL_COPY as last seen */
-	long fail_copy_calls;    /* cuMemcpyHtoDAsync calls since it changed */
+	long fail_copy_calls;    /* cuMemcpyHtoDAsync calls since it changed or
+	                            a primary context was activated */
 	long races;              /* findings reported */
 };
 

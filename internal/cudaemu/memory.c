@@ -707,7 +707,8 @@ EMU_API CUresult CUDAAPI cuMemFreeHost(void *p)
 
 /*
  * CUDAEMU_FAIL_COPY=N: the Nth cuMemcpyHtoDAsync call since the variable
- * last changed fails. Read on every call: tests change it mid-process.
+ * last changed (or a primary context was activated) fails. Read on every
+ * call: tests change it mid-process.
  */
 static bool fail_copy_now(void)
 {

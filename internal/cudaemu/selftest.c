@@ -591,11 +591,15 @@ static bool check_fail_init(void)
 	return true;
 }
 
-/* CUDAEMU_FAIL_COPY=N fails the Nth cuMemcpyHtoDAsync since the value changed, once. */
+/*
+ * CUDAEMU_FAIL_COPY=N fails the Nth cuMemcpyHtoDAsync since the value
+ * changed or the primary context was activated, once.
+ */
 static bool check_fail_copy(void)
 {
 	CUdeviceptr d;
 	CUstream s;
+	void *h2;
 	if (!setup()) {
 		return false;
 	}
@@ -615,8 +619,20 @@ static bool check_fail_copy(void)
 	CK(cuMemcpyHtoDAsync(d, h, 64, s));
 	unsetenv("CUDAEMU_FAIL_COPY");
 	CK(cuMemcpyHtoDAsync(d, h, 64, s));
+	setenv("CUDAEMU_FAIL_COPY", "1", 1);
+	WANT(cuMemcpyHtoDAsync(d, h, 64, s), CUDA_ERROR_UNKNOWN);
 	CK(cuStreamSynchronize(s));
-	EXPECT(count(emu_output(), "CUDAEMU_FAIL_COPY=") == 2, "want 2 notes, got:\n%s", emu_output());
+	/* Activating the primary context again restarts the count, with the same value. */
+	CK(cuDevicePrimaryCtxRelease(0));
+	CK(cuDevicePrimaryCtxRetain(&ctx, 0));
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&d, 64));
+	h2 = pinned(64, 2); /* h went with the context */
+	EXPECT(h2, "cuMemHostAlloc failed");
+	WANT(cuMemcpyHtoDAsync(d, h2, 64, s), CUDA_ERROR_UNKNOWN);
+	CK(cuMemcpyHtoDAsync(d, h2, 64, s));
+	CK(cuStreamSynchronize(s));
+	EXPECT(count(emu_output(), "CUDAEMU_FAIL_COPY=") == 4, "want 4 notes, got:\n%s", emu_output());
 	return true;
 }
 
