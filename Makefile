@@ -58,7 +58,6 @@ cuda-build:
 	echo "linked: $$(ls .cuda/bin | tr '\n' ' ')"
 
 include internal/cudaemu/cudaemu.mk
-
 ## cuda-test: run the cuda-tagged tests (needs an NVIDIA GPU and driver)
 cuda-test:
 	$(CUDA_ENV) $(GO) test -tags cuda -count=1 -v $(CUDA_PKGS)
