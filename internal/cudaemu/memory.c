@@ -308,13 +308,19 @@ static void engine_release(struct device *d)
 	pthread_cond_broadcast(&g.progress);
 }
 
+/* What a copy from pinned memory hashes, for race (a). */
+struct copy_hashes {
+	uint64_t copied; /* the bytes as they arrived at the destination */
+	uint64_t after;  /* the source when the copy completed */
+};
+
 /*
  * Moves n bytes as a DMA copy: it takes the configured latency plus n
  * bytes at the configured bandwidth, and the bytes move in chunks at the
- * pace of that schedule. Called without g.mu. Returns the hash of the
- * bytes as they arrived at dst.
+ * pace of that schedule. Called without g.mu. If hs is not NULL, it
+ * receives the hashes race (a) compares.
  */
-static uint64_t dma(unsigned char *dst, const unsigned char *src, size_t n)
+static void dma(unsigned char *dst, const unsigned char *src, size_t n, struct copy_hashes *hs)
 {
 	int64_t t0 = now_ns() + (int64_t)g.cfg.latency_ns;
 	struct hash h;
@@ -326,29 +332,26 @@ static uint64_t dma(unsigned char *dst, const unsigned char *src, size_t n)
 			sleep_until_ns(due);
 		}
 		memcpy(dst + done, src + done, k);
-		hash_update(&h, dst + done, k);
+		if (hs) {
+			hash_update(&h, dst + done, k);
+		}
 		done += k;
 	}
 	sleep_until_ns(t0 + (int64_t)((double)n * g.cfg.ns_per_byte));
-	return hash_final(&h);
+	if (hs) {
+		hs->copied = hash_final(&h);
+		hs->after = hash_bytes(src, n);
+	}
 }
 
-/*
- * A DMA copy through one of the device's copy engines; called and returns
- * with g.mu held. If src_hash is not NULL, it receives the hash of src as
- * the copy completes.
- */
-static uint64_t engine_copy(struct device *d, void *dst, const void *src, size_t n, uint64_t *src_hash)
+/* A DMA copy through one of the device's copy engines; called and returns with g.mu held. */
+static void engine_copy(struct device *d, void *dst, const void *src, size_t n, struct copy_hashes *hs)
 {
 	engine_acquire(d);
 	emu_unlock();
-	uint64_t h = dma(dst, src, n);
-	if (src_hash) {
-		*src_hash = hash_bytes(src, n);
-	}
+	dma(dst, src, n, hs);
 	emu_lock();
 	engine_release(d);
-	return h;
 }
 
 /* ---- executing queued copies and memsets (on the stream's worker, g.mu held) ---- */
@@ -391,16 +394,16 @@ static void unpin_host(struct pinned *r)
 }
 
 /* Race (a): the pinned source of an H2D copy changed while the copy was pending. */
-static void check_staged(struct stream *s, const struct op *o, uint64_t copied, uint64_t after)
+static void check_staged(struct stream *s, const struct op *o, const struct copy_hashes *hs)
 {
-	if (copied == o->issue_hash && after == o->issue_hash) {
+	if (hs->copied == o->issue_hash && hs->after == o->issue_hash) {
 		return;
 	}
 	char b[40];
 	race_report("host buffer 0x%lx (%zu bytes) changed between cuMemcpyHtoDAsync on %s and the end "
 		    "of its copy to device 0x%llx (%s)",
 		    (unsigned long)o->host, o->bytes, accessor_name(s->id, b, sizeof b), o->dst,
-		    copied != o->issue_hash ? "the device received bytes written after the call"
+		    hs->copied != o->issue_hash ? "the device received bytes written after the call"
 					    : "it was rewritten while the copy was still in flight");
 }
 
@@ -414,11 +417,11 @@ static void run_h2d(struct stream *s, struct op *o)
 	}
 	struct pinned *r;
 	if (pin_host(s, o, &r)) {
-		uint64_t after;
-		uint64_t copied = engine_copy(&g.dev[c->ordinal], a->mem + (o->dst - a->base), o->host,
-					      o->bytes, o->pinned ? &after : NULL);
+		struct copy_hashes hs;
+		engine_copy(&g.dev[c->ordinal], a->mem + (o->dst - a->base), o->host, o->bytes,
+			    o->pinned ? &hs : NULL);
 		if (o->pinned) {
-			check_staged(s, o, copied, after);
+			check_staged(s, o, &hs);
 		}
 		unpin_host(r);
 	}
