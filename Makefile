@@ -57,6 +57,7 @@ cuda-build:
 	done; \
 	echo "linked: $$(ls .cuda/bin | tr '\n' ' ')"
 
+include internal/cudaemu/cudaemu.mk
 ## cuda-test: run the cuda-tagged tests (needs an NVIDIA GPU and driver)
 cuda-test:
 	$(CUDA_ENV) $(GO) test -tags cuda -count=1 -v $(CUDA_PKGS)

@@ -1,0 +1,1003 @@
+/*
+ * Device and pinned host memory, copies and memsets, the copy engines, and
+ * race detection on device memory (vector clocks) and on staged host
+ * buffers (hashes).
+ */
+#include "emu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+enum {
+	ALIGN = 256,         /* device allocation alignment, and the gap between allocations */
+	CHUNK = 64 << 10,    /* bytes a copy moves between timing checks */
+	SLACK_NS = 20000,    /* a copy only sleeps when this far ahead of its schedule */
+	POISON = 0xa5,       /* fresh device memory: cuMemAlloc does not clear it */
+};
+
+/* ---- allocation tables ---- */
+
+/* Device memory an allocation of size bytes takes from cuMemGetInfo's free. */
+static size_t charged(size_t size)
+{
+	return size > SIZE_MAX - ALIGN ? SIZE_MAX : (size + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+/* Index of the first allocation with base > p. */
+static size_t alloc_upper(CUdeviceptr p)
+{
+	size_t lo = 0, hi = g.nallocs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (g.allocs[mid]->base <= p) {
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	return lo;
+}
+
+/* The allocation containing address p, or NULL. */
+struct alloc *alloc_find(CUdeviceptr p)
+{
+	size_t i = alloc_upper(p);
+	if (i == 0) {
+		return NULL;
+	}
+	struct alloc *a = g.allocs[i - 1];
+	return p - a->base < a->size ? a : NULL;
+}
+
+static void alloc_insert(struct alloc *a)
+{
+	if (g.nallocs == g.capallocs) {
+		g.capallocs = g.capallocs ? 2 * g.capallocs : 64;
+		g.allocs = xrealloc(g.allocs, g.capallocs, sizeof *g.allocs);
+	}
+	size_t i = alloc_upper(a->base);
+	memmove(g.allocs + i + 1, g.allocs + i, (g.nallocs - i) * sizeof *g.allocs);
+	g.allocs[i] = a;
+	g.nallocs++;
+}
+
+/* Removes a from the table, waits until no op moves its bytes, and frees it. */
+static void alloc_free(struct alloc *a)
+{
+	size_t i = alloc_upper(a->base) - 1;
+	memmove(g.allocs + i, g.allocs + i + 1, (g.nallocs - i - 1) * sizeof *g.allocs);
+	g.nallocs--;
+	while (a->busy) {
+		pthread_cond_wait(&g.progress, &g.mu);
+	}
+	a->ctx->used -= charged(a->size);
+	while (a->history) {
+		struct access *p = a->history;
+		a->history = p->next;
+		free(p);
+	}
+	free(a->mem);
+	free(a);
+}
+
+void alloc_unbusy(struct alloc *a)
+{
+	a->busy--;
+	pthread_cond_broadcast(&g.progress);
+}
+
+/* Index of the first pinned region with base > p. */
+static size_t pinned_upper(uintptr_t p)
+{
+	size_t lo = 0, hi = g.npinned;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (g.pinned[mid]->base <= p) {
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	return lo;
+}
+
+/* The pinned region holding all of [p, p+n), or NULL. */
+struct pinned *pinned_find(const void *p, size_t n)
+{
+	uintptr_t a = (uintptr_t)p;
+	size_t i = pinned_upper(a);
+	if (i == 0) {
+		return NULL;
+	}
+	struct pinned *r = g.pinned[i - 1];
+	return a - r->base < r->size && n <= r->size - (a - r->base) ? r : NULL;
+}
+
+static void pinned_insert(struct pinned *r)
+{
+	if (g.npinned == g.cappinned) {
+		g.cappinned = g.cappinned ? 2 * g.cappinned : 64;
+		g.pinned = xrealloc(g.pinned, g.cappinned, sizeof *g.pinned);
+	}
+	size_t i = pinned_upper(r->base);
+	memmove(g.pinned + i + 1, g.pinned + i, (g.npinned - i) * sizeof *g.pinned);
+	g.pinned[i] = r;
+	g.npinned++;
+}
+
+/* Removes r from the table, waits until no copy moves its bytes, and unmaps it. */
+static void pinned_free(struct pinned *r)
+{
+	size_t i = pinned_upper(r->base) - 1;
+	memmove(g.pinned + i, g.pinned + i + 1, (g.npinned - i - 1) * sizeof *g.pinned);
+	g.npinned--;
+	while (r->busy) {
+		pthread_cond_wait(&g.progress, &g.mu);
+	}
+	munmap((void *)r->base, r->mapped);
+	free(r);
+}
+
+/* Frees the memory of a context being destroyed (freeing may wait, so each search starts over). */
+void memory_drop_ctx(struct ctx *c)
+{
+	for (bool more = true; more;) {
+		more = false;
+		for (size_t i = 0; i < g.nallocs && !more; i++) {
+			if (g.allocs[i]->ctx == c) {
+				alloc_free(g.allocs[i]);
+				more = true;
+			}
+		}
+	}
+	for (bool more = true; more;) {
+		more = false;
+		for (size_t i = 0; i < g.npinned && !more; i++) {
+			if (g.pinned[i]->ctx == c) {
+				pinned_free(g.pinned[i]);
+				more = true;
+			}
+		}
+	}
+	c->used = 0;
+}
+
+/* CUDA_SUCCESS if [p, p+n) lies in one allocation of c (or n is 0). */
+CUresult check_device_range(const struct ctx *c, CUdeviceptr p, size_t n)
+{
+	if (n == 0) {
+		return CUDA_SUCCESS;
+	}
+	struct alloc *a = alloc_find(p);
+	if (!a || a->ctx != c || n > a->size - (p - a->base)) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* ---- race detection on device memory ---- */
+
+static bool ordered(const struct access *p, int accessor, const struct vclock *clock)
+{
+	return p->accessor == accessor || p->epoch <= vc_get(clock, (size_t)p->accessor);
+}
+
+static void report_unordered(const struct access *p, CUdeviceptr lo, CUdeviceptr hi, bool write,
+			     int accessor, const char *what)
+{
+	char b1[40], b2[40];
+	const char *me = accessor_name(accessor, b1, sizeof b1);
+	const char *them = accessor_name(p->accessor, b2, sizeof b2);
+	unsigned long long at = p->lo > lo ? p->lo : lo;
+	size_t len = (size_t)((p->hi < hi ? p->hi : hi) - at);
+	const char *sync = "cuStreamSynchronize or cuEventSynchronize";
+	if (!write) {
+		race_report("device 0x%llx+%zu: %s on %s reads, but the %s on %s writing it is not "
+			    "ordered before it (missing %s?)",
+			    at, len, what, me, p->what, them, accessor ? "cuStreamWaitEvent" : sync);
+	} else if (!p->write) {
+		race_report("device 0x%llx+%zu: %s on %s overwrites device memory that %s on %s read "
+			    "without an event ordering the two (missing %s?)",
+			    at, len, what, me, p->what, them,
+			    accessor ? "wait for the consumer's event" : sync);
+	} else {
+		race_report("device 0x%llx+%zu: %s on %s writes, but the %s on %s writing it is not "
+			    "ordered before it (missing %s?)",
+			    at, len, what, me, p->what, them, accessor ? "cuStreamWaitEvent" : sync);
+	}
+}
+
+/*
+ * Checks an access to [lo, hi) of a against its history and records it. An
+ * earlier access that happens before this one and is covered by it is
+ * pruned where this one writes or both read: any later access unordered
+ * with the pruned one is unordered with this one too.
+ */
+static void history_add(struct alloc *a, CUdeviceptr lo, CUdeviceptr hi, bool write, int accessor,
+			const struct vclock *clock, uint64_t epoch, const char *what)
+{
+	for (struct access **pp = &a->history; *pp;) {
+		struct access *p = *pp;
+		if (p->hi <= lo || p->lo >= hi) {
+			pp = &p->next;
+			continue;
+		}
+		bool ord = ordered(p, accessor, clock);
+		if (!ord && (p->write || write)) {
+			report_unordered(p, lo, hi, write, accessor, what);
+		}
+		if (ord && (write || !p->write)) {
+			if (p->lo >= lo && p->hi <= hi) {
+				*pp = p->next;
+				free(p);
+				continue;
+			}
+			if (p->lo < lo && p->hi > hi) {
+				struct access *q = xcalloc(1, sizeof *q);
+				*q = *p;
+				q->lo = hi;
+				p->hi = lo;
+				p->next = q;
+				pp = &q->next;
+				continue;
+			}
+			if (p->lo < lo) {
+				p->hi = lo;
+			} else {
+				p->lo = hi;
+			}
+		}
+		pp = &p->next;
+	}
+	struct access *n = xcalloc(1, sizeof *n);
+	*n = (struct access){.next = a->history, .lo = lo, .hi = hi, .accessor = accessor,
+			     .epoch = epoch, .write = write, .what = what};
+	a->history = n;
+}
+
+/*
+ * An access by accessor (epoch, clock) to [p, p+n) of c's device memory:
+ * checked for races and recorded. Returns the allocation, marked busy (the
+ * caller calls alloc_unbusy after moving the bytes), or NULL if the range
+ * is not device memory of c.
+ */
+struct alloc *device_access(struct ctx *c, CUdeviceptr p, size_t n, bool write, int accessor,
+			    const struct vclock *clock, uint64_t epoch, const char *what)
+{
+	struct alloc *a = alloc_find(p);
+	if (!a || a->ctx != c || n > a->size - (p - a->base)) {
+		return NULL;
+	}
+	history_add(a, p, p + n, write, accessor, clock, epoch, what);
+	a->busy++;
+	return a;
+}
+
+/* cuMemFree: every access to a must happen before the host's clock pre (taken before the free synchronized). */
+static void check_free(const struct alloc *a, const struct vclock *pre)
+{
+	for (const struct access *p = a->history; p; p = p->next) {
+		if (p->accessor != 0 && p->epoch > vc_get(pre, (size_t)p->accessor)) {
+			char b[40];
+			race_report("device 0x%llx+%zu: cuMemFree on the host frees memory that %s on %s %s, "
+				    "but that access is not ordered before the free (missing "
+				    "cuStreamSynchronize or cuEventSynchronize?)",
+				    p->lo, (size_t)(p->hi - p->lo), p->what,
+				    accessor_name(p->accessor, b, sizeof b), p->write ? "writes" : "reads");
+		}
+	}
+}
+
+/* ---- copy engines and timing ---- */
+
+/* Waits for a free copy engine of the device; engines are granted in FIFO order. */
+static void engine_acquire(struct device *d)
+{
+	uint64_t ticket = d->engine_next++;
+	while (ticket >= d->engine_granted) {
+		pthread_cond_wait(&g.progress, &g.mu);
+	}
+}
+
+static void engine_release(struct device *d)
+{
+	d->engine_granted++;
+	pthread_cond_broadcast(&g.progress);
+}
+
+/* What a copy from pinned memory hashes, for race (a). */
+struct copy_hashes {
+	uint64_t copied; /* the bytes as they arrived at the destination */
+	uint64_t after;  /* the source when the copy completed */
+};
+
+/*
+ * Moves n bytes as a DMA copy: it takes the configured latency plus n
+ * bytes at the configured bandwidth, and the bytes move in chunks at the
+ * pace of that schedule. Called without g.mu. If hs is not NULL, it
+ * receives the hashes race (a) compares.
+ */
+static void dma(unsigned char *dst, const unsigned char *src, size_t n, struct copy_hashes *hs)
+{
+	int64_t t0 = now_ns() + (int64_t)g.cfg.latency_ns;
+	struct hash h;
+	hash_init(&h);
+	for (size_t done = 0; done < n;) {
+		size_t k = n - done < CHUNK ? n - done : CHUNK;
+		int64_t due = t0 + (int64_t)((double)done * g.cfg.ns_per_byte);
+		if (due - now_ns() > SLACK_NS) {
+			sleep_until_ns(due);
+		}
+		memcpy(dst + done, src + done, k);
+		if (hs) {
+			hash_update(&h, dst + done, k);
+		}
+		done += k;
+	}
+	sleep_until_ns(t0 + (int64_t)((double)n * g.cfg.ns_per_byte));
+	if (hs) {
+		hs->copied = hash_final(&h);
+		hs->after = hash_bytes(src, n);
+	}
+}
+
+/* A DMA copy through one of the device's copy engines; called and returns with g.mu held. */
+static void engine_copy(struct device *d, void *dst, const void *src, size_t n, struct copy_hashes *hs)
+{
+	engine_acquire(d);
+	emu_unlock();
+	dma(dst, src, n, hs);
+	emu_lock();
+	engine_release(d);
+}
+
+/* ---- executing queued copies and memsets (on the stream's worker, g.mu held) ---- */
+
+/* An op touched memory that is not its context's device memory: the context fails. */
+void fault_address(struct stream *s, const char *what, CUdeviceptr p, size_t n)
+{
+	char b[40];
+	emu_note("%s on %s: device 0x%llx+%zu is not (any more) memory of this context: "
+		 "CUDA_ERROR_ILLEGAL_ADDRESS",
+		 what, accessor_name(s->id, b, sizeof b), p, n);
+	ctx_fail(s->ctx, CUDA_ERROR_ILLEGAL_ADDRESS);
+}
+
+/* Pins the host side of a copy from or to pinned memory; false (reported) if it was freed. */
+static bool pin_host(struct stream *s, const struct op *o, struct pinned **out)
+{
+	*out = NULL;
+	if (!o->pinned) {
+		return true;
+	}
+	*out = pinned_find(o->host, o->bytes);
+	if (!*out) {
+		char b[40];
+		race_report("host buffer 0x%lx (%zu bytes) was freed by cuMemFreeHost before the %s on %s "
+			    "ran",
+			    (unsigned long)o->host, o->bytes, o->what, accessor_name(s->id, b, sizeof b));
+		return false;
+	}
+	(*out)->busy++;
+	return true;
+}
+
+static void unpin_host(struct pinned *r)
+{
+	if (r) {
+		r->busy--;
+		pthread_cond_broadcast(&g.progress);
+	}
+}
+
+/* Race (a): the pinned source of an H2D copy changed while the copy was pending. */
+static void check_staged(struct stream *s, const struct op *o, const struct copy_hashes *hs)
+{
+	if (hs->copied == o->issue_hash && hs->after == o->issue_hash) {
+		return;
+	}
+	char b[40];
+	race_report("host buffer 0x%lx (%zu bytes) changed between cuMemcpyHtoDAsync on %s and the end "
+		    "of its copy to device 0x%llx (%s)",
+		    (unsigned long)o->host, o->bytes, accessor_name(s->id, b, sizeof b), o->dst,
+		    hs->copied != o->issue_hash ? "the device received bytes written after the call"
+					    : "it was rewritten while the copy was still in flight");
+}
+
+static void run_h2d(struct stream *s, struct op *o)
+{
+	struct ctx *c = s->ctx;
+	struct alloc *a = device_access(c, o->dst, o->bytes, true, s->id, &s->clock, s->seq, o->what);
+	if (!a) {
+		fault_address(s, o->what, o->dst, o->bytes);
+		return;
+	}
+	struct pinned *r;
+	if (pin_host(s, o, &r)) {
+		struct copy_hashes hs;
+		engine_copy(&g.dev[c->ordinal], a->mem + (o->dst - a->base), o->host, o->bytes,
+			    o->pinned ? &hs : NULL);
+		if (o->pinned) {
+			check_staged(s, o, &hs);
+		}
+		unpin_host(r);
+	}
+	alloc_unbusy(a);
+}
+
+static void run_d2h(struct stream *s, struct op *o)
+{
+	struct ctx *c = s->ctx;
+	struct alloc *a = device_access(c, o->src, o->bytes, false, s->id, &s->clock, s->seq, o->what);
+	if (!a) {
+		fault_address(s, o->what, o->src, o->bytes);
+		return;
+	}
+	struct pinned *r;
+	if (pin_host(s, o, &r)) {
+		engine_copy(&g.dev[c->ordinal], o->host, a->mem + (o->src - a->base), o->bytes, NULL);
+		unpin_host(r);
+	}
+	alloc_unbusy(a);
+}
+
+static void run_d2d(struct stream *s, struct op *o)
+{
+	struct ctx *c = s->ctx;
+	struct alloc *from = device_access(c, o->src, o->bytes, false, s->id, &s->clock, s->seq, o->what);
+	if (!from) {
+		fault_address(s, o->what, o->src, o->bytes);
+		return;
+	}
+	struct alloc *to = device_access(c, o->dst, o->bytes, true, s->id, &s->clock, s->seq, o->what);
+	if (!to) {
+		fault_address(s, o->what, o->dst, o->bytes);
+		alloc_unbusy(from);
+		return;
+	}
+	/* Both allocations are busy: they stay while g.mu is released. */
+	emu_unlock();
+	memmove(to->mem + (o->dst - to->base), from->mem + (o->src - from->base), o->bytes);
+	emu_lock();
+	alloc_unbusy(to);
+	alloc_unbusy(from);
+}
+
+void run_copy(struct stream *s, struct op *o)
+{
+	switch (o->dir) {
+	case H2D:
+		run_h2d(s, o);
+		break;
+	case D2H:
+		run_d2h(s, o);
+		break;
+	case D2D:
+		run_d2d(s, o);
+		break;
+	}
+}
+
+static void fill(unsigned char *p, size_t bytes, unsigned elem, uint32_t value)
+{
+	if (elem == 1) {
+		memset(p, (int)value, bytes);
+		return;
+	}
+	for (size_t i = 0; i < bytes; i += elem) {
+		if (elem == 2) {
+			uint16_t v = (uint16_t)value;
+			memcpy(p + i, &v, 2);
+		} else {
+			memcpy(p + i, &value, 4);
+		}
+	}
+}
+
+void run_memset(struct stream *s, struct op *o)
+{
+	struct alloc *a = device_access(s->ctx, o->dst, o->bytes, true, s->id, &s->clock, s->seq, o->what);
+	if (!a) {
+		fault_address(s, o->what, o->dst, o->bytes);
+		return;
+	}
+	emu_unlock();
+	fill(a->mem + (o->dst - a->base), o->bytes, o->elem, o->value);
+	emu_lock();
+	alloc_unbusy(a);
+}
+
+/* ---- allocation API ---- */
+
+static CUresult mem_alloc(CUdeviceptr *dptr, size_t bytesize)
+{
+	struct ctx *c;
+	CUresult r = cur_ctx(&c);
+	if (r != CUDA_SUCCESS) {
+		return r;
+	}
+	if (!dptr || bytesize == 0) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	struct device *d = &g.dev[c->ordinal];
+	size_t take = charged(bytesize);
+	CUdeviceptr end = DEV_BASE + (CUdeviceptr)(c->ordinal + 1) * DEV_SPAN;
+	CUdeviceptr room = end - d->next_addr; /* address space left: never reused */
+	if (take > g.cfg.mem_bytes - c->used || room < ALIGN || take > room - ALIGN) {
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	unsigned char *mem = malloc(bytesize);
+	if (!mem) {
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	memset(mem, POISON, bytesize);
+	struct alloc *a = xcalloc(1, sizeof *a);
+	*a = (struct alloc){.base = d->next_addr, .size = bytesize, .mem = mem, .ctx = c};
+	d->next_addr += take + ALIGN;
+	c->used += take;
+	alloc_insert(a);
+	*dptr = a->base;
+	return CUDA_SUCCESS;
+}
+
+EMU_API CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+	emu_lock();
+	CUresult r = mem_alloc(dptr, bytesize);
+	emu_unlock();
+	return r;
+}
+
+/* Synchronizes the allocation's context first, as cudaFree does in practice. */
+static CUresult mem_free(CUdeviceptr dptr)
+{
+	struct ctx *c;
+	CUresult r = cur_ctx(&c);
+	if (r != CUDA_SUCCESS) {
+		return r;
+	}
+	struct alloc *a = alloc_find(dptr);
+	if (!a || a->base != dptr) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	struct vclock pre = {0};
+	vc_copy(&pre, &g.host);
+	ctx_sync(a->ctx, ctx_waitmode(c));
+	if (alloc_find(dptr) != a) {
+		vc_free(&pre);
+		return CUDA_ERROR_INVALID_VALUE; /* another thread freed it meanwhile */
+	}
+	check_free(a, &pre);
+	vc_free(&pre);
+	alloc_free(a);
+	return CUDA_SUCCESS;
+}
+
+EMU_API CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
+{
+	emu_lock();
+	CUresult r = mem_free(dptr);
+	emu_unlock();
+	return r;
+}
+
+EMU_API CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total)
+{
+	emu_lock();
+	struct ctx *c;
+	CUresult r = cur_ctx(&c);
+	if (r == CUDA_SUCCESS && (!free || !total)) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	}
+	if (r == CUDA_SUCCESS) {
+		*total = g.cfg.mem_bytes;
+		*free = g.cfg.mem_bytes - c->used;
+	}
+	emu_unlock();
+	return r;
+}
+
+EMU_API CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+	emu_lock();
+	struct ctx *c;
+	CUresult r = cur_ctx(&c);
+	struct alloc *a = r == CUDA_SUCCESS ? alloc_find(dptr) : NULL;
+	if (r == CUDA_SUCCESS && !a) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	}
+	if (r == CUDA_SUCCESS) {
+		if (pbase) {
+			*pbase = a->base;
+		}
+		if (psize) {
+			*psize = a->size;
+		}
+	}
+	emu_unlock();
+	return r;
+}
+
+static CUresult host_alloc(void **pp, size_t bytesize, unsigned int flags)
+{
+	struct ctx *c;
+	CUresult r = cur_ctx(&c);
+	if (r != CUDA_SUCCESS) {
+		return r;
+	}
+	unsigned known = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
+	if (!pp || bytesize == 0 || (flags & ~known)) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	if (bytesize > SIZE_MAX - page) {
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	size_t mapped = (bytesize + page - 1) / page * page;
+	void *p = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	struct pinned *reg = xcalloc(1, sizeof *reg);
+	*reg = (struct pinned){.base = (uintptr_t)p, .size = bytesize, .mapped = mapped, .ctx = c};
+	pinned_insert(reg);
+	*pp = p;
+	return CUDA_SUCCESS;
+}
+
+EMU_API CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+	emu_lock();
+	CUresult r = host_alloc(pp, bytesize, Flags);
+	emu_unlock();
+	return r;
+}
+
+/* Race (c): copies queued or running on s that use r's memory, which is being freed. */
+static void check_free_host_on(const struct pinned *r, const struct stream *s)
+{
+	for (const struct op *o = s->head; o; o = o->next) {
+		uintptr_t h = (uintptr_t)o->host;
+		if (o->kind != OP_COPY || !o->pinned || h >= r->base + r->size || h + o->bytes <= r->base) {
+			continue;
+		}
+		char b[40];
+		race_report("host buffer 0x%lx (%zu bytes): cuMemFreeHost frees it while the %s on %s "
+			    "still %s it (missing cuStreamSynchronize or cuEventSynchronize?)",
+			    (unsigned long)r->base, r->size, o->what, accessor_name(s->id, b, sizeof b),
+			    o->dir == H2D ? "reads" : "writes");
+	}
+}
+
+static void check_free_host(const struct pinned *r)
+{
+	check_free_host_on(r, r->ctx->legacy);
+	for (const struct stream *s = r->ctx->streams; s; s = s->next) {
+		check_free_host_on(r, s);
+	}
+}
+
+static CUresult free_host(void *p)
+{
+	if (!g.initialized) {
+		return CUDA_ERROR_NOT_INITIALIZED;
+	}
+	struct pinned *r = p ? pinned_find(p, 1) : NULL;
+	if (!r || r->base != (uintptr_t)p) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	check_free_host(r);
+	ctx_sync(r->ctx, ctx_waitmode(r->ctx));
+	if (pinned_find(p, 1) != r) {
+		return CUDA_ERROR_INVALID_VALUE; /* another thread freed it meanwhile */
+	}
+	pinned_free(r);
+	return CUDA_SUCCESS;
+}
+
+EMU_API CUresult CUDAAPI cuMemFreeHost(void *p)
+{
+	emu_lock();
+	CUresult r = free_host(p);
+	emu_unlock();
+	return r;
+}
+
+/* ---- copy API ---- */
+
+/*
+ * CUDAEMU_FAIL_COPY=N: the Nth cuMemcpyHtoDAsync call since the variable
+ * last changed (or a primary context was activated) fails. Read on every
+ * call: tests change it mid-process.
+ */
+static bool fail_copy_now(void)
+{
+	const char *v = getenv("CUDAEMU_FAIL_COPY");
+	if (!v) {
+		v = "";
+	}
+	if (!g.fail_copy_value || strcmp(v, g.fail_copy_value) != 0) {
+		free(g.fail_copy_value);
+		g.fail_copy_value = strdup(v);
+		if (!g.fail_copy_value) {
+			return false;
+		}
+		g.fail_copy_calls = 0;
+	}
+	g.fail_copy_calls++;
+	char *end;
+	long n = strtol(v, &end, 10);
+	if (!*v || *end || n <= 0 || g.fail_copy_calls != n) {
+		return false;
+	}
+	emu_note("CUDAEMU_FAIL_COPY=%ld: cuMemcpyHtoDAsync call %ld fails with CUDA_ERROR_UNKNOWN", n, n);
+	return true;
+}
+
+/*
+ * From pinned memory the copy reads the host buffer when it runs. From
+ * pageable memory the call waits for the stream's earlier work, stages the
+ * bytes and returns; the DMA then proceeds from the staging copy.
+ */
+static CUresult htod_async(CUdeviceptr dst, const void *src, size_t n, CUstream h)
+{
+	struct ctx *c;
+	struct stream *s;
+	CUresult r = cur_ctx(&c);
+	if (r == CUDA_SUCCESS && fail_copy_now()) {
+		r = CUDA_ERROR_UNKNOWN;
+	}
+	if (r == CUDA_SUCCESS) {
+		r = stream_resolve(h, c, &s);
+	}
+	if (r == CUDA_SUCCESS && !src) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	}
+	if (r == CUDA_SUCCESS) {
+		r = check_device_range(c, dst, n);
+	}
+	if (r != CUDA_SUCCESS || n == 0) {
+		return r;
+	}
+	struct op *o = op_new(OP_COPY, "copy (cuMemcpyHtoDAsync)");
+	o->dir = H2D;
+	o->dst = dst;
+	o->bytes = n;
+	if (pinned_find(src, n)) {
+		o->host = (void *)src;
+		o->pinned = true;
+		o->issue_hash = hash_bytes(src, n);
+	} else {
+		stream_sync(s, ctx_waitmode(c));
+		o->host = xcalloc(1, n);
+		memcpy(o->host, src, n);
+		o->staged = true;
+	}
+	enqueue(s, o);
+	return CUDA_SUCCESS;
+}
+
+EMU_API CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
+					      CUstream hStream)
+{
+	emu_lock();
+	CUresult r = htod_async(dstDevice, srcHost, ByteCount, hStream);
+	emu_unlock();
+	return r;
+}
+
+/* To pageable memory the call returns once the copy completed. */
+static CUresult dtoh_async(void *dst, CUdeviceptr src, size_t n, CUstream h)
+{
+	struct ctx *c;
+	struct stream *s;
+	CUresult r = cur_ctx(&c);
+	if (r == CUDA_SUCCESS) {
+		r = stream_resolve(h, c, &s);
+	}
+	if (r == CUDA_SUCCESS && !dst) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	}
+	if (r == CUDA_SUCCESS) {
+		r = check_device_range(c, src, n);
+	}
+	if (r != CUDA_SUCCESS || n == 0) {
+		return r;
+	}
+	struct op *o = op_new(OP_COPY, "copy (cuMemcpyDtoHAsync)");
+	o->dir = D2H;
+	o->src = src;
+	o->host = dst;
+	o->bytes = n;
+	o->pinned = pinned_find(dst, n) != NULL;
+	bool wait = !o->pinned;
+	enqueue(s, o);
+	if (wait) {
+		stream_sync(s, ctx_waitmode(c));
+	}
+	return CUDA_SUCCESS;
+}
+
+EMU_API CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+					      CUstream hStream)
+{
+	emu_lock();
+	CUresult r = dtoh_async(dstHost, srcDevice, ByteCount, hStream);
+	emu_unlock();
+	return r;
+}
+
+/*
+ * cuMemcpyHtoD and cuMemcpyDtoH: the NULL stream and the blocking streams
+ * drain first, then the calling thread copies through a copy engine, as a
+ * host access ordered after everything it synchronized with.
+ */
+static CUresult sync_copy(enum copy_dir dir, CUdeviceptr dptr, void *host, size_t n, const char *what)
+{
+	struct ctx *c;
+	CUresult r = cur_ctx(&c);
+	if (r == CUDA_SUCCESS && !host) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	}
+	if (r == CUDA_SUCCESS) {
+		r = check_device_range(c, dptr, n);
+	}
+	if (r != CUDA_SUCCESS || n == 0) {
+		return r;
+	}
+	stream_sync(c->legacy, ctx_waitmode(c));
+	uint64_t epoch = host_tick();
+	struct alloc *a = device_access(c, dptr, n, dir == H2D, 0, &g.host, epoch, what);
+	if (!a) {
+		return CUDA_ERROR_INVALID_VALUE; /* freed by another thread meanwhile */
+	}
+	unsigned char *dev = a->mem + (dptr - a->base);
+	struct device *d = &g.dev[c->ordinal];
+	if (dir == H2D) {
+		engine_copy(d, dev, host, n, NULL);
+	} else {
+		engine_copy(d, host, dev, n, NULL);
+	}
+	alloc_unbusy(a);
+	return c->sticky;
+}
+
+EMU_API CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{
+	emu_lock();
+	CUresult r = sync_copy(H2D, dstDevice, (void *)srcHost, ByteCount, "cuMemcpyHtoD");
+	emu_unlock();
+	return r;
+}
+
+EMU_API CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+{
+	emu_lock();
+	CUresult r = sync_copy(D2H, srcDevice, dstHost, ByteCount, "cuMemcpyDtoH");
+	emu_unlock();
+	return r;
+}
+
+/* Device-to-device copies do not use the copy engines and take no modelled time. */
+static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h, bool null_stream, const char *what)
+{
+	struct ctx *c;
+	struct stream *s;
+	CUresult r = cur_ctx(&c);
+	if (r == CUDA_SUCCESS) {
+		r = stream_resolve(null_stream ? NULL : h, c, &s);
+	}
+	if (r == CUDA_SUCCESS) {
+		r = check_device_range(c, src, n);
+	}
+	if (r == CUDA_SUCCESS) {
+		r = check_device_range(c, dst, n);
+	}
+	if (r != CUDA_SUCCESS || n == 0) {
+		return r;
+	}
+	struct op *o = op_new(OP_COPY, what);
+	o->dir = D2D;
+	o->src = src;
+	o->dst = dst;
+	o->bytes = n;
+	enqueue(s, o);
+	return CUDA_SUCCESS;
+}
+
+EMU_API CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
+{
+	emu_lock();
+	CUresult r = dtod(dstDevice, srcDevice, ByteCount, NULL, true, "copy (cuMemcpyDtoD)");
+	emu_unlock();
+	return r;
+}
+
+EMU_API CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+					      CUstream hStream)
+{
+	emu_lock();
+	CUresult r = dtod(dstDevice, srcDevice, ByteCount, hStream, false, "copy (cuMemcpyDtoDAsync)");
+	emu_unlock();
+	return r;
+}
+
+/* ---- memset API: device memsets are asynchronous to the host, even the "synchronous" ones ---- */
+
+static CUresult memset_op(CUdeviceptr dst, unsigned elem, uint32_t value, size_t count, CUstream h,
+			  bool null_stream, const char *what)
+{
+	struct ctx *c;
+	struct stream *s;
+	CUresult r = cur_ctx(&c);
+	if (r == CUDA_SUCCESS) {
+		r = stream_resolve(null_stream ? NULL : h, c, &s);
+	}
+	if (r == CUDA_SUCCESS && (dst % elem || count > SIZE_MAX / elem)) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	}
+	if (r == CUDA_SUCCESS) {
+		r = check_device_range(c, dst, count * elem);
+	}
+	if (r != CUDA_SUCCESS || count == 0) {
+		return r;
+	}
+	struct op *o = op_new(OP_MEMSET, what);
+	o->dst = dst;
+	o->bytes = count * elem;
+	o->elem = elem;
+	o->value = value;
+	enqueue(s, o);
+	return CUDA_SUCCESS;
+}
+
+EMU_API CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
+{
+	emu_lock();
+	CUresult r = memset_op(dstDevice, 1, uc, N, NULL, true, "cuMemsetD8");
+	emu_unlock();
+	return r;
+}
+
+EMU_API CUresult CUDAAPI cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N)
+{
+	emu_lock();
+	CUresult r = memset_op(dstDevice, 2, us, N, NULL, true, "cuMemsetD16");
+	emu_unlock();
+	return r;
+}
+
+EMU_API CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N)
+{
+	emu_lock();
+	CUresult r = memset_op(dstDevice, 4, ui, N, NULL, true, "cuMemsetD32");
+	emu_unlock();
+	return r;
+}
+
+EMU_API CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)
+{
+	emu_lock();
+	CUresult r = memset_op(dstDevice, 1, uc, N, hStream, false, "cuMemsetD8Async");
+	emu_unlock();
+	return r;
+}
+
+EMU_API CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream)
+{
+	emu_lock();
+	CUresult r = memset_op(dstDevice, 2, us, N, hStream, false, "cuMemsetD16Async");
+	emu_unlock();
+	return r;
+}
+
+EMU_API CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream)
+{
+	emu_lock();
+	CUresult r = memset_op(dstDevice, 4, ui, N, hStream, false, "cuMemsetD32Async");
+	emu_unlock();
+	return r;
+}

@@ -1,0 +1,1037 @@
+/*
+ * Self-tests of cudaemu. Each check runs in a child process with its own
+ * environment (the emulator reads it at cuInit) and its stderr captured, so
+ * checks can read the emulator's reports. Prints one PASS or FAIL line per
+ * check; exits 1 if any failed. Timing bounds are loose: CI machines are
+ * small and noisy.
+ */
+#include <cuda.h>
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- harness ---- */
+
+static const char *check_name;
+static FILE *captured_stderr;
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("    %s: ", check_name);
+	vprintf(fmt, ap);
+	printf("\n");
+	va_end(ap);
+	fflush(stdout);
+}
+
+static void fail_at(int line, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("    %s: line %d: ", check_name, line);
+	vprintf(fmt, ap);
+	printf("\n");
+	va_end(ap);
+	fflush(stdout);
+}
+
+#define CK(call)                                                                               \
+	do {                                                                                   \
+		CUresult r_ = (call);                                                          \
+		if (r_ != CUDA_SUCCESS) {                                                      \
+			fail("line %d: %s returned %d", __LINE__, #call, (int)r_);             \
+			return false;                                                          \
+		}                                                                              \
+	} while (0)
+
+#define WANT(call, code)                                                                       \
+	do {                                                                                   \
+		CUresult r_ = (call);                                                          \
+		if (r_ != (code)) {                                                            \
+			fail("line %d: %s returned %d, want %d", __LINE__, #call, (int)r_,     \
+			     (int)(code));                                                     \
+			return false;                                                          \
+		}                                                                              \
+	} while (0)
+
+#define EXPECT(cond, ...)                                                                      \
+	do {                                                                                   \
+		if (!(cond)) {                                                                 \
+			fail_at(__LINE__, __VA_ARGS__);                                        \
+			return false;                                                          \
+		}                                                                              \
+	} while (0)
+
+/* Everything the emulator wrote to stderr so far in this check. */
+static const char *emu_output(void)
+{
+	static char buf[1 << 16];
+	fflush(captured_stderr);
+	size_t n = (size_t)pread(fileno(captured_stderr), buf, sizeof buf - 1, 0);
+	buf[n < sizeof buf ? n : 0] = 0;
+	return buf;
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) {
+		n++;
+	}
+	return n;
+}
+
+static int races(void) { return count(emu_output(), "cudaemu: race: "); }
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static double thread_cpu(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* ---- helpers ---- */
+
+static CUcontext ctx;
+
+static bool setup(void)
+{
+	CK(cuInit(0));
+	CK(cuDevicePrimaryCtxRetain(&ctx, 0));
+	CK(cuCtxSetCurrent(ctx));
+	return true;
+}
+
+static void *pinned(size_t n, int byte)
+{
+	void *p = NULL;
+	if (cuMemHostAlloc(&p, n, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS) {
+		return NULL;
+	}
+	memset(p, byte, n);
+	return p;
+}
+
+static bool all(const void *p, size_t n, int byte)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++) {
+		if (b[i] != (unsigned char)byte) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static const char ptx[] = ".version 6.0\n.target sm_50\n.address_size 64\n"
+			  "// .entry commented(\n"
+			  ".visible .entry spin(\n\t.param .u64 cycles,\n\t.param .u64 src,\n"
+			  "\t.param .u64 dst,\n\t.param .u64 n\n)\n{\n\tret;\n}\n"
+			  ".visible .entry other(.param .u64 a)\n{\n\tret;\n}\n";
+
+static CUfunction spin_fn;
+
+static bool load_spin(void)
+{
+	CUmodule m;
+	CK(cuModuleLoadData(&m, ptx));
+	CK(cuModuleGetFunction(&spin_fn, m, "spin"));
+	return true;
+}
+
+static CUresult spin(CUstream s, uint64_t cycles, CUdeviceptr src, CUdeviceptr dst, uint64_t n)
+{
+	void *args[] = {&cycles, &src, &dst, &n};
+	return cuLaunchKernel(spin_fn, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
+}
+
+/* Copies n bytes of device memory back and checks they all equal byte. */
+static bool device_is(CUdeviceptr d, size_t n, int byte)
+{
+	unsigned char *b = malloc(n);
+	bool ok = b && cuMemcpyDtoH(b, d, n) == CUDA_SUCCESS && all(b, n, byte);
+	free(b);
+	return ok;
+}
+
+/* ---- checks ---- */
+
+/* Ops of one stream run in order: each copy overwrites the last; event times do not go back. */
+static bool check_in_order(void)
+{
+	enum { N = 8, SIZE = 256 << 10 };
+	CUstream s;
+	CUdeviceptr d, out;
+	CUevent ev[N];
+	if (!setup() || !load_spin()) {
+		return false;
+	}
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&d, SIZE));
+	CK(cuMemAlloc(&out, SIZE));
+	for (int i = 0; i < N; i++) {
+		void *h = pinned(SIZE, 'a' + i);
+		EXPECT(h, "cuMemHostAlloc failed");
+		CK(cuEventCreate(&ev[i], CU_EVENT_DEFAULT));
+		CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
+		CK(cuEventRecord(ev[i], s));
+	}
+	CK(spin(s, 0, d, out, SIZE));
+	CK(cuStreamSynchronize(s));
+	EXPECT(device_is(out, SIZE, 'a' + N - 1), "the kernel did not see the last copy");
+	for (int i = 1; i < N; i++) {
+		float ms;
+		CK(cuEventElapsedTime(&ms, ev[i - 1], ev[i]));
+		EXPECT(ms > 0, "event %d completed %.3f ms after event %d", i, ms, i - 1);
+	}
+	EXPECT(races() == 0, "unexpected report:\n%s", emu_output());
+	return true;
+}
+
+/*
+ * A copy from pinned memory reads it when it runs: rewriting the buffer
+ * before the copy runs changes what arrives, and is race (a).
+ */
+static bool check_reads_at_execution(void)
+{
+	enum { SLOW = 4 << 20, SIZE = 4096 };
+	CUstream s;
+	CUdeviceptr slow, d;
+	if (!setup()) {
+		return false;
+	}
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&slow, SLOW));
+	CK(cuMemAlloc(&d, SIZE));
+	unsigned char *big = pinned(SLOW, 0), *h = pinned(SIZE, 'A');
+	EXPECT(big && h, "cuMemHostAlloc failed");
+	CK(cuMemcpyHtoDAsync(slow, big, SLOW, s)); /* 40 ms at 0.1 GB/s */
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
+	memset(h, 'B', SIZE);
+	CK(cuStreamSynchronize(s));
+	EXPECT(device_is(d, SIZE, 'B'), "the device did not get the bytes present when the copy ran");
+	const char *out = emu_output();
+	EXPECT(races() == 1 && strstr(out, "changed between cuMemcpyHtoDAsync") &&
+		       strstr(out, "(4096 bytes)") && strstr(out, "the device received bytes written after the call"),
+	       "want one race (a) report, got:\n%s", out);
+	return true;
+}
+
+/*
+ * Device memory holds the old bytes until a copy writes them: reading the
+ * end of the destination early (on the NULL stream, which does not wait
+ * for non-blocking streams) gives stale bytes, and is race (b).
+ */
+static bool check_stale_until_complete(void)
+{
+	enum { SIZE = 2 << 20, TAIL = 4096 };
+	CUstream s;
+	CUdeviceptr d;
+	if (!setup()) {
+		return false;
+	}
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&d, SIZE));
+	CK(cuMemsetD8(d, 0x11, SIZE));
+	CK(cuCtxSynchronize());
+	unsigned char *h = pinned(SIZE, 0x22);
+	EXPECT(h, "cuMemHostAlloc failed");
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, s)); /* 210 ms at 0.01 GB/s */
+	usleep(20000);                        /* let it start */
+	EXPECT(device_is(d + SIZE - TAIL, TAIL, 0x11), "device memory changed before the copy reached it");
+	char want[200];
+	snprintf(want, sizeof want, "device 0x%llx+4096: cuMemcpyDtoH on the host reads, but the copy "
+		 "(cuMemcpyHtoDAsync) on stream 0x%lx writing it is not ordered before it (missing "
+		 "cuStreamSynchronize or cuEventSynchronize?)",
+		 (unsigned long long)(d + SIZE - TAIL), (unsigned long)s);
+	EXPECT(races() == 1 && strstr(emu_output(), want), "want one report\n  %s\ngot:\n%s", want, emu_output());
+	CK(cuStreamSynchronize(s));
+	EXPECT(device_is(d, SIZE, 0x22), "device memory lacks the copy after cuStreamSynchronize");
+	EXPECT(races() == 1, "a synchronized read was reported:\n%s", emu_output());
+	return true;
+}
+
+/* Record, query, synchronize, elapsed time ~ latency + bytes / bandwidth (0.1 GB/s here). */
+static bool check_event_timing(void)
+{
+	enum { SIZE = 4 << 20 };
+	CUstream s;
+	CUdeviceptr d;
+	CUevent start, end, notime;
+	float ms;
+	if (!setup()) {
+		return false;
+	}
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&d, SIZE));
+	void *h = pinned(SIZE, 1);
+	EXPECT(h, "cuMemHostAlloc failed");
+	CK(cuEventCreate(&start, CU_EVENT_DEFAULT));
+	CK(cuEventCreate(&end, CU_EVENT_BLOCKING_SYNC));
+	CK(cuEventCreate(&notime, CU_EVENT_DISABLE_TIMING));
+	WANT(cuEventElapsedTime(&ms, start, end), CUDA_ERROR_INVALID_HANDLE); /* never recorded */
+	CK(cuEventQuery(end));                                                 /* nothing captured */
+	CK(cuEventRecord(start, s));
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
+	CK(cuEventRecord(end, s));
+	CK(cuEventRecord(notime, s));
+	WANT(cuEventQuery(end), CUDA_ERROR_NOT_READY);
+	WANT(cuEventElapsedTime(&ms, start, end), CUDA_ERROR_NOT_READY);
+	CK(cuEventSynchronize(end));
+	CK(cuEventQuery(end));
+	CK(cuEventElapsedTime(&ms, start, end));
+	EXPECT(ms > 38 && ms < 150, "elapsed %.2f ms, want about 42 ms (4 MiB at 0.1 GB/s)", ms);
+	CK(cuEventSynchronize(notime));
+	WANT(cuEventElapsedTime(&ms, start, notime), CUDA_ERROR_INVALID_HANDLE);
+	WANT(cuEventElapsedTime(NULL, start, end), CUDA_ERROR_INVALID_VALUE);
+	return true;
+}
+
+/* A second record supersedes the first for queries and later waits, not for earlier waits. */
+static bool check_rerecord(void)
+{
+	enum { SIZE = 8 << 20 };
+	CUstream busy, idle, waiter;
+	CUdeviceptr d;
+	CUevent e, after;
+	if (!setup()) {
+		return false;
+	}
+	CK(cuStreamCreate(&busy, CU_STREAM_NON_BLOCKING));
+	CK(cuStreamCreate(&idle, CU_STREAM_NON_BLOCKING));
+	CK(cuStreamCreate(&waiter, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&d, SIZE));
+	void *h = pinned(SIZE, 3);
+	EXPECT(h, "cuMemHostAlloc failed");
+	CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
+	CK(cuEventCreate(&after, CU_EVENT_DEFAULT));
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, busy)); /* 80 ms at 0.1 GB/s */
+	CK(cuEventRecord(e, busy));
+	CK(cuStreamWaitEvent(waiter, e, 0)); /* waits for the first record */
+	CK(cuEventRecord(after, waiter));
+	WANT(cuEventQuery(e), CUDA_ERROR_NOT_READY);
+	CK(cuEventRecord(e, idle));
+	CK(cuStreamSynchronize(idle));
+	CK(cuEventQuery(e));
+	WANT(cuEventQuery(after), CUDA_ERROR_NOT_READY);
+	WANT(cuStreamQuery(busy), CUDA_ERROR_NOT_READY);
+	CK(cuEventSynchronize(after));
+	CK(cuStreamQuery(busy));
+	return true;
+}
+
+/*
+ * cuStreamWaitEvent orders a consumer kernel after the loader's copy, and
+ * the loader's next copy after the consumer's event: no reports.
+ */
+static bool check_wait_event_orders(void)
+{
+	enum { SIZE = 1 << 20 };
+	CUstream loader, consumer;
+	CUdeviceptr buf, out;
+	CUevent ready, done;
+	if (!setup() || !load_spin()) {
+		return false;
+	}
+	CK(cuStreamCreate(&loader, CU_STREAM_NON_BLOCKING));
+	CK(cuStreamCreate(&consumer, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&buf, SIZE));
+	CK(cuMemAlloc(&out, SIZE));
+	unsigned char *a = pinned(SIZE, 'a'), *b = pinned(SIZE, 'b'), *back = pinned(SIZE, 0);
+	EXPECT(a && b && back, "cuMemHostAlloc failed");
+	CK(cuEventCreate(&ready, CU_EVENT_DISABLE_TIMING));
+	CK(cuEventCreate(&done, CU_EVENT_DISABLE_TIMING));
+	CK(cuMemcpyHtoDAsync(buf, a, SIZE, loader)); /* 10 ms at 0.1 GB/s */
+	CK(cuEventRecord(ready, loader));
+	CK(cuStreamWaitEvent(consumer, ready, 0));
+	CK(spin(consumer, 50 * 1000 * 1000, buf, out, SIZE)); /* reads after 50 ms */
+	CK(cuEventRecord(done, consumer));
+	CK(cuStreamWaitEvent(loader, done, 0));
+	CK(cuMemcpyHtoDAsync(buf, b, SIZE, loader));
+	CK(cuMemcpyDtoHAsync(back, out, SIZE, consumer));
+	CK(cuStreamSynchronize(consumer));
+	CK(cuStreamSynchronize(loader));
+	EXPECT(all(back, SIZE, 'a'), "the consumer saw the loader's second copy");
+	EXPECT(device_is(buf, SIZE, 'b'), "the second copy did not land");
+	EXPECT(races() == 0, "unexpected report:\n%s", emu_output());
+	return true;
+}
+
+/* Waiting for a never-recorded event is a no-op. */
+static bool check_wait_unrecorded(void)
+{
+	enum { SIZE = 20 << 20 };
+	CUstream busy, s;
+	CUdeviceptr d;
+	CUevent never, mark;
+	if (!setup()) {
+		return false;
+	}
+	CK(cuStreamCreate(&busy, CU_STREAM_NON_BLOCKING));
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&d, SIZE));
+	void *h = pinned(SIZE, 0);
+	EXPECT(h, "cuMemHostAlloc failed");
+	CK(cuEventCreate(&never, CU_EVENT_DEFAULT));
+	CK(cuEventCreate(&mark, CU_EVENT_BLOCKING_SYNC));
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, busy)); /* 200 ms at 0.1 GB/s */
+	double t0 = now();
+	CK(cuStreamWaitEvent(s, never, 0));
+	CK(cuEventRecord(mark, s));
+	CK(cuEventSynchronize(mark));
+	double t = now() - t0;
+	EXPECT(t < 0.1, "the stream waited %.3f s on an unrecorded event", t);
+	WANT(cuStreamQuery(busy), CUDA_ERROR_NOT_READY);
+	return true;
+}
+
+/* Two streams' copies share CUDAEMU_COPY_ENGINES engines: 1 engine serializes them. */
+static bool copy_pair(double *seconds)
+{
+	enum { SIZE = 4 << 20 };
+	CUstream s[2];
+	CUdeviceptr d[2];
+	void *h[2];
+	if (!setup()) {
+		return false;
+	}
+	for (int i = 0; i < 2; i++) {
+		CK(cuStreamCreate(&s[i], CU_STREAM_NON_BLOCKING));
+		CK(cuMemAlloc(&d[i], SIZE));
+		h[i] = pinned(SIZE, i);
+		EXPECT(h[i], "cuMemHostAlloc failed");
+	}
+	double t0 = now();
+	for (int i = 0; i < 2; i++) {
+		CK(cuMemcpyHtoDAsync(d[i], h[i], SIZE, s[i])); /* 42 ms each at 0.1 GB/s */
+	}
+	CK(cuCtxSynchronize());
+	*seconds = now() - t0;
+	return true;
+}
+
+static bool check_one_engine(void)
+{
+	double t;
+	if (!copy_pair(&t)) {
+		return false;
+	}
+	EXPECT(t > 0.075, "two 42 ms copies on one engine took %.3f s, want about 0.084", t);
+	return true;
+}
+
+static bool check_two_engines(void)
+{
+	double t;
+	if (!copy_pair(&t)) {
+		return false;
+	}
+	EXPECT(t > 0.038 && t < 0.075, "two 42 ms copies on two engines took %.3f s, want about 0.042", t);
+	return true;
+}
+
+/* cuMemGetInfo accounting with CUDAEMU_MEM_MB=64, out of memory, bad pointers. */
+static bool check_memory(void)
+{
+	size_t avail, total, bytes;
+	CUdeviceptr a, b, base;
+	if (!setup()) {
+		return false;
+	}
+	CK(cuDeviceTotalMem(&bytes, 0));
+	CK(cuMemGetInfo(&avail, &total));
+	EXPECT(total == 64 << 20 && bytes == total && avail == total, "total %zu, free %zu, device %zu", total,
+	       avail, bytes);
+	CK(cuMemAlloc(&a, 16 << 20));
+	EXPECT(a % 256 == 0, "allocation 0x%llx is not 256-byte aligned", (unsigned long long)a);
+	CK(cuMemGetInfo(&avail, &total));
+	EXPECT(avail == 48 << 20, "free %zu after a 16 MiB allocation", avail);
+	WANT(cuMemAlloc(&b, 60 << 20), CUDA_ERROR_OUT_OF_MEMORY);
+	WANT(cuMemAlloc(&b, 0), CUDA_ERROR_INVALID_VALUE);
+	CK(cuMemGetAddressRange(&base, &bytes, a + 100));
+	EXPECT(base == a && bytes == 16 << 20, "address range 0x%llx+%zu", (unsigned long long)base, bytes);
+	char h[16] = {0};
+	WANT(cuMemcpyHtoD(a + (16 << 20) - 8, h, 16), CUDA_ERROR_INVALID_VALUE); /* runs past the end */
+	WANT(cuMemFree(a + 256), CUDA_ERROR_INVALID_VALUE);
+	CK(cuMemFree(a));
+	WANT(cuMemFree(a), CUDA_ERROR_INVALID_VALUE);
+	WANT(cuMemcpyHtoD(a, h, 16), CUDA_ERROR_INVALID_VALUE); /* use after free */
+	CK(cuMemGetInfo(&avail, &total));
+	EXPECT(avail == total, "free %zu of %zu after freeing everything", avail, total);
+	void *p;
+	CK(cuMemHostAlloc(&p, 100, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_WRITECOMBINED));
+	EXPECT((uintptr_t)p % 4096 == 0, "pinned memory %p is not page-aligned", p);
+	WANT(cuMemHostAlloc(&p, 100, 0x80), CUDA_ERROR_INVALID_VALUE);
+	WANT(cuMemFreeHost((char *)p + 1), CUDA_ERROR_INVALID_VALUE);
+	CK(cuMemFreeHost(p));
+	WANT(cuMemFreeHost(p), CUDA_ERROR_INVALID_VALUE);
+	return true;
+}
+
+/* The primary context lives while retained; the last release frees everything it owns. */
+static bool check_primary_refcount(void)
+{
+	CUcontext again, cur;
+	CUdeviceptr d;
+	CUstream s;
+	unsigned flags;
+	int active;
+	size_t avail, total;
+	if (!setup()) {
+		return false;
+	}
+	CK(cuDevicePrimaryCtxRetain(&again, 0));
+	EXPECT(again == ctx, "a second retain returned another context");
+	CK(cuMemAlloc(&d, 1 << 20));
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuDevicePrimaryCtxRelease(0));
+	CK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+	EXPECT(active == 1, "inactive after one of two releases");
+	CK(cuMemGetInfo(&avail, &total));
+	EXPECT(avail == total - (1 << 20), "the allocation went away early");
+	CK(cuDevicePrimaryCtxRelease(0));
+	CK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+	EXPECT(active == 0, "active after the last release");
+	CK(cuCtxGetCurrent(&cur));
+	EXPECT(cur == ctx, "the released context is no longer current");
+	WANT(cuMemAlloc(&d, 16), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(cuDevicePrimaryCtxRelease(0), CUDA_ERROR_INVALID_CONTEXT);
+	CK(cuDevicePrimaryCtxRetain(&again, 0));
+	EXPECT(again == ctx, "the primary context handle changed");
+	CK(cuMemGetInfo(&avail, &total));
+	EXPECT(avail == total, "memory of the destroyed context was not freed");
+	WANT(cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
+	return true;
+}
+
+/* Before cuInit everything fails; after it, calls that need a context fail without one. */
+static bool check_no_context(void)
+{
+	int n, v;
+	CUdeviceptr d;
+	CUstream s;
+	CUdevice dev;
+	WANT(cuDeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
+	WANT(cuMemAlloc(&d, 16), CUDA_ERROR_NOT_INITIALIZED);
+	CK(cuDriverGetVersion(&v));
+	EXPECT(v == CUDA_VERSION, "driver version %d", v);
+	WANT(cuInit(1), CUDA_ERROR_INVALID_VALUE);
+	CK(cuInit(0));
+	WANT(cuMemAlloc(&d, 16), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(cuStreamCreate(&s, 0), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(cuCtxGetDevice(&dev), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(cuCtxSynchronize(), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(cuStreamSynchronize(NULL), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(cuCtxSetCurrent((CUcontext)0x1234), CUDA_ERROR_INVALID_CONTEXT);
+	return true;
+}
+
+/* Devices, names and attributes from the environment (CUDAEMU_DEVICES=2, CLOCK_KHZ, COPY_ENGINES). */
+static bool check_devices(void)
+{
+	int n, v;
+	char name[64];
+	CUdevice dev;
+	CK(cuInit(0));
+	CK(cuDeviceGetCount(&n));
+	EXPECT(n == 2, "%d devices", n);
+	CK(cuDeviceGet(&dev, 1));
+	WANT(cuDeviceGet(&dev, 2), CUDA_ERROR_INVALID_DEVICE);
+	CK(cuDeviceGetName(name, sizeof name, 1));
+	EXPECT(strcmp(name, "cudaemu emulated device 1") == 0, "name %s", name);
+	CK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 0));
+	EXPECT(v == 1500000, "clock rate %d", v);
+	CK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, 0));
+	EXPECT(v == 3, "async engines %d", v);
+	CK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+	WANT(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX, 0), CUDA_ERROR_INVALID_VALUE);
+	WANT(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH, 0), CUDA_ERROR_NOT_SUPPORTED);
+	if (!setup()) {
+		return false;
+	}
+	int least, greatest, prio;
+	unsigned flags;
+	CUstream s;
+	CK(cuCtxGetStreamPriorityRange(&least, &greatest));
+	EXPECT(least == 0 && greatest == -5, "priority range %d..%d", least, greatest);
+	CK(cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, -100));
+	CK(cuStreamGetPriority(s, &prio));
+	CK(cuStreamGetFlags(s, &flags));
+	EXPECT(prio == -5 && flags == CU_STREAM_NON_BLOCKING, "priority %d, flags %u", prio, flags);
+	CK(cuStreamCreateWithPriority(&s, CU_STREAM_DEFAULT, 7));
+	CK(cuStreamGetPriority(s, &prio));
+	EXPECT(prio == 0, "priority %d, want clamped to 0", prio);
+	WANT(cuStreamCreate(&s, 2), CUDA_ERROR_INVALID_VALUE);
+	CK(cuCtxGetDevice(&dev));
+	EXPECT(dev == 0, "current device %d", dev);
+	return true;
+}
+
+/* CUDAEMU_FAIL_INIT makes cuInit fail with that code. */
+static bool check_fail_init(void)
+{
+	WANT(cuInit(0), CUDA_ERROR_NO_DEVICE);
+	return true;
+}
+
+/*
+ * CUDAEMU_FAIL_COPY=N fails the Nth cuMemcpyHtoDAsync since the value
+ * changed or the primary context was activated, once.
+ */
+static bool check_fail_copy(void)
+{
+	CUdeviceptr d;
+	CUstream s;
+	void *h2;
+	if (!setup()) {
+		return false;
+	}
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&d, 64));
+	void *h = pinned(64, 1);
+	EXPECT(h, "cuMemHostAlloc failed");
+	setenv("CUDAEMU_FAIL_COPY", "3", 1);
+	CK(cuMemcpyHtoDAsync(d, h, 64, s));
+	CK(cuMemcpyHtoDAsync(d, h, 64, s));
+	WANT(cuMemcpyHtoDAsync(d, h, 64, s), CUDA_ERROR_UNKNOWN);
+	CK(cuMemcpyHtoDAsync(d, h, 64, s));
+	setenv("CUDAEMU_FAIL_COPY", "2", 1);
+	CK(cuMemcpyHtoDAsync(d, h, 64, s));
+	WANT(cuMemcpyHtoDAsync(d, h, 64, s), CUDA_ERROR_UNKNOWN);
+	setenv("CUDAEMU_FAIL_COPY", "2", 1);
+	CK(cuMemcpyHtoDAsync(d, h, 64, s));
+	unsetenv("CUDAEMU_FAIL_COPY");
+	CK(cuMemcpyHtoDAsync(d, h, 64, s));
+	setenv("CUDAEMU_FAIL_COPY", "1", 1);
+	WANT(cuMemcpyHtoDAsync(d, h, 64, s), CUDA_ERROR_UNKNOWN);
+	CK(cuStreamSynchronize(s));
+	/* Activating the primary context again restarts the count, with the same value. */
+	CK(cuDevicePrimaryCtxRelease(0));
+	CK(cuDevicePrimaryCtxRetain(&ctx, 0));
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&d, 64));
+	h2 = pinned(64, 2); /* h went with the context */
+	EXPECT(h2, "cuMemHostAlloc failed");
+	WANT(cuMemcpyHtoDAsync(d, h2, 64, s), CUDA_ERROR_UNKNOWN);
+	CK(cuMemcpyHtoDAsync(d, h2, 64, s));
+	CK(cuStreamSynchronize(s));
+	EXPECT(count(emu_output(), "CUDAEMU_FAIL_COPY=") == 4, "want 4 notes, got:\n%s", emu_output());
+	return true;
+}
+
+/* spin waits its cycles at the clock rate (2 GHz here), then copies n bytes. */
+static bool check_kernel_spin(void)
+{
+	enum { SIZE = 1000 };
+	CUstream s;
+	CUdeviceptr src, dst;
+	if (!setup() || !load_spin()) {
+		return false;
+	}
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&src, SIZE));
+	CK(cuMemAlloc(&dst, SIZE));
+	CK(cuMemsetD8(src, 0x5a, SIZE));
+	CK(cuCtxSynchronize());
+	double t0 = now();
+	CK(spin(s, 200 * 1000 * 1000, src, dst, SIZE));
+	WANT(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
+	CK(cuStreamSynchronize(s));
+	double t = now() - t0;
+	EXPECT(t > 0.095 && t < 0.5, "200M cycles at 2 GHz took %.3f s, want 0.1", t);
+	EXPECT(device_is(dst, SIZE, 0x5a), "the kernel did not copy");
+	CK(spin(s, 0, src, 0x1000, SIZE)); /* dst is not device memory */
+	WANT(cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
+	EXPECT(strstr(emu_output(), "CUDA_ERROR_ILLEGAL_ADDRESS"), "no note on the bad address");
+	return true;
+}
+
+/* Kernels without a C implementation, unknown names, and images that are not PTX. */
+static bool check_unknown_kernel(void)
+{
+	CUmodule m;
+	CUfunction f;
+	if (!setup()) {
+		return false;
+	}
+	CK(cuModuleLoadData(&m, ptx));
+	WANT(cuModuleGetFunction(&f, m, "other"), CUDA_ERROR_NOT_SUPPORTED);
+	WANT(cuModuleGetFunction(&f, m, "missing"), CUDA_ERROR_NOT_FOUND);
+	WANT(cuModuleGetFunction(&f, m, "commented"), CUDA_ERROR_NOT_FOUND);
+	CK(cuModuleUnload(m));
+	WANT(cuModuleGetFunction(&f, m, "spin"), CUDA_ERROR_INVALID_HANDLE);
+	CK(cuModuleLoadData(&m, ".version 7.0\n.entry spin(.param .u64 a, .param .u32 b) { ret; }"));
+	WANT(cuModuleGetFunction(&f, m, "spin"), CUDA_ERROR_NOT_SUPPORTED);
+	WANT(cuModuleLoadData(&m, "\x7f" "ELF\x02\x01"), CUDA_ERROR_NOT_SUPPORTED);
+	WANT(cuModuleLoadData(&m, "not ptx"), CUDA_ERROR_INVALID_PTX);
+	EXPECT(strstr(emu_output(), "kernel other has no C implementation"), "no note on kernel other");
+	return true;
+}
+
+/* Race (b): a consumer kernel reads what a copy on another stream writes, with no event between. */
+static bool check_race_unordered_read(void)
+{
+	enum { SIZE = 4096 };
+	CUstream loader, consumer;
+	CUdeviceptr buf, out;
+	if (!setup() || !load_spin()) {
+		return false;
+	}
+	CK(cuStreamCreate(&loader, CU_STREAM_NON_BLOCKING));
+	CK(cuStreamCreate(&consumer, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&buf, SIZE));
+	CK(cuMemAlloc(&out, SIZE));
+	void *h = pinned(SIZE, 1);
+	EXPECT(h, "cuMemHostAlloc failed");
+	CK(cuMemcpyHtoDAsync(buf, h, SIZE, loader));
+	CK(spin(consumer, 50 * 1000 * 1000, buf, out, SIZE)); /* reads after the copy, but unordered */
+	CK(cuStreamSynchronize(consumer));
+	char want[320];
+	snprintf(want, sizeof want, "device 0x%llx+4096: kernel spin on stream 0x%lx reads, but the copy "
+		 "(cuMemcpyHtoDAsync) on stream 0x%lx writing it is not ordered before it (missing cuStreamWaitEvent?)",
+		 (unsigned long long)buf, (unsigned long)consumer, (unsigned long)loader);
+	EXPECT(races() == 1 && strstr(emu_output(), want), "want one report\n  %s\ngot:\n%s", want, emu_output());
+	return true;
+}
+
+/*
+ * Race (b) the other way: the loader's next copy overwrites a buffer the
+ * consumer's kernel read, without waiting for the consumer's event; with
+ * the wait (loader_waits) there is no report.
+ */
+static bool overwrite(bool loader_waits)
+{
+	enum { SIZE = 4096, SLOW = 4 << 20 };
+	CUstream loader, consumer;
+	CUdeviceptr buf, out, other;
+	CUevent ready, done;
+	if (!setup() || !load_spin()) {
+		return false;
+	}
+	CK(cuStreamCreate(&loader, CU_STREAM_NON_BLOCKING));
+	CK(cuStreamCreate(&consumer, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&buf, SIZE));
+	CK(cuMemAlloc(&out, SIZE));
+	CK(cuMemAlloc(&other, SLOW));
+	void *h = pinned(SIZE, 1), *big = pinned(SLOW, 2);
+	EXPECT(h && big, "cuMemHostAlloc failed");
+	CK(cuEventCreate(&ready, CU_EVENT_DISABLE_TIMING));
+	CK(cuEventCreate(&done, CU_EVENT_DISABLE_TIMING));
+	CK(cuMemcpyHtoDAsync(buf, h, SIZE, loader));
+	CK(cuEventRecord(ready, loader));
+	CK(cuStreamWaitEvent(consumer, ready, 0));
+	CK(spin(consumer, 0, buf, out, SIZE));
+	CK(cuEventRecord(done, consumer));
+	CK(cuMemcpyHtoDAsync(other, big, SLOW, loader)); /* 40 ms: the kernel reads meanwhile */
+	if (loader_waits) {
+		CK(cuStreamWaitEvent(loader, done, 0));
+	}
+	CK(cuMemcpyHtoDAsync(buf, h, SIZE, loader));
+	CK(cuCtxSynchronize());
+	if (loader_waits) {
+		EXPECT(races() == 0, "unexpected report:\n%s", emu_output());
+		return true;
+	}
+	char want[320];
+	snprintf(want, sizeof want, "device 0x%llx+4096: copy (cuMemcpyHtoDAsync) on stream 0x%lx overwrites device "
+		 "memory that kernel spin on stream 0x%lx read without an event ordering the two (missing wait for the "
+		 "consumer's event?)",
+		 (unsigned long long)buf, (unsigned long)loader, (unsigned long)consumer);
+	EXPECT(races() == 1 && strstr(emu_output(), want), "want one report\n  %s\ngot:\n%s", want, emu_output());
+	return true;
+}
+
+static bool check_race_overwrite(void) { return overwrite(false); }
+
+static bool check_no_race_with_done_event(void) { return overwrite(true); }
+
+/* In the default mode a finding ends the process with status 66. */
+static bool check_race_exits(void)
+{
+	if (!check_race_unordered_read()) {
+		return false;
+	}
+	fail("still running after a race");
+	return false;
+}
+
+/* Waiting for a long copy: a default event busy-waits (CPU ~ copy time), a BLOCKING_SYNC one sleeps. */
+static bool check_blocking_sync(void)
+{
+	enum { SIZE = 2 << 20 };
+	CUstream s;
+	CUdeviceptr d;
+	void *h;
+	CUevent spinning, blocking;
+	if (!setup()) {
+		return false;
+	}
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&d, SIZE));
+	h = pinned(SIZE, 0);
+	EXPECT(h, "cuMemHostAlloc failed");
+	CK(cuEventCreate(&spinning, CU_EVENT_DEFAULT));
+	CK(cuEventCreate(&blocking, CU_EVENT_BLOCKING_SYNC));
+	double cpu[2], wall[2];
+	CUevent ev[2] = {spinning, blocking};
+	for (int i = 0; i < 2; i++) {
+		CK(cuMemcpyHtoDAsync(d, h, SIZE, s)); /* 210 ms at 0.01 GB/s */
+		CK(cuEventRecord(ev[i], s));
+		double c0 = thread_cpu(), w0 = now();
+		CK(cuEventSynchronize(ev[i]));
+		cpu[i] = thread_cpu() - c0;
+		wall[i] = now() - w0;
+	}
+	EXPECT(wall[0] > 0.15 && cpu[0] > 0.5 * wall[0], "default event: %.3f s CPU in %.3f s, want busy-waiting",
+	       cpu[0], wall[0]);
+	EXPECT(wall[1] > 0.15 && cpu[1] < 0.05, "BLOCKING_SYNC event: %.3f s CPU in %.3f s, want about 0", cpu[1],
+	       wall[1]);
+	return true;
+}
+
+/* Destroyed handles are refused; a destroyed stream still finishes its work. */
+static bool check_destroyed_handles(void)
+{
+	enum { SIZE = 4 << 20 };
+	CUstream s;
+	CUevent e, pending;
+	CUdeviceptr d;
+	if (!setup()) {
+		return false;
+	}
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&d, SIZE));
+	unsigned char *h = pinned(SIZE, 9);
+	EXPECT(h, "cuMemHostAlloc failed");
+	CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
+	CK(cuEventCreate(&pending, CU_EVENT_DEFAULT));
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, s)); /* 40 ms */
+	CK(cuEventRecord(e, s));
+	CK(cuEventRecord(pending, s));
+	CK(cuEventDestroy(pending)); /* pending record: allowed */
+	CK(cuStreamDestroy(s));      /* returns at once */
+	WANT(cuEventQuery(e), CUDA_ERROR_NOT_READY);
+	WANT(cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
+	WANT(cuMemcpyHtoDAsync(d, h, SIZE, s), CUDA_ERROR_INVALID_HANDLE);
+	WANT(cuStreamDestroy(s), CUDA_ERROR_INVALID_HANDLE);
+	CK(cuEventSynchronize(e));
+	EXPECT(device_is(d, SIZE, 9), "the destroyed stream did not finish its copy");
+	CK(cuEventDestroy(e));
+	WANT(cuEventQuery(e), CUDA_ERROR_INVALID_HANDLE);
+	WANT(cuEventRecord(e, NULL), CUDA_ERROR_INVALID_HANDLE);
+	WANT(cuEventDestroy(e), CUDA_ERROR_INVALID_HANDLE);
+	WANT(cuStreamQuery((CUstream)0xdead00), CUDA_ERROR_INVALID_HANDLE);
+	return true;
+}
+
+/* Race (c): freeing device or pinned memory that queued work still uses. */
+static bool check_free_with_queued_work(void)
+{
+	enum { SIZE = 4 << 20 };
+	CUstream s;
+	CUdeviceptr d;
+	if (!setup()) {
+		return false;
+	}
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&d, SIZE));
+	void *h = pinned(SIZE, 1);
+	EXPECT(h, "cuMemHostAlloc failed");
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, s)); /* 40 ms */
+	CK(cuMemFree(d));                     /* waits for the copy, then reports it */
+	EXPECT(races() == 1 && strstr(emu_output(), "cuMemFree on the host frees memory that copy (cuMemcpyHtoDAsync)"),
+	       "want a report on cuMemFree, got:\n%s", emu_output());
+	CK(cuMemAlloc(&d, SIZE));
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
+	CK(cuMemFreeHost(h));
+	EXPECT(races() == 2 && strstr(emu_output(), "cuMemFreeHost frees it while the copy (cuMemcpyHtoDAsync)"),
+	       "want a report on cuMemFreeHost, got:\n%s", emu_output());
+	CK(cuStreamSynchronize(s));
+	CK(cuMemFree(d));
+	EXPECT(races() == 2, "a synchronized free was reported:\n%s", emu_output());
+	return true;
+}
+
+/*
+ * The NULL stream: cuMemcpyDtoH waits for blocking streams (not for
+ * non-blocking ones, see stale_until_complete); async work on the NULL
+ * stream and on blocking streams is ordered both ways.
+ */
+static bool check_null_stream(void)
+{
+	enum { SIZE = 4 << 20 };
+	CUstream blocking;
+	CUdeviceptr d;
+	if (!setup()) {
+		return false;
+	}
+	CK(cuStreamCreate(&blocking, CU_STREAM_DEFAULT));
+	CK(cuMemAlloc(&d, SIZE));
+	void *h = pinned(SIZE, 7);
+	EXPECT(h, "cuMemHostAlloc failed");
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, blocking)); /* 40 ms */
+	EXPECT(device_is(d, SIZE, 7), "cuMemcpyDtoH did not wait for the blocking stream");
+	CK(cuMemsetD8(d, 8, SIZE));                  /* NULL stream, after the copy */
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, blocking)); /* after the memset */
+	CK(cuStreamSynchronize(NULL));
+	EXPECT(device_is(d, SIZE, 7), "the blocking stream's copy ran before the NULL-stream memset");
+	EXPECT(races() == 0, "unexpected report:\n%s", emu_output());
+	return true;
+}
+
+/* From pageable memory the call waits for the stream, stages the bytes and returns. */
+static bool check_pageable(void)
+{
+	enum { SIZE = 4 << 20, SMALL = 4096 };
+	CUstream s;
+	CUdeviceptr big, d;
+	if (!setup()) {
+		return false;
+	}
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&big, SIZE));
+	CK(cuMemAlloc(&d, SMALL));
+	void *h = pinned(SIZE, 0);
+	unsigned char *pageable = malloc(SMALL);
+	EXPECT(h && pageable, "allocation failed");
+	memset(pageable, 'p', SMALL);
+	CK(cuMemcpyHtoDAsync(big, h, SIZE, s)); /* 40 ms */
+	double t0 = now();
+	CK(cuMemcpyHtoDAsync(d, pageable, SMALL, s));
+	double t = now() - t0;
+	memset(pageable, 'q', SMALL); /* the bytes were staged: allowed */
+	CK(cuStreamSynchronize(s));
+	EXPECT(t > 0.03, "the pageable copy returned after %.3f s, before the stream's earlier copy", t);
+	EXPECT(device_is(d, SMALL, 'p'), "the device did not get the staged bytes");
+	EXPECT(races() == 0, "unexpected report:\n%s", emu_output());
+	free(pageable);
+	return true;
+}
+
+/* ---- driver ---- */
+
+struct check {
+	const char *name;
+	const char *env; /* space-separated NAME=VALUE settings */
+	bool (*run)(void);
+	int want_exit;   /* the child's exit status when it passes */
+};
+
+#define SLOW_COPIES "CUDAEMU_COPY_GBPS=0.1 CUDAEMU_ON_RACE=log"
+
+static const struct check checks[] = {
+	{"in_order", SLOW_COPIES, check_in_order, 0},
+	{"reads_at_execution", SLOW_COPIES, check_reads_at_execution, 0},
+	{"stale_until_complete", "CUDAEMU_COPY_GBPS=0.01 CUDAEMU_COPY_ENGINES=2 CUDAEMU_ON_RACE=log",
+	 check_stale_until_complete, 0},
+	{"event_timing", "CUDAEMU_COPY_GBPS=0.1", check_event_timing, 0},
+	{"rerecord", SLOW_COPIES, check_rerecord, 0},
+	{"wait_event_orders", SLOW_COPIES, check_wait_event_orders, 0},
+	{"wait_unrecorded", SLOW_COPIES, check_wait_unrecorded, 0},
+	{"one_engine", "CUDAEMU_COPY_GBPS=0.1 CUDAEMU_COPY_ENGINES=1", check_one_engine, 0},
+	{"two_engines", "CUDAEMU_COPY_GBPS=0.1 CUDAEMU_COPY_ENGINES=2", check_two_engines, 0},
+	{"memory", "CUDAEMU_MEM_MB=64", check_memory, 0},
+	{"primary_refcount", "", check_primary_refcount, 0},
+	{"no_context", "", check_no_context, 0},
+	{"devices", "CUDAEMU_DEVICES=2 CUDAEMU_CLOCK_KHZ=1500000 CUDAEMU_COPY_ENGINES=3", check_devices, 0},
+	{"fail_init", "CUDAEMU_FAIL_INIT=100", check_fail_init, 0},
+	{"fail_copy", "", check_fail_copy, 0},
+	{"kernel_spin", "CUDAEMU_CLOCK_KHZ=2000000", check_kernel_spin, 0},
+	{"unknown_kernel", "", check_unknown_kernel, 0},
+	{"race_unordered_read", "CUDAEMU_ON_RACE=log", check_race_unordered_read, 0},
+	{"race_overwrite", SLOW_COPIES, check_race_overwrite, 0},
+	{"no_race_with_done_event", SLOW_COPIES, check_no_race_with_done_event, 0},
+	{"race_exits_66", "", check_race_exits, 66},
+	{"blocking_sync_cpu", "CUDAEMU_COPY_GBPS=0.01", check_blocking_sync, 0},
+	{"destroyed_handles", SLOW_COPIES, check_destroyed_handles, 0},
+	{"free_with_queued_work", SLOW_COPIES, check_free_with_queued_work, 0},
+	{"null_stream", SLOW_COPIES, check_null_stream, 0},
+	{"pageable", SLOW_COPIES, check_pageable, 0},
+};
+
+static void set_env(const char *settings)
+{
+	char *copy = strdup(settings);
+	for (char *tok = strtok(copy, " "); tok; tok = strtok(NULL, " ")) {
+		char *eq = strchr(tok, '=');
+		*eq = 0;
+		setenv(tok, eq + 1, 1);
+	}
+	free(copy);
+}
+
+/* Runs one check in a child process; true if it passed. */
+static bool run(const struct check *c)
+{
+	fflush(stdout);
+	double t0 = now();
+	pid_t pid = fork();
+	if (pid == 0) {
+		check_name = c->name;
+		set_env(c->env);
+		captured_stderr = tmpfile();
+		if (!captured_stderr || dup2(fileno(captured_stderr), 2) < 0) {
+			_exit(2);
+		}
+		alarm(30);
+		bool ok = c->run();
+		fflush(stdout);
+		if (!ok) {
+			fprintf(stdout, "    %s: emulator output:\n%s", c->name, emu_output());
+			fflush(stdout);
+		}
+		_exit(ok ? 0 : 1);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	bool ok = WIFEXITED(status) && WEXITSTATUS(status) == c->want_exit;
+	if (ok) {
+		printf("PASS %s (%.2fs)\n", c->name, now() - t0);
+	} else if (WIFSIGNALED(status)) {
+		printf("FAIL %s: killed by signal %d%s\n", c->name, WTERMSIG(status),
+		       WTERMSIG(status) == SIGALRM ? " (timed out)" : "");
+	} else {
+		printf("FAIL %s: exit status %d, want %d\n", c->name, WEXITSTATUS(status), c->want_exit);
+	}
+	return ok;
+}
+
+int main(int argc, char **argv)
+{
+	static const char *vars[] = {"CUDAEMU_DEVICES", "CUDAEMU_MEM_MB", "CUDAEMU_CLOCK_KHZ",
+				     "CUDAEMU_COPY_ENGINES", "CUDAEMU_COPY_GBPS", "CUDAEMU_COPY_LATENCY_US",
+				     "CUDAEMU_ON_RACE", "CUDAEMU_FAIL_INIT", "CUDAEMU_FAIL_COPY"};
+	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+		unsetenv(vars[i]);
+	}
+	int failed = 0, ran = 0;
+	for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+		bool selected = argc < 2;
+		for (int a = 1; a < argc; a++) {
+			selected |= strcmp(argv[a], checks[i].name) == 0;
+		}
+		if (selected) {
+			ran++;
+			failed += !run(&checks[i]);
+		}
+	}
+	printf("%s: %d of %d checks passed\n", failed ? "FAIL" : "ok", ran - failed, ran);
+	return failed ? 1 : 0;
+}
