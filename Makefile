@@ -2,18 +2,19 @@
 GO ?= go
 FUZZTIME ?= 10s
 
-.PHONY: build test fmt-check demo bench golden fuzz cuda-headers cuda-build cuda-test
+.PHONY: build test fmt-check demo bench golden fuzz cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
 
 build:
 	$(GO) build ./...
 
-## test: format, vet, race-enabled tests (goldens included), stale-output check, short fuzz runs
+## test: format, vet, race-enabled tests (goldens included), stale-output check, short fuzz runs, and the cuda-tagged tests on the emulated driver
 test: fmt-check
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	$(GO) run ./cmd/loadergen check examples/cellmap/dataset.yaml
 	$(GO) test ./schema -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./gen -run '^$$' -fuzz '^FuzzGenerate$$' -fuzztime $(FUZZTIME)
+	$(MAKE) --no-print-directory cuda-emu-test
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -45,19 +46,51 @@ cuda-headers:
 # CUDA_ENV points cgo at the cached 11.8 headers and stub. A machine with its
 # own CUDA <= 12.x toolkit can instead run: make CUDA_ENV= cuda-build
 CUDA_ENV ?= cache=$$(.ci/cuda-headers) && export CGO_CFLAGS="-I$$cache/usr/include" CGO_LDFLAGS="-L$$cache/usr/lib/x86_64-linux-gnu/stubs" &&
-CUDA_PKGS = ./runtime $(addprefix ./,$(wildcard golden/*)) ./examples/cellmap
+# The packages with cuda-tagged tests; each links to .cuda/bin/PATH.test with
+# PATH's slashes as underscores (golden/small -> golden_small.test), and its
+# -race build to .cuda/race/.
+CUDA_PKGS = runtime $(wildcard golden/*) examples/cellmap
 
-## cuda-build: vet the cuda-tagged build and link its test binaries into .cuda/bin
+## cuda-build: vet the cuda-tagged build and link its test binaries, plain into .cuda/bin and -race into .cuda/race
 cuda-build:
 	@$(CUDA_ENV) set -e; \
 	$(GO) vet -tags cuda ./...; \
-	mkdir -p .cuda/bin; \
+	mkdir -p .cuda/bin .cuda/race; \
 	for p in $(CUDA_PKGS); do \
-		$(GO) test -c -tags cuda -o .cuda/bin/$$(basename $$p).test $$p; \
+		n=$$(echo $$p | tr / _); \
+		$(GO) test -c -tags cuda -o .cuda/bin/$$n.test ./$$p; \
+		$(GO) test -c -race -tags cuda -o .cuda/race/$$n.test ./$$p; \
 	done; \
-	echo "linked: $$(ls .cuda/bin | tr '\n' ' ')"
+	echo "cuda-build: linked $$(ls .cuda/bin | wc -l) test binaries, and their -race builds"
 
 include internal/cudaemu/cudaemu.mk
-## cuda-test: run the cuda-tagged tests (needs an NVIDIA GPU and driver)
-cuda-test:
-	$(CUDA_ENV) $(GO) test -tags cuda -count=1 -v $(CUDA_PKGS)
+
+# The emulator's settings for the overlap benchmark: copy engine at
+# 0.42 GB/s, so that the 2.1 MiB batch takes 5 ms, as long as its kernel.
+EMU_BENCH_ENV = CUDAEMU_COPY_GBPS=0.42 LOADERGEN_BENCH_BATCH_MB=8
+
+## cuda-emu-test: every cuda-tagged test binary, plain and -race, and one pass of the GPU benchmarks, on the emulated driver (part of make test)
+cuda-emu-test: cuda-build cudaemu-test
+	@CUDA_LIB=.cuda/emu .ci/cuda-run .cuda/bin/*.test .cuda/race/*.test
+	@echo "cuda-emu-test: the GPU benchmarks, once each, for correctness"
+	@cd runtime && $(EMU_BENCH_ENV) LD_LIBRARY_PATH=../.cuda/emu ../.cuda/bin/runtime.test \
+		-test.run '^$$' -test.bench CUDA -test.benchtime 1x | grep -E '^(Benchmark|ok|PASS|FAIL)'
+
+## cuda-emu-bench: the GPU benchmarks on the emulated driver, 5 runs each (figures of the emulator's settings, not of a GPU)
+cuda-emu-bench: cuda-build cudaemu
+	cd runtime && $(EMU_BENCH_ENV) LD_LIBRARY_PATH=../.cuda/emu ../.cuda/bin/runtime.test \
+		-test.run '^$$' -test.bench CUDA -test.count 5
+
+## cuda-mutations: remove ordering steps from the CUDA backend one at a time; the tests on the emulated driver must catch each
+cuda-mutations: cudaemu
+	@.ci/cuda-mutations
+
+## cuda-test: run the cuda-tagged tests against the real driver (needs an NVIDIA GPU)
+cuda-test: cuda-build
+	@.ci/cuda-run .cuda/bin/*.test
+
+## gpu-suite: what a GPU machine without Go needs, in .cuda/suite: test binaries, benchmark binary, run.sh
+gpu-suite: cuda-build
+	@rm -rf .cuda/suite && mkdir -p .cuda/suite/bin && \
+	cp .cuda/bin/*.test .cuda/suite/bin/ && cp .ci/gpu-suite .cuda/suite/run.sh && \
+	echo "gpu-suite: .cuda/suite holds $$(ls .cuda/suite/bin | wc -l) test binaries and run.sh; on the GPU machine, from the repository root: .cuda/suite/run.sh OUTDIR"

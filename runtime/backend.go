@@ -1,9 +1,7 @@
 package runtime
 
-// backend owns staging memory and moves staged batches to their device.
-// The CPU backend is always compiled in; the CUDA one with -tags cuda. All
-// methods are called from the consumer's goroutine (or NewEngine and Close),
-// never from workers.
+// backend owns staging memory and moves filled batches to their device.
+// The CPU backend is always compiled in; the CUDA one with -tags cuda.
 type backend interface {
 	name() string
 	// slot allocates staging slot s of n bytes: the host memory workers fill.
@@ -12,11 +10,16 @@ type backend interface {
 	devicePtr(s, k int) uintptr
 	// handle is what Batch's GPU methods use to reach slot s.
 	handle(s int) deviceBatch
-	// reuse blocks until slot s may be refilled: its last copy has read it.
+	// reuse blocks until slot s may be refilled: its last copies have read
+	// its host memory. The consumer calls it before dispatching into s.
 	reuse(s int) error
-	// transfer starts moving the batch in b.Slot to the device. Batches
-	// arrive in order; the copies run on the planned streams.
-	transfer(b *Batch) error
-	// close releases everything slot and transfer acquired.
+	// filled starts moving batch number batch, n samples, from slot s to
+	// the device. The filler that completes the slot calls it, before the
+	// consumer may take the batch; it is never called twice for one fill.
+	filled(s, batch, n int) error
+	// settleAll counts the time of every completed copy, without waiting
+	// for those still running (for Stats).
+	settleAll()
+	// close waits for the copies and releases everything slot acquired.
 	close() error
 }

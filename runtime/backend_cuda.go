@@ -3,10 +3,12 @@
 package runtime
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
 	goruntime "runtime"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -30,6 +32,7 @@ func newBackend(device string, localRank int, p Plan, slots int, log *slog.Logge
 		ordinal = localRank % n
 	}
 	c := &cudaBackend{plan: p, ordinal: ordinal, stats: stats, trace: trace, reqs: make(chan cudaReq), resp: make(chan error)}
+	c.order = issueOrder(p.Keys)
 	started := make(chan error)
 	go c.loop(slots, started)
 	if err := <-started; err != nil {
@@ -37,7 +40,7 @@ func newBackend(device string, localRank int, p Plan, slots int, log *slog.Logge
 	}
 	if trace != nil {
 		for i := range c.streams {
-			trace.meta("thread_name", streamTrack+i, fmt.Sprintf("CUDA stream %d (copies)", i))
+			trace.meta("thread_name", streamTrack+i, fmt.Sprintf("CUDA stream %d (copies, at device time)", i))
 		}
 	}
 	log.Info("loadergen: CUDA backend", "device", device, "ordinal", ordinal, "name", c.devName, "streams", len(c.streams),
@@ -45,50 +48,92 @@ func newBackend(device string, localRank int, p Plan, slots int, log *slog.Logge
 	return c, nil
 }
 
+// issueOrder is the order in which a batch's copies are issued: by
+// priority, high first, then in plan order. Stream priorities do not apply
+// to copies (cuda.h: "Stream priorities have no effect on host-to-device and
+// device-to-host memory operations"), so issue order is what lets a
+// high-priority key, say the inputs, arrive before the rest.
+func issueOrder(keys []Key) []int {
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	rank := map[Priority]int{High: 0, Normal: 1, Low: 2}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rank[keys[a].Priority], rank[keys[b].Priority]) })
+	return order
+}
+
 // cudaBackend stages batches in pinned host memory and copies each key to
-// its slot's device buffer on the key's planned stream. Every CUDA call runs
-// on one goroutine locked to its OS thread with the device's primary
-// context current; other goroutines send it requests by value, so a batch
-// costs no allocation.
+// its slot's device buffer on the key's planned stream, as soon as the
+// workers have filled the slot. Every CUDA call runs on one goroutine
+// (loop), locked to its OS thread with the device's primary context
+// current; other goroutines send it requests by value through call, so a
+// batch costs no allocation. Everything below mu is owned by that
+// goroutine: only it reads or writes the streams and slots.
 type cudaBackend struct {
 	plan    Plan
+	order   []int // issueOrder of the keys
 	ordinal int
 	devName string
-	stats   *counters // per-stream copy time goes here
-	trace   *tracer   // nil unless tracing; a slice per stream per batch
-
-	dev      cu.Device
-	retained bool        // the primary context is retained
-	streams  []cu.Stream // created once, with the keys' priorities
-	slots    []cudaSlot
+	stats   *counters // copy time and host stall go here
+	trace   *tracer   // nil unless tracing: a slice per stream per batch
 
 	mu     sync.Mutex // one request at a time; guards closed
 	closed bool
 	reqs   chan cudaReq
 	resp   chan error
+
+	dev      cu.Device
+	retained bool        // the primary context is retained
+	streams  []cu.Stream // created once, with the keys' priorities
+	slots    []cudaSlot
+	origin   cu.Event  // recorded once at start: device times are measured from it
+	originAt time.Time // host time of origin, to place copies in the trace
 }
 
-// cudaSlot is one staging slot's host and device memory and its events.
+// slotState is where a slot's copies stand. A slot goes
+//
+//	idle --filled: copies issued--> copying --copies complete, times counted--> idle
+//
+// copying starts as soon as the first copy is queued, even if a later one
+// fails to queue: a queued copy reads the host memory until it completes,
+// so the slot must not be refilled before then.
+type slotState uint8
+
+const (
+	// idle: no copy of the slot is outstanding and its times are counted;
+	// workers may refill its host memory.
+	idle slotState = iota
+	// copying: copies were queued; the host memory may still be read and
+	// their times are not yet in the stats.
+	copying
+)
+
+// cudaSlot is one staging slot's host and device memory, its events and its
+// state. Owned by the CUDA goroutine.
 type cudaSlot struct {
 	host   []byte       // pinned
 	device cu.DevicePtr // SlotBytes; key k at plan.Keys[k].Offset
-	start  []cu.Event   // per stream: before the slot's copies on it (timed)
-	ready  []cu.Event   // per stream: the slot's copies on it are done (timed)
-	issued time.Time    // when the last copies were issued, for the trace
-	batch  int          // the batch they carried, for the trace
-	done   cu.Event     // recorded by Batch.Done on the consumer's stream
-	// copying: a copy was issued and the host memory may still be read.
-	// timed: the last copies' times are in the stats.
-	// waitDone: the next copy into the slot must wait for done.
-	copying, timed, waitDone bool
+	state  slotState
+	start  []cu.Event // per stream: before the slot's copies on it
+	ready  []cu.Event // per stream: after the slot's copies on it
+	key    []cu.Event // per key: after its copy, for Batch.WaitKey
+	// done holds the events Batch.Done recorded on the consumer's streams
+	// since the last copies; the next copies into the device buffers wait
+	// for every one of them. The slice keeps its events for reuse.
+	done  []cu.Event
+	nDone int
+	batch int // batch number of the last copies, for the trace
 }
 
 type cudaOp uint8
 
 const (
-	opTransfer cudaOp = iota
+	opFilled cudaOp = iota
 	opReuse
+	opSettle
 	opWait
+	opWaitKey
 	opSync
 	opDone
 	opToHost
@@ -99,10 +144,10 @@ const (
 type cudaReq struct {
 	op     cudaOp
 	slot   int
-	n      int       // samples in the batch (transfer)
-	batch  int       // batch number (transfer), for the trace
-	stream cu.Stream // consumer's stream (wait, done)
-	key    int       // key to copy back (toHost)
+	n      int       // samples in the batch (filled)
+	batch  int       // batch number (filled), for the trace
+	stream cu.Stream // consumer's stream (wait, waitKey, done)
+	key    int       // key to wait for (waitKey) or copy back (toHost)
 	dst    []byte    // host destination (toHost)
 }
 
@@ -127,8 +172,7 @@ func (c *cudaBackend) loop(slots int, started chan<- error) {
 	// The thread goes back to Go's pool without a (released) context current.
 	defer cu.SetCurrentContext(cu.CUContext{})
 	if err := c.start(slots); err != nil {
-		c.release()
-		started <- err
+		started <- errors.Join(err, c.release())
 		return
 	}
 	started <- nil
@@ -144,6 +188,11 @@ func (c *cudaBackend) loop(slots int, started chan<- error) {
 // start makes the primary context current on this thread, checks device
 // memory, and creates the streams, events and buffers.
 func (c *cudaBackend) start(slots int) error {
+	for _, k := range c.plan.Keys {
+		if k.Stream < 0 || k.Stream >= c.plan.NumStreams {
+			return fmt.Errorf("plan: key %q is on stream %d of %d", k.Name, k.Stream, c.plan.NumStreams)
+		}
+	}
 	var err error
 	if c.dev, err = cu.GetDevice(c.ordinal); err != nil {
 		return fmt.Errorf("get device: %w", err)
@@ -170,9 +219,19 @@ func (c *cudaBackend) start(slots int) error {
 	if err := c.makeStreams(); err != nil {
 		return err
 	}
+	if c.origin, err = cu.MakeEvent(cu.BlockingSyncEvent); err != nil {
+		return fmt.Errorf("create event: %w", err)
+	}
+	if err := c.origin.Record(c.streams[0]); err != nil {
+		return fmt.Errorf("record origin event: %w", err)
+	}
+	if err := c.origin.Synchronize(); err != nil {
+		return fmt.Errorf("origin event: %w", err)
+	}
+	c.originAt = time.Now()
 	c.slots = make([]cudaSlot, slots)
 	for s := range c.slots {
-		if err := c.slots[s].make(c.plan.SlotBytes, len(c.streams)); err != nil {
+		if err := c.slots[s].make(c.plan.SlotBytes, len(c.streams), len(c.plan.Keys)); err != nil {
 			return fmt.Errorf("staging slot %d: %w", s, err)
 		}
 	}
@@ -180,8 +239,10 @@ func (c *cudaBackend) start(slots int) error {
 }
 
 // make allocates a slot's memory and events; on failure the slot holds what
-// was made, for release.
-func (sl *cudaSlot) make(bytes int64, streams int) error {
+// was made, for release. The host waits on start and ready (reuse, Sync),
+// so they block instead of spinning a core; key events are only waited on
+// by streams, so they carry no timing.
+func (sl *cudaSlot) make(bytes int64, streams, keys int) error {
 	var err error
 	if sl.host, err = pinnedAlloc(bytes); err != nil {
 		return err
@@ -189,25 +250,30 @@ func (sl *cudaSlot) make(bytes int64, streams int) error {
 	if sl.device, err = cu.MemAlloc(bytes); err != nil {
 		return fmt.Errorf("cuMemAlloc(%d bytes): %w", bytes, err)
 	}
-	if sl.done, err = cu.MakeEvent(cu.DisableTiming); err != nil {
-		return fmt.Errorf("create event: %w", err)
-	}
-	for range streams {
-		for _, evs := range []*[]cu.Event{&sl.start, &sl.ready} {
-			ev, err := cu.MakeEvent(cu.DefaultEvent)
+	for _, ev := range []struct {
+		dst   *[]cu.Event
+		n     int
+		flags cu.EventFlags
+	}{
+		{&sl.start, streams, cu.BlockingSyncEvent},
+		{&sl.ready, streams, cu.BlockingSyncEvent},
+		{&sl.key, keys, cu.DisableTiming},
+	} {
+		for range ev.n {
+			e, err := cu.MakeEvent(ev.flags)
 			if err != nil {
 				return fmt.Errorf("create event: %w", err)
 			}
-			*evs = append(*evs, ev)
+			*ev.dst = append(*ev.dst, e)
 		}
 	}
-	sl.timed = true
 	return nil
 }
 
 // makeStreams creates the planned streams. A stream runs at the highest
 // priority of its keys: high is the device's greatest priority, low its
-// least, and normal the middle of the range.
+// least, and normal the middle of the range. It orders the consumer's work
+// queued there; copies are ordered by issueOrder.
 func (c *cudaBackend) makeStreams() error {
 	least, greatest, err := cu.StreamPriorityRange()
 	if err != nil {
@@ -231,24 +297,30 @@ func (c *cudaBackend) makeStreams() error {
 
 func (c *cudaBackend) serve(r cudaReq) error {
 	switch r.op {
-	case opTransfer:
-		return c.transferNow(r.slot, r.n, r.batch)
+	case opFilled:
+		return c.issue(r.slot, r.n, r.batch)
 	case opReuse:
-		return c.reuseNow(r.slot)
+		return c.settle(r.slot, true)
+	case opSettle:
+		for s := range c.slots {
+			if err := c.settle(s, false); err != nil {
+				return err
+			}
+		}
 	case opWait:
 		for _, ev := range c.slots[r.slot].ready {
 			if err := r.stream.Wait(ev, 0); err != nil {
 				return fmt.Errorf("stream wait: %w", err)
 			}
 		}
+	case opWaitKey:
+		if err := r.stream.Wait(c.slots[r.slot].key[r.key], 0); err != nil {
+			return fmt.Errorf("stream wait for key %q: %w", c.plan.Keys[r.key].Name, err)
+		}
 	case opSync:
 		return c.syncReady(r.slot)
 	case opDone:
-		sl := &c.slots[r.slot]
-		if err := sl.done.Record(r.stream); err != nil {
-			return fmt.Errorf("record done event: %w", err)
-		}
-		sl.waitDone = true
+		return c.recordDone(r.slot, r.stream)
 	case opToHost:
 		if err := c.syncReady(r.slot); err != nil {
 			return err
@@ -264,105 +336,164 @@ func (c *cudaBackend) serve(r cudaReq) error {
 	return nil
 }
 
-// transferNow issues the copies of slot s's n samples, key by key on each
-// key's stream, and records one ready event per stream.
-func (c *cudaBackend) transferNow(s, n, batch int) error {
+// issue queues the copies of slot s's n samples: after the consumer's Done
+// events, a start event per stream, each key's copy on its stream in issue
+// order followed by its key event, and a ready event per stream. A copy
+// that fails to queue stops the rest, but the ready events are still
+// recorded, so that reuse waits for the copies already queued.
+func (c *cudaBackend) issue(s, n, batch int) error {
 	sl := &c.slots[s]
-	sl.issued, sl.batch = time.Now(), batch
-	// Set before anything is queued: if a later copy fails, the earlier
-	// ones still read the host memory, and reuse must wait for them.
-	sl.copying, sl.timed = true, false
-	if sl.waitDone {
-		for _, st := range c.streams {
-			if err := st.Wait(sl.done, 0); err != nil {
+	if sl.state != idle {
+		return fmt.Errorf("cuda backend: slot %d filled while its copies are outstanding", s)
+	}
+	sl.batch = batch
+	for _, st := range c.streams {
+		for _, done := range sl.done[:sl.nDone] {
+			if err := st.Wait(done, 0); err != nil {
 				return fmt.Errorf("wait for the consumer: %w", err)
 			}
 		}
-		sl.waitDone = false
 	}
+	sl.nDone = 0
 	for i, st := range c.streams {
 		if err := sl.start[i].Record(st); err != nil {
 			return fmt.Errorf("record start event: %w", err)
 		}
 	}
-	for _, k := range c.plan.Keys {
-		src := unsafe.Pointer(&sl.host[k.Offset])
-		if err := cu.MemcpyHtoDAsync(sl.device+cu.DevicePtr(k.Offset), src, int64(n)*k.SampleBytes, c.streams[k.Stream]); err != nil {
-			return fmt.Errorf("copy key %q: %w", k.Name, err)
+	sl.state = copying
+	var copyErr error
+	for _, k := range c.order {
+		key, st := c.plan.Keys[k], c.streams[c.plan.Keys[k].Stream]
+		src := unsafe.Pointer(&sl.host[key.Offset])
+		if err := cu.MemcpyHtoDAsync(sl.device+cu.DevicePtr(key.Offset), src, int64(n)*key.SampleBytes, st); err != nil {
+			copyErr = fmt.Errorf("copy key %q: %w", key.Name, err)
+			break
+		}
+		if err := sl.key[k].Record(st); err != nil {
+			copyErr = fmt.Errorf("record key event: %w", err)
+			break
 		}
 	}
 	for i, st := range c.streams {
 		if err := sl.ready[i].Record(st); err != nil {
-			return fmt.Errorf("record ready event: %w", err)
+			// Without a ready event nothing says when the queued copies end:
+			// wait for them here, and leave their time uncounted.
+			err = errors.Join(copyErr, fmt.Errorf("record ready event: %w", err), c.syncStreams())
+			sl.state = idle
+			return err
 		}
 	}
-	return nil
+	return copyErr
 }
 
-// reuseNow blocks until slot s's last copies have read its host memory.
-func (c *cudaBackend) reuseNow(s int) error {
-	if !c.slots[s].copying {
-		return nil
-	}
-	if err := c.syncReady(s); err != nil {
-		return err
-	}
-	c.slots[s].copying = false
-	return nil
-}
-
-// syncReady blocks until slot s's copies are done, and counts their device
-// time per stream the first time it sees them complete.
-func (c *cudaBackend) syncReady(s int) error {
+// settle moves slot s from copying to idle once its copies are complete,
+// counting their device time: blocking until then when wait is set (the
+// time goes to the host stall), else only if they already are.
+func (c *cudaBackend) settle(s int, wait bool) error {
 	sl := &c.slots[s]
-	for _, ev := range sl.ready {
-		if err := ev.Synchronize(); err != nil {
-			return fmt.Errorf("wait for copies: %w", err)
-		}
-	}
-	if sl.timed {
+	if sl.state != copying {
 		return nil
+	}
+	if wait {
+		t0 := time.Now()
+		for _, ev := range sl.ready {
+			if err := ev.Synchronize(); err != nil {
+				return fmt.Errorf("wait for copies: %w", err)
+			}
+		}
+		c.stats.stall.Add(int64(time.Since(t0)))
+	} else {
+		for _, ev := range sl.ready {
+			switch err := ev.Query(); {
+			case errors.Is(err, cu.NotReady):
+				return nil
+			case err != nil:
+				return fmt.Errorf("query copies: %w", err)
+			}
+		}
 	}
 	for i := range sl.ready {
 		ms, err := sl.start[i].Elapsed(sl.ready[i])
 		if err != nil {
 			return fmt.Errorf("copy time: %w", err)
 		}
-		c.stats.copy[i].Add(int64(ms * 1e6))
+		d := time.Duration(ms * 1e6)
+		c.stats.copy[i].Add(int64(d))
 		if c.trace != nil {
-			// Device time, placed at the host time the copies were issued.
-			c.trace.slice(streamTrack+i, "copy", sl.issued, time.Duration(ms*1e6), sl.batch, 0, 0)
+			if at, err := c.origin.Elapsed(sl.start[i]); err == nil {
+				c.trace.slice(streamTrack+i, "copy", c.originAt.Add(time.Duration(at*1e6)), d, sl.batch, 0, 0)
+			}
 		}
 	}
-	sl.timed = true
+	sl.state = idle
 	return nil
 }
 
-// release waits for all work and frees what start created, then releases
-// the primary context. It tolerates a half-finished start.
-func (c *cudaBackend) release() error {
-	var errs []error
-	for i := range c.streams {
-		errs = append(errs, c.streams[i].Synchronize(), c.streams[i].Destroy())
+// syncReady blocks until slot s's copies are on the device, for Sync and
+// DeviceToHost; the consumer asked to wait, so it is no host stall.
+func (c *cudaBackend) syncReady(s int) error {
+	for _, ev := range c.slots[s].ready {
+		if err := ev.Synchronize(); err != nil {
+			return fmt.Errorf("wait for copies: %w", err)
+		}
 	}
+	return c.settle(s, false)
+}
+
+// recordDone records an event on the consumer's stream st for slot s,
+// reusing the slot's events and making one more only for a stream more
+// than it ever had.
+func (c *cudaBackend) recordDone(s int, st cu.Stream) error {
+	sl := &c.slots[s]
+	if sl.nDone == len(sl.done) {
+		ev, err := cu.MakeEvent(cu.DisableTiming | cu.BlockingSyncEvent)
+		if err != nil {
+			return fmt.Errorf("create done event: %w", err)
+		}
+		sl.done = append(sl.done, ev)
+	}
+	if err := sl.done[sl.nDone].Record(st); err != nil {
+		return fmt.Errorf("record done event: %w", err)
+	}
+	sl.nDone++
+	return nil
+}
+
+func (c *cudaBackend) syncStreams() error {
+	var errs []error
+	for _, st := range c.streams {
+		errs = append(errs, st.Synchronize())
+	}
+	return errors.Join(errs...)
+}
+
+// release waits for all work, counts the copies still uncounted, frees what
+// start created and releases the primary context. It tolerates a
+// half-finished start.
+func (c *cudaBackend) release() error {
+	errs := []error{c.syncStreams()}
 	for s := range c.slots {
 		sl := &c.slots[s]
-		if sl.waitDone {
+		errs = append(errs, c.settle(s, false))
+		for _, done := range sl.done[:sl.nDone] {
 			// The consumer's kernels may still read this slot's buffers.
-			errs = append(errs, sl.done.Synchronize())
+			errs = append(errs, done.Synchronize())
 		}
-		for _, evs := range [][]cu.Event{sl.start, sl.ready} {
+		for _, evs := range [][]cu.Event{sl.start, sl.ready, sl.key, sl.done} {
 			for i := range evs {
 				errs = append(errs, cu.DestroyEvent(&evs[i]))
 			}
-		}
-		if sl.done != (cu.Event{}) {
-			errs = append(errs, cu.DestroyEvent(&sl.done))
 		}
 		if sl.device != 0 {
 			errs = append(errs, cu.MemFree(sl.device))
 		}
 		errs = append(errs, pinnedFree(sl.host))
+	}
+	if c.origin != (cu.Event{}) {
+		errs = append(errs, cu.DestroyEvent(&c.origin))
+	}
+	for i := range c.streams {
+		errs = append(errs, c.streams[i].Destroy())
 	}
 	c.streams, c.slots = nil, nil
 	if c.retained {
@@ -389,8 +520,13 @@ func (c *cudaBackend) handle(s int) deviceBatch { return deviceBatch{c: c, slot:
 
 func (c *cudaBackend) reuse(s int) error { return c.call(cudaReq{op: opReuse, slot: s}) }
 
-func (c *cudaBackend) transfer(b *Batch) error {
-	return c.call(cudaReq{op: opTransfer, slot: b.Slot, n: len(b.Indices), batch: b.Number})
+func (c *cudaBackend) filled(s, batch, n int) error {
+	return c.call(cudaReq{op: opFilled, slot: s, n: n, batch: batch})
+}
+
+func (c *cudaBackend) settleAll() {
+	// After Close there is nothing to settle: release counted everything.
+	_ = c.call(cudaReq{op: opSettle})
 }
 
 func (c *cudaBackend) close() error { return c.call(cudaReq{op: opClose}) }
@@ -413,19 +549,31 @@ func (b *Batch) gpuCall(r cudaReq) error {
 
 // Wait makes stream s wait, on the device, until every key of the batch has
 // arrived: kernels queued on s afterwards see the data. The host does not
-// block.
+// block. s must belong to the device's primary context.
 func (b *Batch) Wait(s cu.Stream) error { return b.gpuCall(cudaReq{op: opWait, stream: s}) }
+
+// WaitKey makes stream s wait, on the device, until key k of the batch has
+// arrived, without waiting for the other keys: a consumer can start on the
+// inputs while the targets are still copied. Keys are copied in priority
+// order (high first), then plan order.
+func (b *Batch) WaitKey(s cu.Stream, k int) error {
+	if k < 0 || k >= len(b.Tensors) {
+		return fmt.Errorf("WaitKey: key %d of %d", k, len(b.Tensors))
+	}
+	return b.gpuCall(cudaReq{op: opWaitKey, stream: s, key: k})
+}
 
 // Sync blocks the host until every key of the batch has arrived on the
 // device.
 func (b *Batch) Sync() error { return b.gpuCall(cudaReq{op: opSync}) }
 
 // Done records an event on stream s after the consumer's work on this batch.
-// The loader's next copy into the batch's device buffers waits for it, so
-// kernels still reading them are never overwritten. Without Done, advancing
-// the loop means the consumer has finished with the device buffers (call
-// Sync on your own stream, or Done, before advancing if kernels may still be
-// reading them).
+// The loader's next copy into the batch's device buffers waits for it (and
+// for every other stream the batch was marked Done on), so kernels still
+// reading them are never overwritten. Without Done, advancing the loop
+// means the consumer has finished with the device buffers (call Sync on
+// your own stream, or Done, before advancing if kernels may still be
+// reading them). s must belong to the device's primary context.
 func (b *Batch) Done(s cu.Stream) error { return b.gpuCall(cudaReq{op: opDone, stream: s}) }
 
 // DeviceToHost copies key k's device buffer of this batch into dst, waiting

@@ -5,12 +5,25 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
 	goruntime "runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"gorgonia.org/cu"
 )
+
+// These tests run against whatever libcuda.so.1 the process loads: a real
+// driver on a GPU machine, or the repository's emulated driver
+// (internal/cudaemu) everywhere else. A few need the emulator's fault
+// injection, settings or race reports and say so when skipped on a GPU.
 
 // cudaPlan is testPlan on CUDA with both keys' streams planned: a on
 // stream 0 at high priority, b on stream 1 at low priority.
@@ -23,46 +36,90 @@ func cudaPlan(batch int) Plan {
 }
 
 // onDevice runs f on a locked OS thread with device 0's primary context
-// current, as consumer code must.
-func onDevice(t *testing.T, f func()) {
+// current, as consumer code must, and reports f's error on the test's
+// goroutine. The thread goes back with no context current, before the
+// context is released.
+func onDevice(t *testing.T, f func() error) {
 	t.Helper()
-	done := make(chan struct{})
+	errc := make(chan error, 1)
 	go func() {
-		defer close(done)
 		goruntime.LockOSThread()
 		defer goruntime.UnlockOSThread()
-		dev, err := cu.GetDevice(0)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		ctx, err := dev.RetainPrimaryCtx()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer dev.ReleasePrimaryCtx()
-		if err := cu.SetCurrentContext(ctx); err != nil {
-			t.Error(err)
-			return
-		}
-		f()
+		errc <- withPrimaryContext(f)
 	}()
-	<-done
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
 }
 
-func freeMemory(t *testing.T) (free int64) {
-	onDevice(t, func() {
-		var err error
-		if free, _, err = cu.MemInfo(); err != nil {
-			t.Error(err)
-		}
-	})
-	return free
+func withPrimaryContext(f func() error) (err error) {
+	dev, err := cu.GetDevice(0)
+	if err != nil {
+		return err
+	}
+	ctx, err := dev.RetainPrimaryCtx()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, dev.ReleasePrimaryCtx()) }()
+	if err := cu.SetCurrentContext(ctx); err != nil {
+		return err
+	}
+	defer cu.SetCurrentContext(cu.CUContext{})
+	return f()
+}
+
+// emulated reports whether the driver is the repository's emulator.
+func emulated(t *testing.T) bool {
+	t.Helper()
+	dev, err := cu.GetDevice(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, err := dev.Name()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.HasPrefix(name, "cudaemu")
+}
+
+// needsEmulator skips a test that relies on the emulated driver's fault
+// injection, settings or race reports when a real driver is loaded.
+func needsEmulator(t *testing.T, why string) {
+	t.Helper()
+	if !emulated(t) {
+		t.Skipf("runs only on the emulated driver (internal/cudaemu): %s", why)
+	}
+}
+
+// childEnv marks a process started by inChild.
+const childEnv = "LOADERGEN_CUDA_CHILD"
+
+// inChild runs the calling test again in a new process of this test binary
+// with env added (the emulator reads most of its settings once, at cuInit),
+// and returns its exit status and output, unless this process is that
+// child: then it returns child = true and the caller runs the test's body.
+func inChild(t *testing.T, env ...string) (child bool, status int, out string) {
+	t.Helper()
+	if os.Getenv(childEnv) == t.Name() {
+		return true, 0, ""
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), append(env, childEnv+"="+t.Name(), "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")...)
+	b, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		status = exit.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return false, status, string(b)
 }
 
 // TestCUDARoundTrip copies several batches to the device and back: every
-// key's device bytes equal the staged host bytes and the source pattern.
+// key's device bytes equal the staged host bytes and the source pattern,
+// and every stream's copy time is counted.
 func TestCUDARoundTrip(t *testing.T) {
 	e := newTestEngine(t, cudaPlan(8), 50, Options{}, nil)
 	if e.backend.name() != "cuda" {
@@ -110,46 +167,64 @@ func TestCUDAStreams(t *testing.T) {
 	if len(c.streams) != 2 {
 		t.Fatalf("%d streams, want 2", len(c.streams))
 	}
-	onDevice(t, func() {
+	onDevice(t, func() error {
 		least, greatest, err := cu.StreamPriorityRange()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		for i, want := range []int{greatest, least} {
 			if got, err := c.streams[i].Priority(); err != nil || got != want {
-				t.Errorf("stream %d priority %d (%v), want %d", i, got, err, want)
+				return fmt.Errorf("stream %d priority %d (%v), want %d", i, got, err, want)
 			}
 		}
+		return nil
 	})
 }
 
-// TestCUDAConsumerStream: a consumer stream waits on a batch, hands it back
-// with Done, and the next epoch still round-trips.
-func TestCUDAConsumerStream(t *testing.T) {
+// TestIssueOrder: copies go high priority first, then in plan order.
+func TestIssueOrder(t *testing.T) {
+	keys := []Key{{Priority: Low}, {Priority: Normal}, {Priority: High}, {Priority: Normal}, {Priority: High}}
+	if got, want := fmt.Sprint(issueOrder(keys)), "[2 4 1 3 0]"; got != want {
+		t.Errorf("issue order %s, want %s", got, want)
+	}
+}
+
+// TestCUDAConsumerStreams: two consumer streams wait on each batch (one for
+// every key, one for key b only), both hand it back with Done, and the
+// loader's next copies into the slot wait for both.
+func TestCUDAConsumerStreams(t *testing.T) {
 	e := newTestEngine(t, cudaPlan(4), 16, Options{}, nil)
-	onDevice(t, func() {
-		s, err := cu.MakeStream(cu.NonBlocking)
+	onDevice(t, func() error {
+		s1, err := cu.MakeStream(cu.NonBlocking)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		defer s.Destroy()
-		for b, err := range e.Epoch(context.Background(), 0, 0) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := b.Wait(s); err != nil {
-				t.Fatal(err)
-			}
-			if err := b.Done(s); err != nil {
-				t.Fatal(err)
+		defer s1.Destroy()
+		s2, err := cu.MakeStream(cu.NonBlocking)
+		if err != nil {
+			return err
+		}
+		defer s2.Destroy()
+		for epoch := range 2 {
+			for b, err := range e.Epoch(context.Background(), epoch, 0) {
+				if err != nil {
+					return err
+				}
+				if err := errors.Join(b.Wait(s1), b.WaitKey(s2, 1), b.Done(s1), b.Done(s2)); err != nil {
+					return err
+				}
 			}
 		}
-		if err := s.Synchronize(); err != nil {
-			t.Fatal(err)
-		}
+		return errors.Join(s1.Synchronize(), s2.Synchronize())
 	})
-	if errs := collectErr(e); len(errs) != 0 {
-		t.Errorf("epoch after Done: %v", errs)
+	c := e.backend.(*cudaBackend)
+	if err := c.call(cudaReq{op: opSettle}); err != nil {
+		t.Fatal(err)
+	}
+	for s, sl := range c.slots {
+		if len(sl.done) != 2 {
+			t.Errorf("slot %d keeps %d done events, want one per consumer stream", s, len(sl.done))
+		}
 	}
 }
 
@@ -162,23 +237,224 @@ func TestCUDAMemoryCheck(t *testing.T) {
 	}
 }
 
-// TestCUDACloseReleases: free device memory returns to where it was.
+// TestCUDAPlanStreamOutOfRange: a plan whose key is on a stream the plan
+// does not have is an error, not an index panic.
+func TestCUDAPlanStreamOutOfRange(t *testing.T) {
+	p := cudaPlan(4)
+	p.Keys[1].Stream = 2
+	_, err := NewEngine(p, 8, Options{Logger: quiet}, noFill)
+	if err == nil || !strings.Contains(err.Error(), `plan: key "b" is on stream 2 of 2`) {
+		t.Fatalf("err = %v, want the plan's stream error", err)
+	}
+}
+
+// TestCUDACloseReleases: while the loader is open its device buffers are
+// allocations of a slot each; after Close none of them is.
 func TestCUDACloseReleases(t *testing.T) {
 	p := cudaPlan(1 << 16) // 1.2 MiB per slot, 3 slots
-	before := freeMemory(t)
 	e, err := NewEngine(p, 10, Options{Logger: quiet}, noFill)
 	if err != nil {
 		t.Fatal(err)
 	}
-	during := freeMemory(t)
+	var ptrs []cu.DevicePtr
+	for s := range e.Slots() {
+		ptrs = append(ptrs, cu.DevicePtr(e.backend.devicePtr(s, 0)))
+	}
+	onDevice(t, func() error {
+		for s, d := range ptrs {
+			if size, _, err := d.AddressRange(); err != nil || size != p.SlotBytes {
+				return fmt.Errorf("slot %d: device buffer of %d bytes (%v), want %d", s, size, err, p.SlotBytes)
+			}
+		}
+		return nil
+	})
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	after := freeMemory(t)
-	if before-during < 3*p.SlotBytes {
-		t.Errorf("the loader took %d bytes of device memory, want at least %d", before-during, 3*p.SlotBytes)
+	onDevice(t, func() error {
+		for s, d := range ptrs {
+			if _, _, err := d.AddressRange(); err == nil {
+				return fmt.Errorf("slot %d: the device buffer is still allocated after Close", s)
+			}
+		}
+		return nil
+	})
+}
+
+// TestCUDACopyFailsPartWay: when a batch's second copy fails to queue, the
+// epoch ends with that error, and later epochs run clean: the slot waits for
+// the copy that did queue before it is refilled (the emulator would report
+// the host buffer rewritten under it), and the copy times only grow.
+func TestCUDACopyFailsPartWay(t *testing.T) {
+	needsEmulator(t, "CUDAEMU_FAIL_COPY injects the failure")
+	t.Setenv("CUDAEMU_FAIL_COPY", "2")
+	e := newTestEngine(t, cudaPlan(4), 12, Options{}, nil)
+	// The second copy queued is key b (low priority, issued after a) of
+	// the batch whose workers finished first.
+	errs := collectErr(e)
+	if len(errs) != 1 || !regexp.MustCompile(`^batch \d+: copy key "b": `).MatchString(errs[0].Error()) {
+		t.Fatalf("first epoch: %v; want the failed copy of key b", errs)
 	}
-	if d := before - after; d > 1<<20 {
-		t.Errorf("%d bytes of device memory not returned by Close", d)
+	before := e.Stats().Copy
+	for epoch := range 3 {
+		if errs := collectErr(e); len(errs) != 0 {
+			t.Fatalf("epoch %d after the failure: %v", epoch+1, errs)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range e.Stats().Copy {
+		if d < before[i] || d <= 0 {
+			t.Errorf("stream %d: copy time went from %v to %v", i, before[i], d)
+		}
+	}
+}
+
+// TestCUDACopyTimesAreComplete: every batch's copies count, the last ones
+// of an epoch too, even when an epoch is shorter than the staging ring. On
+// the emulator, whose copies take a known time, the total is checked.
+func TestCUDACopyTimesAreComplete(t *testing.T) {
+	if child, status, out := inChild(t, "CUDAEMU_COPY_GBPS=1", "CUDAEMU_COPY_LATENCY_US=0"); !child {
+		if status != 0 {
+			t.Fatalf("child exited %d:\n%s", status, out)
+		}
+		return
+	}
+	p := cudaPlan(1 << 14) // key a: 48 KiB, key b: 256 KiB per batch
+	e := newTestEngine(t, p, 2<<14, Options{}, nil)
+	for range 2 { // epochs of 2 batches, 3 slots
+		if errs := collectErr(e); len(errs) != 0 {
+			t.Fatal(errs)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	copies := e.Stats().Copy
+	for i, k := range p.Keys {
+		if copies[i] <= 0 {
+			t.Fatalf("stream %d: no copy time counted for 4 batches", i)
+		}
+		if !emulated(t) {
+			continue
+		}
+		// 4 batches at 1 GB/s; key b queues behind key a on the one copy
+		// engine, so it may take longer, never shorter.
+		want := time.Duration(4 * k.BatchBytes) // ns at 1 byte/ns
+		if copies[i] < want*9/10 {
+			t.Errorf("stream %d (key %s): copy time %v, want at least %v", i, k.Name, copies[i], want)
+		}
+	}
+}
+
+// TestCUDASyncBlocks: waiting for a batch's copies (Sync, and the reuse
+// before a refill) sleeps instead of spinning a core: the process burns
+// little CPU while the host waits for a long copy.
+func TestCUDASyncBlocks(t *testing.T) {
+	if child, status, out := inChild(t, "CUDAEMU_COPY_GBPS=0.5"); !child {
+		if status != 0 {
+			t.Fatalf("child exited %d:\n%s", status, out)
+		}
+		t.Log(out)
+		return
+	}
+	p := testPlan(1<<20, LoaderDefaults{Prefetch: 1}) // 19 MiB a batch
+	p.Device = "cuda"
+	e := newTestEngine(t, p, 1<<20, Options{Workers: 1}, nil) // one batch an epoch
+	for b, err := range e.Epoch(context.Background(), 0, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0, cpu0 := time.Now(), cpuTime(t)
+		if err := b.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		wall, cpu := time.Since(t0), cpuTime(t)-cpu0
+		if wall < 5*time.Millisecond {
+			t.Skipf("the copy of 19 MiB took %v after the batch was handed out: too short to tell a spin from a sleep", wall)
+		}
+		t.Logf("Sync waited %v and the process used %v of CPU", wall, cpu)
+		if cpu > wall/3 {
+			t.Errorf("Sync waited %v and the process used %v of CPU: the wait spins", wall, cpu)
+		}
+	}
+}
+
+// cpuTime is the CPU time this process has used.
+func cpuTime(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestCUDAHostStall: when copies are slower than filling, the loader
+// blocks on them before refilling slots, and Stats.HostStall says how long.
+func TestCUDAHostStall(t *testing.T) {
+	if child, status, out := inChild(t, "CUDAEMU_COPY_GBPS=0.2"); !child {
+		if status != 0 {
+			t.Fatalf("child exited %d:\n%s", status, out)
+		}
+		return
+	}
+	needsEmulator(t, "the copies must be slower than the fill")
+	e := newTestEngine(t, cudaPlan(1<<14), 16<<14, Options{}, nil) // 304 KiB batches, 1.5 ms copies
+	if errs := collectErr(e); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if s := e.Stats(); s.HostStall < 5*time.Millisecond {
+		t.Errorf("host stall %v for 16 batches of 1.5 ms copies, want several ms", s.HostStall)
+	}
+}
+
+// TestCUDALocalRankDevice: device "cuda" is the GPU of the local rank,
+// modulo the GPUs the process sees.
+func TestCUDALocalRankDevice(t *testing.T) {
+	if child, status, out := inChild(t, "CUDAEMU_DEVICES=3", "RANK=5", "WORLD_SIZE=8", "LOCAL_RANK=2"); !child {
+		if status != 0 {
+			t.Fatalf("child exited %d:\n%s", status, out)
+		}
+		return
+	}
+	n, err := cu.NumDevices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cudaPlan(4)
+	e := newTestEngine(t, p, 8, Options{}, nil)
+	if got, want := e.backend.(*cudaBackend).ordinal, 2%n; got != want {
+		t.Errorf("LOCAL_RANK=2 with %d devices: device %d, want %d", n, got, want)
+	}
+	p.Device = "cuda:0"
+	e = newTestEngine(t, p, 8, Options{}, nil)
+	if got := e.backend.(*cudaBackend).ordinal; got != 0 {
+		t.Errorf("cuda:0 with LOCAL_RANK=2: device %d, want 0", got)
+	}
+}
+
+// TestCUDARaceReports: the emulator fails the process when a consumer
+// reads a batch's device memory without waiting for its copies, and the
+// same consumer with Wait passes. This is what makes every other test on
+// the emulator a check of the loader's ordering.
+func TestCUDARaceReports(t *testing.T) {
+	for _, wait := range []bool{false, true} {
+		t.Run(strconv.FormatBool(wait), func(t *testing.T) {
+			if child, status, out := inChild(t, "CUDAEMU_COPY_GBPS=0.05", "LOADERGEN_TEST_WAIT="+strconv.FormatBool(wait)); !child {
+				needsEmulator(t, "the race report comes from the emulator")
+				// Either order is a race: the kernel read before the copy
+				// wrote, or the copy wrote after the kernel read.
+				race := strings.Contains(out, "cudaemu: race: device ") && strings.Contains(out, "kernel spin on stream")
+				switch {
+				case !wait && (status != 66 || !race):
+					t.Errorf("reading without Wait: exit %d; want 66 and a race report:\n%s", status, out)
+				case wait && (status != 0 || race):
+					t.Errorf("reading after Wait: exit %d:\n%s", status, out)
+				}
+				return
+			}
+			readWithSpin(t, os.Getenv("LOADERGEN_TEST_WAIT") == "true")
+		})
 	}
 }

@@ -204,7 +204,10 @@ func (e *Engine) Len() int { return e.sampler.Batches(e.plan.BatchSize) }
 func (e *Engine) Plan() Plan { return e.plan.Clone() }
 
 // Stats returns the running totals.
-func (e *Engine) Stats() Stats { return e.stats.snapshot() }
+func (e *Engine) Stats() Stats {
+	e.backend.settleAll()
+	return e.stats.snapshot()
+}
 
 // Close stops the workers (each finishes the sample it is reading: Source
 // reads must return) and releases the staging memory once no epoch is
@@ -333,11 +336,42 @@ func (e *Engine) share(w, s int) {
 			sl.fail(r.Pos+r.Done, newReadError(r.Batch, r.current(), errGoexit))
 		}
 		if sl.pending.Add(-1) == 0 {
-			sl.ready <- struct{}{}
+			e.finish(s)
 		}
 	}()
-	e.fillRuns(w, s, workerTrack+w)
+	tid := workerTrack + w
+	if w == e.set.workers {
+		tid = consumerTrack
+	}
+	e.fillRuns(w, s, tid)
 	finished = true
+}
+
+// finish hands the batch in slot s on once its last share has ended: to
+// the backend, which starts copying it to the device, unless the fill
+// failed or the epoch dropped the batch; then to the consumer.
+func (e *Engine) finish(s int) {
+	sl := &e.slots[s]
+	if !sl.abort.Load() {
+		if err := e.backend.filled(s, sl.batch.Number, sl.n); err != nil {
+			sl.fail(sl.n, fmt.Errorf("batch %d: %w", sl.batch.Number, err))
+		}
+	}
+	sl.ready <- struct{}{}
+}
+
+// help lets the consumer, waiting for the batch in slot s, fill the runs no
+// worker has claimed yet, as one more share of the batch. It joins only
+// while a worker share is still running: once all have ended, every run was
+// claimed and filled, and the batch is finished or about to be.
+func (e *Engine) help(s int) {
+	sl := &e.slots[s]
+	for p := sl.pending.Load(); p > 0; p = sl.pending.Load() {
+		if sl.pending.CompareAndSwap(p, p+1) {
+			e.share(e.set.workers, s)
+			return
+		}
+	}
 }
 
 // fillRuns claims runs of the batch in slot s and fills them as filler w
@@ -481,7 +515,7 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 	}
 }
 
-// await waits for batch b to be filled and transferred. consumed reports
+// await waits for batch b to be filled and its copies issued. consumed reports
 // whether it took the batch's ready signal; if not, the batch is still in
 // flight and must be drained.
 func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed bool, err error) {
@@ -491,9 +525,8 @@ func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed bool,
 	sl := &e.slots[b%len(e.slots)]
 	t0 := time.Now()
 	// Rather than sleep while its batch is filled, the consumer fills the
-	// runs of it that no worker has claimed yet. The workers' shares still
-	// signal ready; the consumer's own runs are done before it waits.
-	e.fillRuns(e.set.workers, b%len(e.slots), consumerTrack)
+	// runs of it that no worker has claimed yet.
+	e.help(b % len(e.slots))
 	if _, ok := poll(sl.ready); !ok {
 		select {
 		case <-sl.ready:
@@ -509,9 +542,6 @@ func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed bool,
 	}
 	if sl.err != nil {
 		return nil, true, sl.err
-	}
-	if err := e.backend.transfer(&sl.batch); err != nil {
-		return nil, true, fmt.Errorf("batch %d: %w", b, err)
 	}
 	e.stats.batches.Add(1)
 	e.stats.samples.Add(int64(sl.n))

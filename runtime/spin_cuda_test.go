@@ -5,6 +5,7 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 	"unsafe"
 
@@ -55,34 +56,109 @@ $L_done:
 }
 `
 
+// spinKernel loads spinPTX and returns its kernel and a function that
+// unloads it.
+func spinKernel() (cu.Function, func() error, error) {
+	mod, err := cu.LoadData(spinPTX)
+	if err != nil {
+		return cu.Function{}, nil, err
+	}
+	fn, err := mod.Function("spin")
+	if err != nil {
+		return cu.Function{}, nil, errors.Join(err, mod.Unload())
+	}
+	return fn, mod.Unload, nil
+}
+
+// launchSpin queues spin on stream s: wait cycles, then copy n bytes from
+// src to dst.
+func launchSpin(fn cu.Function, s cu.Stream, cycles uint64, src, dst cu.DevicePtr, n int) error {
+	srcp, dstp, nb := uint64(src), uint64(dst), uint64(n)
+	args := []unsafe.Pointer{unsafe.Pointer(&cycles), unsafe.Pointer(&srcp), unsafe.Pointer(&dstp), unsafe.Pointer(&nb)}
+	return fn.Launch(1, 1, 1, 1, 1, 1, 0, s, args)
+}
+
+// readWithSpin has a kernel copy key b of the first batch into a buffer of
+// its own, after making its stream wait for the batch when wait is set,
+// and checks the bytes it read.
+func readWithSpin(t *testing.T, wait bool) {
+	p := cudaPlan(1 << 12) // key b: 64 KiB a batch
+	e := newTestEngine(t, p, 1<<13, Options{}, nil)
+	onDevice(t, func() error {
+		spin, unload, err := spinKernel()
+		if err != nil {
+			return err
+		}
+		defer unload()
+		s, err := cu.MakeStream(cu.NonBlocking)
+		if err != nil {
+			return err
+		}
+		defer s.Destroy()
+		for b, err := range e.Epoch(context.Background(), 0, 0) {
+			if err != nil {
+				return err
+			}
+			key := b.Tensors[1]
+			dst, err := cu.MemAlloc(int64(len(key.Data)))
+			if err != nil {
+				return err
+			}
+			defer cu.MemFree(dst)
+			if wait {
+				if err := b.Wait(s); err != nil {
+					return err
+				}
+			}
+			if err := launchSpin(spin, s, 0, cu.DevicePtr(key.Device), dst, len(key.Data)); err != nil {
+				return err
+			}
+			if err := errors.Join(b.Done(s), s.Synchronize()); err != nil {
+				return err
+			}
+			got := make([]byte, len(key.Data))
+			if err := cu.MemcpyDtoH(unsafe.Pointer(&got[0]), dst, int64(len(got))); err != nil {
+				return err
+			}
+			if !bytes.Equal(got, key.Data) {
+				return errors.New("the kernel read other bytes than the batch's")
+			}
+			break
+		}
+		return nil
+	})
+}
+
 // TestCUDASlowConsumer: a consumer kernel reads batch 0's device buffer
-// only after spinning for about 0.1 s, while the loader runs on. With Done,
-// the later batch that reuses the slot waits for the kernel, so the kernel
-// still sees batch 0's bytes.
+// only after spinning for about 0.1 s, while the loader runs on. With Done
+// on its stream, and on a second, idle consumer stream after it, the later
+// batch that reuses the slot waits for the kernel (not only for the last
+// Done), so the kernel still sees batch 0's bytes.
 func TestCUDASlowConsumer(t *testing.T) {
 	p := cudaPlan(8)
 	p.Loader.Prefetch = 1 // two slots: batch 2 reuses batch 0's
 	e := newTestEngine(t, p, 64, Options{}, nil)
-	onDevice(t, func() {
-		mod, err := cu.LoadData(spinPTX)
+	onDevice(t, func() error {
+		spin, unload, err := spinKernel()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		defer mod.Unload()
-		spin, err := mod.Function("spin")
-		if err != nil {
-			t.Fatal(err)
-		}
+		defer unload()
 		s, err := cu.MakeStream(cu.NonBlocking)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		defer s.Destroy()
+		idle, err := cu.MakeStream(cu.NonBlocking)
+		if err != nil {
+			return err
+		}
+		defer idle.Destroy()
 		var want []byte
 		var result cu.DevicePtr
 		for b, err := range e.Epoch(context.Background(), 0, 0) {
 			if err != nil {
-				t.Fatal(err)
+				return err
 			}
 			if b.Number != 0 {
 				continue // advancing at once: the loader overwrites freely, except where Done says no
@@ -90,30 +166,29 @@ func TestCUDASlowConsumer(t *testing.T) {
 			key := b.Tensors[1]
 			want = append([]byte(nil), key.Data...)
 			if result, err = cu.MemAlloc(int64(len(want))); err != nil {
-				t.Fatal(err)
+				return err
 			}
 			if err := b.Wait(s); err != nil {
-				t.Fatal(err)
+				return err
 			}
-			cycles, src, dst, n := uint64(200_000_000), uint64(key.Device), uint64(result), uint64(len(want))
-			args := []unsafe.Pointer{unsafe.Pointer(&cycles), unsafe.Pointer(&src), unsafe.Pointer(&dst), unsafe.Pointer(&n)}
-			if err := spin.Launch(1, 1, 1, 1, 1, 1, 0, s, args); err != nil {
-				t.Fatal(err)
+			if err := launchSpin(spin, s, 200_000_000, cu.DevicePtr(key.Device), result, len(want)); err != nil {
+				return err
 			}
-			if err := b.Done(s); err != nil {
-				t.Fatal(err)
+			if err := errors.Join(b.Done(s), b.Done(idle)); err != nil {
+				return err
 			}
 		}
 		if err := s.Synchronize(); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		defer cu.MemFree(result)
 		got := make([]byte, len(want))
 		if err := cu.MemcpyDtoH(unsafe.Pointer(&got[0]), result, int64(len(got))); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if !bytes.Equal(got, want) {
-			t.Fatal("the slow kernel saw a later batch's bytes: the slot was overwritten before Done")
+			return errors.New("the slow kernel saw a later batch's bytes: the slot was overwritten before Done")
 		}
+		return nil
 	})
 }

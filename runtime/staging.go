@@ -35,5 +35,6 @@ func (cpuBackend) slot(_ int, n int64) ([]byte, error) { return alignedBytes(n) 
 func (cpuBackend) devicePtr(int, int) uintptr          { return 0 }
 func (cpuBackend) handle(int) deviceBatch              { return deviceBatch{} }
 func (cpuBackend) reuse(int) error                     { return nil }
-func (cpuBackend) transfer(*Batch) error               { return nil }
+func (cpuBackend) filled(int, int, int) error          { return nil }
+func (cpuBackend) settleAll()                          {}
 func (cpuBackend) close() error                        { return nil }

@@ -11,16 +11,22 @@ type Stats struct {
 	Samples    int64         // samples in those batches
 	Bytes      int64         // staged bytes in those batches
 	Wait       time.Duration // time the consumer waited for a batch to be ready
-	WorkerBusy time.Duration // time workers spent filling samples, summed over workers
-	// Copy is, per planned stream, the device time its host-to-device copies
-	// took (CUDA backend, counted once a slot's copies are known complete).
-	// On the CPU backend there is nothing to copy and every entry is zero.
+	WorkerBusy time.Duration // time spent filling samples, summed over the workers and the consumer's help
+	// Copy is, per planned stream, the device time of its completed
+	// host-to-device copies (CUDA backend), measured with events around
+	// each batch's copies on the stream: it includes any time they queued
+	// for a copy engine, so streams that share one overlap. On the CPU
+	// backend there is nothing to copy and every entry is zero.
 	Copy []time.Duration
+	// HostStall is the time the loader blocked the host on the device:
+	// waiting for a slot's copies before workers refill it. Near zero when
+	// copies keep up; it grows when the device is the bottleneck.
+	HostStall time.Duration
 }
 
 type counters struct {
 	batches, samples, bytes atomic.Int64
-	wait, busy              atomic.Int64   // nanoseconds
+	wait, busy, stall       atomic.Int64   // nanoseconds
 	copy                    []atomic.Int64 // nanoseconds, per stream
 }
 
@@ -32,6 +38,7 @@ func (c *counters) snapshot() Stats {
 		Wait:       time.Duration(c.wait.Load()),
 		WorkerBusy: time.Duration(c.busy.Load()),
 		Copy:       make([]time.Duration, len(c.copy)),
+		HostStall:  time.Duration(c.stall.Load()),
 	}
 	for i := range c.copy {
 		s.Copy[i] = time.Duration(c.copy[i].Load())
