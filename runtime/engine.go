@@ -49,6 +49,25 @@ type Batch struct {
 // Engine is the per-dataset-independent part of a generated loader: a ring
 // of preallocated staging slots, a persistent worker pool that fills them,
 // and the epoch iterator that hands them out in order.
+//
+// Goroutines and what they own:
+//   - The consumer is the goroutine iterating an epoch (one at a time:
+//     busy). It alone dispatches batches into slots and hands them out, so
+//     it owns order and the slot fields marked "consumer" below.
+//   - Workers (work) fill the runs of a dispatched batch; the consumer joins
+//     them on the batch it waits for (help). Fillers write only the samples
+//     they claimed, and slot fields marked "fillers".
+//   - The backend's own goroutine (CUDA) is reached through backend calls.
+//
+// The hand-offs that order the writes: dispatch writes a slot's consumer
+// fields, then sends the slot's shares on tasks; a worker's receive orders
+// its reads after those writes. The filler that ends the last share
+// (pending reaching 0) calls finish, which sends on the slot's ready
+// channel; the consumer's receive orders its reads of the staged samples
+// and of err after every filler's writes. The consumer refills a slot only
+// after it has taken that signal (await, or drain), so no filler touches a
+// slot the consumer writes. A field added to slot must join one of these
+// groups, or carry its own synchronisation.
 type Engine struct {
 	plan    Plan
 	set     settings
@@ -56,26 +75,28 @@ type Engine struct {
 	fill    FillFunc
 	backend backend
 	slots   []slot
-	order   []int // scratch for the epoch's order, reused
+	order   []int // the epoch's order, consumer's scratch, reused
 	sample  int64 // bytes of one sample, all keys
-	runs    []Run // one per worker, reused for every run it fills
+	// runs holds each filler's Run, reused for every run it fills: worker w
+	// writes runs[w], the consumer the last one.
+	runs []Run
 	// perSample is the recent average time to fill one sample, in
-	// nanoseconds (0 until measured). Every worker updates it after each
-	// run; dispatch and claims read it to size runs (runLength).
+	// nanoseconds (0 until measured). Every filler stores it after each
+	// run; dispatch and claims load it to size runs (runLength). A stale
+	// value only changes run lengths.
 	perSample atomic.Int64
 
 	tasks   chan int      // slot numbers; one per worker share of a batch
-	done    chan struct{} // closed by Close: workers and waits stop
+	done    chan struct{} // closed by Close: parked workers and waits wake
 	stopped chan struct{} // closed once every worker has returned
 	workers sync.WaitGroup
 
-	busy    atomic.Bool // an epoch is being iterated
-	closing atomic.Bool // Close was called: workers stop claiming samples
-	mu      sync.Mutex  // guards closed, active and released
-	// closed is set by Close; active counts running epochs; the backend is
-	// released when both say nobody can touch the staging memory any more.
-	closed, released bool
-	active           int
+	busy    atomic.Bool // an epoch is being iterated: set by begin, cleared by end
+	closing atomic.Bool // Close was called: fillers stop claiming runs; set under mu
+	// mu orders Close against begin and release: closing is set, and busy
+	// and released are read and released written, with mu held.
+	mu       sync.Mutex
+	released bool // the backend has been closed
 
 	stats counters
 	trace *tracer // nil unless Options.Trace is set
@@ -83,18 +104,22 @@ type Engine struct {
 
 // slot is one staging buffer of the ring and the state of the batch in it.
 type slot struct {
-	batch   Batch
-	staging [][]byte // per key: the full-batch region of the slot
-	n       int      // samples in the batch
-	epoch   int      // epoch of the batch
+	staging [][]byte      // per key: the full-batch region of the slot; fixed
+	ready   chan struct{} // one signal per dispatched batch, sent by finish
 
-	next    atomic.Int64  // next sample position to claim
-	pending atomic.Int32  // worker shares still running
-	abort   atomic.Bool   // stop claiming samples (error, or the epoch ended)
-	errMu   sync.Mutex    // guards err and errPos while fillers run
-	err     error         // the failure at the lowest position, or nil
-	errPos  int           // position of err's sample in the batch
-	ready   chan struct{} // one signal per dispatched batch
+	// consumer: written by dispatch before the shares are sent; read by
+	// fillers after they receive a share, and by the consumer.
+	batch Batch
+	n     int // samples in the batch
+	epoch int // epoch of the batch
+
+	// fillers: shared while the batch fills; reset by dispatch.
+	next    atomic.Int64 // next sample position to claim
+	pending atomic.Int32 // shares still running, the consumer's help included
+	abort   atomic.Bool  // stop claiming runs (a failure, or the epoch dropped the batch)
+	errMu   sync.Mutex   // guards err and errPos while fillers run
+	err     error        // the failure at the lowest position, or nil; the consumer reads it after ready
+	errPos  int          // position of err's sample in the batch
 }
 
 // NewEngine checks the options against the plan, allocates prefetch+1
@@ -209,7 +234,7 @@ func (e *Engine) Stats() Stats {
 	return e.stats.snapshot()
 }
 
-// Close stops the workers (each finishes the sample it is reading: Source
+// Close stops the workers (each finishes the run it is filling: Source
 // reads must return) and releases the staging memory once no epoch is
 // running. An epoch iterated meanwhile ends with ErrClosed at its next wait;
 // batches already staged may still be handed out before that, and the
@@ -217,11 +242,10 @@ func (e *Engine) Stats() Stats {
 // is idempotent: later calls return nil at once.
 func (e *Engine) Close() error {
 	e.mu.Lock()
-	if e.closed {
+	if e.closing.Load() {
 		e.mu.Unlock()
 		return nil
 	}
-	e.closed = true
 	e.closing.Store(true)
 	close(e.done)
 	e.mu.Unlock()
@@ -233,11 +257,12 @@ func (e *Engine) Close() error {
 	return errors.Join(e.release(), traceErr)
 }
 
-// release frees the backend once the engine is closed and no epoch runs.
+// release frees the backend once the engine is closing and no epoch runs;
+// Close and the end of an epoch both try, and the later one does it.
 func (e *Engine) release() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.closed || e.active > 0 || e.released {
+	if !e.closing.Load() || e.busy.Load() || e.released {
 		return nil
 	}
 	e.released = true
@@ -563,26 +588,28 @@ func (e *Engine) drain(first, next int) {
 	}
 }
 
+// begin claims the engine for an epoch: one at a time, none after Close.
 func (e *Engine) begin() error {
 	if !e.busy.CompareAndSwap(false, true) {
 		return ErrBusy
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		e.busy.Store(false)
+	closing := e.closing.Load()
+	e.mu.Unlock()
+	if closing {
+		// A Close that saw busy set left the release to this epoch.
+		e.end()
 		return ErrClosed
 	}
-	e.active++
 	return nil
 }
 
+// end gives the engine back after an epoch, and releases the backend if
+// Close came during it.
 func (e *Engine) end() {
 	e.mu.Lock()
-	e.active--
-	e.mu.Unlock()
 	e.busy.Store(false)
-	// Close returned before this epoch ended; its release happens here.
+	e.mu.Unlock()
 	if err := e.release(); err != nil {
 		e.set.logger.Error("loadergen: releasing staging memory", "loader", e.plan.Name, "err", err)
 	}
