@@ -6,9 +6,9 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/schema"
@@ -41,18 +41,18 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 			return nil, err
 		}
 		var ok bool
-		if rp.BatchBytes, ok = add(rp.BatchBytes, key.BatchBytes); !ok {
-			return nil, fmt.Errorf("%s: batch bytes overflow int64 at key %q", ds.File, k.Name)
+		if rp.BatchBytes, ok = runtime.AddBytes(rp.BatchBytes, key.BatchBytes); !ok {
+			return nil, fmt.Errorf("%s: key %q: total batch bytes of all keys overflow int64", keyPos(ds, k), k.Name)
 		}
 		rp.Keys = append(rp.Keys, key)
 	}
 	if rp.BatchBytes > math.MaxInt64/2 {
-		return nil, fmt.Errorf("%s: batch of %d bytes is too large to stage", ds.File, rp.BatchBytes)
+		return nil, fmt.Errorf("%s: batch of %d bytes is too large to stage", ds.Where("batch_size"), rp.BatchBytes)
 	}
 	rp.BatchMiB = float64(rp.BatchBytes) / (1 << 20)
 	rp.Loader.MaxStagingMB = t.MaxStagingMB
 	if err := runtime.CheckStaging(ds.Loader.Prefetch, rp.BatchMiB, rp.Loader.MaxStagingMB); err != nil {
-		return nil, fmt.Errorf("%s: %w (raise loader.max_staging_mb or -max-staging-mb, or shrink the batch)", ds.File, err)
+		return nil, fmt.Errorf("%s: %w (raise loader.max_staging_mb or -max-staging-mb, or shrink the batch)", stagingPos(ds, t), err)
 	}
 	rp.UseStreams, rp.Reason = decide(device, ds.BatchSize, rp.BatchMiB, t)
 	rp.NumStreams = 1
@@ -71,21 +71,31 @@ func layoutKey(ds *schema.Dataset, k schema.Key) (runtime.Key, error) {
 	if k.ClassAxis {
 		shape = append([]int{len(ds.Classes)}, shape...)
 	}
-	sample, ok := int64(k.DType.Size()), true
-	for _, d := range shape {
-		if sample, ok = mul(sample, int64(d)); !ok {
-			break
-		}
-	}
-	batch, okBatch := mul(sample, int64(ds.BatchSize))
-	if !ok || !okBatch {
-		return runtime.Key{}, fmt.Errorf("%s:%d:%d: key %q: %d x %v x %d bytes overflows int64",
-			ds.File, k.Pos.Line, k.Pos.Col, k.Name, ds.BatchSize, shape, k.DType.Size())
+	sample, batch, ok := runtime.KeyBytes(k.DType, shape, ds.BatchSize)
+	if !ok {
+		return runtime.Key{}, fmt.Errorf("%s: key %q: %d x %v x %d bytes overflows int64",
+			keyPos(ds, k), k.Name, ds.BatchSize, shape, k.DType.Size())
 	}
 	return runtime.Key{
 		Name: k.Name, Role: k.Role, DType: k.DType, Shape: shape,
 		SampleBytes: sample, BatchBytes: batch, Priority: k.Priority,
 	}, nil
+}
+
+// keyPos is "FILE:LINE:COL" of key k's declaration.
+func keyPos(ds *schema.Dataset, k schema.Key) string {
+	return fmt.Sprintf("%s:%d:%d", ds.File, k.Pos.Line, k.Pos.Col)
+}
+
+// stagingPos is where a staging-limit error points: at the limit when the
+// schema sets it, else at the prefetch, else at the batch size.
+func stagingPos(ds *schema.Dataset, t Thresholds) string {
+	for _, path := range []string{"loader.max_staging_mb", "loader.prefetch"} {
+		if _, ok := ds.At[path]; ok && (path != "loader.max_staging_mb" || strings.HasPrefix(t.From["max-staging-mb"], "schema")) {
+			return ds.Where(path)
+		}
+	}
+	return ds.Where("batch_size")
 }
 
 // decide applies use_streams = cuda AND batch_size >= min AND batch_mib >= min.
@@ -128,17 +138,4 @@ func assign(keys []runtime.Key, n int, strategy string) {
 		keys[i].Stream = s
 		load[s] += keys[i].BatchBytes
 	}
-}
-
-func mul(a, b int64) (int64, bool) {
-	if a < 0 || b < 0 {
-		return 0, false
-	}
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	return int64(lo), hi == 0 && lo <= math.MaxInt64
-}
-
-func add(a, b int64) (int64, bool) {
-	s := a + b
-	return s, s >= a
 }

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 	"strings"
 )
@@ -117,6 +119,40 @@ type Plan struct {
 	Keys       []Key          `json:"keys"`
 	SlotBytes  int64          `json:"-"` // one staging slot: keys at aligned offsets
 	Loader     LoaderDefaults `json:"-"`
+}
+
+// KeyBytes is the plan's size arithmetic for one key of element type d
+// whose sample has shape [(C,) S...]: sample = prod(shape) * d.Size() (a
+// scalar's empty shape has prod 1) and batch = batchSize * sample. ok is
+// false when either overflows int64 or a dimension or the batch size is
+// negative. It is the one home of the rule: the schema checks it at each
+// key's position, the generator lays keys out with it.
+func KeyBytes(d DType, shape []int, batchSize int) (sample, batch int64, ok bool) {
+	sample, ok = int64(d.Size()), true
+	for _, n := range shape {
+		sample, ok = mulBytes(sample, n, ok)
+	}
+	batch, ok = mulBytes(sample, batchSize, ok)
+	return sample, batch, ok
+}
+
+// mulBytes is a*b and whether ok still holds: neither negative, and the
+// product within int64.
+func mulBytes(a int64, b int, ok bool) (int64, bool) {
+	if !ok || a < 0 || b < 0 {
+		return 0, false
+	}
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	return int64(lo), hi == 0 && lo <= math.MaxInt64
+}
+
+// AddBytes is a + b for non-negative sizes, with ok false when the sum
+// overflows int64: the batch's total over its keys.
+func AddBytes(a, b int64) (int64, bool) {
+	if s := a + b; s >= a && b >= 0 {
+		return s, true
+	}
+	return 0, false
 }
 
 // SlotAlign is the alignment of each key's region inside a staging slot. It

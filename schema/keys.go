@@ -3,7 +3,6 @@ package schema
 import (
 	"fmt"
 	"go/token"
-	"math"
 	"path/filepath"
 	"strings"
 
@@ -229,29 +228,21 @@ func (p *parser) dataFile(path string, n *yaml.Node) (string, error) {
 }
 
 // size checks that a full batch of key, and of all keys so far, has a byte
-// size that fits in an int64.
+// size that fits in an int64 (runtime.KeyBytes and AddBytes, which the
+// generator lays the keys out with).
 func (p *parser) size(kn *yaml.Node, path string, key Key) error {
-	classes := 1
-	desc := fmt.Sprintf("batch_size %d", p.ds.BatchSize)
+	shape, desc := key.Shape, fmt.Sprintf("batch_size %d", p.ds.BatchSize)
 	if key.ClassAxis {
-		classes = len(p.ds.Classes)
-		desc += fmt.Sprintf(" x %d classes", classes)
+		shape = append([]int{len(p.ds.Classes)}, shape...)
+		desc += fmt.Sprintf(" x %d classes", len(p.ds.Classes))
 	}
-	bytes, ok := int64(p.ds.BatchSize), true
-	for _, f := range append([]int{classes, key.DType.Size()}, key.Shape...) {
-		if bytes > math.MaxInt64/int64(f) {
-			ok = false
-			break
-		}
-		bytes *= int64(f)
-	}
+	_, bytes, ok := runtime.KeyBytes(key.DType, shape, p.ds.BatchSize)
 	if !ok {
 		return p.errorf(kn, path, "batch bytes overflow int64 (%s x shape %v x %d-byte %s)", desc, key.Shape, key.DType.Size(), key.DType)
 	}
-	if p.total > math.MaxInt64-bytes {
+	if p.total, ok = runtime.AddBytes(p.total, bytes); !ok {
 		return p.errorf(kn, path, "total batch bytes of all keys overflow int64")
 	}
-	p.total += bytes
 	return nil
 }
 

@@ -200,14 +200,16 @@ func TestBadInputWritesNothing(t *testing.T) {
 // TestStagingLimit: a plan whose (prefetch+1) x batch bytes exceed the
 // limit is refused with the numbers, from the flag and from the schema.
 func TestStagingLimit(t *testing.T) {
-	const want = "loadergen: dataset.yaml: staging needs 3 slots (prefetch 2 + 1) x 52.0 MiB = 156.0 MiB, " +
+	const want = "staging needs 3 slots (prefetch 2 + 1) x 52.0 MiB = 156.0 MiB, " +
 		"over the limit of 100 MiB (raise loader.max_staging_mb or -max-staging-mb, or shrink the batch)\n"
 	dir := writeSchema(t, designSchema)
-	if code, _, errOut := cli(t, dir, noEnv, "generate", "-max-staging-mb", "100", "dataset.yaml"); code != 1 || errOut != want {
+	// From the flag: the error points at the batch size.
+	if code, _, errOut := cli(t, dir, noEnv, "generate", "-max-staging-mb", "100", "dataset.yaml"); code != 1 || errOut != "loadergen: dataset.yaml:4:13: "+want {
 		t.Errorf("flag: exit %d, stderr %q", code, errOut)
 	}
+	// From the schema: at the limit.
 	dir = writeSchema(t, designSchema+"loader: {max_staging_mb: 100}\n")
-	if code, _, errOut := cli(t, dir, noEnv, "plan", "dataset.yaml"); code != 1 || errOut != want {
+	if code, _, errOut := cli(t, dir, noEnv, "plan", "dataset.yaml"); code != 1 || errOut != "loadergen: dataset.yaml:13:26: "+want {
 		t.Errorf("schema: exit %d, stderr %q", code, errOut)
 	}
 	if code, _, errOut := cli(t, dir, noEnv, "plan", "-max-staging-mb", "200", "dataset.yaml"); code != 0 {

@@ -1,0 +1,185 @@
+package gen
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/loadergen/loadergen/schema"
+)
+
+// planOf parses a schema of the given keys (under inputs) and extra
+// top-level lines, and plans it with o.
+func planOf(t *testing.T, keys, extra string, o Overrides) (*Plan, error) {
+	t.Helper()
+	src := "version: 1\npackage: p\nname: P\nbatch_size: 16\n" + extra + "inputs:\n" + keys
+	ds, err := schema.Parse("p.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewPlan(ds, o)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestDecision: use_streams = cuda AND batch_size >= min AND batch_mib >= min,
+// and num_streams = min(max_streams, keys) when on.
+func TestDecision(t *testing.T) {
+	const keys = "  a: {shape: [1024, 1024], dtype: float32}\n  b: {shape: [1024], dtype: uint8}\n  c: {shape: [], dtype: int64}\n" // 64.0 MiB a batch
+	tests := []struct {
+		name    string
+		extra   string
+		o       Overrides
+		streams bool
+		num     int
+		reason  string
+	}{
+		{"cpu", "", Overrides{}, false, 1, "device is cpu"},
+		{"small memory", "device: cuda\n", Overrides{}, false, 1, "batch memory 64.0 MiB < 100 MiB"},
+		{"small batch", "device: cuda\n", Overrides{MinBatchSize: ptr(32), MinBatchMemoryMB: ptr(1.0)}, false, 1, "batch size 16 < 32"},
+		{"on", "device: cuda\n", Overrides{MinBatchMemoryMB: ptr(64.0)}, true, 3, "batch size 16 >= 8 and batch memory 64.0 MiB >= 64 MiB"},
+		{"on, capped", "device: cuda:1\nstreams: {min_batch_memory_mb: 0, max_streams: 2}\n", Overrides{}, true, 2, "batch size 16 >= 8 and batch memory 64.0 MiB >= 0 MiB"},
+		{"boundary", "device: cuda\n", Overrides{MinBatchSize: ptr(16), MinBatchMemoryMB: ptr(64.01)}, true, 3, "batch size 16 >= 16 and batch memory 64.0 MiB >= 64.01 MiB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := planOf(t, keys, tt.extra, tt.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rp := p.Runtime
+			if rp.UseStreams != tt.streams || rp.NumStreams != tt.num || rp.Reason != tt.reason {
+				t.Errorf("streams %v x %d (%q); want %v x %d (%q)", rp.UseStreams, rp.NumStreams, rp.Reason, tt.streams, tt.num, tt.reason)
+			}
+		})
+	}
+}
+
+// TestAssignment: round robin by file order; balanced by bytes descending
+// (ties in file order) onto the emptiest stream (ties: lowest index).
+func TestAssignment(t *testing.T) {
+	const keys = "  a: {shape: [10], dtype: uint8}\n  b: {shape: [40], dtype: uint8}\n  c: {shape: [30], dtype: uint8}\n" +
+		"  d: {shape: [30], dtype: uint8}\n  e: {shape: [20], dtype: uint8}\n"
+	tests := []struct {
+		assign, max string
+		want        []int
+	}{
+		{"round_robin", "2", []int{0, 1, 0, 1, 0}},
+		{"round_robin", "3", []int{0, 1, 2, 0, 1}},
+		{"round_robin", "64", []int{0, 1, 2, 3, 4}},
+		// b 40 -> s0; c 30 -> s1; d 30 -> s1 (30 < 40), now 60;
+		// e 20 -> s0, now 60; a 10 -> s0 (a tie: the lowest index).
+		{"balanced", "2", []int{0, 0, 1, 1, 0}},
+		// b 40 -> s0; c 30 -> s1; d 30 -> s2; e 20 -> s1 (30 = 30:
+		// the lowest index), now 50; a 10 -> s2 (30).
+		{"balanced", "3", []int{2, 0, 1, 2, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.assign+"/"+tt.max, func(t *testing.T) {
+			extra := fmt.Sprintf("device: cuda\nstreams: {min_batch_memory_mb: 0, max_streams: %s, assign: %s}\n", tt.max, tt.assign)
+			p, err := planOf(t, keys, extra, Overrides{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int
+			for _, k := range p.Runtime.Keys {
+				got = append(got, k.Stream)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("streams (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSizes: sample_bytes = C * prod(S) * e (a scalar is one element, a
+// target opting out of the class axis has none), batch = 16 samples,
+// slots aligned to 256 bytes.
+func TestSizes(t *testing.T) {
+	src := "version: 1\npackage: p\nname: P\nbatch_size: 16\nclasses: [x, y, z]\n" +
+		"inputs:\n  img: {shape: [2, 3], dtype: float16}\n" +
+		"targets:\n  mask: {shape: [2, 3], dtype: bool}\n  w: {shape: [2, 3], dtype: float32, class_axis: false}\n  y: {shape: [], dtype: int64, class_axis: false}\n"
+	ds, err := schema.Parse("p.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(ds, Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type size struct {
+		Shape         []int
+		Sample, Batch int64
+		Offset        int64
+	}
+	var got []size
+	for _, k := range p.Runtime.Keys {
+		got = append(got, size{k.Shape, k.SampleBytes, k.BatchBytes, k.Offset})
+	}
+	want := []size{
+		{[]int{2, 3}, 12, 192, 0},
+		{[]int{3, 2, 3}, 18, 288, 256},
+		{[]int{2, 3}, 24, 384, 768},
+		{[]int{}, 8, 128, 1280},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sizes (-want +got):\n%s", diff)
+	}
+	if p.Runtime.BatchBytes != 192+288+384+128 || p.Runtime.SlotBytes != 1536 {
+		t.Errorf("batch %d bytes, slot %d; want 992 and 1536", p.Runtime.BatchBytes, p.Runtime.SlotBytes)
+	}
+}
+
+// TestPlanErrorsArePositioned: plan-stage errors point into the schema.
+func TestPlanErrorsArePositioned(t *testing.T) {
+	for _, tt := range []struct {
+		extra string
+		o     Overrides
+		want  string
+	}{
+		{"loader: {prefetch: 3, max_staging_mb: 1}\n", Overrides{}, "p.yaml:5:39: staging needs 4 slots (prefetch 3 + 1) x 64.0 MiB"},
+		{"loader: {prefetch: 3}\n", Overrides{MaxStagingMB: ptr(1.0)}, "p.yaml:5:20: staging needs 4 slots"},
+		{"", Overrides{MaxStagingMB: ptr(1.0), From: map[string]string{"max-staging-mb": "flag -max-staging-mb"}}, "p.yaml:4:13: staging needs 3 slots"},
+		{"", Overrides{MaxStreams: ptr(0), From: map[string]string{"max-streams": "flag -max-streams"}}, "flag -max-streams: max_streams must be between 1 and 64, got 0"},
+	} {
+		_, err := planOf(t, "  a: {shape: [1024, 1024], dtype: float32}\n  b: {shape: [1024], dtype: uint8}\n  c: {shape: [], dtype: int64}\n", tt.extra, tt.o)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%q %+v: %v\nwant %s...", tt.extra, tt.o, err, tt.want)
+		}
+	}
+}
+
+// TestSettingsOrigins: each setting says where it came from.
+func TestSettingsOrigins(t *testing.T) {
+	var o Overrides
+	if err := o.Set("max-streams", "3", "flag -max-streams"); err != nil {
+		t.Fatal(err)
+	}
+	env, err := EnvOverrides(func(k string) string {
+		return map[string]string{EnvMinBatchSize: "4", EnvMaxStreams: "2"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := planOf(t, "  a: {shape: [4], dtype: uint8}\n", "device: cuda\nstreams: {assign: balanced}\n", o.Over(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"device=cuda (schema p.yaml:5:9)",
+		"min_batch_size=4 (environment MIN_BATCH_SIZE_FOR_STREAMS)",
+		"min_batch_memory_mb=100 (default)",
+		"max_streams=3 (flag -max-streams)",
+		"assign=balanced (schema p.yaml:6:19)",
+		"max_staging_mb=16384 (default)",
+	}
+	if diff := cmp.Diff(want, p.Thresholds.Describe()); diff != "" {
+		t.Errorf("settings (-want +got):\n%s", diff)
+	}
+	stale := p.Thresholds.StaleSettings("device=cuda min_batch_size=4 min_batch_memory_mb=100 max_streams=4 assign=balanced max_staging_mb=16384")
+	if len(stale) != 1 || !strings.HasPrefix(stale[0], "max_streams: the file was generated with 4, this run gives 3 (flag -max-streams)") {
+		t.Errorf("stale settings %q", stale)
+	}
+}
