@@ -15,7 +15,7 @@ import (
 // either fails with an error or yields Go source that parses and starts with
 // the generated-code header; nothing panics.
 func FuzzGenerate(f *testing.F) {
-	for _, glob := range []string{"../testdata/*.yaml", "../testdata/errors/*.yaml"} {
+	for _, glob := range []string{"../golden/*/*.yaml", "../testdata/errors/*.yaml"} {
 		paths, err := filepath.Glob(glob)
 		if err != nil {
 			f.Fatal(err)

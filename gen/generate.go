@@ -312,10 +312,17 @@ func (g *emitter) samplesRand(f *jen.File) {
 	f.Comment("dataset index Indices[i], so it makes the same draws. It reseeds one")
 	f.Comment("generator: finish one sample's draws before asking for another's.")
 	f.Func().Params(jen.Id("s").Op("*").Id(g.n.exported("Samples"))).Id("Rand").Params(jen.Id("i").Int()).Op("*").Qual(randPath, "Rand").Block(
-		g.rt("SeedSample").Call(jen.Op("&").Id("s").Dot("pcg"), jen.Id(g.n.unexported("Plan")).Dot("Loader").Dot("Seed"),
-			jen.Id("s").Dot("Epoch"), jen.Id("s").Dot("Indices").Index(jen.Id("i"))),
+		g.seedSample(jen.Id("s").Dot("Indices").Index(jen.Id("i"))),
 		jen.Return(jen.Id("s").Dot("rand")),
 	)
+}
+
+// seedSample renders the reseeding of s.pcg for dataset index:
+//
+//	runtime.SeedSample(&s.pcg, cellMapPlan.Loader.Seed, s.Epoch, index)
+func (g *emitter) seedSample(index jen.Code) jen.Code {
+	return g.rt("SeedSample").Call(jen.Op("&").Id("s").Dot("pcg"), jen.Id(g.n.unexported("Plan")).Dot("Loader").Dot("Seed"),
+		jen.Id("s").Dot("Epoch"), index)
 }
 
 // samplesReader renders
@@ -467,8 +474,7 @@ func (g *emitter) fill(f *jen.File) {
 	loop := []jen.Code{
 		jen.Id("pos").Op(":=").Id("r").Dot("Pos").Op("+").Id("r").Dot("Done"),
 		jen.Id("s").Dot("Index").Op("=").Id("r").Dot("Indices").Index(jen.Id("r").Dot("Done")),
-		g.rt("SeedSample").Call(jen.Op("&").Id("s").Dot("pcg"), jen.Id(g.n.unexported("Plan")).Dot("Loader").Dot("Seed"),
-			jen.Id("s").Dot("Epoch"), jen.Id("s").Dot("Index")),
+		g.seedSample(jen.Id("s").Dot("Index")),
 	}
 	for _, k := range g.keys {
 		loop = append(loop, jen.Id("s").Dot(k.Go).Op("=").Id("b").Dot(k.view).

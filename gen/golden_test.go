@@ -21,11 +21,12 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
-// TestGolden regenerates golden/<case>/<case>_loader.go from every
-// testdata/<case>.yaml and compares. The golden packages are compiled by
-// go build ./... and run by their own hand-written tests.
+// TestGolden regenerates golden/<case>/<case>_loader.go from the schema
+// next to it, golden/<case>/<case>.yaml, and compares (one directory per
+// case, as sqlc keeps them). The golden packages are compiled by go build
+// ./... and run by their own hand-written tests.
 func TestGolden(t *testing.T) {
-	schemas, err := filepath.Glob(filepath.Join("..", "testdata", "*.yaml"))
+	schemas, err := filepath.Glob(filepath.Join("..", "golden", "*", "*.yaml"))
 	if err != nil || len(schemas) < 4 {
 		t.Fatalf("found %d golden schemas (%v), want at least 4", len(schemas), err)
 	}

@@ -37,36 +37,42 @@ func cudaPlan(batch int) Plan {
 
 // onDevice runs f on a locked OS thread with device 0's primary context
 // current, as consumer code must, and reports f's error on the test's
-// goroutine. The thread goes back with no context current, before the
-// context is released.
+// goroutine.
 func onDevice(t *testing.T, f func() error) {
 	t.Helper()
 	errc := make(chan error, 1)
 	go func() {
 		goruntime.LockOSThread()
 		defer goruntime.UnlockOSThread()
-		errc <- withPrimaryContext(f)
+		undo, err := usePrimaryContext()
+		if err != nil {
+			errc <- err
+			return
+		}
+		errc <- errors.Join(f(), undo())
 	}()
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
 }
 
-func withPrimaryContext(f func() error) (err error) {
+// usePrimaryContext retains device 0's primary context and makes it
+// current on the calling thread, which must be locked to its goroutine.
+// undo leaves the thread with no context current, then releases it.
+func usePrimaryContext() (undo func() error, err error) {
 	dev, err := cu.GetDevice(0)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ctx, err := dev.RetainPrimaryCtx()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { err = errors.Join(err, dev.ReleasePrimaryCtx()) }()
+	undo = func() error { return errors.Join(cu.SetCurrentContext(cu.CUContext{}), dev.ReleasePrimaryCtx()) }
 	if err := cu.SetCurrentContext(ctx); err != nil {
-		return err
+		return nil, errors.Join(err, undo())
 	}
-	defer cu.SetCurrentContext(cu.CUContext{})
-	return f()
+	return undo, nil
 }
 
 // emulated reports whether the driver is the repository's emulator.

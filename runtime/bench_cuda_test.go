@@ -73,22 +73,15 @@ func benchPlan(sampleBytes []int64, streams int) Plan {
 // consumer that launches kernels must run.
 func onThisThread(b *testing.B) {
 	goruntime.LockOSThread()
-	dev, err := cu.GetDevice(0)
+	undo, err := usePrimaryContext()
 	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, err := dev.RetainPrimaryCtx()
-	if err != nil {
+		goruntime.UnlockOSThread()
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		cu.SetCurrentContext(cu.CUContext{})
-		dev.ReleasePrimaryCtx()
+		check(b, undo())
 		goruntime.UnlockOSThread()
 	})
-	if err := cu.SetCurrentContext(ctx); err != nil {
-		b.Fatal(err)
-	}
 }
 
 // check fails the benchmark on err.
@@ -212,12 +205,9 @@ func BenchmarkCUDAOverlap(b *testing.B) {
 			check(b, err)
 			cycles := uint64(kernelMS * float64(khz))
 			kernel := time.Duration(kernelMS * float64(time.Millisecond))
-			spin, unload, err := spinKernel()
+			spin, s, done, err := spinStream()
 			check(b, err)
-			defer unload()
-			s, err := cu.MakeStream(cu.NonBlocking)
-			check(b, err)
-			defer s.Destroy()
+			defer done()
 			scratch, err := cu.MemAlloc(256)
 			check(b, err)
 			defer cu.MemFree(scratch)

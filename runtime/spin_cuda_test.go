@@ -70,6 +70,20 @@ func spinKernel() (cu.Function, func() error, error) {
 	return fn, mod.Unload, nil
 }
 
+// spinStream loads spinPTX and makes a stream to launch it on: the setup
+// of a consumer. done unloads and destroys them.
+func spinStream() (cu.Function, cu.Stream, func() error, error) {
+	spin, unload, err := spinKernel()
+	if err != nil {
+		return cu.Function{}, cu.Stream{}, nil, err
+	}
+	s, err := cu.MakeStream(cu.NonBlocking)
+	if err != nil {
+		return cu.Function{}, cu.Stream{}, nil, errors.Join(err, unload())
+	}
+	return spin, s, func() error { return errors.Join(s.Destroy(), unload()) }, nil
+}
+
 // launchSpin queues spin on stream s: wait cycles, then copy n bytes from
 // src to dst.
 func launchSpin(fn cu.Function, s cu.Stream, cycles uint64, src, dst cu.DevicePtr, n int) error {
@@ -85,16 +99,11 @@ func readWithSpin(t *testing.T, wait bool) {
 	p := cudaPlan(1 << 12) // key b: 64 KiB a batch
 	e := newTestEngine(t, p, 1<<13, Options{}, nil)
 	onDevice(t, func() error {
-		spin, unload, err := spinKernel()
+		spin, s, done, err := spinStream()
 		if err != nil {
 			return err
 		}
-		defer unload()
-		s, err := cu.MakeStream(cu.NonBlocking)
-		if err != nil {
-			return err
-		}
-		defer s.Destroy()
+		defer done()
 		for b, err := range e.Epoch(context.Background(), 0, 0) {
 			if err != nil {
 				return err
@@ -139,16 +148,11 @@ func TestCUDASlowConsumer(t *testing.T) {
 	p.Loader.Prefetch = 1 // two slots: batch 2 reuses batch 0's
 	e := newTestEngine(t, p, 64, Options{}, nil)
 	onDevice(t, func() error {
-		spin, unload, err := spinKernel()
+		spin, s, done, err := spinStream()
 		if err != nil {
 			return err
 		}
-		defer unload()
-		s, err := cu.MakeStream(cu.NonBlocking)
-		if err != nil {
-			return err
-		}
-		defer s.Destroy()
+		defer done()
 		idle, err := cu.MakeStream(cu.NonBlocking)
 		if err != nil {
 			return err

@@ -11,9 +11,10 @@ import (
 
 // FuzzParse checks that Parse never panics and returns either an *Error or
 // a Dataset that keeps its invariants. The seed corpus is every schema in
-// ../testdata and ../testdata/errors plus a few inline ones.
+// ../golden (the golden cases) and ../testdata/errors plus a few inline
+// ones.
 func FuzzParse(f *testing.F) {
-	for _, pattern := range []string{"../testdata/*.yaml", "../testdata/errors/*.yaml"} {
+	for _, pattern := range []string{"../golden/*/*.yaml", "../testdata/errors/*.yaml"} {
 		paths, err := filepath.Glob(pattern)
 		if err != nil {
 			f.Fatal(err)

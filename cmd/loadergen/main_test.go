@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// designSchema is the example of DESIGN §3 without files.
+// designSchema is the README's example schema without files.
 const designSchema = `version: 1
 package: cellmap
 name: CellMap

@@ -294,15 +294,22 @@ func Read[T runtime.Element](f *File, i int, dst []T) (err error) {
 	defer func(old bool) {
 		debug.SetPanicOnFault(old)
 		if v := recover(); v != nil {
-			fault, ok := v.(interface{ Addr() uintptr })
-			if !ok {
-				panic(v)
-			}
-			err = fmt.Errorf("%s: sample %d is no longer readable: the file shrank while mapped (fault at %#x)", f.path, i, fault.Addr())
+			err = f.fault(v, i)
 		}
 	}(debug.SetPanicOnFault(true))
 	copy(b, src)
 	return nil
+}
+
+// fault turns v, a panic recovered while copying sample i, into its error
+// when it is a memory fault (the file shrank under its mapping), and
+// panics on with anything else.
+func (f *File) fault(v any, i int) error {
+	fault, ok := v.(interface{ Addr() uintptr })
+	if !ok {
+		panic(v)
+	}
+	return fmt.Errorf("%s: sample %d is no longer readable: the file shrank while mapped (fault at %#x)", f.path, i, fault.Addr())
 }
 
 // Gather copies samples indices[0], indices[1], ... back to back into dst
@@ -322,11 +329,7 @@ func Gather[T runtime.Element](f *File, indices []int, dst []T) (n int, err erro
 	defer func(old bool) {
 		debug.SetPanicOnFault(old)
 		if v := recover(); v != nil {
-			fault, ok := v.(interface{ Addr() uintptr })
-			if !ok {
-				panic(v)
-			}
-			err = fmt.Errorf("%s: sample %d is no longer readable: the file shrank while mapped (fault at %#x)", f.path, indices[n], fault.Addr())
+			err = f.fault(v, indices[n])
 		}
 	}(debug.SetPanicOnFault(true))
 	size := f.sampleBytes
