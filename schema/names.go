@@ -6,8 +6,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/loadergen/loadergen/runtime"
 )
 
 // GoName is the CamelCase form of a key name: the name is split at '_',
@@ -24,13 +22,6 @@ func GoName(name string) string {
 		b.WriteString(part[size:])
 	}
 	return b.String()
-}
-
-// ParseDevice reads "cpu", "cuda" or "cuda:N" with the runtime's parser,
-// the one that Options.Device goes through too.
-func ParseDevice(s string) (Device, error) {
-	ordinal, cuda, err := runtime.ParseDevice(s)
-	return Device{CUDA: cuda, Ordinal: ordinal}, err
 }
 
 // CheckPackage reports why s cannot be the package clause of a Go file.

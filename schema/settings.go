@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/loadergen/loadergen/runtime"
 )
 
 // MaxStreams is the largest streams.max_streams a schema may set.
@@ -15,6 +17,13 @@ var Assignments = []string{"round_robin", "balanced"}
 // The rules of the settings that flags and the environment may override
 // too. The schema parser reports their errors at the offending node, the
 // generator's overrides name the flag or variable; both call these.
+
+// ParseDevice reads "cpu", "cuda" or "cuda:N" with the runtime's parser,
+// the one that Options.Device goes through too.
+func ParseDevice(s string) (Device, error) {
+	ordinal, cuda, err := runtime.ParseDevice(s)
+	return Device{CUDA: cuda, Ordinal: ordinal}, err
+}
 
 // CheckMinBatchSize: streams.min_batch_size must be at least 1.
 func CheckMinBatchSize(v int) error {
