@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"regexp"
 	goruntime "runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -442,25 +441,50 @@ func TestCUDALocalRankDevice(t *testing.T) {
 
 // TestCUDARaceReports: the emulator fails the process when a consumer
 // reads a batch's device memory without waiting for its copies, and the
-// same consumer with Wait passes. This is what makes every other test on
-// the emulator a check of the loader's ordering.
+// same consumer with Wait, or with WaitKey for the key it reads, passes.
+// This is what makes every other test on the emulator a check of the
+// loader's ordering.
 func TestCUDARaceReports(t *testing.T) {
-	for _, wait := range []bool{false, true} {
-		t.Run(strconv.FormatBool(wait), func(t *testing.T) {
-			if child, status, out := inChild(t, "CUDAEMU_COPY_GBPS=0.05", "LOADERGEN_TEST_WAIT="+strconv.FormatBool(wait)); !child {
+	for _, wait := range []string{"none", "all", "key"} {
+		t.Run(wait, func(t *testing.T) {
+			if child, status, out := inChild(t, "CUDAEMU_COPY_GBPS=0.05", "LOADERGEN_TEST_WAIT="+wait); !child {
 				needsEmulator(t, "the race report comes from the emulator")
 				// Either order is a race: the kernel read before the copy
 				// wrote, or the copy wrote after the kernel read.
 				race := strings.Contains(out, "cudaemu: race: device ") && strings.Contains(out, "kernel spin on stream")
 				switch {
-				case !wait && (status != 66 || !race):
+				case wait == "none" && (status != 66 || !race):
 					t.Errorf("reading without Wait: exit %d; want 66 and a race report:\n%s", status, out)
-				case wait && (status != 0 || race):
-					t.Errorf("reading after Wait: exit %d:\n%s", status, out)
+				case wait != "none" && (status != 0 || race):
+					t.Errorf("reading after waiting (%s): exit %d:\n%s", wait, status, out)
 				}
 				return
 			}
-			readWithSpin(t, os.Getenv("LOADERGEN_TEST_WAIT") == "true")
+			readWithSpin(t, os.Getenv("LOADERGEN_TEST_WAIT"), High, Low)
+		})
+	}
+}
+
+// TestCUDAPriorityOrdersCopies: a key's priority sets the order of its
+// copy within the batch. A kernel waiting (WaitKey) for the high-priority
+// key a runs while the low-priority key b is still on its way; with the
+// priorities swapped, b's copy goes first and a arrives after it.
+func TestCUDAPriorityOrdersCopies(t *testing.T) {
+	for _, tt := range []struct {
+		a, b    Priority
+		pending bool
+	}{{High, Low, true}, {Low, High, false}} {
+		t.Run(fmt.Sprintf("a=%v,b=%v", tt.a, tt.b), func(t *testing.T) {
+			if child, status, out := inChild(t, "CUDAEMU_COPY_GBPS=0.05"); !child {
+				if status != 0 {
+					t.Fatalf("child exited %d:\n%s", status, out)
+				}
+				return
+			}
+			needsEmulator(t, "on a GPU the copies are too fast to catch one still running")
+			if got := readWithSpin(t, "key", tt.a, tt.b); got != tt.pending {
+				t.Errorf("key b still copying when the kernel on key a was done: %v, want %v", got, tt.pending)
+			}
 		})
 	}
 }

@@ -84,6 +84,22 @@ func spinStream() (cu.Function, cu.Stream, func() error, error) {
 	return spin, s, func() error { return errors.Join(s.Destroy(), unload()) }, nil
 }
 
+// syncBlocking waits for the work queued on s with a blocking-sync event:
+// a default stream synchronisation spins a host core, which on a small
+// machine can starve the emulated driver's threads and delay the very
+// work it waits for.
+func syncBlocking(s cu.Stream) error {
+	ev, err := cu.MakeEvent(cu.BlockingSyncEvent | cu.DisableTiming)
+	if err != nil {
+		return err
+	}
+	defer cu.DestroyEvent(&ev)
+	if err := ev.Record(s); err != nil {
+		return err
+	}
+	return ev.Synchronize()
+}
+
 // launchSpin queues spin on stream s: wait cycles, then copy n bytes from
 // src to dst.
 func launchSpin(fn cu.Function, s cu.Stream, cycles uint64, src, dst cu.DevicePtr, n int) error {
@@ -92,37 +108,55 @@ func launchSpin(fn cu.Function, s cu.Stream, cycles uint64, src, dst cu.DevicePt
 	return fn.Launch(1, 1, 1, 1, 1, 1, 0, s, args)
 }
 
-// readWithSpin has a kernel copy key b of the first batch into a buffer of
-// its own, after making its stream wait for the batch when wait is set,
-// and checks the bytes it read.
-func readWithSpin(t *testing.T, wait bool) {
-	p := cudaPlan(1 << 12) // key b: 64 KiB a batch
-	e := newTestEngine(t, p, 1<<13, Options{}, nil)
+// readWithSpin has a kernel copy one key of the first batch into a buffer
+// of its own, and checks the bytes it read. Both keys share one stream, a
+// at priority first and b at second. wait says what the kernel's stream
+// waits for: "none", "all" (Wait: key b is read) or "key" (WaitKey for
+// key a, which is read). It returns whether key b's copy was still running
+// when the kernel was done.
+func readWithSpin(t *testing.T, wait string, first, second Priority) (restPending bool) {
+	p := cudaPlan(1 << 14) // key a: 48 KiB, key b: 256 KiB a batch
+	p.NumStreams, p.UseStreams = 1, false
+	p.Keys[0].Stream, p.Keys[0].Priority = 0, first
+	p.Keys[1].Stream, p.Keys[1].Priority = 0, second
+	e := newTestEngine(t, p, 1<<15, Options{}, nil)
 	onDevice(t, func() error {
 		spin, s, done, err := spinStream()
 		if err != nil {
 			return err
 		}
 		defer done()
+		// Allocated before the batch arrives: an allocation may wait for
+		// the device, and would hide how early the kernel can run.
+		dst, err := cu.MemAlloc(p.Keys[1].BatchBytes)
+		if err != nil {
+			return err
+		}
+		defer cu.MemFree(dst)
 		for b, err := range e.Epoch(context.Background(), 0, 0) {
 			if err != nil {
 				return err
 			}
-			key := b.Tensors[1]
-			dst, err := cu.MemAlloc(int64(len(key.Data)))
+			k := 1
+			switch wait {
+			case "all":
+				err = b.Wait(s)
+			case "key":
+				k = 0
+				err = b.WaitKey(s, 0)
+			}
 			if err != nil {
 				return err
 			}
-			defer cu.MemFree(dst)
-			if wait {
-				if err := b.Wait(s); err != nil {
-					return err
-				}
-			}
+			key := b.Tensors[k]
 			if err := launchSpin(spin, s, 0, cu.DevicePtr(key.Device), dst, len(key.Data)); err != nil {
 				return err
 			}
-			if err := errors.Join(b.Done(s), s.Synchronize()); err != nil {
+			if err := syncBlocking(s); err != nil {
+				return err
+			}
+			restPending = errors.Is(e.backend.(*cudaBackend).slots[b.Slot].key[1].Query(), cu.NotReady)
+			if err := b.Done(s); err != nil {
 				return err
 			}
 			got := make([]byte, len(key.Data))
@@ -136,6 +170,7 @@ func readWithSpin(t *testing.T, wait bool) {
 		}
 		return nil
 	})
+	return restPending
 }
 
 // TestCUDASlowConsumer: a consumer kernel reads batch 0's device buffer
