@@ -326,7 +326,10 @@ func TestCUDACopyTimesAreComplete(t *testing.T) {
 		}
 		return
 	}
+	// One stream, so that its copies never queue behind another stream's
+	// for the copy engine and their time is exactly theirs.
 	p := cudaPlan(1 << 14) // key a: 48 KiB, key b: 256 KiB per batch
+	p.NumStreams, p.UseStreams, p.Keys[1].Stream = 1, false, 0
 	e := newTestEngine(t, p, 2<<14, Options{}, nil)
 	for range 2 { // epochs of 2 batches, 3 slots
 		if errs := collectErr(e); len(errs) != 0 {
@@ -336,19 +339,15 @@ func TestCUDACopyTimesAreComplete(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	copies := e.Stats().Copy
-	for i, k := range p.Keys {
-		if copies[i] <= 0 {
-			t.Fatalf("stream %d: no copy time counted for 4 batches", i)
-		}
-		if !emulated(t) {
-			continue
-		}
-		// 4 batches at 1 GB/s; key b queues behind key a on the one copy
-		// engine, so it may take longer, never shorter.
-		want := time.Duration(4 * k.BatchBytes) // ns at 1 byte/ns
-		if copies[i] < want*9/10 {
-			t.Errorf("stream %d (key %s): copy time %v, want at least %v", i, k.Name, copies[i], want)
+	got := e.Stats().Copy[0]
+	if got <= 0 {
+		t.Fatal("no copy time counted for 4 batches")
+	}
+	if emulated(t) {
+		// 4 batches at 1 GB/s, no latency: 1 ns a byte.
+		want := time.Duration(4 * p.BatchBytes)
+		if got < want*9/10 || got > want*2 {
+			t.Errorf("copy time %v for 4 batches of %d bytes at 1 GB/s, want about %v", got, p.BatchBytes, want)
 		}
 	}
 }
