@@ -5,6 +5,7 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -126,7 +127,8 @@ func inChild(t *testing.T, env ...string) (child bool, status int, out string) {
 // key's device bytes equal the staged host bytes and the source pattern,
 // and every stream's copy time is counted.
 func TestCUDARoundTrip(t *testing.T) {
-	e := newTestEngine(t, cudaPlan(8), 50, Options{}, nil)
+	var trace bytes.Buffer
+	e := newTestEngine(t, cudaPlan(8), 50, Options{Trace: &trace}, nil)
 	if e.backend.name() != "cuda" {
 		t.Fatalf("backend %s, want cuda", e.backend.name())
 	}
@@ -161,6 +163,27 @@ func TestCUDARoundTrip(t *testing.T) {
 		if d <= 0 {
 			t.Errorf("stream %d: copy time %v, want > 0 after 7 batches", i, d)
 		}
+	}
+	// The trace has each stream's copies, one slice per batch.
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var events []struct {
+		Name string  `json:"name"`
+		Tid  int     `json:"tid"`
+		Ts   float64 `json:"ts"`
+	}
+	if err := json.Unmarshal(trace.Bytes(), &events); err != nil {
+		t.Fatal(err)
+	}
+	copies := map[int]int{}
+	for _, ev := range events {
+		if ev.Name == "copy" && ev.Ts > 0 {
+			copies[ev.Tid]++
+		}
+	}
+	if copies[streamTrack] != 7 || copies[streamTrack+1] != 7 {
+		t.Errorf("copy slices per stream track %v, want 7 on each of tracks %d and %d", copies, streamTrack, streamTrack+1)
 	}
 }
 
