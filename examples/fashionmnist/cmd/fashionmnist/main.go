@@ -23,7 +23,7 @@ func main() {
 	src := flag.String("src", fashionmnist.DebianDir, "directory of the gzipped IDX files (apt-get install dataset-fashion-mnist)")
 	data := flag.String("data", ".demo-data/fashion-mnist", "directory of the .npy files (converted from -src when absent)")
 	limit := flag.Int("limit", 0, "samples of each split to convert (0: all)")
-	epochs := flag.Int("epochs", 5, "epochs to train")
+	epochs := flag.Int("epochs", 10, "epochs to train")
 	lr := flag.Float64("lr", 0.001, "Adam's learning rate")
 	seed := flag.Int64("seed", 1, "seed of the initial weights (the schema's seed shuffles)")
 	backend := flag.String("backend", "go", "GoMLX backend configuration")
