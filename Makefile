@@ -8,7 +8,7 @@ build:
 	$(GO) build ./...
 
 ## test: format, vet, race-enabled tests (goldens included), stale-output check, short fuzz runs
-test: fmt-check
+test: fmt-check gomlx-test
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	$(GO) run ./cmd/loadergen check examples/cellmap/dataset.yaml
@@ -60,3 +60,5 @@ cuda-build:
 ## cuda-test: run the cuda-tagged tests (needs an NVIDIA GPU and driver)
 cuda-test:
 	$(CUDA_ENV) $(GO) test -tags cuda -count=1 -v $(CUDA_PKGS)
+
+include contrib/gomlx/gomlx.mk
