@@ -26,14 +26,21 @@ import (
 // Batch is what a generated loader's batch type (*<Name>Batch) offers the
 // adapter: the runtime's view of the staged batch.
 type Batch interface {
+	// Staged returns the runtime's batch: the indices and one tensor per
+	// key, in plan order.
 	Staged() *runtime.Batch
 }
 
 // Loader is the part of a generated loader (*<Name>Loader) the adapter uses.
 // Every loader loadergen generates implements it for its own batch type.
 type Loader[B Batch] interface {
+	// EpochFrom yields the batches startBatch.. of epoch; each is valid
+	// until the iteration advances.
 	EpochFrom(ctx context.Context, epoch, startBatch int) iter.Seq2[B, error]
+	// Plan returns the plan fixed at generation time: the batch size and
+	// each key's role.
 	Plan() runtime.Plan
+	// Close stops the loader's workers and frees its staging memory.
 	Close() error
 }
 

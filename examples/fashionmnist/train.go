@@ -22,7 +22,7 @@ import (
 
 // Options are the choices of a training run.
 type Options struct {
-	Epochs       int
+	Epochs       int          // epochs to train
 	LearningRate float64      // Adam's; 0 means 0.001
 	Seed         int64        // seeds the initial weights (the schema's seed shuffles)
 	Logger       *slog.Logger // the loaders' start-up lines; nil means slog.Default()
