@@ -5,7 +5,8 @@
 
 GOMLX_MODULES = contrib/gomlx examples/fashionmnist
 GOMLX_SCHEMAS = contrib/gomlx/internal/alltypes/alltypes.yaml examples/fashionmnist/dataset.yaml
-FASHION_MNIST_SRC ?= /usr/share/datasets/fashion-mnist
+FASHION_MNIST_DEBIAN = /usr/share/datasets/fashion-mnist
+FASHION_MNIST_SRC ?= $(FASHION_MNIST_DEBIAN)
 FASHION_MNIST_FLAGS ?=
 
 .PHONY: gomlx-test gomlx-generate fashion-mnist fashion-mnist-data
@@ -25,7 +26,7 @@ gomlx-generate:
 ## fashion-mnist-data: install Debian's dataset-fashion-mnist when it is missing (as root), else say what to install
 fashion-mnist-data:
 	@if [ -f $(FASHION_MNIST_SRC)/train-images-idx3-ubyte.gz ]; then exit 0; fi; \
-	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	if [ "$(FASHION_MNIST_SRC)" = $(FASHION_MNIST_DEBIAN) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		export DEBIAN_FRONTEND=noninteractive; \
 		apt-get install -y -qq --no-install-recommends dataset-fashion-mnist >/dev/null || \
 			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends dataset-fashion-mnist >/dev/null; }; \
