@@ -7,8 +7,8 @@ FUZZTIME ?= 10s
 build:
 	$(GO) build ./...
 
-## test: format, vet, race-enabled tests (goldens included), stale-output check, short fuzz runs, and the cuda-tagged tests on the emulated driver
-test: fmt-check
+## test: format, vet, race-enabled tests (goldens included), stale-output check, short fuzz runs, the GoMLX modules, and the cuda-tagged tests on the emulated driver
+test: fmt-check gomlx-test
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	$(GO) run ./cmd/loadergen check examples/cellmap/dataset.yaml
@@ -94,3 +94,5 @@ gpu-suite: cuda-build
 	@rm -rf .cuda/suite && mkdir -p .cuda/suite/bin && \
 	cp .cuda/bin/*.test .cuda/suite/bin/ && cp .ci/gpu-suite .cuda/suite/run.sh && \
 	echo "gpu-suite: .cuda/suite holds $$(ls .cuda/suite/bin | wc -l) test binaries and run.sh; on the GPU machine, from the repository root: .cuda/suite/run.sh OUTDIR"
+
+include contrib/gomlx/gomlx.mk

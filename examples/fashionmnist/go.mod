@@ -1,0 +1,31 @@
+module github.com/loadergen/loadergen/examples/fashionmnist
+
+go 1.24.3
+
+require (
+	github.com/gomlx/gomlx v0.26.0
+	github.com/loadergen/loadergen v0.0.0-00010101000000-000000000000
+	github.com/loadergen/loadergen/contrib/gomlx v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/aymanbagabas/go-udiff v0.4.1 // indirect
+	github.com/dave/jennifer v1.7.1 // indirect
+	github.com/dustin/go-humanize v1.0.1 // indirect
+	github.com/go-logr/logr v1.4.3 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/pkg/errors v0.9.1 // indirect
+	github.com/x448/float16 v0.8.4 // indirect
+	golang.org/x/exp v0.0.0-20250819193227-8b4c13bb791b // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
+	gorgonia.org/cu v0.9.6 // indirect
+	k8s.io/klog/v2 v2.130.1 // indirect
+)
+
+replace (
+	github.com/loadergen/loadergen => ../..
+	github.com/loadergen/loadergen/contrib/gomlx => ../../contrib/gomlx
+)
+
+tool github.com/loadergen/loadergen/cmd/loadergen
