@@ -107,6 +107,40 @@ type FashionMNISTSource interface {
 	Read(s *FashionMNISTSample) error
 }
 
+// FashionMNISTSamples are consecutive samples of one batch, filled in one call by a
+// FashionMNISTSamplesReader. Every key's slice holds len(Indices) samples back to
+// back in C order and points into the staging buffer: write every element,
+// it holds an older batch.
+type FashionMNISTSamples struct {
+	Epoch   int   // epoch the samples are loaded for
+	Indices []int // dataset indices of the samples, in batch order
+
+	Image []uint8 // key "image": len(Indices) x [28 28] uint8
+	Label []int64 // key "label": len(Indices) x scalar int64
+
+	rand *rand.Rand // what Rand returns, over pcg
+	pcg  rand.PCG
+}
+
+// Rand returns the Rand of the i-th sample, seeded as Read's s.Rand is for
+// dataset index Indices[i], so it makes the same draws. It reseeds one
+// generator: finish one sample's draws before asking for another's.
+func (s *FashionMNISTSamples) Rand(i int) *rand.Rand {
+	runtime.SeedSample(&s.pcg, fashionMNISTPlan.Loader.Seed, s.Epoch, s.Indices[i])
+	return s.rand
+}
+
+// FashionMNISTSamplesReader is optional for sources of FashionMNIST, as io.WriterTo sits beside
+// io.Writer: when the FashionMNISTSource implements it, the loader calls ReadSamples
+// instead of Read, for runs of samples sized so that tiny samples cost about
+// a plain copy loop, and concurrently for different runs.
+type FashionMNISTSamplesReader interface {
+	// ReadSamples fills every sample of s. When it fails it returns how many
+	// samples, from the first, it filled in full: the loader's error then
+	// names the dataset index s.Indices[n].
+	ReadSamples(s *FashionMNISTSamples) (n int, err error)
+}
+
 // FashionMNISTBatch is one staged batch; n = len(Indices) is FashionMNISTBatchSize except for
 // a short last batch. It is valid until the loop advances.
 type FashionMNISTBatch struct {
@@ -140,9 +174,11 @@ func (b *FashionMNISTBatch) LabelData() []int64 {
 // staging slots, filled ahead of the consumer by a pool of workers.
 type FashionMNISTLoader struct {
 	src     FashionMNISTSource
+	many    FashionMNISTSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []FashionMNISTBatch  // one per staging slot
-	samples []FashionMNISTSample // one per worker
+	batches []FashionMNISTBatch   // one per staging slot
+	samples []FashionMNISTSample  // one per worker, for Read
+	runs    []FashionMNISTSamples // one per worker, for ReadSamples
 }
 
 // NewFashionMNISTLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -151,6 +187,7 @@ func NewFashionMNISTLoader(src FashionMNISTSource, opts runtime.Options) (*Fashi
 		return nil, errors.New("fashionmnist: NewFashionMNISTLoader: nil source")
 	}
 	l := &FashionMNISTLoader{src: src}
+	l.many, _ = src.(FashionMNISTSamplesReader)
 	e, err := runtime.NewEngine(fashionMNISTPlan, src.Len(), opts, l.fill)
 	if err != nil {
 		return nil, fmt.Errorf("fashionmnist: NewFashionMNISTLoader: %w", err)
@@ -163,8 +200,10 @@ func NewFashionMNISTLoader(src FashionMNISTSource, opts runtime.Options) (*Fashi
 		b.label = runtime.View[int64](e.Staging(s, 1))
 	}
 	l.samples = make([]FashionMNISTSample, e.Workers())
+	l.runs = make([]FashionMNISTSamples, e.Workers())
 	for w := range l.samples {
 		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
+		l.runs[w].rand = rand.New(&l.runs[w].pcg)
 	}
 	return l, nil
 }
@@ -172,6 +211,9 @@ func NewFashionMNISTLoader(src FashionMNISTSource, opts runtime.Options) (*Fashi
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *FashionMNISTLoader) fill(r *runtime.Run) error {
+	if l.many != nil {
+		return l.fillSamples(r)
+	}
 	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
 	s.Epoch = r.Epoch
 	for ; r.Done < len(r.Indices); r.Done++ {
@@ -185,6 +227,21 @@ func (l *FashionMNISTLoader) fill(r *runtime.Run) error {
 		}
 	}
 	return nil
+}
+
+// fillSamples fills run r with one ReadSamples call, the key slices of the
+// run's samples pointing at their places in the staging slot.
+func (l *FashionMNISTLoader) fillSamples(r *runtime.Run) error {
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker], len(r.Indices)
+	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Image = b.image[r.Pos*fashionMNISTImageElems:][:n*fashionMNISTImageElems]
+	s.Label = b.label[r.Pos*fashionMNISTLabelElems:][:n*fashionMNISTLabelElems]
+	done, err := l.many.ReadSamples(s)
+	r.Done = min(max(done, 0), n)
+	if err == nil && done != n {
+		return fmt.Errorf("fashionmnist: ReadSamples filled %d of %d samples and returned no error", done, n)
+	}
+	return err
 }
 
 // Epoch yields the batches of epoch in order. Breaking out of the loop,
@@ -281,6 +338,18 @@ func (f *FashionMNISTFiles) Read(s *FashionMNISTSample) error {
 		return &runtime.KeyError{Key: "label", Err: err}
 	}
 	return nil
+}
+
+// ReadSamples copies the samples of s from every key's file, one gather
+// loop per key: the loader calls it instead of Read.
+func (f *FashionMNISTFiles) ReadSamples(s *FashionMNISTSamples) (int, error) {
+	if n, err := npy.Gather(f.image, s.Indices, s.Image); err != nil {
+		return n, &runtime.KeyError{Key: "image", Err: err}
+	}
+	if n, err := npy.Gather(f.label, s.Indices, s.Label); err != nil {
+		return n, &runtime.KeyError{Key: "label", Err: err}
+	}
+	return len(s.Indices), nil
 }
 
 // Close unmaps every file.

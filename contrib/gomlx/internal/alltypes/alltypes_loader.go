@@ -249,6 +249,51 @@ type AllTypesSource interface {
 	Read(s *AllTypesSample) error
 }
 
+// AllTypesSamples are consecutive samples of one batch, filled in one call by a
+// AllTypesSamplesReader. Every key's slice holds len(Indices) samples back to
+// back in C order and points into the staging buffer: write every element,
+// it holds an older batch.
+type AllTypesSamples struct {
+	Epoch   int   // epoch the samples are loaded for
+	Indices []int // dataset indices of the samples, in batch order
+
+	U8    []uint8   // key "u8": len(Indices) x [2] uint8
+	I8    []int8    // key "i8": len(Indices) x [2] int8
+	U16   []uint16  // key "u16": len(Indices) x [2] uint16
+	I16   []int16   // key "i16": len(Indices) x [2] int16
+	U32   []uint32  // key "u32": len(Indices) x [2] uint32
+	I32   []int32   // key "i32": len(Indices) x [2] int32
+	U64   []uint64  // key "u64": len(Indices) x [2] uint64
+	F16   []uint16  // key "f16": len(Indices) x [2] float16
+	Bf16  []uint16  // key "bf16": len(Indices) x [2] bfloat16
+	F32   []float32 // key "f32": len(Indices) x [2 3] float32
+	F64   []float64 // key "f64": len(Indices) x [2] float64
+	Label []int64   // key "label": len(Indices) x scalar int64
+	Ok    []uint8   // key "ok": len(Indices) x [2] bool
+
+	rand *rand.Rand // what Rand returns, over pcg
+	pcg  rand.PCG
+}
+
+// Rand returns the Rand of the i-th sample, seeded as Read's s.Rand is for
+// dataset index Indices[i], so it makes the same draws. It reseeds one
+// generator: finish one sample's draws before asking for another's.
+func (s *AllTypesSamples) Rand(i int) *rand.Rand {
+	runtime.SeedSample(&s.pcg, allTypesPlan.Loader.Seed, s.Epoch, s.Indices[i])
+	return s.rand
+}
+
+// AllTypesSamplesReader is optional for sources of AllTypes, as io.WriterTo sits beside
+// io.Writer: when the AllTypesSource implements it, the loader calls ReadSamples
+// instead of Read, for runs of samples sized so that tiny samples cost about
+// a plain copy loop, and concurrently for different runs.
+type AllTypesSamplesReader interface {
+	// ReadSamples fills every sample of s. When it fails it returns how many
+	// samples, from the first, it filled in full: the loader's error then
+	// names the dataset index s.Indices[n].
+	ReadSamples(s *AllTypesSamples) (n int, err error)
+}
+
 // AllTypesBatch is one staged batch; n = len(Indices) is AllTypesBatchSize except for
 // a short last batch. It is valid until the loop advances.
 type AllTypesBatch struct {
@@ -359,9 +404,11 @@ func (b *AllTypesBatch) OkData() []uint8 {
 // staging slots, filled ahead of the consumer by a pool of workers.
 type AllTypesLoader struct {
 	src     AllTypesSource
+	many    AllTypesSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []AllTypesBatch  // one per staging slot
-	samples []AllTypesSample // one per worker
+	batches []AllTypesBatch   // one per staging slot
+	samples []AllTypesSample  // one per worker, for Read
+	runs    []AllTypesSamples // one per worker, for ReadSamples
 }
 
 // NewAllTypesLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -370,6 +417,7 @@ func NewAllTypesLoader(src AllTypesSource, opts runtime.Options) (*AllTypesLoade
 		return nil, errors.New("alltypes: NewAllTypesLoader: nil source")
 	}
 	l := &AllTypesLoader{src: src}
+	l.many, _ = src.(AllTypesSamplesReader)
 	e, err := runtime.NewEngine(allTypesPlan, src.Len(), opts, l.fill)
 	if err != nil {
 		return nil, fmt.Errorf("alltypes: NewAllTypesLoader: %w", err)
@@ -393,8 +441,10 @@ func NewAllTypesLoader(src AllTypesSource, opts runtime.Options) (*AllTypesLoade
 		b.ok = runtime.View[uint8](e.Staging(s, 12))
 	}
 	l.samples = make([]AllTypesSample, e.Workers())
+	l.runs = make([]AllTypesSamples, e.Workers())
 	for w := range l.samples {
 		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
+		l.runs[w].rand = rand.New(&l.runs[w].pcg)
 	}
 	return l, nil
 }
@@ -402,6 +452,9 @@ func NewAllTypesLoader(src AllTypesSource, opts runtime.Options) (*AllTypesLoade
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *AllTypesLoader) fill(r *runtime.Run) error {
+	if l.many != nil {
+		return l.fillSamples(r)
+	}
 	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
 	s.Epoch = r.Epoch
 	for ; r.Done < len(r.Indices); r.Done++ {
@@ -426,6 +479,32 @@ func (l *AllTypesLoader) fill(r *runtime.Run) error {
 		}
 	}
 	return nil
+}
+
+// fillSamples fills run r with one ReadSamples call, the key slices of the
+// run's samples pointing at their places in the staging slot.
+func (l *AllTypesLoader) fillSamples(r *runtime.Run) error {
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker], len(r.Indices)
+	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.U8 = b.u8[r.Pos*allTypesU8Elems:][:n*allTypesU8Elems]
+	s.I8 = b.i8[r.Pos*allTypesI8Elems:][:n*allTypesI8Elems]
+	s.U16 = b.u16[r.Pos*allTypesU16Elems:][:n*allTypesU16Elems]
+	s.I16 = b.i16[r.Pos*allTypesI16Elems:][:n*allTypesI16Elems]
+	s.U32 = b.u32[r.Pos*allTypesU32Elems:][:n*allTypesU32Elems]
+	s.I32 = b.i32[r.Pos*allTypesI32Elems:][:n*allTypesI32Elems]
+	s.U64 = b.u64[r.Pos*allTypesU64Elems:][:n*allTypesU64Elems]
+	s.F16 = b.f16[r.Pos*allTypesF16Elems:][:n*allTypesF16Elems]
+	s.Bf16 = b.bf16[r.Pos*allTypesBf16Elems:][:n*allTypesBf16Elems]
+	s.F32 = b.f32[r.Pos*allTypesF32Elems:][:n*allTypesF32Elems]
+	s.F64 = b.f64[r.Pos*allTypesF64Elems:][:n*allTypesF64Elems]
+	s.Label = b.label[r.Pos*allTypesLabelElems:][:n*allTypesLabelElems]
+	s.Ok = b.ok[r.Pos*allTypesOkElems:][:n*allTypesOkElems]
+	done, err := l.many.ReadSamples(s)
+	r.Done = min(max(done, 0), n)
+	if err == nil && done != n {
+		return fmt.Errorf("alltypes: ReadSamples filled %d of %d samples and returned no error", done, n)
+	}
+	return err
 }
 
 // Epoch yields the batches of epoch in order. Breaking out of the loop,
