@@ -27,7 +27,7 @@ demo:
 
 ## bench: the benchmarks behind docs/PERFORMANCE.md (5 runs each, for medians)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./golden/large ./golden/tiny ./examples/cellmap
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./golden/large ./golden/tiny ./golden/rows ./examples/cellmap
 	$(GO) test -run '^$$' -bench Generate -count 5 ./gen
 
 ## golden: rewrite the golden files and the example's generated loader

@@ -301,7 +301,7 @@ func (e *Engine) work(w int) {
 // before it sleeps: a sleep and a wake-up cost the scheduler several
 // microseconds, as much as filling a batch of tiny samples, and a worker
 // or consumer that sleeps between every two batches leaves a core idle.
-const pollTime = 50 * time.Microsecond
+const pollTime = 20 * time.Microsecond
 
 // poll receives from c for up to pollTime, yielding the processor between
 // tries, and reports whether it got a value.
