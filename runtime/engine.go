@@ -297,10 +297,12 @@ func (e *Engine) work(w int) {
 	}
 }
 
-// pollTime is how long a goroutine that runs out of work polls for more
+// pollTime is how long a worker that runs out of work polls for more
 // before it sleeps: a sleep and a wake-up cost the scheduler several
 // microseconds, as much as filling a batch of tiny samples, and a worker
-// or consumer that sleeps between every two batches leaves a core idle.
+// that sleeps between every two batches leaves a core idle. (The consumer
+// does not poll: it has filled what it could of its batch, and its polling
+// would take the processor from the workers finishing it.)
 const pollTime = 20 * time.Microsecond
 
 // poll receives from c for up to pollTime, yielding the processor between
@@ -552,14 +554,12 @@ func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed bool,
 	// Rather than sleep while its batch is filled, the consumer fills the
 	// runs of it that no worker has claimed yet.
 	e.help(b % len(e.slots))
-	if _, ok := poll(sl.ready); !ok {
-		select {
-		case <-sl.ready:
-		case <-ctx.Done():
-			return nil, false, ctx.Err()
-		case <-e.done:
-			return nil, false, ErrClosed
-		}
+	select {
+	case <-sl.ready:
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	case <-e.done:
+		return nil, false, ErrClosed
 	}
 	e.stats.wait.Add(int64(time.Since(t0)))
 	if e.trace != nil {
