@@ -13,30 +13,15 @@ import (
 	"github.com/loadergen/loadergen/runtime"
 )
 
-// designSchema is the example schema of DESIGN.md section 3.
-const designSchema = `version: 1                  # required; anything else is an error
-package: cellmap            # Go package clause of the generated file (valid identifier)
-name: CellMap               # exported prefix: CellMapLoader, CellMapBatch, CellMapSource, ...
-batch_size: 16              # >= 1
-device: cuda                # cpu | cuda | cuda:N        (default cpu)
-classes: [mito, er, nucleus]  # optional; each target sample gets a leading class axis
-inputs:                     # ordered mapping; YAML order is kept everywhere
-  raw:    {shape: [64, 64, 64], dtype: uint8,   file: raw.npy}
-targets:
-  labels: {shape: [64, 64, 64], dtype: float32, file: labels.npy}
-loader:
-  prefetch: 2               # batches staged ahead of the one in use (>= 1)
-  workers: 0                # 0 = GOMAXPROCS
-  shuffle: true
-  seed: 0
-  drop_last: false
-streams:
-  min_batch_size: 8         # seed defaults; env MIN_BATCH_SIZE_FOR_STREAMS overrides
-  min_batch_memory_mb: 100  # env MIN_BATCH_MEMORY_FOR_STREAMS_MB overrides
-  max_streams: 4            # env MAX_CONCURRENT_CUDA_STREAMS overrides
-  assign: round_robin       # round_robin | balanced
-  priority: {raw: high}     # optional per key: high | normal | low
-`
+// designSchema is the example schema of the README and DESIGN.md, with
+// its comments (testdata/design.yaml, which the CLI's tests use too).
+var designSchema = func() string {
+	b, err := os.ReadFile("../testdata/design.yaml")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 func ptr[T any](v T) *T { return &v }
 

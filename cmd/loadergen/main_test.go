@@ -12,20 +12,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// designSchema is the README's example schema without files.
-const designSchema = `version: 1
-package: cellmap
-name: CellMap
-batch_size: 16
-device: cuda
-classes: [mito, er, nucleus]
-inputs:
-  raw: {shape: [64, 64, 64], dtype: uint8}
-targets:
-  labels: {shape: [64, 64, 64], dtype: float32}
-streams:
-  priority: {raw: high}
-`
+// designSchema is the README's example schema (testdata/design.yaml, the
+// schema package's tests read it too).
+var designSchema = func() string {
+	b, err := os.ReadFile("../../testdata/design.yaml")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 func noEnv(string) string { return "" }
 
@@ -203,13 +198,13 @@ func TestStagingLimit(t *testing.T) {
 	const want = "staging needs 3 slots (prefetch 2 + 1) x 52.0 MiB = 156.0 MiB, " +
 		"over the limit of 100 MiB (raise loader.max_staging_mb or -max-staging-mb, or shrink the batch)\n"
 	dir := writeSchema(t, designSchema)
-	// From the flag: the error points at the batch size.
-	if code, _, errOut := cli(t, dir, noEnv, "generate", "-max-staging-mb", "100", "dataset.yaml"); code != 1 || errOut != "loadergen: dataset.yaml:4:13: "+want {
+	// From the flag: the error points at the prefetch the schema sets.
+	if code, _, errOut := cli(t, dir, noEnv, "generate", "-max-staging-mb", "100", "dataset.yaml"); code != 1 || errOut != "loadergen: dataset.yaml:12:13: "+want {
 		t.Errorf("flag: exit %d, stderr %q", code, errOut)
 	}
 	// From the schema: at the limit.
-	dir = writeSchema(t, designSchema+"loader: {max_staging_mb: 100}\n")
-	if code, _, errOut := cli(t, dir, noEnv, "plan", "dataset.yaml"); code != 1 || errOut != "loadergen: dataset.yaml:13:26: "+want {
+	dir = writeSchema(t, strings.Replace(designSchema, "loader:\n", "loader:\n  max_staging_mb: 100\n", 1))
+	if code, _, errOut := cli(t, dir, noEnv, "plan", "dataset.yaml"); code != 1 || errOut != "loadergen: dataset.yaml:12:19: "+want {
 		t.Errorf("schema: exit %d, stderr %q", code, errOut)
 	}
 	if code, _, errOut := cli(t, dir, noEnv, "plan", "-max-staging-mb", "200", "dataset.yaml"); code != 0 {
@@ -296,7 +291,7 @@ func TestHelpAndVersionArguments(t *testing.T) {
 
 // TestPlanSaysWhereSettingsCameFrom: every setting names its origin.
 func TestPlanSaysWhereSettingsCameFrom(t *testing.T) {
-	dir := writeSchema(t, designSchema+"  assign: balanced\n")
+	dir := writeSchema(t, strings.Replace(designSchema, "assign: round_robin", "assign: balanced", 1))
 	env := envOf(map[string]string{"MAX_CONCURRENT_CUDA_STREAMS": "2"})
 	code, out, errOut := cli(t, dir, env, "plan", "-min-batch-size", "4", "dataset.yaml")
 	if code != 0 {
@@ -305,9 +300,9 @@ func TestPlanSaysWhereSettingsCameFrom(t *testing.T) {
 	for _, want := range []string{
 		"  device=cuda (schema dataset.yaml:5:9)\n",
 		"  min_batch_size=4 (flag -min-batch-size)\n",
-		"  min_batch_memory_mb=100 (default)\n",
+		"  min_batch_memory_mb=100 (schema dataset.yaml:19:24)\n",
 		"  max_streams=2 (environment MAX_CONCURRENT_CUDA_STREAMS)\n",
-		"  assign=balanced (schema dataset.yaml:13:11)\n",
+		"  assign=balanced (schema dataset.yaml:21:11)\n",
 		"  max_staging_mb=16384 (default)\n",
 	} {
 		if !strings.Contains(out, want) {
@@ -330,8 +325,8 @@ func TestCheckNamesTheSetting(t *testing.T) {
 		t.Fatalf("check: exit %d, want 1", code)
 	}
 	for _, want := range []string{
-		"min_batch_memory_mb: the file was generated with 1, this run gives 100 (default); was MIN_BATCH_MEMORY_FOR_STREAMS_MB or -min-batch-memory-mb set when it was generated?",
-		"max_streams: the file was generated with 1, this run gives 4 (default); was MAX_CONCURRENT_CUDA_STREAMS or -max-streams set when it was generated?",
+		"min_batch_memory_mb: the file was generated with 1, this run gives 100 (schema dataset.yaml:19:24); was MIN_BATCH_MEMORY_FOR_STREAMS_MB or -min-batch-memory-mb set when it was generated?",
+		"max_streams: the file was generated with 1, this run gives 4 (schema dataset.yaml:20:16); was MAX_CONCURRENT_CUDA_STREAMS or -max-streams set when it was generated?",
 	} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("check does not say %q:\n%s", want, errOut)
