@@ -367,10 +367,11 @@ func TestCUDACopyTimesAreComplete(t *testing.T) {
 		t.Fatal("no copy time counted for 4 batches")
 	}
 	if emulated(t) {
-		// 4 batches at 1 GB/s, no latency: 1 ns a byte.
+		// 4 batches at 1 GB/s, no latency: 1 ns a byte at least (a busy
+		// machine makes the emulated copies slower, never faster).
 		want := time.Duration(4 * p.BatchBytes)
-		if got < want*9/10 || got > want*2 {
-			t.Errorf("copy time %v for 4 batches of %d bytes at 1 GB/s, want about %v", got, p.BatchBytes, want)
+		if got < want*9/10 {
+			t.Errorf("copy time %v for 4 batches of %d bytes at 1 GB/s, want at least %v", got, p.BatchBytes, want)
 		}
 	}
 }
@@ -420,19 +421,19 @@ func cpuTime(t *testing.T) time.Duration {
 // TestCUDAHostStall: when copies are slower than filling, the loader
 // blocks on them before refilling slots, and Stats.HostStall says how long.
 func TestCUDAHostStall(t *testing.T) {
-	if child, status, out := inChild(t, "CUDAEMU_COPY_GBPS=0.2"); !child {
+	if child, status, out := inChild(t, "CUDAEMU_COPY_GBPS=0.05"); !child {
 		if status != 0 {
 			t.Fatalf("child exited %d:\n%s", status, out)
 		}
 		return
 	}
 	needsEmulator(t, "the copies must be slower than the fill")
-	e := newTestEngine(t, cudaPlan(1<<14), 16<<14, Options{}, nil) // 304 KiB batches, 1.5 ms copies
+	e := newTestEngine(t, cudaPlan(1<<14), 16<<14, Options{}, nil) // 304 KiB batches, 6 ms copies
 	if errs := collectErr(e); len(errs) != 0 {
 		t.Fatal(errs)
 	}
-	if s := e.Stats(); s.HostStall < 5*time.Millisecond {
-		t.Errorf("host stall %v for 16 batches of 1.5 ms copies, want several ms", s.HostStall)
+	if s := e.Stats(); s.HostStall < 20*time.Millisecond {
+		t.Errorf("host stall %v for 16 batches of 6 ms copies, want tens of ms", s.HostStall)
 	}
 }
 
@@ -497,7 +498,9 @@ func TestCUDAPriorityOrdersCopies(t *testing.T) {
 		pending bool
 	}{{High, Low, true}, {Low, High, false}} {
 		t.Run(fmt.Sprintf("a=%v,b=%v", tt.a, tt.b), func(t *testing.T) {
-			if child, status, out := inChild(t, "CUDAEMU_COPY_GBPS=0.05"); !child {
+			// 0.01 GB/s: key b (256 KiB) copies for 26 ms, a window no
+			// busy machine closes before the kernel on key a is done.
+			if child, status, out := inChild(t, "CUDAEMU_COPY_GBPS=0.01"); !child {
 				if status != 0 {
 					t.Fatalf("child exited %d:\n%s", status, out)
 				}
