@@ -293,7 +293,7 @@ func (e *Engine) work(w int) {
 				return
 			}
 		}
-		e.share(w, s)
+		e.share(w, s, context.Background())
 	}
 }
 
@@ -350,9 +350,11 @@ func (e *Engine) timeRun(d time.Duration, n int) {
 	e.perSample.Store(ns)
 }
 
-// share is worker w's share of the batch in slot s: it fills runs of
-// samples until the batch has none left, it fails, or the engine closes.
-func (e *Engine) share(w, s int) {
+// share is filler w's share of the batch in slot s (a worker's, or the
+// consumer's under ctx): it fills runs of samples until the batch has none
+// left, it fails, the engine closes or ctx is done; the share that ends
+// last finishes the batch.
+func (e *Engine) share(w, s int, ctx context.Context) {
 	sl := &e.slots[s]
 	r := &e.runs[w]
 	// Deferred, so that even a Source calling runtime.Goexit completes its
@@ -370,7 +372,7 @@ func (e *Engine) share(w, s int) {
 	if w == e.set.workers {
 		tid = consumerTrack
 	}
-	e.fillRuns(w, s, tid)
+	e.fillRuns(ctx, w, s, tid)
 	finished = true
 }
 
@@ -388,14 +390,19 @@ func (e *Engine) finish(s int) {
 }
 
 // help lets the consumer, waiting for the batch in slot s, fill the runs no
-// worker has claimed yet, as one more share of the batch. It joins only
-// while a worker share is still running: once all have ended, every run was
-// claimed and filled, and the batch is finished or about to be.
-func (e *Engine) help(s int) {
+// worker has claimed yet, as one more share of the batch, until ctx is
+// done. It joins only while a worker share is still running: once all have
+// ended, every run was claimed (and filled, or the batch failed), and the
+// batch is finished or about to be.
+//
+// A Source that calls runtime.Goexit while the consumer fills for it ends
+// the consumer's goroutine, as if the consumer had called it (t.FailNow in
+// a test does so legitimately); on a worker it is an error of the epoch.
+func (e *Engine) help(ctx context.Context, s int) {
 	sl := &e.slots[s]
 	for p := sl.pending.Load(); p > 0; p = sl.pending.Load() {
 		if sl.pending.CompareAndSwap(p, p+1) {
-			e.share(e.set.workers, s)
+			e.share(e.set.workers, s, ctx)
 			return
 		}
 	}
@@ -403,13 +410,25 @@ func (e *Engine) help(s int) {
 
 // fillRuns claims runs of the batch in slot s and fills them as filler w
 // (a worker, or the consumer helping), until the batch has none left, a
-// run fails, or the engine closes. Its fills are traced on track tid.
-func (e *Engine) fillRuns(w, s, tid int) {
+// run fails, the engine closes, or ctx (the consumer's; the workers' is
+// never done) is done. Its fills are traced on track tid. When the engine closes with
+// runs unclaimed, the batch fails with ErrClosed: a half-filled batch must
+// not pass for a filled one.
+func (e *Engine) fillRuns(ctx context.Context, w, s, tid int) {
 	sl := &e.slots[s]
 	r := &e.runs[w]
 	start := time.Now()
 	defer func() { e.stats.busy.Add(int64(time.Since(start))) }()
-	for !sl.abort.Load() && !e.closing.Load() {
+	for !sl.abort.Load() {
+		if e.closing.Load() {
+			if next := int(sl.next.Load()); next < sl.n {
+				sl.fail(next, fmt.Errorf("batch %d: %w", sl.batch.Number, ErrClosed))
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			return // the workers fill the rest
+		}
 		k := e.runLength(sl.n - int(sl.next.Load()))
 		pos := int(sl.next.Add(int64(k)) - int64(k))
 		if pos >= sl.n {
@@ -550,10 +569,11 @@ func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed bool,
 		return nil, false, err
 	}
 	sl := &e.slots[b%len(e.slots)]
-	t0 := time.Now()
 	// Rather than sleep while its batch is filled, the consumer fills the
-	// runs of it that no worker has claimed yet.
-	e.help(b % len(e.slots))
+	// runs of it that no worker has claimed yet; its wait (in the stats and
+	// the trace) starts after that, its fills count as filling.
+	e.help(ctx, b%len(e.slots))
+	t0 := time.Now()
 	select {
 	case <-sl.ready:
 	case <-ctx.Done():
