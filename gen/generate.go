@@ -3,6 +3,7 @@ package gen
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -198,7 +199,7 @@ func (g *emitter) plan(f *jen.File) {
 			field{"Prefetch", jen.Lit(l.Prefetch)},
 			field{"Workers", jen.Lit(l.Workers)},
 			field{"Shuffle", jen.Lit(l.Shuffle)},
-			field{"Seed", jen.Lit(int(l.Seed))},
+			field{"Seed", jen.Op(strconv.FormatUint(l.Seed, 10))}, // untyped: seeds past MaxInt64 too
 			field{"DropLast", jen.Lit(l.DropLast)},
 			field{"MaxStagingMB", jen.Lit(l.MaxStagingMB)},
 		))},
@@ -518,10 +519,11 @@ func (g *emitter) fillSamples(f *jen.File) {
 	}
 	body = append(body,
 		jen.List(jen.Id("done"), jen.Err()).Op(":=").Id("l").Dot("many").Dot("ReadSamples").Call(jen.Id("s")),
-		jen.Id("r").Dot("Done").Op("=").Min(jen.Max(jen.Id("done"), jen.Lit(0)), jen.Id("n")),
 		jen.If(jen.Err().Op("==").Nil().Op("&&").Id("done").Op("!=").Id("n")).Block(
-			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(g.errPrefix()+"ReadSamples filled %d of %d samples and returned no error"), jen.Id("done"), jen.Id("n"))),
+			jen.Err().Op("=").Qual("fmt", "Errorf").Call(jen.Lit(g.errPrefix()+"ReadSamples filled %d of %d samples and returned no error"), jen.Id("done"), jen.Id("n")),
 		),
+		jen.Comment("On an error, the sample that failed; one in the run if done is not."),
+		jen.Id("r").Dot("Done").Op("=").Min(jen.Max(jen.Id("done"), jen.Lit(0)), jen.Id("n").Op("-").Lit(1)),
 		jen.Return(jen.Err()),
 	)
 	f.Comment("fillSamples fills run r with one ReadSamples call, the key slices of the")
@@ -686,16 +688,20 @@ func (g *emitter) filesMethods(f *jen.File) {
 	f.Comment("Read copies sample s.Index of every key's file into s.")
 	f.Add(recv()).Id("Read").Params(jen.Id("s").Op("*").Id(g.n.exported("Sample"))).Error().Block(reads...)
 
-	gathers := make([]jen.Code, 0, len(g.keys)+1)
+	// Each key gathers the samples before the earliest failure so far, so
+	// that n ends as the first sample some key failed on, as Read's would.
+	gathers := []jen.Code{jen.List(jen.Id("n"), jen.Id("err")).Op(":=").List(jen.Len(jen.Id("s").Dot("Indices")), jen.Error().Call(jen.Nil()))}
 	for _, k := range g.keys {
 		gathers = append(gathers, jen.If(
-			jen.List(jen.Id("n"), jen.Err()).Op(":=").Qual(npyPath, "Gather").Call(jen.Id("f").Dot(k.view), jen.Id("s").Dot("Indices"), jen.Id("s").Dot(k.Go)),
-			jen.Err().Op("!=").Nil(),
-		).Block(jen.Return(jen.Id("n"), jen.Op("&").Add(g.rt("KeyError")).Values(jen.Id("Key").Op(":").Lit(k.Name), jen.Id("Err").Op(":").Err()))))
+			jen.List(jen.Id("k"), jen.Id("e")).Op(":=").Qual(npyPath, "Gather").Call(jen.Id("f").Dot(k.view),
+				jen.Id("s").Dot("Indices").Index(jen.Empty(), jen.Id("n")), jen.Id("s").Dot(k.Go).Index(jen.Empty(), jen.Id("n").Op("*").Id(k.elems))),
+			jen.Id("e").Op("!=").Nil(),
+		).Block(jen.List(jen.Id("n"), jen.Id("err")).Op("=").List(jen.Id("k"), jen.Op("&").Add(g.rt("KeyError")).Values(jen.Id("Key").Op(":").Lit(k.Name), jen.Id("Err").Op(":").Id("e")))))
 	}
-	gathers = append(gathers, jen.Return(jen.Len(jen.Id("s").Dot("Indices")), jen.Nil()))
+	gathers = append(gathers, jen.Return(jen.Id("n"), jen.Id("err")))
 	f.Comment("ReadSamples copies the samples of s from every key's file, one gather")
-	f.Comment("loop per key: the loader calls it instead of Read.")
+	f.Comment("loop per key: the loader calls it instead of Read. On a failure, n is")
+	f.Comment("the first sample that some key could not read.")
 	f.Add(recv()).Id("ReadSamples").Params(jen.Id("s").Op("*").Id(g.n.exported("Samples"))).Params(jen.Int(), jen.Error()).Block(gathers...)
 
 	f.Comment("Close unmaps every file.")

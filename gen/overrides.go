@@ -252,8 +252,8 @@ func (t Thresholds) StaleSettings(old string) []string {
 			if s.Env != "" {
 				how = s.Env + " or " + how
 			}
-			diffs = append(diffs, fmt.Sprintf("%s: the file was generated with %s, this run gives %s (%s); was %s set when it was generated?",
-				s.Header, w, v, t.From[s.Name], how))
+			diffs = append(diffs, fmt.Sprintf("%s: the file was generated with %s, this run gives %s (%s); was %s set then, or has the schema's %s changed?",
+				s.Header, w, v, t.From[s.Name], how, s.Field))
 		}
 	}
 	return diffs

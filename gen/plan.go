@@ -67,10 +67,7 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 // layoutKey computes the sample shape and sizes of one key:
 // sample_bytes = C * prod(S) * e and batch_bytes = batch_size * sample_bytes.
 func layoutKey(ds *schema.Dataset, k schema.Key) (runtime.Key, error) {
-	shape := slices.Clone(k.Shape)
-	if k.ClassAxis {
-		shape = append([]int{len(ds.Classes)}, shape...)
-	}
+	shape := ds.SampleShape(k)
 	sample, batch, ok := runtime.KeyBytes(k.DType, shape, ds.BatchSize)
 	if !ok {
 		return runtime.Key{}, fmt.Errorf("%s: key %q: %d x %v x %d bytes overflows int64",

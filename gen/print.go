@@ -34,12 +34,13 @@ func (p *Plan) WriteTable(w io.Writer) error {
 	return err
 }
 
-// WriteJSON prints the plan with the field names of the plan -json contract.
+// WriteJSON prints the plan with the field names of the plan -json contract,
+// on one line, its text as written (no HTML escaping of "<" in reasons).
 func (p *Plan) WriteJSON(w io.Writer) error {
-	b, err := json.Marshal(p.Runtime)
-	if err != nil {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p.Runtime); err != nil {
 		return fmt.Errorf("plan json: %w", err)
 	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
+	return nil
 }

@@ -58,8 +58,7 @@ func issueOrder(keys []Key) []int {
 	for i := range order {
 		order[i] = i
 	}
-	rank := map[Priority]int{High: 0, Normal: 1, Low: 2}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rank[keys[a].Priority], rank[keys[b].Priority]) })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(keys[a].Priority.order(), keys[b].Priority.order()) })
 	return order
 }
 
@@ -279,14 +278,17 @@ func (c *cudaBackend) makeStreams() error {
 	if err != nil {
 		return fmt.Errorf("stream priority range: %w", err)
 	}
-	level := map[Priority]int{Low: 0, Normal: 1, High: 2}
-	value := [...]int{least, least + (greatest-least)/2, greatest}
-	rank := make([]int, c.plan.NumStreams)
+	// By Priority.order: high, normal, low.
+	value := [...]int{greatest, least + (greatest-least)/2, least}
+	level := make([]int, c.plan.NumStreams)
+	for i := range level {
+		level[i] = Low.order()
+	}
 	for _, k := range c.plan.Keys {
-		rank[k.Stream] = max(rank[k.Stream], level[k.Priority])
+		level[k.Stream] = min(level[k.Stream], k.Priority.order())
 	}
 	for i := range c.plan.NumStreams {
-		st, err := cu.MakeStreamWithPriority(value[rank[i]], cu.NonBlocking)
+		st, err := cu.MakeStreamWithPriority(value[level[i]], cu.NonBlocking)
 		if err != nil {
 			return fmt.Errorf("create stream %d: %w", i, err)
 		}

@@ -158,6 +158,9 @@ func NewEngine(p Plan, n int, o Options, fill FillFunc) (*Engine, error) {
 		e.trace = newTracer(o.Trace, p.Name, set.workers)
 	}
 	if e.backend, err = newBackend(set.device, set.place.LocalRank, e.plan, nslots, set.logger, &e.stats, e.trace); err != nil {
+		if e.trace != nil {
+			err = errors.Join(err, e.trace.close())
+		}
 		return nil, err
 	}
 	e.slots = make([]slot, nslots)
@@ -215,9 +218,6 @@ func (e *Engine) Slots() int { return len(e.slots) }
 // is below it.
 func (e *Engine) Workers() int { return len(e.runs) }
 
-// Placement is where this process stands in a distributed run.
-func (e *Engine) Placement() Placement { return e.set.place }
-
 // Staging returns key k's full-batch region of staging slot s, for the
 // typed views of generated code.
 func (e *Engine) Staging(s, k int) []byte { return e.slots[s].staging[k] }
@@ -250,15 +250,13 @@ func (e *Engine) Close() error {
 	close(e.done)
 	e.mu.Unlock()
 	<-e.stopped
-	var traceErr error
-	if e.trace != nil {
-		traceErr = e.trace.close()
-	}
-	return errors.Join(e.release(), traceErr)
+	return e.release()
 }
 
-// release frees the backend once the engine is closing and no epoch runs;
-// Close and the end of an epoch both try, and the later one does it.
+// release frees the backend once the engine is closing and no epoch runs,
+// then completes the trace (the backend's last copies are traced as it
+// closes). Close and the end of an epoch both try, and the later one does
+// it.
 func (e *Engine) release() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -266,7 +264,11 @@ func (e *Engine) release() error {
 		return nil
 	}
 	e.released = true
-	return e.backend.close()
+	err := e.backend.close()
+	if e.trace != nil {
+		err = errors.Join(err, e.trace.close())
+	}
+	return err
 }
 
 // work is one worker: it takes a share of a batch and claims runs of

@@ -224,10 +224,8 @@ func TestEpochFromResumesExactly(t *testing.T) {
 		}
 	}
 	for _, bad := range []int{-1, len(full) + 1} {
-		for _, err := range e.Epoch(context.Background(), 2, bad) {
-			if err == nil {
-				t.Errorf("start %d: no error", bad)
-			}
+		if errs := collectEpochErr(e, 2, bad); len(errs) != 1 || !strings.Contains(errs[0].Error(), fmt.Sprintf("start batch %d is not in [0, %d]", bad, len(full))) {
+			t.Errorf("start %d: errors %v, want one naming the range", bad, errs)
 		}
 	}
 }
@@ -285,9 +283,12 @@ func TestReadErrorEndsEpoch(t *testing.T) {
 	}
 }
 
-func collectErr(e *Engine) []error {
+func collectErr(e *Engine) []error { return collectEpochErr(e, 0, 0) }
+
+// collectEpochErr runs epoch from batch start and returns its errors.
+func collectEpochErr(e *Engine, epoch, start int) []error {
 	var errs []error
-	for _, err := range e.Epoch(context.Background(), 0, 0) {
+	for _, err := range e.Epoch(context.Background(), epoch, start) {
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -10,7 +10,7 @@ type Stats struct {
 	Batches    int64         // batches handed to the consumer
 	Samples    int64         // samples in those batches
 	Bytes      int64         // staged bytes in those batches
-	Wait       time.Duration // time the consumer waited for a batch to be ready
+	Wait       time.Duration // time the consumer was blocked waiting for a batch, not counting the samples it filled itself
 	WorkerBusy time.Duration // time spent filling samples, summed over the workers and the consumer's help
 	// Copy is, per planned stream, the device time of its completed
 	// host-to-device copies (CUDA backend), measured with events around

@@ -86,9 +86,17 @@ func fillSlices(t *testing.T, batch, n int, fail func(key, index int) error) []i
 // batch once the speed is known) and single slow samples, so that a slow
 // sample never holds up the others.
 func TestRunSizing(t *testing.T) {
+	// Fast samples: once timed, most batches are one run (a preempted run
+	// makes the average, and the runs after it, shorter for a while).
 	fast := fillSlices(t, 16, 16*40, nil)
-	if len(fast) > 40+16 || slices.Max(fast) != 16 {
-		t.Errorf("fast samples: %d runs of up to %d samples for 40 batches of 16; want about one run per batch", len(fast), slices.Max(fast))
+	whole := 0
+	for _, n := range fast {
+		if n == 16 {
+			whole++
+		}
+	}
+	if whole < 20 {
+		t.Errorf("fast samples: runs %v; want most of the 40 batches of 16 in one run", fast)
 	}
 	slow := fillSlices(t, 8, 32, func(key, index int) error {
 		if key == 0 {

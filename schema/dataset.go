@@ -4,6 +4,7 @@ package schema
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/loadergen/loadergen/runtime"
@@ -30,6 +31,15 @@ type Dataset struct {
 	// "streams.max_streams", "inputs.raw.shape", ... -> line and column of
 	// its value. Fields the schema leaves out are absent.
 	At map[string]Pos
+}
+
+// SampleShape is the shape of one sample of key k: [C, S...] when the key
+// has a class axis (C = len(Classes)), else S; empty for a scalar.
+func (ds *Dataset) SampleShape(k Key) []int {
+	if k.ClassAxis {
+		return append([]int{len(ds.Classes)}, k.Shape...)
+	}
+	return slices.Clone(k.Shape)
 }
 
 // Where returns "FILE:LINE:COL" of the field at path, or FILE when the

@@ -231,12 +231,11 @@ func (p *parser) dataFile(path string, n *yaml.Node) (string, error) {
 // size that fits in an int64 (runtime.KeyBytes and AddBytes, which the
 // generator lays the keys out with).
 func (p *parser) size(kn *yaml.Node, path string, key Key) error {
-	shape, desc := key.Shape, fmt.Sprintf("batch_size %d", p.ds.BatchSize)
+	desc := fmt.Sprintf("batch_size %d", p.ds.BatchSize)
 	if key.ClassAxis {
-		shape = append([]int{len(p.ds.Classes)}, shape...)
 		desc += fmt.Sprintf(" x %d classes", len(p.ds.Classes))
 	}
-	_, bytes, ok := runtime.KeyBytes(key.DType, shape, p.ds.BatchSize)
+	_, bytes, ok := runtime.KeyBytes(key.DType, p.ds.SampleShape(key), p.ds.BatchSize)
 	if !ok {
 		return p.errorf(kn, path, "batch bytes overflow int64 (%s x shape %v x %d-byte %s)", desc, key.Shape, key.DType.Size(), key.DType)
 	}

@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/loadergen/loadergen/gen"
@@ -116,7 +117,10 @@ func (c *command) usage(w io.Writer) {
 // parse reads flags before and after the one positional argument, as go
 // vet does. -h prints the usage to stdout and returns flag.ErrHelp.
 func (c *command) parse(args []string, stdout io.Writer) (string, error) {
-	var pos []string
+	var pos, rest []string
+	if i := slices.Index(args, "--"); i >= 0 { // everything after -- is positional
+		args, rest = args[:i], args[i+1:]
+	}
 	for {
 		if err := c.fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
@@ -130,12 +134,9 @@ func (c *command) parse(args []string, stdout io.Writer) (string, error) {
 		if len(args) == 0 {
 			break
 		}
-		if args[0] == "--" {
-			pos = append(pos, args[1:]...)
-			break
-		}
 		pos, args = append(pos, args[0]), args[1:]
 	}
+	pos = append(pos, rest...)
 	if len(pos) != 1 {
 		fmt.Fprintf(c.fs.Output(), "loadergen %s: want one %s argument, got %d\n", c.fs.Name(), c.what, len(pos))
 		c.usage(c.fs.Output())

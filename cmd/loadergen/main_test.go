@@ -271,6 +271,13 @@ func TestFlagsAfterSchema(t *testing.T) {
 	if code, _, errOut := cli(t, dir, noEnv, "plan", "dataset.yaml", "-json", "other.yaml"); code != 2 || !strings.Contains(errOut, "want one SCHEMA argument, got 2") {
 		t.Errorf("two schemas: exit %d, %q", code, errOut)
 	}
+	// After --, everything is an argument: -o here is a second one.
+	if code, _, errOut := cli(t, dir, noEnv, "generate", "--", "dataset.yaml", "-o", "y.go"); code != 2 || !strings.Contains(errOut, "want one SCHEMA argument, got 3") {
+		t.Errorf("generate -- dataset.yaml -o y.go: exit %d, %q", code, errOut)
+	}
+	if code, out, errOut := cli(t, dir, noEnv, "plan", "-json", "--", "dataset.yaml"); code != 0 || !strings.Contains(out, `"reason":"batch memory 52.0 MiB < 100 MiB"`) {
+		t.Errorf("plan -json -- dataset.yaml: exit %d, %q %q; want the reason unescaped", code, out, errOut)
+	}
 }
 
 // TestHelpAndVersionArguments: -h is not an error; version takes nothing.
@@ -325,8 +332,8 @@ func TestCheckNamesTheSetting(t *testing.T) {
 		t.Fatalf("check: exit %d, want 1", code)
 	}
 	for _, want := range []string{
-		"min_batch_memory_mb: the file was generated with 1, this run gives 100 (schema dataset.yaml:19:24); was MIN_BATCH_MEMORY_FOR_STREAMS_MB or -min-batch-memory-mb set when it was generated?",
-		"max_streams: the file was generated with 1, this run gives 4 (schema dataset.yaml:20:16); was MAX_CONCURRENT_CUDA_STREAMS or -max-streams set when it was generated?",
+		"min_batch_memory_mb: the file was generated with 1, this run gives 100 (schema dataset.yaml:19:24); was MIN_BATCH_MEMORY_FOR_STREAMS_MB or -min-batch-memory-mb set then, or has the schema's streams.min_batch_memory_mb changed?",
+		"max_streams: the file was generated with 1, this run gives 4 (schema dataset.yaml:20:16); was MAX_CONCURRENT_CUDA_STREAMS or -max-streams set then, or has the schema's streams.max_streams changed?",
 	} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("check does not say %q:\n%s", want, errOut)

@@ -237,10 +237,11 @@ func (l *CellMapLoader) fillSamples(r *runtime.Run) error {
 	s.Raw = b.raw[r.Pos*cellMapRawElems:][:n*cellMapRawElems]
 	s.Labels = b.labels[r.Pos*cellMapLabelsElems:][:n*cellMapLabelsElems]
 	done, err := l.many.ReadSamples(s)
-	r.Done = min(max(done, 0), n)
 	if err == nil && done != n {
-		return fmt.Errorf("cellmap: ReadSamples filled %d of %d samples and returned no error", done, n)
+		err = fmt.Errorf("cellmap: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
+	// On an error, the sample that failed; one in the run if done is not.
+	r.Done = min(max(done, 0), n-1)
 	return err
 }
 
@@ -341,15 +342,17 @@ func (f *CellMapFiles) Read(s *CellMapSample) error {
 }
 
 // ReadSamples copies the samples of s from every key's file, one gather
-// loop per key: the loader calls it instead of Read.
+// loop per key: the loader calls it instead of Read. On a failure, n is
+// the first sample that some key could not read.
 func (f *CellMapFiles) ReadSamples(s *CellMapSamples) (int, error) {
-	if n, err := npy.Gather(f.raw, s.Indices, s.Raw); err != nil {
-		return n, &runtime.KeyError{Key: "raw", Err: err}
+	n, err := len(s.Indices), error(nil)
+	if k, e := npy.Gather(f.raw, s.Indices[:n], s.Raw[:n*cellMapRawElems]); e != nil {
+		n, err = k, &runtime.KeyError{Key: "raw", Err: e}
 	}
-	if n, err := npy.Gather(f.labels, s.Indices, s.Labels); err != nil {
-		return n, &runtime.KeyError{Key: "labels", Err: err}
+	if k, e := npy.Gather(f.labels, s.Indices[:n], s.Labels[:n*cellMapLabelsElems]); e != nil {
+		n, err = k, &runtime.KeyError{Key: "labels", Err: e}
 	}
-	return len(s.Indices), nil
+	return n, err
 }
 
 // Close unmaps every file.

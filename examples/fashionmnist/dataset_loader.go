@@ -237,10 +237,11 @@ func (l *FashionMNISTLoader) fillSamples(r *runtime.Run) error {
 	s.Image = b.image[r.Pos*fashionMNISTImageElems:][:n*fashionMNISTImageElems]
 	s.Label = b.label[r.Pos*fashionMNISTLabelElems:][:n*fashionMNISTLabelElems]
 	done, err := l.many.ReadSamples(s)
-	r.Done = min(max(done, 0), n)
 	if err == nil && done != n {
-		return fmt.Errorf("fashionmnist: ReadSamples filled %d of %d samples and returned no error", done, n)
+		err = fmt.Errorf("fashionmnist: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
+	// On an error, the sample that failed; one in the run if done is not.
+	r.Done = min(max(done, 0), n-1)
 	return err
 }
 
@@ -341,15 +342,17 @@ func (f *FashionMNISTFiles) Read(s *FashionMNISTSample) error {
 }
 
 // ReadSamples copies the samples of s from every key's file, one gather
-// loop per key: the loader calls it instead of Read.
+// loop per key: the loader calls it instead of Read. On a failure, n is
+// the first sample that some key could not read.
 func (f *FashionMNISTFiles) ReadSamples(s *FashionMNISTSamples) (int, error) {
-	if n, err := npy.Gather(f.image, s.Indices, s.Image); err != nil {
-		return n, &runtime.KeyError{Key: "image", Err: err}
+	n, err := len(s.Indices), error(nil)
+	if k, e := npy.Gather(f.image, s.Indices[:n], s.Image[:n*fashionMNISTImageElems]); e != nil {
+		n, err = k, &runtime.KeyError{Key: "image", Err: e}
 	}
-	if n, err := npy.Gather(f.label, s.Indices, s.Label); err != nil {
-		return n, &runtime.KeyError{Key: "label", Err: err}
+	if k, e := npy.Gather(f.label, s.Indices[:n], s.Label[:n*fashionMNISTLabelElems]); e != nil {
+		n, err = k, &runtime.KeyError{Key: "label", Err: e}
 	}
-	return len(s.Indices), nil
+	return n, err
 }
 
 // Close unmaps every file.

@@ -145,8 +145,8 @@ var balancedPlan = runtime.Plan{
 	Loader: runtime.LoaderDefaults{
 		Prefetch:     1,
 		Workers:      0,
-		Shuffle:      false,
-		Seed:         0,
+		Shuffle:      true,
+		Seed:         18446744073709551615,
 		DropLast:     true,
 		MaxStagingMB: 16384.0,
 	},
@@ -380,10 +380,11 @@ func (l *BalancedLoader) fillSamples(r *runtime.Run) error {
 	s.Code = b.code[r.Pos*balancedCodeElems:][:n*balancedCodeElems]
 	s.Step = b.step[r.Pos*balancedStepElems:][:n*balancedStepElems]
 	done, err := l.many.ReadSamples(s)
-	r.Done = min(max(done, 0), n)
 	if err == nil && done != n {
-		return fmt.Errorf("balanced: ReadSamples filled %d of %d samples and returned no error", done, n)
+		err = fmt.Errorf("balanced: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
+	// On an error, the sample that failed; one in the run if done is not.
+	r.Done = min(max(done, 0), n-1)
 	return err
 }
 

@@ -285,10 +285,11 @@ func (l *CellMapLoader) fillSamples(r *runtime.Run) error {
 	s.Valid = b.valid[r.Pos*cellMapValidElems:][:n*cellMapValidElems]
 	s.Weight = b.weight[r.Pos*cellMapWeightElems:][:n*cellMapWeightElems]
 	done, err := l.many.ReadSamples(s)
-	r.Done = min(max(done, 0), n)
 	if err == nil && done != n {
-		return fmt.Errorf("classes: ReadSamples filled %d of %d samples and returned no error", done, n)
+		err = fmt.Errorf("classes: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
+	// On an error, the sample that failed; one in the run if done is not.
+	r.Done = min(max(done, 0), n-1)
 	return err
 }
 
@@ -411,21 +412,23 @@ func (f *CellMapFiles) Read(s *CellMapSample) error {
 }
 
 // ReadSamples copies the samples of s from every key's file, one gather
-// loop per key: the loader calls it instead of Read.
+// loop per key: the loader calls it instead of Read. On a failure, n is
+// the first sample that some key could not read.
 func (f *CellMapFiles) ReadSamples(s *CellMapSamples) (int, error) {
-	if n, err := npy.Gather(f.raw, s.Indices, s.Raw); err != nil {
-		return n, &runtime.KeyError{Key: "raw", Err: err}
+	n, err := len(s.Indices), error(nil)
+	if k, e := npy.Gather(f.raw, s.Indices[:n], s.Raw[:n*cellMapRawElems]); e != nil {
+		n, err = k, &runtime.KeyError{Key: "raw", Err: e}
 	}
-	if n, err := npy.Gather(f.labels, s.Indices, s.Labels); err != nil {
-		return n, &runtime.KeyError{Key: "labels", Err: err}
+	if k, e := npy.Gather(f.labels, s.Indices[:n], s.Labels[:n*cellMapLabelsElems]); e != nil {
+		n, err = k, &runtime.KeyError{Key: "labels", Err: e}
 	}
-	if n, err := npy.Gather(f.valid, s.Indices, s.Valid); err != nil {
-		return n, &runtime.KeyError{Key: "valid", Err: err}
+	if k, e := npy.Gather(f.valid, s.Indices[:n], s.Valid[:n*cellMapValidElems]); e != nil {
+		n, err = k, &runtime.KeyError{Key: "valid", Err: e}
 	}
-	if n, err := npy.Gather(f.weight, s.Indices, s.Weight); err != nil {
-		return n, &runtime.KeyError{Key: "weight", Err: err}
+	if k, e := npy.Gather(f.weight, s.Indices[:n], s.Weight[:n*cellMapWeightElems]); e != nil {
+		n, err = k, &runtime.KeyError{Key: "weight", Err: e}
 	}
-	return len(s.Indices), nil
+	return n, err
 }
 
 // Close unmaps every file.

@@ -156,16 +156,25 @@ func TestFileShrinkNamesKeyAndSample(t *testing.T) {
 		order = append(order, slices.Clone(b.Indices))
 	}
 	// labels.npy: a 128-byte header, then samples of 6144 bytes. Cut after
-	// 5 pages: samples 0-2 stay readable, 3-9 fault.
+	// 5 pages: samples 0-2 stay readable, 3-9 fault. raw.npy: samples of 512
+	// bytes, cut after 1 page: 7-9 fault. The first sample in epoch order
+	// that fails is the first with index >= 3, on raw (the first key) when
+	// its index is >= 7, else on labels: as Read, key by key, would find.
 	if err := os.Truncate(filepath.Join(root, "labels.npy"), 5*4096); err != nil {
 		t.Fatal(err)
 	}
-	wantBatch, wantIndex := -1, -1
+	if err := os.Truncate(filepath.Join(root, "raw.npy"), 4096); err != nil {
+		t.Fatal(err)
+	}
+	wantBatch, wantIndex, wantKey := -1, -1, "labels"
 	for b, batch := range order {
 		if i := slices.IndexFunc(batch, func(index int) bool { return index >= 3 }); i >= 0 {
 			wantBatch, wantIndex = b, batch[i]
 			break
 		}
+	}
+	if wantIndex >= 7 {
+		wantKey = "raw"
 	}
 	var got error
 	for _, err := range l.Epoch(context.Background(), 0) {
@@ -174,8 +183,34 @@ func TestFileShrinkNamesKeyAndSample(t *testing.T) {
 		}
 	}
 	var re *runtime.ReadError
-	if !errors.As(got, &re) || re.Key != "labels" || re.Index != wantIndex || re.Batch != wantBatch ||
-		!strings.Contains(got.Error(), "labels.npy: sample "+strconv.Itoa(wantIndex)+" is no longer readable") {
-		t.Errorf("error %v; want key labels, index %d, batch %d", got, wantIndex, wantBatch)
+	if !errors.As(got, &re) || re.Key != wantKey || re.Index != wantIndex || re.Batch != wantBatch ||
+		!strings.Contains(got.Error(), wantKey+".npy: sample "+strconv.Itoa(wantIndex)+" is no longer readable") {
+		t.Errorf("error %v; want key %s, index %d, batch %d", got, wantKey, wantIndex, wantBatch)
+	}
+}
+
+// TestReadSamplesNamesTheFirstFailure: when keys fail at different samples
+// of a run, the file source's ReadSamples reports the earliest sample and
+// the key that failed on it, whatever the order of the keys.
+func TestReadSamplesNamesTheFirstFailure(t *testing.T) {
+	root, _ := writeDataset(t, 10)
+	files, err := OpenCellMapFiles(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.Close()
+	// raw (the first key) faults from sample 7 on, labels from sample 3 on.
+	for file, size := range map[string]int64{"raw.npy": 4096, "labels.npy": 5 * 4096} {
+		if err := os.Truncate(filepath.Join(root, file), size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	indices := []int{1, 4, 8}
+	s := &CellMapSamples{Indices: indices, Raw: make([]uint8, 3*cellMapRawElems), Labels: make([]float32, 3*cellMapLabelsElems),
+		Valid: make([]uint8, 3*cellMapValidElems), Weight: make([]float32, 3*cellMapWeightElems)}
+	n, err := files.ReadSamples(s)
+	var ke *runtime.KeyError
+	if n != 1 || !errors.As(err, &ke) || ke.Key != "labels" || !strings.Contains(err.Error(), "sample 4 is no longer readable") {
+		t.Errorf("ReadSamples = %d, %v; want 1 and key labels failing on sample 4", n, err)
 	}
 }

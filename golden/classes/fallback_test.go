@@ -20,7 +20,8 @@ func TestCUDAFallbackIsLoggedOncePerProcess(t *testing.T) {
 	if os.Getenv("LOADERGEN_FALLBACK_CHILD") == "" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCUDAFallbackIsLoggedOncePerProcess$", "-test.v")
 		cmd.Env = append(os.Environ(), "LOADERGEN_FALLBACK_CHILD=1", "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
 			t.Fatalf("child process: %v\n%s", err, out)
 		}
 		return

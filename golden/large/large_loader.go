@@ -260,10 +260,11 @@ func (l *LargeLoader) fillSamples(r *runtime.Run) error {
 	s.Mask = b.mask[r.Pos*largeMaskElems:][:n*largeMaskElems]
 	s.Label = b.label[r.Pos*largeLabelElems:][:n*largeLabelElems]
 	done, err := l.many.ReadSamples(s)
-	r.Done = min(max(done, 0), n)
 	if err == nil && done != n {
-		return fmt.Errorf("large: ReadSamples filled %d of %d samples and returned no error", done, n)
+		err = fmt.Errorf("large: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
+	// On an error, the sample that failed; one in the run if done is not.
+	r.Done = min(max(done, 0), n-1)
 	return err
 }
 

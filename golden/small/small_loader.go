@@ -260,10 +260,11 @@ func (l *SmallLoader) fillSamples(r *runtime.Run) error {
 	s.Mask = b.mask[r.Pos*smallMaskElems:][:n*smallMaskElems]
 	s.Label = b.label[r.Pos*smallLabelElems:][:n*smallLabelElems]
 	done, err := l.many.ReadSamples(s)
-	r.Done = min(max(done, 0), n)
 	if err == nil && done != n {
-		return fmt.Errorf("small: ReadSamples filled %d of %d samples and returned no error", done, n)
+		err = fmt.Errorf("small: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
+	// On an error, the sample that failed; one in the run if done is not.
+	r.Done = min(max(done, 0), n-1)
 	return err
 }
 

@@ -284,10 +284,11 @@ func (l *EMLoader) fillSamples(r *runtime.Run) error {
 	s.Lm = b.lm[r.Pos*emLmElems:][:n*emLmElems]
 	s.Dist = b.dist[r.Pos*emDistElems:][:n*emDistElems]
 	done, err := l.many.ReadSamples(s)
-	r.Done = min(max(done, 0), n)
 	if err == nil && done != n {
-		return fmt.Errorf("streams: ReadSamples filled %d of %d samples and returned no error", done, n)
+		err = fmt.Errorf("streams: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
+	// On an error, the sample that failed; one in the run if done is not.
+	r.Done = min(max(done, 0), n-1)
 	return err
 }
 

@@ -380,10 +380,11 @@ func (l *TinyLoader) fillSamples(r *runtime.Run) error {
 	s.G = b.g[r.Pos*tinyGElems:][:n*tinyGElems]
 	s.H = b.h[r.Pos*tinyHElems:][:n*tinyHElems]
 	done, err := l.many.ReadSamples(s)
-	r.Done = min(max(done, 0), n)
 	if err == nil && done != n {
-		return fmt.Errorf("tiny: ReadSamples filled %d of %d samples and returned no error", done, n)
+		err = fmt.Errorf("tiny: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
+	// On an error, the sample that failed; one in the run if done is not.
+	r.Done = min(max(done, 0), n-1)
 	return err
 }
 

@@ -500,10 +500,11 @@ func (l *AllTypesLoader) fillSamples(r *runtime.Run) error {
 	s.Label = b.label[r.Pos*allTypesLabelElems:][:n*allTypesLabelElems]
 	s.Ok = b.ok[r.Pos*allTypesOkElems:][:n*allTypesOkElems]
 	done, err := l.many.ReadSamples(s)
-	r.Done = min(max(done, 0), n)
 	if err == nil && done != n {
-		return fmt.Errorf("alltypes: ReadSamples filled %d of %d samples and returned no error", done, n)
+		err = fmt.Errorf("alltypes: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
+	// On an error, the sample that failed; one in the run if done is not.
+	r.Done = min(max(done, 0), n-1)
 	return err
 }
 
