@@ -410,8 +410,8 @@ func (g *emitter) loaderType(f *jen.File) {
 		jen.Id("many").Id(g.n.exported("SamplesReader")).Comment("src, when it fills runs of samples at once; else nil"),
 		jen.Id("engine").Op("*").Add(g.rt("Engine")),
 		jen.Id("batches").Index().Id(g.n.exported("Batch")).Comment("one per staging slot"),
-		jen.Id("samples").Index().Id(g.n.exported("Sample")).Comment("one per worker, for Read"),
-		jen.Id("runs").Index().Id(g.n.exported("Samples")).Comment("one per worker, for ReadSamples"),
+		jen.Id("samples").Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Sample"))).Comment("one per filler, for Read"),
+		jen.Id("runs").Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Samples"))).Comment("one per filler, for ReadSamples"),
 	)
 }
 
@@ -439,13 +439,12 @@ func (g *emitter) newLoader(f *jen.File) {
 		jen.Id("l").Dot("engine").Op("=").Id("e"),
 		jen.Id("l").Dot("batches").Op("=").Make(jen.Index().Id(g.n.exported("Batch")), jen.Id("e").Dot("Slots").Call()),
 		jen.For(jen.Id("s").Op(":=").Range().Id("l").Dot("batches")).Block(g.slotViews()...),
-		jen.Id("l").Dot("samples").Op("=").Make(jen.Index().Id(g.n.exported("Sample")), jen.Id("e").Dot("Workers").Call()),
-		jen.Id("l").Dot("runs").Op("=").Make(jen.Index().Id(g.n.exported("Samples")), jen.Id("e").Dot("Workers").Call()),
+		jen.Id("l").Dot("samples").Op("=").Make(jen.Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Sample"))), jen.Id("e").Dot("Workers").Call()),
+		jen.Id("l").Dot("runs").Op("=").Make(jen.Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Samples"))), jen.Id("e").Dot("Workers").Call()),
 		jen.For(jen.Id("w").Op(":=").Range().Id("l").Dot("samples")).Block(
-			jen.Id("l").Dot("samples").Index(jen.Id("w")).Dot("Rand").Op("=").Qual(randPath, "New").Call(
-				jen.Op("&").Id("l").Dot("samples").Index(jen.Id("w")).Dot("pcg")),
-			jen.Id("l").Dot("runs").Index(jen.Id("w")).Dot("rand").Op("=").Qual(randPath, "New").Call(
-				jen.Op("&").Id("l").Dot("runs").Index(jen.Id("w")).Dot("pcg")),
+			jen.List(jen.Id("s"), jen.Id("r")).Op(":=").List(jen.Op("&").Id("l").Dot("samples").Index(jen.Id("w")).Dot("V"), jen.Op("&").Id("l").Dot("runs").Index(jen.Id("w")).Dot("V")),
+			jen.Id("s").Dot("Rand").Op("=").Qual(randPath, "New").Call(jen.Op("&").Id("s").Dot("pcg")),
+			jen.Id("r").Dot("rand").Op("=").Qual(randPath, "New").Call(jen.Op("&").Id("r").Dot("pcg")),
 		),
 		jen.Return(jen.Id("l"), jen.Nil()),
 	}
@@ -490,7 +489,7 @@ func (g *emitter) fill(f *jen.File) {
 		jen.If(jen.Id("l").Dot("many").Op("!=").Nil()).Block(jen.Return(jen.Id("l").Dot("fillSamples").Call(jen.Id("r")))),
 		jen.List(jen.Id("b"), jen.Id("s")).Op(":=").List(
 			jen.Op("&").Id("l").Dot("batches").Index(jen.Id("r").Dot("Slot")),
-			jen.Op("&").Id("l").Dot("samples").Index(jen.Id("r").Dot("Worker")),
+			jen.Op("&").Id("l").Dot("samples").Index(jen.Id("r").Dot("Worker")).Dot("V"),
 		),
 		jen.Id("s").Dot("Epoch").Op("=").Id("r").Dot("Epoch"),
 		jen.For(jen.Empty(), jen.Id("r").Dot("Done").Op("<").Len(jen.Id("r").Dot("Indices")), jen.Id("r").Dot("Done").Op("++")).Block(loop...),
@@ -508,7 +507,7 @@ func (g *emitter) fillSamples(f *jen.File) {
 	body := []jen.Code{
 		jen.List(jen.Id("b"), jen.Id("s"), jen.Id("n")).Op(":=").List(
 			jen.Op("&").Id("l").Dot("batches").Index(jen.Id("r").Dot("Slot")),
-			jen.Op("&").Id("l").Dot("runs").Index(jen.Id("r").Dot("Worker")),
+			jen.Op("&").Id("l").Dot("runs").Index(jen.Id("r").Dot("Worker")).Dot("V"),
 			jen.Len(jen.Id("r").Dot("Indices")),
 		),
 		jen.List(jen.Id("s").Dot("Epoch"), jen.Id("s").Dot("Indices")).Op("=").List(jen.Id("r").Dot("Epoch"), jen.Id("r").Dot("Indices")),

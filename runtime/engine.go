@@ -79,7 +79,7 @@ type Engine struct {
 	sample  int64 // bytes of one sample, all keys
 	// runs holds each filler's Run, reused for every run it fills: worker w
 	// writes runs[w], the consumer the last one.
-	runs []Run
+	runs []Own[Run]
 	// perSample is the recent average time to fill one sample, in
 	// nanoseconds (0 until measured). Every filler stores it after each
 	// run; dispatch and claims load it to size runs (runLength). A stale
@@ -144,7 +144,7 @@ func NewEngine(p Plan, n int, o Options, fill FillFunc) (*Engine, error) {
 			N: n, Shuffle: p.Loader.Shuffle, Seed: p.Loader.Seed,
 			Rank: set.place.Rank, WorldSize: set.place.WorldSize, DropLast: p.Loader.DropLast,
 		},
-		runs:    make([]Run, set.workers+1), // the last is the consumer's
+		runs:    make([]Own[Run], set.workers+1), // the last is the consumer's
 		done:    make(chan struct{}),
 		stopped: make(chan struct{}),
 	}
@@ -358,7 +358,7 @@ func (e *Engine) timeRun(d time.Duration, n int) {
 // last finishes the batch.
 func (e *Engine) share(w, s int, ctx context.Context) {
 	sl := &e.slots[s]
-	r := &e.runs[w]
+	r := &e.runs[w].V
 	// Deferred, so that even a Source calling runtime.Goexit completes its
 	// share (with an error) and the epoch cannot hang on it.
 	finished := false
@@ -418,7 +418,7 @@ func (e *Engine) help(ctx context.Context, s int) {
 // not pass for a filled one.
 func (e *Engine) fillRuns(ctx context.Context, w, s, tid int) {
 	sl := &e.slots[s]
-	r := &e.runs[w]
+	r := &e.runs[w].V
 	start := time.Now()
 	defer func() { e.stats.busy.Add(int64(time.Since(start))) }()
 	for !sl.abort.Load() {

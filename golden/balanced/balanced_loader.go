@@ -301,9 +301,9 @@ type BalancedLoader struct {
 	src     BalancedSource
 	many    BalancedSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []BalancedBatch   // one per staging slot
-	samples []BalancedSample  // one per worker, for Read
-	runs    []BalancedSamples // one per worker, for ReadSamples
+	batches []BalancedBatch                // one per staging slot
+	samples []runtime.Own[BalancedSample]  // one per filler, for Read
+	runs    []runtime.Own[BalancedSamples] // one per filler, for ReadSamples
 }
 
 // NewBalancedLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -330,11 +330,12 @@ func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoade
 		b.code = runtime.View[uint32](e.Staging(s, 6))
 		b.step = runtime.View[int16](e.Staging(s, 7))
 	}
-	l.samples = make([]BalancedSample, e.Workers())
-	l.runs = make([]BalancedSamples, e.Workers())
+	l.samples = make([]runtime.Own[BalancedSample], e.Workers())
+	l.runs = make([]runtime.Own[BalancedSamples], e.Workers())
 	for w := range l.samples {
-		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
-		l.runs[w].rand = rand.New(&l.runs[w].pcg)
+		s, r := &l.samples[w].V, &l.runs[w].V
+		s.Rand = rand.New(&s.pcg)
+		r.rand = rand.New(&r.pcg)
 	}
 	return l, nil
 }
@@ -345,7 +346,7 @@ func (l *BalancedLoader) fill(r *runtime.Run) error {
 	if l.many != nil {
 		return l.fillSamples(r)
 	}
-	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
+	b, s := &l.batches[r.Slot], &l.samples[r.Worker].V
 	s.Epoch = r.Epoch
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -369,7 +370,7 @@ func (l *BalancedLoader) fill(r *runtime.Run) error {
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
 func (l *BalancedLoader) fillSamples(r *runtime.Run) error {
-	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker], len(r.Indices)
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker].V, len(r.Indices)
 	s.Epoch, s.Indices = r.Epoch, r.Indices
 	s.Tiny = b.tiny[r.Pos*balancedTinyElems:][:n*balancedTinyElems]
 	s.Wide = b.wide[r.Pos*balancedWideElems:][:n*balancedWideElems]

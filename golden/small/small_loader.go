@@ -196,9 +196,9 @@ type SmallLoader struct {
 	src     SmallSource
 	many    SmallSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []SmallBatch   // one per staging slot
-	samples []SmallSample  // one per worker, for Read
-	runs    []SmallSamples // one per worker, for ReadSamples
+	batches []SmallBatch                // one per staging slot
+	samples []runtime.Own[SmallSample]  // one per filler, for Read
+	runs    []runtime.Own[SmallSamples] // one per filler, for ReadSamples
 }
 
 // NewSmallLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -220,11 +220,12 @@ func NewSmallLoader(src SmallSource, opts runtime.Options) (*SmallLoader, error)
 		b.mask = runtime.View[uint8](e.Staging(s, 1))
 		b.label = runtime.View[int64](e.Staging(s, 2))
 	}
-	l.samples = make([]SmallSample, e.Workers())
-	l.runs = make([]SmallSamples, e.Workers())
+	l.samples = make([]runtime.Own[SmallSample], e.Workers())
+	l.runs = make([]runtime.Own[SmallSamples], e.Workers())
 	for w := range l.samples {
-		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
-		l.runs[w].rand = rand.New(&l.runs[w].pcg)
+		s, r := &l.samples[w].V, &l.runs[w].V
+		s.Rand = rand.New(&s.pcg)
+		r.rand = rand.New(&r.pcg)
 	}
 	return l, nil
 }
@@ -235,7 +236,7 @@ func (l *SmallLoader) fill(r *runtime.Run) error {
 	if l.many != nil {
 		return l.fillSamples(r)
 	}
-	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
+	b, s := &l.batches[r.Slot], &l.samples[r.Worker].V
 	s.Epoch = r.Epoch
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -254,7 +255,7 @@ func (l *SmallLoader) fill(r *runtime.Run) error {
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
 func (l *SmallLoader) fillSamples(r *runtime.Run) error {
-	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker], len(r.Indices)
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker].V, len(r.Indices)
 	s.Epoch, s.Indices = r.Epoch, r.Indices
 	s.Image = b.image[r.Pos*smallImageElems:][:n*smallImageElems]
 	s.Mask = b.mask[r.Pos*smallMaskElems:][:n*smallMaskElems]

@@ -217,9 +217,9 @@ type EMLoader struct {
 	src     EMSource
 	many    EMSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []EMBatch   // one per staging slot
-	samples []EMSample  // one per worker, for Read
-	runs    []EMSamples // one per worker, for ReadSamples
+	batches []EMBatch                // one per staging slot
+	samples []runtime.Own[EMSample]  // one per filler, for Read
+	runs    []runtime.Own[EMSamples] // one per filler, for ReadSamples
 }
 
 // NewEMLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -242,11 +242,12 @@ func NewEMLoader(src EMSource, opts runtime.Options) (*EMLoader, error) {
 		b.lm = runtime.View[uint16](e.Staging(s, 2))
 		b.dist = runtime.View[float32](e.Staging(s, 3))
 	}
-	l.samples = make([]EMSample, e.Workers())
-	l.runs = make([]EMSamples, e.Workers())
+	l.samples = make([]runtime.Own[EMSample], e.Workers())
+	l.runs = make([]runtime.Own[EMSamples], e.Workers())
 	for w := range l.samples {
-		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
-		l.runs[w].rand = rand.New(&l.runs[w].pcg)
+		s, r := &l.samples[w].V, &l.runs[w].V
+		s.Rand = rand.New(&s.pcg)
+		r.rand = rand.New(&r.pcg)
 	}
 	return l, nil
 }
@@ -257,7 +258,7 @@ func (l *EMLoader) fill(r *runtime.Run) error {
 	if l.many != nil {
 		return l.fillSamples(r)
 	}
-	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
+	b, s := &l.batches[r.Slot], &l.samples[r.Worker].V
 	s.Epoch = r.Epoch
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -277,7 +278,7 @@ func (l *EMLoader) fill(r *runtime.Run) error {
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
 func (l *EMLoader) fillSamples(r *runtime.Run) error {
-	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker], len(r.Indices)
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker].V, len(r.Indices)
 	s.Epoch, s.Indices = r.Epoch, r.Indices
 	s.EmRaw = b.emRaw[r.Pos*emEmRawElems:][:n*emEmRawElems]
 	s.EmFine = b.emFine[r.Pos*emEmFineElems:][:n*emEmFineElems]

@@ -301,9 +301,9 @@ type TinyLoader struct {
 	src     TinySource
 	many    TinySamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []TinyBatch   // one per staging slot
-	samples []TinySample  // one per worker, for Read
-	runs    []TinySamples // one per worker, for ReadSamples
+	batches []TinyBatch                // one per staging slot
+	samples []runtime.Own[TinySample]  // one per filler, for Read
+	runs    []runtime.Own[TinySamples] // one per filler, for ReadSamples
 }
 
 // NewTinyLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -330,11 +330,12 @@ func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 		b.g = runtime.View[int64](e.Staging(s, 6))
 		b.h = runtime.View[float64](e.Staging(s, 7))
 	}
-	l.samples = make([]TinySample, e.Workers())
-	l.runs = make([]TinySamples, e.Workers())
+	l.samples = make([]runtime.Own[TinySample], e.Workers())
+	l.runs = make([]runtime.Own[TinySamples], e.Workers())
 	for w := range l.samples {
-		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
-		l.runs[w].rand = rand.New(&l.runs[w].pcg)
+		s, r := &l.samples[w].V, &l.runs[w].V
+		s.Rand = rand.New(&s.pcg)
+		r.rand = rand.New(&r.pcg)
 	}
 	return l, nil
 }
@@ -345,7 +346,7 @@ func (l *TinyLoader) fill(r *runtime.Run) error {
 	if l.many != nil {
 		return l.fillSamples(r)
 	}
-	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
+	b, s := &l.batches[r.Slot], &l.samples[r.Worker].V
 	s.Epoch = r.Epoch
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -369,7 +370,7 @@ func (l *TinyLoader) fill(r *runtime.Run) error {
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
 func (l *TinyLoader) fillSamples(r *runtime.Run) error {
-	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker], len(r.Indices)
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker].V, len(r.Indices)
 	s.Epoch, s.Indices = r.Epoch, r.Indices
 	s.A = b.a[r.Pos*tinyAElems:][:n*tinyAElems]
 	s.B = b.b[r.Pos*tinyBElems:][:n*tinyBElems]
