@@ -176,9 +176,9 @@ type FashionMNISTLoader struct {
 	src     FashionMNISTSource
 	many    FashionMNISTSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []FashionMNISTBatch   // one per staging slot
-	samples []FashionMNISTSample  // one per worker, for Read
-	runs    []FashionMNISTSamples // one per worker, for ReadSamples
+	batches []FashionMNISTBatch                // one per staging slot
+	samples []runtime.Own[FashionMNISTSample]  // one per filler, for Read
+	runs    []runtime.Own[FashionMNISTSamples] // one per filler, for ReadSamples
 }
 
 // NewFashionMNISTLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -199,11 +199,12 @@ func NewFashionMNISTLoader(src FashionMNISTSource, opts runtime.Options) (*Fashi
 		b.image = runtime.View[uint8](e.Staging(s, 0))
 		b.label = runtime.View[int64](e.Staging(s, 1))
 	}
-	l.samples = make([]FashionMNISTSample, e.Workers())
-	l.runs = make([]FashionMNISTSamples, e.Workers())
+	l.samples = make([]runtime.Own[FashionMNISTSample], e.Workers())
+	l.runs = make([]runtime.Own[FashionMNISTSamples], e.Workers())
 	for w := range l.samples {
-		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
-		l.runs[w].rand = rand.New(&l.runs[w].pcg)
+		s, r := &l.samples[w].V, &l.runs[w].V
+		s.Rand = rand.New(&s.pcg)
+		r.rand = rand.New(&r.pcg)
 	}
 	return l, nil
 }
@@ -214,7 +215,7 @@ func (l *FashionMNISTLoader) fill(r *runtime.Run) error {
 	if l.many != nil {
 		return l.fillSamples(r)
 	}
-	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
+	b, s := &l.batches[r.Slot], &l.samples[r.Worker].V
 	s.Epoch = r.Epoch
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -232,7 +233,7 @@ func (l *FashionMNISTLoader) fill(r *runtime.Run) error {
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
 func (l *FashionMNISTLoader) fillSamples(r *runtime.Run) error {
-	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker], len(r.Indices)
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker].V, len(r.Indices)
 	s.Epoch, s.Indices = r.Epoch, r.Indices
 	s.Image = b.image[r.Pos*fashionMNISTImageElems:][:n*fashionMNISTImageElems]
 	s.Label = b.label[r.Pos*fashionMNISTLabelElems:][:n*fashionMNISTLabelElems]

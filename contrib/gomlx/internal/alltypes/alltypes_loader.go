@@ -406,9 +406,9 @@ type AllTypesLoader struct {
 	src     AllTypesSource
 	many    AllTypesSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []AllTypesBatch   // one per staging slot
-	samples []AllTypesSample  // one per worker, for Read
-	runs    []AllTypesSamples // one per worker, for ReadSamples
+	batches []AllTypesBatch                // one per staging slot
+	samples []runtime.Own[AllTypesSample]  // one per filler, for Read
+	runs    []runtime.Own[AllTypesSamples] // one per filler, for ReadSamples
 }
 
 // NewAllTypesLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -440,11 +440,12 @@ func NewAllTypesLoader(src AllTypesSource, opts runtime.Options) (*AllTypesLoade
 		b.label = runtime.View[int64](e.Staging(s, 11))
 		b.ok = runtime.View[uint8](e.Staging(s, 12))
 	}
-	l.samples = make([]AllTypesSample, e.Workers())
-	l.runs = make([]AllTypesSamples, e.Workers())
+	l.samples = make([]runtime.Own[AllTypesSample], e.Workers())
+	l.runs = make([]runtime.Own[AllTypesSamples], e.Workers())
 	for w := range l.samples {
-		l.samples[w].Rand = rand.New(&l.samples[w].pcg)
-		l.runs[w].rand = rand.New(&l.runs[w].pcg)
+		s, r := &l.samples[w].V, &l.runs[w].V
+		s.Rand = rand.New(&s.pcg)
+		r.rand = rand.New(&r.pcg)
 	}
 	return l, nil
 }
@@ -455,7 +456,7 @@ func (l *AllTypesLoader) fill(r *runtime.Run) error {
 	if l.many != nil {
 		return l.fillSamples(r)
 	}
-	b, s := &l.batches[r.Slot], &l.samples[r.Worker]
+	b, s := &l.batches[r.Slot], &l.samples[r.Worker].V
 	s.Epoch = r.Epoch
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -484,7 +485,7 @@ func (l *AllTypesLoader) fill(r *runtime.Run) error {
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
 func (l *AllTypesLoader) fillSamples(r *runtime.Run) error {
-	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker], len(r.Indices)
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker].V, len(r.Indices)
 	s.Epoch, s.Indices = r.Epoch, r.Indices
 	s.U8 = b.u8[r.Pos*allTypesU8Elems:][:n*allTypesU8Elems]
 	s.I8 = b.i8[r.Pos*allTypesI8Elems:][:n*allTypesI8Elems]
