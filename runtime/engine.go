@@ -295,7 +295,7 @@ func (e *Engine) work(w int) {
 				return
 			}
 		}
-		e.share(w, s, context.Background())
+		e.share(context.Background(), w, s)
 	}
 }
 
@@ -356,7 +356,7 @@ func (e *Engine) timeRun(d time.Duration, n int) {
 // consumer's under ctx): it fills runs of samples until the batch has none
 // left, it fails, the engine closes or ctx is done; the share that ends
 // last finishes the batch.
-func (e *Engine) share(w, s int, ctx context.Context) {
+func (e *Engine) share(ctx context.Context, w, s int) {
 	sl := &e.slots[s]
 	r := &e.runs[w].V
 	// Deferred, so that even a Source calling runtime.Goexit completes its
@@ -404,7 +404,7 @@ func (e *Engine) help(ctx context.Context, s int) {
 	sl := &e.slots[s]
 	for p := sl.pending.Load(); p > 0; p = sl.pending.Load() {
 		if sl.pending.CompareAndSwap(p, p+1) {
-			e.share(e.set.workers, s, ctx)
+			e.share(ctx, e.set.workers, s)
 			return
 		}
 	}
@@ -413,9 +413,9 @@ func (e *Engine) help(ctx context.Context, s int) {
 // fillRuns claims runs of the batch in slot s and fills them as filler w
 // (a worker, or the consumer helping), until the batch has none left, a
 // run fails, the engine closes, or ctx (the consumer's; the workers' is
-// never done) is done. Its fills are traced on track tid. When the engine closes with
-// runs unclaimed, the batch fails with ErrClosed: a half-filled batch must
-// not pass for a filled one.
+// never done) is done. Its fills are traced on track tid. When the engine
+// closes with runs unclaimed, the batch fails with ErrClosed: a half-filled
+// batch must not pass for a filled one.
 func (e *Engine) fillRuns(ctx context.Context, w, s, tid int) {
 	sl := &e.slots[s]
 	r := &e.runs[w].V
