@@ -298,32 +298,34 @@ func (g *emitter) samples(f *jen.File) {
 		jen.Id("pcg").Qual(randPath, "PCG"),
 	)
 	name := g.n.exported("Samples")
-	f.Commentf("%s are consecutive samples of one batch, filled in one call by a", name)
-	f.Commentf("%s. Every key's slice holds len(Indices) samples back to", g.n.exported("SamplesReader"))
-	f.Comment("back in C order and points into the staging buffer: write every element,")
-	f.Comment("it holds an older batch.")
+	f.Commentf("%s are consecutive samples of one batch, filled in one ReadSamples", name)
+	f.Comment("call. Every key's slice holds len(Indices) samples back to back in C")
+	f.Comment("order and points into the staging buffer: write every element, it holds")
+	f.Comment("an older batch.")
 	f.Type().Id(name).Struct(fields...)
 }
 
 // samplesRand renders
 //
-//	func (s *CellMapSamples) Rand(i int) *rand.Rand { runtime.SeedSample(...); return s.rand }
+//	func (s *CellMapSamples) Rand(i int) *rand.Rand {
+//		runtime.SeedSample(&s.pcg, runtime.EpochSeed(cellMapPlan.Loader.Seed, s.Epoch), s.Indices[i])
+//		return s.rand
+//	}
 func (g *emitter) samplesRand(f *jen.File) {
 	f.Comment("Rand returns the Rand of the i-th sample, seeded as Read's s.Rand is for")
 	f.Comment("dataset index Indices[i], so it makes the same draws. It reseeds one")
 	f.Comment("generator: finish one sample's draws before asking for another's.")
 	f.Func().Params(jen.Id("s").Op("*").Id(g.n.exported("Samples"))).Id("Rand").Params(jen.Id("i").Int()).Op("*").Qual(randPath, "Rand").Block(
-		g.seedSample(jen.Id("s").Dot("Indices").Index(jen.Id("i"))),
+		g.rt("SeedSample").Call(jen.Op("&").Id("s").Dot("pcg"), g.epochSeed(jen.Id("s").Dot("Epoch")), jen.Id("s").Dot("Indices").Index(jen.Id("i"))),
 		jen.Return(jen.Id("s").Dot("rand")),
 	)
 }
 
-// seedSample renders the reseeding of s.pcg for dataset index:
+// epochSeed renders the seed that the samples of epoch share:
 //
-//	runtime.SeedSample(&s.pcg, cellMapPlan.Loader.Seed, s.Epoch, index)
-func (g *emitter) seedSample(index jen.Code) jen.Code {
-	return g.rt("SeedSample").Call(jen.Op("&").Id("s").Dot("pcg"), jen.Id(g.n.unexported("Plan")).Dot("Loader").Dot("Seed"),
-		jen.Id("s").Dot("Epoch"), index)
+//	runtime.EpochSeed(cellMapPlan.Loader.Seed, epoch)
+func (g *emitter) epochSeed(epoch jen.Code) *jen.Statement {
+	return g.rt("EpochSeed").Call(jen.Id(g.n.unexported("Plan")).Dot("Loader").Dot("Seed"), epoch)
 }
 
 // samplesReader renders
@@ -397,9 +399,11 @@ func (g *emitter) dataMethods(f *jen.File) {
 //
 //	type CellMapLoader struct {
 //		src     CellMapSource
+//		many    CellMapSamplesReader
 //		engine  *runtime.Engine
 //		batches []CellMapBatch
-//		samples []CellMapSample
+//		samples []runtime.Own[CellMapSample]
+//		runs    []runtime.Own[CellMapSamples]
 //	}
 func (g *emitter) loaderType(f *jen.File) {
 	name := g.n.exported("Loader")
@@ -410,16 +414,17 @@ func (g *emitter) loaderType(f *jen.File) {
 		jen.Id("many").Id(g.n.exported("SamplesReader")).Comment("src, when it fills runs of samples at once; else nil"),
 		jen.Id("engine").Op("*").Add(g.rt("Engine")),
 		jen.Id("batches").Index().Id(g.n.exported("Batch")).Comment("one per staging slot"),
-		jen.Id("samples").Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Sample"))).Comment("one per filler, for Read"),
-		jen.Id("runs").Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Samples"))).Comment("one per filler, for ReadSamples"),
+		jen.Id("samples").Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Sample"))).Comment("one per filler, for Read; nil with many"),
+		jen.Id("runs").Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Samples"))).Comment("one per filler, for ReadSamples; nil without"),
 	)
 }
 
 // newLoader renders
 //
 //	func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, error) {
-//		... l.engine = runtime.NewEngine(cellMapPlan, src.Len(), opts, l.fill) ...
-//		... each batch's typed views of its slot, each worker's sample and Rand ...
+//		... fill is l.fill, or l.fillSamples when src is a CellMapSamplesReader ...
+//		... l.engine = runtime.NewEngine(cellMapPlan, src.Len(), opts, fill) ...
+//		... each batch's typed views of its slot, each filler's samples and Rand ...
 //	}
 func (g *emitter) newLoader(f *jen.File) {
 	name := g.n.exported("Loader")
@@ -429,9 +434,12 @@ func (g *emitter) newLoader(f *jen.File) {
 			jen.Return(jen.Nil(), jen.Qual("errors", "New").Call(errf("nil source"))),
 		),
 		jen.Id("l").Op(":=").Op("&").Id(name).Values(jen.Dict{jen.Id("src"): jen.Id("src")}),
-		jen.List(jen.Id("l").Dot("many"), jen.Id("_")).Op("=").Id("src").Assert(jen.Id(g.n.exported("SamplesReader"))),
+		jen.Id("fill").Op(":=").Id("l").Dot("fill"),
+		jen.If(jen.List(jen.Id("many"), jen.Id("ok")).Op(":=").Id("src").Assert(jen.Id(g.n.exported("SamplesReader"))), jen.Id("ok")).Block(
+			jen.List(jen.Id("l").Dot("many"), jen.Id("fill")).Op("=").List(jen.Id("many"), jen.Id("l").Dot("fillSamples")),
+		),
 		jen.List(jen.Id("e"), jen.Err()).Op(":=").Add(g.rt("NewEngine")).Call(
-			jen.Id(g.n.unexported("Plan")), jen.Id("src").Dot("Len").Call(), jen.Id("opts"), jen.Id("l").Dot("fill"),
+			jen.Id(g.n.unexported("Plan")), jen.Id("src").Dot("Len").Call(), jen.Id("opts"), jen.Id("fill"),
 		),
 		jen.If(jen.Err().Op("!=").Nil()).Block(
 			jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(errf("%w"), jen.Err())),
@@ -439,12 +447,18 @@ func (g *emitter) newLoader(f *jen.File) {
 		jen.Id("l").Dot("engine").Op("=").Id("e"),
 		jen.Id("l").Dot("batches").Op("=").Make(jen.Index().Id(g.n.exported("Batch")), jen.Id("e").Dot("Slots").Call()),
 		jen.For(jen.Id("s").Op(":=").Range().Id("l").Dot("batches")).Block(g.slotViews()...),
-		jen.Id("l").Dot("samples").Op("=").Make(jen.Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Sample"))), jen.Id("e").Dot("Workers").Call()),
-		jen.Id("l").Dot("runs").Op("=").Make(jen.Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Samples"))), jen.Id("e").Dot("Workers").Call()),
-		jen.For(jen.Id("w").Op(":=").Range().Id("l").Dot("samples")).Block(
-			jen.List(jen.Id("s"), jen.Id("r")).Op(":=").List(jen.Op("&").Id("l").Dot("samples").Index(jen.Id("w")).Dot("V"), jen.Op("&").Id("l").Dot("runs").Index(jen.Id("w")).Dot("V")),
-			jen.Id("s").Dot("Rand").Op("=").Qual(randPath, "New").Call(jen.Op("&").Id("s").Dot("pcg")),
-			jen.Id("r").Dot("rand").Op("=").Qual(randPath, "New").Call(jen.Op("&").Id("r").Dot("pcg")),
+		jen.If(jen.Id("l").Dot("many").Op("!=").Nil()).Block(
+			jen.Id("l").Dot("runs").Op("=").Make(jen.Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Samples"))), jen.Id("e").Dot("Fillers").Call()),
+			jen.For(jen.Id("w").Op(":=").Range().Id("l").Dot("runs")).Block(
+				jen.Id("r").Op(":=").Op("&").Id("l").Dot("runs").Index(jen.Id("w")).Dot("V"),
+				jen.Id("r").Dot("rand").Op("=").Qual(randPath, "New").Call(jen.Op("&").Id("r").Dot("pcg")),
+			),
+		).Else().Block(
+			jen.Id("l").Dot("samples").Op("=").Make(jen.Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Sample"))), jen.Id("e").Dot("Fillers").Call()),
+			jen.For(jen.Id("w").Op(":=").Range().Id("l").Dot("samples")).Block(
+				jen.Id("s").Op(":=").Op("&").Id("l").Dot("samples").Index(jen.Id("w")).Dot("V"),
+				jen.Id("s").Dot("Rand").Op("=").Qual(randPath, "New").Call(jen.Op("&").Id("s").Dot("pcg")),
+			),
 		),
 		jen.Return(jen.Id("l"), jen.Nil()),
 	}
@@ -467,14 +481,18 @@ func (g *emitter) slotViews() []jen.Code {
 // fill renders
 //
 //	func (l *CellMapLoader) fill(r *runtime.Run) error {
-//		b, s := &l.batches[r.Slot], &l.samples[r.Worker]
-//		for ; r.Done < len(r.Indices); r.Done++ { ... s.Raw = b.raw[pos*elems:][:elems] ...; l.src.Read(s) }
+//		b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
+//		s.Epoch = r.Epoch
+//		seed := runtime.EpochSeed(cellMapPlan.Loader.Seed, r.Epoch)
+//		for ; r.Done < len(r.Indices); r.Done++ {
+//			... runtime.SeedSample(&s.pcg, seed, s.Index); s.Raw = b.raw[pos*elems:][:elems] ...; l.src.Read(s)
+//		}
 //	}
 func (g *emitter) fill(f *jen.File) {
 	loop := []jen.Code{
 		jen.Id("pos").Op(":=").Id("r").Dot("Pos").Op("+").Id("r").Dot("Done"),
 		jen.Id("s").Dot("Index").Op("=").Id("r").Dot("Indices").Index(jen.Id("r").Dot("Done")),
-		g.seedSample(jen.Id("s").Dot("Index")),
+		g.rt("SeedSample").Call(jen.Op("&").Id("s").Dot("pcg"), jen.Id("seed"), jen.Id("s").Dot("Index")),
 	}
 	for _, k := range g.keys {
 		loop = append(loop, jen.Id("s").Dot(k.Go).Op("=").Id("b").Dot(k.view).
@@ -486,12 +504,12 @@ func (g *emitter) fill(f *jen.File) {
 	f.Comment("fill reads the samples of run r through the source, each into its place")
 	f.Comment("in the staging slot; r.Done tells the runtime which sample failed.")
 	f.Func().Params(jen.Id("l").Op("*").Id(g.n.exported("Loader"))).Id("fill").Params(jen.Id("r").Op("*").Add(g.rt("Run"))).Error().Block(
-		jen.If(jen.Id("l").Dot("many").Op("!=").Nil()).Block(jen.Return(jen.Id("l").Dot("fillSamples").Call(jen.Id("r")))),
 		jen.List(jen.Id("b"), jen.Id("s")).Op(":=").List(
 			jen.Op("&").Id("l").Dot("batches").Index(jen.Id("r").Dot("Slot")),
-			jen.Op("&").Id("l").Dot("samples").Index(jen.Id("r").Dot("Worker")).Dot("V"),
+			jen.Op("&").Id("l").Dot("samples").Index(jen.Id("r").Dot("Filler")).Dot("V"),
 		),
 		jen.Id("s").Dot("Epoch").Op("=").Id("r").Dot("Epoch"),
+		jen.Id("seed").Op(":=").Add(g.epochSeed(jen.Id("r").Dot("Epoch"))),
 		jen.For(jen.Empty(), jen.Id("r").Dot("Done").Op("<").Len(jen.Id("r").Dot("Indices")), jen.Id("r").Dot("Done").Op("++")).Block(loop...),
 		jen.Return(jen.Nil()),
 	)
@@ -507,7 +525,7 @@ func (g *emitter) fillSamples(f *jen.File) {
 	body := []jen.Code{
 		jen.List(jen.Id("b"), jen.Id("s"), jen.Id("n")).Op(":=").List(
 			jen.Op("&").Id("l").Dot("batches").Index(jen.Id("r").Dot("Slot")),
-			jen.Op("&").Id("l").Dot("runs").Index(jen.Id("r").Dot("Worker")).Dot("V"),
+			jen.Op("&").Id("l").Dot("runs").Index(jen.Id("r").Dot("Filler")).Dot("V"),
 			jen.Len(jen.Id("r").Dot("Indices")),
 		),
 		jen.List(jen.Id("s").Dot("Epoch"), jen.Id("s").Dot("Indices")).Op("=").List(jen.Id("r").Dot("Epoch"), jen.Id("r").Dot("Indices")),
@@ -521,8 +539,7 @@ func (g *emitter) fillSamples(f *jen.File) {
 		jen.If(jen.Err().Op("==").Nil().Op("&&").Id("done").Op("!=").Id("n")).Block(
 			jen.Err().Op("=").Qual("fmt", "Errorf").Call(jen.Lit(g.errPrefix()+"ReadSamples filled %d of %d samples and returned no error"), jen.Id("done"), jen.Id("n")),
 		),
-		jen.Comment("On an error, the sample that failed; one in the run if done is not."),
-		jen.Id("r").Dot("Done").Op("=").Min(jen.Max(jen.Id("done"), jen.Lit(0)), jen.Id("n").Op("-").Lit(1)),
+		jen.Id("r").Dot("Done").Op("=").Id("done").Comment("on an error, the sample that failed"),
 		jen.Return(jen.Err()),
 	)
 	f.Comment("fillSamples fills run r with one ReadSamples call, the key slices of the")

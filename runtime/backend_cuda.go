@@ -62,6 +62,18 @@ func issueOrder(keys []Key) []int {
 	return order
 }
 
+// order ranks the priorities, high first: the order of a batch's copies
+// and of the streams' priority levels.
+func (p Priority) order() int {
+	switch p {
+	case High:
+		return 0
+	case Normal:
+		return 1
+	}
+	return 2
+}
+
 // cudaBackend stages batches in pinned host memory and copies each key to
 // its slot's device buffer on the key's planned stream, as soon as the
 // workers have filled the slot. Every CUDA call runs on one goroutine

@@ -228,7 +228,7 @@ func BenchmarkCUDAOverlap(b *testing.B) {
 			n := float64(st.Batches)
 			step := b.Elapsed().Seconds() / float64(b.N*steps)
 			copyT := st.Copy[0].Seconds() / n
-			fill := st.WorkerBusy.Seconds() / n / float64(e.Workers())
+			fill := st.WorkerBusy.Seconds() / n / float64(e.Fillers())
 			b.ReportMetric(step*1e3, "ms/step")
 			b.ReportMetric(copyT*1e3, "copy-ms")
 			b.ReportMetric(fill*1e3, "fill-ms")

@@ -12,10 +12,10 @@ import (
 	"time"
 )
 
-// A Run is consecutive samples of one batch that one worker fills in one
-// call of the loader's FillFunc.
+// A Run is consecutive samples of one batch that one filler (a worker, or
+// the consumer) fills in one call of the loader's FillFunc.
 type Run struct {
-	Worker  int   // the worker filling it, in [0, Engine.Workers()): index of per-worker state
+	Filler  int   // the filler, in [0, Engine.Fillers()): index of per-filler state
 	Slot    int   // the staging slot the batch is in
 	Epoch   int   // the epoch the batch belongs to
 	Batch   int   // batch number within the epoch
@@ -23,16 +23,23 @@ type Run struct {
 	Indices []int // dataset indices of the run's samples, in batch order
 	// Done counts the samples of the run filled in full. The FillFunc
 	// advances it after each, so that when it fails (or panics) the engine
-	// names the dataset index Indices[Done].
+	// names the dataset index Indices[Done] (the run's last sample if Done
+	// is past it, its first if Done is negative).
 	Done int
 }
 
-// current is the dataset index of the sample being filled.
-func (r *Run) current() int { return r.Indices[min(r.Done, len(r.Indices)-1)] }
+// failed is where the run failed: the sample's position in the batch and
+// its dataset index, Done held within the run.
+func (r *Run) failed() (pos, index int) {
+	d := min(max(r.Done, 0), len(r.Indices)-1)
+	return r.Pos + d, r.Indices[d]
+}
 
 // FillFunc fills every sample of r into its staging slot. Generated loaders
-// implement it over their typed Source. It is called concurrently by the
-// engine's workers, for different runs.
+// implement it over their typed Source. It is called concurrently, for
+// different runs, by the engine's workers and by the consumer's goroutine
+// while it waits for its batch: a Source calling runtime.Goexit there ends
+// the consumer's goroutine.
 type FillFunc func(r *Run) error
 
 // Batch is one staged batch as the engine hands it to generated code. It
@@ -157,20 +164,15 @@ func NewEngine(p Plan, n int, o Options, fill FillFunc) (*Engine, error) {
 	if o.Trace != nil {
 		e.trace = newTracer(o.Trace, p.Name, set.workers)
 	}
-	if e.backend, err = newBackend(set.device, set.place.LocalRank, e.plan, nslots, set.logger, &e.stats, e.trace); err != nil {
-		if e.trace != nil {
-			err = errors.Join(err, e.trace.close())
-		}
-		return nil, err
+	b, err := newBackend(set.device, set.place.LocalRank, e.plan, nslots, set.logger, &e.stats, e.trace)
+	if err != nil {
+		return nil, errors.Join(err, e.shut())
 	}
+	e.backend = b
 	e.slots = make([]slot, nslots)
 	for s := range e.slots {
 		if err := e.initSlot(s); err != nil {
-			err = fmt.Errorf("engine: staging slot %d: %w", s, err)
-			if e.trace != nil {
-				err = errors.Join(err, e.trace.close())
-			}
-			return nil, errors.Join(err, e.backend.close())
+			return nil, errors.Join(fmt.Errorf("engine: staging slot %d: %w", s, err), e.shut())
 		}
 	}
 	e.tasks = make(chan int, nslots*set.workers)
@@ -213,10 +215,10 @@ func (e *Engine) initSlot(s int) error {
 // Slots is the number of staging slots: prefetch + 1.
 func (e *Engine) Slots() int { return len(e.slots) }
 
-// Workers is the number of fillers that may fill runs at once: the workers,
-// and the consumer, which fills runs of the batch it waits for. Run.Worker
-// is below it.
-func (e *Engine) Workers() int { return len(e.runs) }
+// Fillers is the number of goroutines that may fill runs at once: the
+// workers, and the consumer, which fills runs of the batch it waits for.
+// Run.Filler is below it.
+func (e *Engine) Fillers() int { return len(e.runs) }
 
 // Staging returns key k's full-batch region of staging slot s, for the
 // typed views of generated code.
@@ -253,10 +255,9 @@ func (e *Engine) Close() error {
 	return e.release()
 }
 
-// release frees the backend once the engine is closing and no epoch runs,
-// then completes the trace (the backend's last copies are traced as it
-// closes). Close and the end of an epoch both try, and the later one does
-// it.
+// release frees the backend and completes the trace once the engine is
+// closing and no epoch runs. Close and the end of an epoch both try, and
+// the later one does it.
 func (e *Engine) release() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -264,7 +265,16 @@ func (e *Engine) release() error {
 		return nil
 	}
 	e.released = true
-	err := e.backend.close()
+	return e.shut()
+}
+
+// shut closes the backend, if it started, then the trace, which records
+// the backend's last copies as it closes.
+func (e *Engine) shut() error {
+	var err error
+	if e.backend != nil {
+		err = e.backend.close()
+	}
 	if e.trace != nil {
 		err = errors.Join(err, e.trace.close())
 	}
@@ -307,19 +317,18 @@ func (e *Engine) work(w int) {
 // would take the processor from the workers finishing it.)
 const pollTime = 20 * time.Microsecond
 
-// poll receives from c for up to pollTime, yielding the processor between
-// tries, and reports whether it got a value.
-func poll[T any](c <-chan T) (T, bool) {
+// poll receives a slot from tasks for up to pollTime, yielding the
+// processor between tries, and reports whether it got one.
+func poll(tasks <-chan int) (int, bool) {
 	deadline := time.Now().Add(pollTime)
 	for {
 		select {
-		case v := <-c:
-			return v, true
+		case s := <-tasks:
+			return s, true
 		default:
 		}
 		if time.Now().After(deadline) {
-			var zero T
-			return zero, false
+			return 0, false
 		}
 		goruntime.Gosched()
 	}
@@ -364,17 +373,14 @@ func (e *Engine) share(ctx context.Context, w, s int) {
 	finished := false
 	defer func() {
 		if !finished {
-			sl.fail(r.Pos+r.Done, newReadError(r.Batch, r.current(), errGoexit))
+			pos, index := r.failed()
+			sl.fail(pos, newReadError(r.Batch, index, errGoexit))
 		}
 		if sl.pending.Add(-1) == 0 {
 			e.finish(s)
 		}
 	}()
-	tid := workerTrack + w
-	if w == e.set.workers {
-		tid = consumerTrack
-	}
-	e.fillRuns(ctx, w, s, tid)
+	e.fillRuns(ctx, w, s)
 	finished = true
 }
 
@@ -413,12 +419,16 @@ func (e *Engine) help(ctx context.Context, s int) {
 // fillRuns claims runs of the batch in slot s and fills them as filler w
 // (a worker, or the consumer helping), until the batch has none left, a
 // run fails, the engine closes, or ctx (the consumer's; the workers' is
-// never done) is done. Its fills are traced on track tid. When the engine
-// closes with runs unclaimed, the batch fails with ErrClosed: a half-filled
-// batch must not pass for a filled one.
-func (e *Engine) fillRuns(ctx context.Context, w, s, tid int) {
+// never done) is done. When the engine closes with runs unclaimed, the
+// batch fails with ErrClosed: a half-filled batch must not pass for a
+// filled one.
+func (e *Engine) fillRuns(ctx context.Context, w, s int) {
 	sl := &e.slots[s]
 	r := &e.runs[w].V
+	tid := workerTrack + w // the trace's track for its fills
+	if w == e.set.workers {
+		tid = consumerTrack
+	}
 	start := time.Now()
 	defer func() { e.stats.busy.Add(int64(time.Since(start))) }()
 	for !sl.abort.Load() {
@@ -436,7 +446,7 @@ func (e *Engine) fillRuns(ctx context.Context, w, s, tid int) {
 		if pos >= sl.n {
 			return
 		}
-		*r = Run{Worker: w, Slot: s, Epoch: sl.epoch, Batch: sl.batch.Number, Pos: pos,
+		*r = Run{Filler: w, Slot: s, Epoch: sl.epoch, Batch: sl.batch.Number, Pos: pos,
 			Indices: sl.batch.Indices[pos:min(pos+k, sl.n)]}
 		t0 := time.Now()
 		err := e.call(r)
@@ -446,7 +456,8 @@ func (e *Engine) fillRuns(ctx context.Context, w, s, tid int) {
 			e.trace.slice(tid, "fill", t0, d, r.Batch, r.Indices[0], len(r.Indices))
 		}
 		if err != nil {
-			sl.fail(r.Pos+r.Done, newReadError(r.Batch, r.current(), err))
+			pos, index := r.failed()
+			sl.fail(pos, newReadError(r.Batch, index, err))
 			return
 		}
 	}

@@ -457,15 +457,17 @@ func TestCloseStopsClaimingSamples(t *testing.T) {
 // source does) fails the epoch with an error naming the sample, and the
 // loader keeps its workers.
 func TestSourceGoexit(t *testing.T) {
+	var exiting atomic.Bool
+	exiting.Store(true)
 	e := newTestEngine(t, testPlan(4, LoaderDefaults{Prefetch: 1}), 8, Options{Workers: 2}, func(key, index int) error {
-		if key == 1 && index == 5 {
+		if key == 1 && index == 5 && exiting.Load() {
 			goruntime.Goexit()
 		}
 		return nil
 	})
 	// Sample 5 is filled by a worker (the epoch fails with errGoexit) or by
 	// the consumer while it waits (its goroutine ends, as if it had called
-	// Goexit itself). Either way the loader keeps working.
+	// Goexit itself: nothing to check but that the test goes on).
 	for range 3 {
 		var errs []error
 		exited := true
@@ -480,9 +482,81 @@ func TestSourceGoexit(t *testing.T) {
 			t.Fatalf("errors %v, want one naming sample 5 and Goexit", errs)
 		}
 	}
-	e2 := newTestEngine(t, testPlan(4, LoaderDefaults{Prefetch: 1}), 8, Options{Workers: 2}, nil)
-	if got := len(collect(t, e2, 0, 0)); got != 2 {
-		t.Errorf("%d batches, want 2", got)
+	// Either way the loader keeps its workers and serves the next epoch.
+	exiting.Store(false)
+	if got := len(collect(t, e, 0, 0)); got != 2 {
+		t.Errorf("%d batches after the Goexits, want 2", got)
+	}
+}
+
+// TestConsumerFills: the consumer fills runs of the batch it waits for.
+// With one worker, whichever filler takes sample 0 waits there until
+// sample 1 is filled, which only another filler can do: without the
+// consumer's help the worker would wait alone.
+func TestConsumerFills(t *testing.T) {
+	filled := make(chan struct{})
+	var by [2]atomic.Int64
+	fill := func(r *Run) error {
+		for ; r.Done < len(r.Indices); r.Done++ {
+			switch r.Indices[r.Done] {
+			case 0:
+				select {
+				case <-filled:
+				case <-time.After(10 * time.Second):
+					return errors.New("sample 1 was never filled: nobody helped the worker")
+				}
+				by[0].Store(int64(r.Filler))
+			case 1:
+				by[1].Store(int64(r.Filler))
+				close(filled)
+			}
+		}
+		return nil
+	}
+	e, err := NewEngine(testPlan(2, LoaderDefaults{}), 2, Options{Workers: 1, Logger: quiet}, fill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, err := range e.Epoch(context.Background(), 0, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	consumer := int64(e.Fillers() - 1)
+	if a, b := by[0].Load(), by[1].Load(); a == b || (a != consumer && b != consumer) {
+		t.Errorf("samples filled by fillers %d and %d; want the worker and the consumer (%d)", a, b, consumer)
+	}
+}
+
+// TestDoneOutOfRun: a FillFunc that fails with Done outside its run names
+// the run's first or last sample instead of crashing the worker.
+func TestDoneOutOfRun(t *testing.T) {
+	for _, tc := range []struct {
+		done int
+		want int // dataset index named
+	}{{-3, 0}, {5, 1}} {
+		fill := func(r *Run) error {
+			r.Done = tc.done
+			return errors.New("broken")
+		}
+		e, err := NewEngine(testPlan(2, LoaderDefaults{Workers: 1, Prefetch: 0}), 2, Options{Workers: 1, Logger: quiet}, fill)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Runs of one sample until a fill is timed: a failed first run
+		// is the whole of sample 0's; make the run hold both.
+		e.perSample.Store(1)
+		var re *ReadError
+		for _, err := range e.Epoch(context.Background(), 0, 0) {
+			if !errors.As(err, &re) {
+				t.Fatalf("Done %d: error %v, want a ReadError", tc.done, err)
+			}
+		}
+		if re == nil || re.Index != tc.want {
+			t.Errorf("Done %d: error names %+v, want index %d", tc.done, re, tc.want)
+		}
+		e.Close()
 	}
 }
 

@@ -31,7 +31,7 @@ func ExampleSeedSample() {
 	var src rand.PCG
 	r := rand.New(&src)
 	for range 2 {
-		runtime.SeedSample(&src, 0, 3, 42)
+		runtime.SeedSample(&src, runtime.EpochSeed(0, 3), 42)
 		fmt.Println(r.IntN(100), r.IntN(100))
 	}
 	// Output:

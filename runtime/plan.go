@@ -72,18 +72,6 @@ func (p Priority) String() string {
 // or "Low"), for generated code.
 func (p Priority) ConstName() string { return constName(p.String()) }
 
-// order ranks the priorities, high first: the order of a batch's copies
-// and of the streams' priority levels.
-func (p Priority) order() int {
-	switch p {
-	case High:
-		return 0
-	case Normal:
-		return 1
-	}
-	return 2
-}
-
 // constName capitalises a lower-case ASCII name: "high" -> "High".
 func constName(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 

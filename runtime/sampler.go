@@ -80,15 +80,19 @@ func bounded(src *rand.PCG, n uint64) uint64 {
 	return hi
 }
 
-// SeedSample seeds src for one sample's augmentation draws. The seed depends
-// only on the schema's seed, the epoch and the dataset index, never on the
-// worker or the run that fills the sample, so a random crop or flip is the
-// same on every run whatever the number of workers, and differs across
-// epochs and samples.
-func SeedSample(src *rand.PCG, seed uint64, epoch, index int) {
-	e := mix64(seed ^ mix64(uint64(epoch)))
+// EpochSeed is the part of a sample's seed that every sample of one epoch
+// shares, from the schema's seed: computed once per run of samples, not
+// once per sample.
+func EpochSeed(seed uint64, epoch int) uint64 { return mix64(seed ^ mix64(uint64(epoch))) }
+
+// SeedSample seeds src for the augmentation draws of dataset index in the
+// epoch whose EpochSeed is epochSeed. The seed depends only on the schema's
+// seed, the epoch and the index, never on the filler or the run, so a
+// random crop or flip is the same on every run whatever the number of
+// workers, and differs across epochs and samples.
+func SeedSample(src *rand.PCG, epochSeed uint64, index int) {
 	i := uint64(index)
-	src.Seed(mix64(e^mix64(i)), mix64(e+i*0x9e3779b97f4a7c15))
+	src.Seed(mix64(epochSeed^mix64(i)), mix64(epochSeed+i*0x9e3779b97f4a7c15))
 }
 
 // mix64 is SplitMix64's finalizer: a bijection that spreads every input

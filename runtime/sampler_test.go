@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -32,5 +34,25 @@ func TestSamplerSmallDatasets(t *testing.T) {
 	}
 	if _, err := (Sampler{N: 3, WorldSize: 1}).Order(-1, nil); err == nil {
 		t.Error("a negative epoch was accepted")
+	}
+}
+
+// TestSeedsDiffer: SeedSample gives distinct streams for neighbouring
+// indices, epochs and seeds.
+func TestSeedsDiffer(t *testing.T) {
+	seen := map[uint64]string{}
+	var src rand.PCG
+	for _, seed := range []uint64{0, 1} {
+		for epoch := range 3 {
+			for index := range 100 {
+				SeedSample(&src, EpochSeed(seed, epoch), index)
+				v := src.Uint64()
+				at := fmt.Sprintf("seed %d epoch %d index %d", seed, epoch, index)
+				if prev, dup := seen[v]; dup {
+					t.Fatalf("%s draws the same first value as %s", at, prev)
+				}
+				seen[v] = at
+			}
+		}
 	}
 }

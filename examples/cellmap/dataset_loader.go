@@ -107,10 +107,10 @@ type CellMapSource interface {
 	Read(s *CellMapSample) error
 }
 
-// CellMapSamples are consecutive samples of one batch, filled in one call by a
-// CellMapSamplesReader. Every key's slice holds len(Indices) samples back to
-// back in C order and points into the staging buffer: write every element,
-// it holds an older batch.
+// CellMapSamples are consecutive samples of one batch, filled in one ReadSamples
+// call. Every key's slice holds len(Indices) samples back to back in C
+// order and points into the staging buffer: write every element, it holds
+// an older batch.
 type CellMapSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
@@ -126,7 +126,7 @@ type CellMapSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *CellMapSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, cellMapPlan.Loader.Seed, s.Epoch, s.Indices[i])
+	runtime.SeedSample(&s.pcg, runtime.EpochSeed(cellMapPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -177,8 +177,8 @@ type CellMapLoader struct {
 	many    CellMapSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
 	batches []CellMapBatch                // one per staging slot
-	samples []runtime.Own[CellMapSample]  // one per filler, for Read
-	runs    []runtime.Own[CellMapSamples] // one per filler, for ReadSamples
+	samples []runtime.Own[CellMapSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Own[CellMapSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewCellMapLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -187,8 +187,11 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 		return nil, errors.New("cellmap: NewCellMapLoader: nil source")
 	}
 	l := &CellMapLoader{src: src}
-	l.many, _ = src.(CellMapSamplesReader)
-	e, err := runtime.NewEngine(cellMapPlan, src.Len(), opts, l.fill)
+	fill := l.fill
+	if many, ok := src.(CellMapSamplesReader); ok {
+		l.many, fill = many, l.fillSamples
+	}
+	e, err := runtime.NewEngine(cellMapPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("cellmap: NewCellMapLoader: %w", err)
 	}
@@ -199,12 +202,18 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 		b.raw = runtime.View[uint8](e.Staging(s, 0))
 		b.labels = runtime.View[float32](e.Staging(s, 1))
 	}
-	l.samples = make([]runtime.Own[CellMapSample], e.Workers())
-	l.runs = make([]runtime.Own[CellMapSamples], e.Workers())
-	for w := range l.samples {
-		s, r := &l.samples[w].V, &l.runs[w].V
-		s.Rand = rand.New(&s.pcg)
-		r.rand = rand.New(&r.pcg)
+	if l.many != nil {
+		l.runs = make([]runtime.Own[CellMapSamples], e.Fillers())
+		for w := range l.runs {
+			r := &l.runs[w].V
+			r.rand = rand.New(&r.pcg)
+		}
+	} else {
+		l.samples = make([]runtime.Own[CellMapSample], e.Fillers())
+		for w := range l.samples {
+			s := &l.samples[w].V
+			s.Rand = rand.New(&s.pcg)
+		}
 	}
 	return l, nil
 }
@@ -212,15 +221,13 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *CellMapLoader) fill(r *runtime.Run) error {
-	if l.many != nil {
-		return l.fillSamples(r)
-	}
-	b, s := &l.batches[r.Slot], &l.samples[r.Worker].V
+	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch = r.Epoch
+	seed := runtime.EpochSeed(cellMapPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, cellMapPlan.Loader.Seed, s.Epoch, s.Index)
+		runtime.SeedSample(&s.pcg, seed, s.Index)
 		s.Raw = b.raw[pos*cellMapRawElems:][:cellMapRawElems]
 		s.Labels = b.labels[pos*cellMapLabelsElems:][:cellMapLabelsElems]
 		if err := l.src.Read(s); err != nil {
@@ -233,7 +240,7 @@ func (l *CellMapLoader) fill(r *runtime.Run) error {
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
 func (l *CellMapLoader) fillSamples(r *runtime.Run) error {
-	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker].V, len(r.Indices)
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices = r.Epoch, r.Indices
 	s.Raw = b.raw[r.Pos*cellMapRawElems:][:n*cellMapRawElems]
 	s.Labels = b.labels[r.Pos*cellMapLabelsElems:][:n*cellMapLabelsElems]
@@ -241,8 +248,7 @@ func (l *CellMapLoader) fillSamples(r *runtime.Run) error {
 	if err == nil && done != n {
 		err = fmt.Errorf("cellmap: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
-	// On an error, the sample that failed; one in the run if done is not.
-	r.Done = min(max(done, 0), n-1)
+	r.Done = done // on an error, the sample that failed
 	return err
 }
 

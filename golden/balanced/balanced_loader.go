@@ -184,10 +184,10 @@ type BalancedSource interface {
 	Read(s *BalancedSample) error
 }
 
-// BalancedSamples are consecutive samples of one batch, filled in one call by a
-// BalancedSamplesReader. Every key's slice holds len(Indices) samples back to
-// back in C order and points into the staging buffer: write every element,
-// it holds an older batch.
+// BalancedSamples are consecutive samples of one batch, filled in one ReadSamples
+// call. Every key's slice holds len(Indices) samples back to back in C
+// order and points into the staging buffer: write every element, it holds
+// an older batch.
 type BalancedSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
@@ -209,7 +209,7 @@ type BalancedSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *BalancedSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, balancedPlan.Loader.Seed, s.Epoch, s.Indices[i])
+	runtime.SeedSample(&s.pcg, runtime.EpochSeed(balancedPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -302,8 +302,8 @@ type BalancedLoader struct {
 	many    BalancedSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
 	batches []BalancedBatch                // one per staging slot
-	samples []runtime.Own[BalancedSample]  // one per filler, for Read
-	runs    []runtime.Own[BalancedSamples] // one per filler, for ReadSamples
+	samples []runtime.Own[BalancedSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Own[BalancedSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewBalancedLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -312,8 +312,11 @@ func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoade
 		return nil, errors.New("balanced: NewBalancedLoader: nil source")
 	}
 	l := &BalancedLoader{src: src}
-	l.many, _ = src.(BalancedSamplesReader)
-	e, err := runtime.NewEngine(balancedPlan, src.Len(), opts, l.fill)
+	fill := l.fill
+	if many, ok := src.(BalancedSamplesReader); ok {
+		l.many, fill = many, l.fillSamples
+	}
+	e, err := runtime.NewEngine(balancedPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("balanced: NewBalancedLoader: %w", err)
 	}
@@ -330,12 +333,18 @@ func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoade
 		b.code = runtime.View[uint32](e.Staging(s, 6))
 		b.step = runtime.View[int16](e.Staging(s, 7))
 	}
-	l.samples = make([]runtime.Own[BalancedSample], e.Workers())
-	l.runs = make([]runtime.Own[BalancedSamples], e.Workers())
-	for w := range l.samples {
-		s, r := &l.samples[w].V, &l.runs[w].V
-		s.Rand = rand.New(&s.pcg)
-		r.rand = rand.New(&r.pcg)
+	if l.many != nil {
+		l.runs = make([]runtime.Own[BalancedSamples], e.Fillers())
+		for w := range l.runs {
+			r := &l.runs[w].V
+			r.rand = rand.New(&r.pcg)
+		}
+	} else {
+		l.samples = make([]runtime.Own[BalancedSample], e.Fillers())
+		for w := range l.samples {
+			s := &l.samples[w].V
+			s.Rand = rand.New(&s.pcg)
+		}
 	}
 	return l, nil
 }
@@ -343,15 +352,13 @@ func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoade
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *BalancedLoader) fill(r *runtime.Run) error {
-	if l.many != nil {
-		return l.fillSamples(r)
-	}
-	b, s := &l.batches[r.Slot], &l.samples[r.Worker].V
+	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch = r.Epoch
+	seed := runtime.EpochSeed(balancedPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, balancedPlan.Loader.Seed, s.Epoch, s.Index)
+		runtime.SeedSample(&s.pcg, seed, s.Index)
 		s.Tiny = b.tiny[pos*balancedTinyElems:][:balancedTinyElems]
 		s.Wide = b.wide[pos*balancedWideElems:][:balancedWideElems]
 		s.Half = b.half[pos*balancedHalfElems:][:balancedHalfElems]
@@ -370,7 +377,7 @@ func (l *BalancedLoader) fill(r *runtime.Run) error {
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
 func (l *BalancedLoader) fillSamples(r *runtime.Run) error {
-	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker].V, len(r.Indices)
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices = r.Epoch, r.Indices
 	s.Tiny = b.tiny[r.Pos*balancedTinyElems:][:n*balancedTinyElems]
 	s.Wide = b.wide[r.Pos*balancedWideElems:][:n*balancedWideElems]
@@ -384,8 +391,7 @@ func (l *BalancedLoader) fillSamples(r *runtime.Run) error {
 	if err == nil && done != n {
 		err = fmt.Errorf("balanced: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
-	// On an error, the sample that failed; one in the run if done is not.
-	r.Done = min(max(done, 0), n-1)
+	r.Done = done // on an error, the sample that failed
 	return err
 }
 

@@ -119,10 +119,10 @@ type SmallSource interface {
 	Read(s *SmallSample) error
 }
 
-// SmallSamples are consecutive samples of one batch, filled in one call by a
-// SmallSamplesReader. Every key's slice holds len(Indices) samples back to
-// back in C order and points into the staging buffer: write every element,
-// it holds an older batch.
+// SmallSamples are consecutive samples of one batch, filled in one ReadSamples
+// call. Every key's slice holds len(Indices) samples back to back in C
+// order and points into the staging buffer: write every element, it holds
+// an older batch.
 type SmallSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
@@ -139,7 +139,7 @@ type SmallSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *SmallSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, smallPlan.Loader.Seed, s.Epoch, s.Indices[i])
+	runtime.SeedSample(&s.pcg, runtime.EpochSeed(smallPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -197,8 +197,8 @@ type SmallLoader struct {
 	many    SmallSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
 	batches []SmallBatch                // one per staging slot
-	samples []runtime.Own[SmallSample]  // one per filler, for Read
-	runs    []runtime.Own[SmallSamples] // one per filler, for ReadSamples
+	samples []runtime.Own[SmallSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Own[SmallSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewSmallLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -207,8 +207,11 @@ func NewSmallLoader(src SmallSource, opts runtime.Options) (*SmallLoader, error)
 		return nil, errors.New("small: NewSmallLoader: nil source")
 	}
 	l := &SmallLoader{src: src}
-	l.many, _ = src.(SmallSamplesReader)
-	e, err := runtime.NewEngine(smallPlan, src.Len(), opts, l.fill)
+	fill := l.fill
+	if many, ok := src.(SmallSamplesReader); ok {
+		l.many, fill = many, l.fillSamples
+	}
+	e, err := runtime.NewEngine(smallPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("small: NewSmallLoader: %w", err)
 	}
@@ -220,12 +223,18 @@ func NewSmallLoader(src SmallSource, opts runtime.Options) (*SmallLoader, error)
 		b.mask = runtime.View[uint8](e.Staging(s, 1))
 		b.label = runtime.View[int64](e.Staging(s, 2))
 	}
-	l.samples = make([]runtime.Own[SmallSample], e.Workers())
-	l.runs = make([]runtime.Own[SmallSamples], e.Workers())
-	for w := range l.samples {
-		s, r := &l.samples[w].V, &l.runs[w].V
-		s.Rand = rand.New(&s.pcg)
-		r.rand = rand.New(&r.pcg)
+	if l.many != nil {
+		l.runs = make([]runtime.Own[SmallSamples], e.Fillers())
+		for w := range l.runs {
+			r := &l.runs[w].V
+			r.rand = rand.New(&r.pcg)
+		}
+	} else {
+		l.samples = make([]runtime.Own[SmallSample], e.Fillers())
+		for w := range l.samples {
+			s := &l.samples[w].V
+			s.Rand = rand.New(&s.pcg)
+		}
 	}
 	return l, nil
 }
@@ -233,15 +242,13 @@ func NewSmallLoader(src SmallSource, opts runtime.Options) (*SmallLoader, error)
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *SmallLoader) fill(r *runtime.Run) error {
-	if l.many != nil {
-		return l.fillSamples(r)
-	}
-	b, s := &l.batches[r.Slot], &l.samples[r.Worker].V
+	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch = r.Epoch
+	seed := runtime.EpochSeed(smallPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, smallPlan.Loader.Seed, s.Epoch, s.Index)
+		runtime.SeedSample(&s.pcg, seed, s.Index)
 		s.Image = b.image[pos*smallImageElems:][:smallImageElems]
 		s.Mask = b.mask[pos*smallMaskElems:][:smallMaskElems]
 		s.Label = b.label[pos*smallLabelElems:][:smallLabelElems]
@@ -255,7 +262,7 @@ func (l *SmallLoader) fill(r *runtime.Run) error {
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
 func (l *SmallLoader) fillSamples(r *runtime.Run) error {
-	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker].V, len(r.Indices)
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices = r.Epoch, r.Indices
 	s.Image = b.image[r.Pos*smallImageElems:][:n*smallImageElems]
 	s.Mask = b.mask[r.Pos*smallMaskElems:][:n*smallMaskElems]
@@ -264,8 +271,7 @@ func (l *SmallLoader) fillSamples(r *runtime.Run) error {
 	if err == nil && done != n {
 		err = fmt.Errorf("small: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
-	// On an error, the sample that failed; one in the run if done is not.
-	r.Done = min(max(done, 0), n-1)
+	r.Done = done // on an error, the sample that failed
 	return err
 }
 

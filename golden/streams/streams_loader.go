@@ -132,10 +132,10 @@ type EMSource interface {
 	Read(s *EMSample) error
 }
 
-// EMSamples are consecutive samples of one batch, filled in one call by a
-// EMSamplesReader. Every key's slice holds len(Indices) samples back to
-// back in C order and points into the staging buffer: write every element,
-// it holds an older batch.
+// EMSamples are consecutive samples of one batch, filled in one ReadSamples
+// call. Every key's slice holds len(Indices) samples back to back in C
+// order and points into the staging buffer: write every element, it holds
+// an older batch.
 type EMSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
@@ -153,7 +153,7 @@ type EMSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *EMSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, emPlan.Loader.Seed, s.Epoch, s.Indices[i])
+	runtime.SeedSample(&s.pcg, runtime.EpochSeed(emPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -218,8 +218,8 @@ type EMLoader struct {
 	many    EMSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
 	batches []EMBatch                // one per staging slot
-	samples []runtime.Own[EMSample]  // one per filler, for Read
-	runs    []runtime.Own[EMSamples] // one per filler, for ReadSamples
+	samples []runtime.Own[EMSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Own[EMSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewEMLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -228,8 +228,11 @@ func NewEMLoader(src EMSource, opts runtime.Options) (*EMLoader, error) {
 		return nil, errors.New("streams: NewEMLoader: nil source")
 	}
 	l := &EMLoader{src: src}
-	l.many, _ = src.(EMSamplesReader)
-	e, err := runtime.NewEngine(emPlan, src.Len(), opts, l.fill)
+	fill := l.fill
+	if many, ok := src.(EMSamplesReader); ok {
+		l.many, fill = many, l.fillSamples
+	}
+	e, err := runtime.NewEngine(emPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("streams: NewEMLoader: %w", err)
 	}
@@ -242,12 +245,18 @@ func NewEMLoader(src EMSource, opts runtime.Options) (*EMLoader, error) {
 		b.lm = runtime.View[uint16](e.Staging(s, 2))
 		b.dist = runtime.View[float32](e.Staging(s, 3))
 	}
-	l.samples = make([]runtime.Own[EMSample], e.Workers())
-	l.runs = make([]runtime.Own[EMSamples], e.Workers())
-	for w := range l.samples {
-		s, r := &l.samples[w].V, &l.runs[w].V
-		s.Rand = rand.New(&s.pcg)
-		r.rand = rand.New(&r.pcg)
+	if l.many != nil {
+		l.runs = make([]runtime.Own[EMSamples], e.Fillers())
+		for w := range l.runs {
+			r := &l.runs[w].V
+			r.rand = rand.New(&r.pcg)
+		}
+	} else {
+		l.samples = make([]runtime.Own[EMSample], e.Fillers())
+		for w := range l.samples {
+			s := &l.samples[w].V
+			s.Rand = rand.New(&s.pcg)
+		}
 	}
 	return l, nil
 }
@@ -255,15 +264,13 @@ func NewEMLoader(src EMSource, opts runtime.Options) (*EMLoader, error) {
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *EMLoader) fill(r *runtime.Run) error {
-	if l.many != nil {
-		return l.fillSamples(r)
-	}
-	b, s := &l.batches[r.Slot], &l.samples[r.Worker].V
+	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch = r.Epoch
+	seed := runtime.EpochSeed(emPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, emPlan.Loader.Seed, s.Epoch, s.Index)
+		runtime.SeedSample(&s.pcg, seed, s.Index)
 		s.EmRaw = b.emRaw[pos*emEmRawElems:][:emEmRawElems]
 		s.EmFine = b.emFine[pos*emEmFineElems:][:emEmFineElems]
 		s.Lm = b.lm[pos*emLmElems:][:emLmElems]
@@ -278,7 +285,7 @@ func (l *EMLoader) fill(r *runtime.Run) error {
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
 func (l *EMLoader) fillSamples(r *runtime.Run) error {
-	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker].V, len(r.Indices)
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices = r.Epoch, r.Indices
 	s.EmRaw = b.emRaw[r.Pos*emEmRawElems:][:n*emEmRawElems]
 	s.EmFine = b.emFine[r.Pos*emEmFineElems:][:n*emEmFineElems]
@@ -288,8 +295,7 @@ func (l *EMLoader) fillSamples(r *runtime.Run) error {
 	if err == nil && done != n {
 		err = fmt.Errorf("streams: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
-	// On an error, the sample that failed; one in the run if done is not.
-	r.Done = min(max(done, 0), n-1)
+	r.Done = done // on an error, the sample that failed
 	return err
 }
 

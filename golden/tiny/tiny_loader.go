@@ -184,10 +184,10 @@ type TinySource interface {
 	Read(s *TinySample) error
 }
 
-// TinySamples are consecutive samples of one batch, filled in one call by a
-// TinySamplesReader. Every key's slice holds len(Indices) samples back to
-// back in C order and points into the staging buffer: write every element,
-// it holds an older batch.
+// TinySamples are consecutive samples of one batch, filled in one ReadSamples
+// call. Every key's slice holds len(Indices) samples back to back in C
+// order and points into the staging buffer: write every element, it holds
+// an older batch.
 type TinySamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
@@ -209,7 +209,7 @@ type TinySamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *TinySamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, tinyPlan.Loader.Seed, s.Epoch, s.Indices[i])
+	runtime.SeedSample(&s.pcg, runtime.EpochSeed(tinyPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -302,8 +302,8 @@ type TinyLoader struct {
 	many    TinySamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
 	batches []TinyBatch                // one per staging slot
-	samples []runtime.Own[TinySample]  // one per filler, for Read
-	runs    []runtime.Own[TinySamples] // one per filler, for ReadSamples
+	samples []runtime.Own[TinySample]  // one per filler, for Read; nil with many
+	runs    []runtime.Own[TinySamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewTinyLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -312,8 +312,11 @@ func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 		return nil, errors.New("tiny: NewTinyLoader: nil source")
 	}
 	l := &TinyLoader{src: src}
-	l.many, _ = src.(TinySamplesReader)
-	e, err := runtime.NewEngine(tinyPlan, src.Len(), opts, l.fill)
+	fill := l.fill
+	if many, ok := src.(TinySamplesReader); ok {
+		l.many, fill = many, l.fillSamples
+	}
+	e, err := runtime.NewEngine(tinyPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("tiny: NewTinyLoader: %w", err)
 	}
@@ -330,12 +333,18 @@ func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 		b.g = runtime.View[int64](e.Staging(s, 6))
 		b.h = runtime.View[float64](e.Staging(s, 7))
 	}
-	l.samples = make([]runtime.Own[TinySample], e.Workers())
-	l.runs = make([]runtime.Own[TinySamples], e.Workers())
-	for w := range l.samples {
-		s, r := &l.samples[w].V, &l.runs[w].V
-		s.Rand = rand.New(&s.pcg)
-		r.rand = rand.New(&r.pcg)
+	if l.many != nil {
+		l.runs = make([]runtime.Own[TinySamples], e.Fillers())
+		for w := range l.runs {
+			r := &l.runs[w].V
+			r.rand = rand.New(&r.pcg)
+		}
+	} else {
+		l.samples = make([]runtime.Own[TinySample], e.Fillers())
+		for w := range l.samples {
+			s := &l.samples[w].V
+			s.Rand = rand.New(&s.pcg)
+		}
 	}
 	return l, nil
 }
@@ -343,15 +352,13 @@ func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *TinyLoader) fill(r *runtime.Run) error {
-	if l.many != nil {
-		return l.fillSamples(r)
-	}
-	b, s := &l.batches[r.Slot], &l.samples[r.Worker].V
+	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch = r.Epoch
+	seed := runtime.EpochSeed(tinyPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, tinyPlan.Loader.Seed, s.Epoch, s.Index)
+		runtime.SeedSample(&s.pcg, seed, s.Index)
 		s.A = b.a[pos*tinyAElems:][:tinyAElems]
 		s.B = b.b[pos*tinyBElems:][:tinyBElems]
 		s.C = b.c[pos*tinyCElems:][:tinyCElems]
@@ -370,7 +377,7 @@ func (l *TinyLoader) fill(r *runtime.Run) error {
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
 func (l *TinyLoader) fillSamples(r *runtime.Run) error {
-	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker].V, len(r.Indices)
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices = r.Epoch, r.Indices
 	s.A = b.a[r.Pos*tinyAElems:][:n*tinyAElems]
 	s.B = b.b[r.Pos*tinyBElems:][:n*tinyBElems]
@@ -384,8 +391,7 @@ func (l *TinyLoader) fillSamples(r *runtime.Run) error {
 	if err == nil && done != n {
 		err = fmt.Errorf("tiny: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
-	// On an error, the sample that failed; one in the run if done is not.
-	r.Done = min(max(done, 0), n-1)
+	r.Done = done // on an error, the sample that failed
 	return err
 }
 

@@ -249,10 +249,10 @@ type AllTypesSource interface {
 	Read(s *AllTypesSample) error
 }
 
-// AllTypesSamples are consecutive samples of one batch, filled in one call by a
-// AllTypesSamplesReader. Every key's slice holds len(Indices) samples back to
-// back in C order and points into the staging buffer: write every element,
-// it holds an older batch.
+// AllTypesSamples are consecutive samples of one batch, filled in one ReadSamples
+// call. Every key's slice holds len(Indices) samples back to back in C
+// order and points into the staging buffer: write every element, it holds
+// an older batch.
 type AllTypesSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
@@ -279,7 +279,7 @@ type AllTypesSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *AllTypesSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, allTypesPlan.Loader.Seed, s.Epoch, s.Indices[i])
+	runtime.SeedSample(&s.pcg, runtime.EpochSeed(allTypesPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -407,8 +407,8 @@ type AllTypesLoader struct {
 	many    AllTypesSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
 	batches []AllTypesBatch                // one per staging slot
-	samples []runtime.Own[AllTypesSample]  // one per filler, for Read
-	runs    []runtime.Own[AllTypesSamples] // one per filler, for ReadSamples
+	samples []runtime.Own[AllTypesSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Own[AllTypesSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewAllTypesLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -417,8 +417,11 @@ func NewAllTypesLoader(src AllTypesSource, opts runtime.Options) (*AllTypesLoade
 		return nil, errors.New("alltypes: NewAllTypesLoader: nil source")
 	}
 	l := &AllTypesLoader{src: src}
-	l.many, _ = src.(AllTypesSamplesReader)
-	e, err := runtime.NewEngine(allTypesPlan, src.Len(), opts, l.fill)
+	fill := l.fill
+	if many, ok := src.(AllTypesSamplesReader); ok {
+		l.many, fill = many, l.fillSamples
+	}
+	e, err := runtime.NewEngine(allTypesPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("alltypes: NewAllTypesLoader: %w", err)
 	}
@@ -440,12 +443,18 @@ func NewAllTypesLoader(src AllTypesSource, opts runtime.Options) (*AllTypesLoade
 		b.label = runtime.View[int64](e.Staging(s, 11))
 		b.ok = runtime.View[uint8](e.Staging(s, 12))
 	}
-	l.samples = make([]runtime.Own[AllTypesSample], e.Workers())
-	l.runs = make([]runtime.Own[AllTypesSamples], e.Workers())
-	for w := range l.samples {
-		s, r := &l.samples[w].V, &l.runs[w].V
-		s.Rand = rand.New(&s.pcg)
-		r.rand = rand.New(&r.pcg)
+	if l.many != nil {
+		l.runs = make([]runtime.Own[AllTypesSamples], e.Fillers())
+		for w := range l.runs {
+			r := &l.runs[w].V
+			r.rand = rand.New(&r.pcg)
+		}
+	} else {
+		l.samples = make([]runtime.Own[AllTypesSample], e.Fillers())
+		for w := range l.samples {
+			s := &l.samples[w].V
+			s.Rand = rand.New(&s.pcg)
+		}
 	}
 	return l, nil
 }
@@ -453,15 +462,13 @@ func NewAllTypesLoader(src AllTypesSource, opts runtime.Options) (*AllTypesLoade
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *AllTypesLoader) fill(r *runtime.Run) error {
-	if l.many != nil {
-		return l.fillSamples(r)
-	}
-	b, s := &l.batches[r.Slot], &l.samples[r.Worker].V
+	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch = r.Epoch
+	seed := runtime.EpochSeed(allTypesPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, allTypesPlan.Loader.Seed, s.Epoch, s.Index)
+		runtime.SeedSample(&s.pcg, seed, s.Index)
 		s.U8 = b.u8[pos*allTypesU8Elems:][:allTypesU8Elems]
 		s.I8 = b.i8[pos*allTypesI8Elems:][:allTypesI8Elems]
 		s.U16 = b.u16[pos*allTypesU16Elems:][:allTypesU16Elems]
@@ -485,7 +492,7 @@ func (l *AllTypesLoader) fill(r *runtime.Run) error {
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
 func (l *AllTypesLoader) fillSamples(r *runtime.Run) error {
-	b, s, n := &l.batches[r.Slot], &l.runs[r.Worker].V, len(r.Indices)
+	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices = r.Epoch, r.Indices
 	s.U8 = b.u8[r.Pos*allTypesU8Elems:][:n*allTypesU8Elems]
 	s.I8 = b.i8[r.Pos*allTypesI8Elems:][:n*allTypesI8Elems]
@@ -504,8 +511,7 @@ func (l *AllTypesLoader) fillSamples(r *runtime.Run) error {
 	if err == nil && done != n {
 		err = fmt.Errorf("alltypes: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
-	// On an error, the sample that failed; one in the run if done is not.
-	r.Done = min(max(done, 0), n-1)
+	r.Done = done // on an error, the sample that failed
 	return err
 }
 
