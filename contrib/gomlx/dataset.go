@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"slices"
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
@@ -75,10 +76,19 @@ type Config[B Batch] struct {
 	// Split chooses the tensors of a batch that become the inputs and the
 	// labels of a step, in order. The tensors it returns are the batch's
 	// own (for example b.Image) or copies of them with another Shape over
-	// the same Data, such as [n, 1] for the labels of GoMLX's sparse
-	// categorical losses. nil means the schema's roles: input keys are the
-	// inputs and target keys the labels, in schema order.
+	// the same Data, such as Column(b.Label) for the labels of GoMLX's
+	// sparse categorical losses. nil means the schema's roles: input keys
+	// are the inputs and target keys the labels, in schema order.
 	Split func(b B) (inputs, labels []runtime.Tensor)
+}
+
+// Column returns t with a trailing axis of size 1, over the same Data: a
+// scalar key's batch tensor [n] becomes the column [n, 1] that GoMLX's
+// sparse categorical losses and accuracy take as labels. The shape is a
+// new slice; t's is left as it is.
+func Column(t runtime.Tensor) runtime.Tensor {
+	t.Shape = append(slices.Clip(t.Shape), 1)
+	return t
 }
 
 // Dataset is a train.Dataset over a generated loader. Each Reset moves it to

@@ -285,15 +285,26 @@ func TestDatasetEpochs(t *testing.T) {
 	}
 }
 
+// TestColumn checks that Column appends an axis of 1 over the same data,
+// without writing into the spare capacity of the tensor's own shape.
+func TestColumn(t *testing.T) {
+	shape := make([]int, 1, 2)
+	shape[0] = 3
+	data := make([]byte, 24)
+	in := runtime.Tensor{DType: runtime.Int64, Shape: shape, Data: data}
+	out := lgomlx.Column(in)
+	if !slices.Equal(out.Shape, []int{3, 1}) || out.DType != runtime.Int64 || &out.Data[0] != &data[0] || len(out.Data) != len(data) {
+		t.Errorf("Column = %v %v over %d bytes; want int64 [3 1] over the same 24", out.DType, out.Shape, len(out.Data))
+	}
+	if !slices.Equal(in.Shape, []int{3}) || shape[:2][1] != 0 {
+		t.Errorf("Column changed its argument's shape: %v, backing array %v", in.Shape, shape[:2])
+	}
+}
+
 // TestDatasetSplit reshapes the scalar labels to [n, 1] through Split, and
 // reports a Split whose shape does not fit the data.
 func TestDatasetSplit(t *testing.T) {
-	column := func(b *small.SmallBatch) (inputs, labels []runtime.Tensor) {
-		label := b.Label
-		label.Shape = []int{len(b.Indices), 1}
-		return []runtime.Tensor{b.Image}, []runtime.Tensor{label}
-	}
-	ds := newDataset(t, newSmall(t, indexed{n: 8, fail: -1}), lgomlx.Config[*small.SmallBatch]{Split: column})
+	ds := newDataset(t, newSmall(t, indexed{n: 8, fail: -1}), lgomlx.Config[*small.SmallBatch]{Split: columnLabels})
 	inputs, labels, _ := yield(t, ds)
 	if len(inputs) != 1 || len(labels) != 1 {
 		t.Fatalf("%d inputs and %d labels, want 1 and 1", len(inputs), len(labels))

@@ -21,9 +21,7 @@ import (
 // columnLabels yields the image as the input and the scalar label as
 // [n, 1], the shape GoMLX's sparse categorical loss takes.
 func columnLabels(b *small.SmallBatch) (inputs, labels []runtime.Tensor) {
-	label := b.Label
-	label.Shape = []int{len(b.Indices), 1}
-	return []runtime.Tensor{b.Image}, []runtime.Tensor{label}
+	return []runtime.Tensor{b.Image}, []runtime.Tensor{lgomlx.Column(b.Label)}
 }
 
 // newTrainer returns a fresh simplego backend and a trainer on it of a

@@ -1,6 +1,7 @@
 package gomlx
 
 import (
+	"slices"
 	"unsafe"
 
 	"github.com/gomlx/gomlx/backends"
@@ -51,15 +52,14 @@ func ToTensor(backend backends.Backend, device backends.DeviceNum, t runtime.Ten
 	if err != nil {
 		return nil, err
 	}
-	n := 1
-	for _, dim := range t.Shape {
-		if dim < 0 {
-			return nil, errors.Errorf("%v tensor: negative dimension in shape %v", t.DType, t.Shape)
-		}
-		n *= dim
-	}
-	if size := t.DType.Size(); n*size != len(t.Data) {
-		return nil, errors.Errorf("%v tensor: shape %v needs %d bytes, the data has %d", t.DType, t.Shape, n*size, len(t.Data))
+	size, _, ok := runtime.KeyBytes(t.DType, t.Shape, 1)
+	switch {
+	case !ok && slices.ContainsFunc(t.Shape, func(dim int) bool { return dim < 0 }):
+		return nil, errors.Errorf("%v tensor: negative dimension in shape %v", t.DType, t.Shape)
+	case !ok:
+		return nil, errors.Errorf("%v tensor: shape %v: its size in bytes overflows int64", t.DType, t.Shape)
+	case size != int64(len(t.Data)):
+		return nil, errors.Errorf("%v tensor: shape %v needs %d bytes, the data has %d", t.DType, t.Shape, size, len(t.Data))
 	}
 	flat, err := view(t)
 	if err != nil {
@@ -79,7 +79,9 @@ func ToTensor(backend backends.Backend, device backends.DeviceNum, t runtime.Ten
 }
 
 // view returns t.Data as a slice of the Go type GoMLX stores t's dtype in,
-// without copying.
+// without copying. float16.Float16 and bfloat16.BFloat16 are uint16 types,
+// so runtime.View makes their slices; bool, which runtime.Element leaves
+// out, is the one unsafe cast.
 func view(t runtime.Tensor) (any, error) {
 	if size := t.DType.Size(); uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))%uintptr(size) != 0 {
 		return nil, errors.Errorf("%v tensor: data is not aligned to %d bytes", t.DType, size)
@@ -88,41 +90,35 @@ func view(t runtime.Tensor) (any, error) {
 	case runtime.Uint8:
 		return t.Data, nil
 	case runtime.Int8:
-		return as[int8](t.Data), nil
+		return runtime.View[int8](t.Data), nil
 	case runtime.Uint16:
-		return as[uint16](t.Data), nil
+		return runtime.View[uint16](t.Data), nil
 	case runtime.Int16:
-		return as[int16](t.Data), nil
+		return runtime.View[int16](t.Data), nil
 	case runtime.Uint32:
-		return as[uint32](t.Data), nil
+		return runtime.View[uint32](t.Data), nil
 	case runtime.Int32:
-		return as[int32](t.Data), nil
+		return runtime.View[int32](t.Data), nil
 	case runtime.Uint64:
-		return as[uint64](t.Data), nil
+		return runtime.View[uint64](t.Data), nil
 	case runtime.Int64:
-		return as[int64](t.Data), nil
+		return runtime.View[int64](t.Data), nil
 	case runtime.Float16:
-		return as[float16.Float16](t.Data), nil
+		return runtime.View[float16.Float16](t.Data), nil
 	case runtime.BFloat16:
-		return as[bfloat16.BFloat16](t.Data), nil
+		return runtime.View[bfloat16.BFloat16](t.Data), nil
 	case runtime.Float32:
-		return as[float32](t.Data), nil
+		return runtime.View[float32](t.Data), nil
 	case runtime.Float64:
-		return as[float64](t.Data), nil
+		return runtime.View[float64](t.Data), nil
 	case runtime.Bool:
 		for i, v := range t.Data {
 			if v > 1 {
 				return nil, errors.Errorf("bool tensor: element %d is %d, not 0 or 1", i, v)
 			}
 		}
-		return as[bool](t.Data), nil
+		// Each byte is 0 or 1, a valid bool of the same size.
+		return unsafe.Slice((*bool)(unsafe.Pointer(unsafe.SliceData(t.Data))), len(t.Data)), nil
 	}
 	return nil, errors.Errorf("invalid loadergen dtype %v", t.DType)
-}
-
-// as reinterprets b as a slice of T, whose size divides len(b) and whose
-// alignment b's start meets.
-func as[T any](b []byte) []T {
-	size := int(unsafe.Sizeof(*new(T)))
-	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/size)
 }

@@ -117,6 +117,10 @@ func TestToTensorErrors(t *testing.T) {
 	}{
 		{"short data", runtime.Tensor{DType: runtime.Float32, Shape: []int{2, 3}, Data: f32[:20]}, "float32 tensor: shape [2 3] needs 24 bytes, the data has 20"},
 		{"negative dimension", runtime.Tensor{DType: runtime.Float32, Shape: []int{-1, 5}, Data: f32}, "float32 tensor: negative dimension in shape [-1 5]"},
+		// 2^62 float32 elements are 2^64 bytes, which wraps to 0 in int
+		// arithmetic: the empty data must not pass for them.
+		{"size overflows", runtime.Tensor{DType: runtime.Float32, Shape: []int{1 << 62}}, "float32 tensor: shape [4611686018427387904]: its size in bytes overflows int64"},
+		{"elements overflow", runtime.Tensor{DType: runtime.Uint8, Shape: []int{1 << 32, 1 << 32}, Data: []byte{0}}, "uint8 tensor: shape [4294967296 4294967296]: its size in bytes overflows int64"},
 		{"misaligned", runtime.Tensor{DType: runtime.Float32, Shape: []int{4}, Data: f32[2:18]}, "float32 tensor: data is not aligned to 4 bytes"},
 		{"bool not 0 or 1", runtime.Tensor{DType: runtime.Bool, Shape: []int{3}, Data: []byte{1, 0, 2}}, "bool tensor: element 2 is 2, not 0 or 1"},
 		{"invalid dtype", runtime.Tensor{DType: 0, Shape: []int{1}, Data: []byte{0}}, "invalid loadergen dtype DType(0)"},

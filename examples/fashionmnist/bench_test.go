@@ -4,11 +4,16 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
+	mlctx "github.com/gomlx/gomlx/pkg/ml/context"
+	"github.com/gomlx/gomlx/pkg/ml/layers"
 
 	lgomlx "github.com/loadergen/loadergen/contrib/gomlx"
 	"github.com/loadergen/loadergen/runtime"
@@ -79,6 +84,62 @@ func BenchmarkEpoch(b *testing.B) {
 		}
 		b.ReportMetric(float64(samples)/b.Elapsed().Seconds(), "samples/s")
 	})
+}
+
+// BenchmarkTrainStep measures Train's training step on one batch of random
+// images, with Model's layers built by the example's dense ("dense") and by
+// GoMLX's layers.Dense ("layers.Dense"), on the simplego backend as
+// cmd/fashionmnist configures it ("go"). The loader is not in it: this is
+// the rate the trainer consumes samples at.
+func BenchmarkTrainStep(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	images := make([]uint8, FashionMNISTBatchSize*Side*Side)
+	for i := range images {
+		images[i] = uint8(rng.IntN(256))
+	}
+	labels := make([]int64, FashionMNISTBatchSize)
+	for i := range labels {
+		labels[i] = int64(rng.IntN(NumClasses))
+	}
+	stock := func(ctx *mlctx.Context, x *graph.Node, out int) *graph.Node {
+		return layers.Dense(ctx, x, true, out)
+	}
+	for _, bm := range []struct {
+		name  string
+		layer layerFunc
+	}{{"dense", dense}, {"layers.Dense", stock}} {
+		b.Run(bm.name, func(b *testing.B) {
+			backend, err := backends.NewWithConfig("go")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer backend.Finalize()
+			model := func(ctx *mlctx.Context, _ any, inputs []*graph.Node) []*graph.Node {
+				return perceptron(ctx, inputs[0], bm.layer)
+			}
+			trainer, err := newTrainer(backend, model, Options{Seed: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			x := tensors.FromFlatDataAndDimensions(images, FashionMNISTBatchSize, Side, Side)
+			y := tensors.FromFlatDataAndDimensions(labels, FashionMNISTBatchSize, 1)
+			defer finalizeAll([]*tensors.Tensor{x, y})
+			step := func() {
+				m, err := trainer.TrainStep(nil, []*tensors.Tensor{x}, []*tensors.Tensor{y})
+				if err != nil {
+					b.Fatal(err)
+				}
+				finalizeAll(m)
+			}
+			step() // compiles the graph
+			steps := 0
+			for b.Loop() {
+				step()
+				steps++
+			}
+			b.ReportMetric(float64(steps*FashionMNISTBatchSize)/b.Elapsed().Seconds(), "samples/s")
+		})
+	}
 }
 
 // finalizeAll releases a step's tensors, as train.Loop does.

@@ -7,6 +7,7 @@ import (
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/gomlx/gomlx/pkg/ml/layers/activations"
 
+	lgomlx "github.com/loadergen/loadergen/contrib/gomlx"
 	"github.com/loadergen/loadergen/runtime"
 )
 
@@ -15,21 +16,28 @@ const Hidden = 256
 
 // Model is a 784-256-10 perceptron with a ReLU: it takes the batch's uint8
 // images [n, 28, 28], scales them to [0, 1] in the graph, and returns the
-// logits [n, 10].
+// logits [n, 10]. Its fully connected layers are the example's dense.
 func Model(ctx *context.Context, _ any, inputs []*graph.Node) []*graph.Node {
-	images := inputs[0]
+	return perceptron(ctx, inputs[0], dense)
+}
+
+// A layerFunc is a fully connected layer of out units over x [n, in], with
+// its variables in ctx: dense, or GoMLX's layers.Dense in BenchmarkTrainStep.
+type layerFunc func(ctx *context.Context, x *graph.Node, out int) *graph.Node
+
+// perceptron builds Model's graph over images with layer as its fully
+// connected layers.
+func perceptron(ctx *context.Context, images *graph.Node, layer layerFunc) []*graph.Node {
 	x := graph.Reshape(graph.ConvertDType(images, dtypes.Float32), images.Shape().Dimensions[0], Side*Side)
 	x = graph.MulScalar(x, 1.0/255)
-	x = activations.Relu(dense(ctx.In("hidden"), x, Hidden))
-	return []*graph.Node{dense(ctx.In("logits"), x, NumClasses)}
+	x = activations.Relu(layer(ctx.In("hidden"), x, Hidden))
+	return []*graph.Node{layer(ctx.In("logits"), x, NumClasses)}
 }
 
 // Split yields the batch's image as the input and its label as the
 // [n, 1] column that GoMLX's sparse categorical loss and accuracy take.
 func Split(b *FashionMNISTBatch) (inputs, labels []runtime.Tensor) {
-	label := b.Label
-	label.Shape = []int{len(b.Indices), 1}
-	return []runtime.Tensor{b.Image}, []runtime.Tensor{label}
+	return []runtime.Tensor{b.Image}, []runtime.Tensor{lgomlx.Column(b.Label)}
 }
 
 // dense is a fully connected layer, x·w + b, for x of shape [n, in]; w
@@ -49,9 +57,10 @@ func dense(ctx *context.Context, x *graph.Node, out int) *graph.Node {
 // GoMLX v0.26.0 builds the gradient of every Dot as a broadcast, a
 // multiplication and a sum over an [n, in, out] intermediate (103 MB per
 // step for the hidden layer here), which the simplego backend runs as
-// written: about ten times slower training than with matrix products.
-// gomlx/gomlx#428, merged after v0.26.0, changes Dot's own gradient to
-// matrix products; with it, layers.Dense does as well as this.
+// written. BenchmarkTrainStep compares the training steps of this layer
+// and of layers.Dense; the README gives its figures. gomlx/gomlx#428,
+// merged after v0.26.0, builds Dot's own gradients as matrix products;
+// layers.Dense with it was not measured here.
 //
 // The product itself takes no gradient. Two zero-valued terms, one per
 // operand, carry the back-propagation to x and w, whose custom gradients

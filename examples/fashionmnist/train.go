@@ -56,10 +56,6 @@ func (e Epoch) String() string {
 // with the schema's seed; its short last batch is dropped, while the test
 // set keeps it, so that every test sample counts.
 func Train(backend backends.Backend, root string, o Options) (results []Epoch, err error) {
-	lr := o.LearningRate
-	if lr == 0 {
-		lr = 0.001
-	}
 	opts := runtime.Options{Logger: o.Logger}
 	trainDS, closeTrain, err := open(backend, filepath.Join(root, "train"), opts, lgomlx.Config[*FashionMNISTBatch]{Name: "train", Split: Split})
 	if err != nil {
@@ -72,13 +68,10 @@ func Train(backend backends.Backend, root string, o Options) (results []Epoch, e
 	}
 	defer func() { err = errors.Join(err, closeTest()) }()
 
-	ctx := context.New()
-	if err := ctx.SetRNGStateFromSeed(o.Seed); err != nil {
-		return nil, fmt.Errorf("seeding the weights: %w", err)
+	trainer, err := newTrainer(backend, Model, o)
+	if err != nil {
+		return nil, err
 	}
-	trainer := train.NewTrainer(backend, ctx, Model, losses.SparseCategoricalCrossEntropyLogits,
-		optimizers.Adam().LearningRate(lr).Done(), nil,
-		[]metrics.Interface{metrics.NewSparseCategoricalAccuracy("Accuracy", "acc")})
 	loop := train.NewLoop(trainer)
 	var lossSum float64
 	var steps int
@@ -114,6 +107,24 @@ func Train(backend backends.Backend, root string, o Options) (results []Epoch, e
 		}
 	}
 	return results, nil
+}
+
+// newTrainer returns Train's trainer of model on backend: Adam at
+// o.LearningRate (0 means 0.001) on the sparse categorical cross-entropy of
+// the logits, evaluating the accuracy too, with the initial weights seeded
+// from o.Seed.
+func newTrainer(backend backends.Backend, model train.ModelFn, o Options) (*train.Trainer, error) {
+	lr := o.LearningRate
+	if lr == 0 {
+		lr = 0.001
+	}
+	ctx := context.New()
+	if err := ctx.SetRNGStateFromSeed(o.Seed); err != nil {
+		return nil, fmt.Errorf("seeding the weights: %w", err)
+	}
+	return train.NewTrainer(backend, ctx, model, losses.SparseCategoricalCrossEntropyLogits,
+		optimizers.Adam().LearningRate(lr).Done(), nil,
+		[]metrics.Interface{metrics.NewSparseCategoricalAccuracy("Accuracy", "acc")}), nil
 }
 
 // open returns a dataset over the .npy files in dir, and a function that

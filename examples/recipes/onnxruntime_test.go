@@ -1,4 +1,6 @@
-package gomlx_test
+//go:build cgo
+
+package recipes_test
 
 import (
 	"context"
@@ -6,36 +8,9 @@ import (
 	"log"
 
 	ort "github.com/yalue/onnxruntime_go"
-	"gorgonia.org/tensor"
 
 	"github.com/loadergen/loadergen/golden/small"
 )
-
-// Recipes for consumers other than GoMLX, which need no adapter: the
-// batch's typed host views are ordinary Go slices over the staging slot.
-
-// A gorgonia.org/tensor Dense backed by a key's host view: tensor.WithBacking
-// keeps the slice itself, so nothing is copied, and the tensor is valid
-// until the loop advances (the loader then refills the slot).
-func Example_gorgoniaTensor() {
-	l, err := small.NewSmallLoader(indexed{n: 6, fail: -1}, quiet)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer l.Close()
-	for b, err := range l.Epoch(context.Background(), 0) {
-		if err != nil {
-			log.Fatal(err)
-		}
-		images := tensor.New(tensor.WithShape(b.Image.Shape...), tensor.WithBacking(b.ImageData()))
-		labels := tensor.New(tensor.WithShape(b.Label.Shape...), tensor.WithBacking(b.LabelData()))
-		// Use them here, before the loop advances.
-		fmt.Println(images.Shape(), labels.Data(), &images.Float32s()[0] == &b.ImageData()[0])
-	}
-	// Output:
-	// (4, 3, 4, 4) [2 4 3 0] true
-	// (2, 3, 4, 4) [5 1] true
-}
 
 // An onnxruntime_go input tensor over a key's host view, for inference:
 // ort.NewTensor wraps the slice without copying (ort.NewCustomDataTensor
@@ -55,7 +30,7 @@ func Example_onnxruntime() {
 	}
 	defer session.Destroy()
 
-	l, err := small.NewSmallLoader(indexed{n: 6, fail: -1}, quiet)
+	l, err := small.NewSmallLoader(indexed(6), quiet)
 	if err != nil {
 		log.Fatal(err)
 	}
