@@ -48,7 +48,8 @@ cuda-headers:
 CUDA_ENV ?= cache=$$(.ci/cuda-headers) && export CGO_CFLAGS="-I$$cache/usr/include" CGO_LDFLAGS="-L$$cache/usr/lib/x86_64-linux-gnu/stubs" &&
 # The packages with cuda-tagged tests; each links to .cuda/bin/PATH.test with
 # PATH's slashes as underscores (golden/small -> golden_small.test), and its
-# -race build to .cuda/race/.
+# -race build to .cuda/race/. Both directories get a file packages, read by
+# .ci/cuda-run, with a line "golden_small.test golden/small" per binary.
 CUDA_PKGS = runtime $(wildcard golden/*) examples/cellmap
 
 ## cuda-build: vet the cuda-tagged build and link its test binaries, plain into .cuda/bin and -race into .cuda/race
@@ -56,34 +57,39 @@ cuda-build:
 	@$(CUDA_ENV) set -e; \
 	$(GO) vet -tags cuda ./...; \
 	mkdir -p .cuda/bin .cuda/race; \
+	: >.cuda/bin/packages; \
 	for p in $(CUDA_PKGS); do \
-		n=$$(echo $$p | tr / _); \
-		$(GO) test -c -tags cuda -o .cuda/bin/$$n.test ./$$p; \
-		$(GO) test -c -race -tags cuda -o .cuda/race/$$n.test ./$$p; \
+		n=$$(echo $$p | tr / _).test; \
+		$(GO) test -c -tags cuda -o .cuda/bin/$$n ./$$p; \
+		$(GO) test -c -race -tags cuda -o .cuda/race/$$n ./$$p; \
+		echo "$$n $$p" >>.cuda/bin/packages; \
 	done; \
-	echo "cuda-build: linked $$(ls .cuda/bin | wc -l) test binaries, and their -race builds"
+	cp .cuda/bin/packages .cuda/race/packages; \
+	echo "cuda-build: linked $$(wc -l <.cuda/bin/packages) test binaries, and their -race builds"
 
 include internal/cudaemu/cudaemu.mk
 
 # The emulator's settings for the overlap benchmark: copy engine at
 # 0.42 GB/s, so that the 2.1 MiB batch takes 5 ms, as long as its kernel.
 EMU_BENCH_ENV = CUDAEMU_COPY_GBPS=0.42 LOADERGEN_BENCH_BATCH_MB=8
+# The GPU benchmarks on the emulated driver; the recipes add the run count.
+EMU_BENCH = cd runtime && $(EMU_BENCH_ENV) LD_LIBRARY_PATH=../.cuda/emu ../.cuda/bin/runtime.test \
+	-test.run '^$$' -test.bench CUDA
 
 ## cuda-emu-test: every cuda-tagged test binary, plain and -race, and one pass of the GPU benchmarks, on the emulated driver (part of make test)
 cuda-emu-test: cuda-build cudaemu-test
 	@CUDA_LIB=.cuda/emu .ci/cuda-run .cuda/bin/*.test .cuda/race/*.test
 	@echo "cuda-emu-test: the GPU benchmarks, once each, for correctness"
-	@cd runtime && $(EMU_BENCH_ENV) LD_LIBRARY_PATH=../.cuda/emu ../.cuda/bin/runtime.test \
-		-test.run '^$$' -test.bench CUDA -test.benchtime 1x | grep -E '^(Benchmark|ok|PASS|FAIL)'
+	@out=$$($(EMU_BENCH) -test.benchtime 1x 2>&1) || { echo "$$out"; echo "cuda-emu-test: the GPU benchmarks FAILED"; exit 1; }; \
+	echo "$$out" | grep -E '^(Benchmark|ok|PASS|FAIL|cudaemu: race:)'
 
 ## cuda-emu-bench: the GPU benchmarks on the emulated driver, 5 runs each (figures of the emulator's settings, not of a GPU)
 cuda-emu-bench: cuda-build cudaemu
-	cd runtime && $(EMU_BENCH_ENV) LD_LIBRARY_PATH=../.cuda/emu ../.cuda/bin/runtime.test \
-		-test.run '^$$' -test.bench CUDA -test.count 5
+	$(EMU_BENCH) -test.count 5
 
 ## cuda-mutations: remove ordering steps from the CUDA backend one at a time; the tests on the emulated driver must catch each
 cuda-mutations: cudaemu
-	@.ci/cuda-mutations
+	@$(CUDA_ENV) GO="$(GO)" .ci/cuda-mutations
 
 ## cuda-test: run the cuda-tagged tests against the real driver (needs an NVIDIA GPU)
 cuda-test: cuda-build
@@ -92,7 +98,7 @@ cuda-test: cuda-build
 ## gpu-suite: what a GPU machine without Go needs, in .cuda/suite: test binaries, benchmark binary, run.sh
 gpu-suite: cuda-build
 	@rm -rf .cuda/suite && mkdir -p .cuda/suite/bin && \
-	cp .cuda/bin/*.test .cuda/suite/bin/ && cp .ci/gpu-suite .cuda/suite/run.sh && \
-	echo "gpu-suite: .cuda/suite holds $$(ls .cuda/suite/bin | wc -l) test binaries and run.sh; on the GPU machine, from the repository root: .cuda/suite/run.sh OUTDIR"
+	cp .cuda/bin/*.test .cuda/bin/packages .cuda/suite/bin/ && cp .ci/gpu-suite .cuda/suite/run.sh && \
+	echo "gpu-suite: .cuda/suite holds $$(ls .cuda/suite/bin/*.test | wc -l) test binaries and run.sh; on the GPU machine, from the repository root: .cuda/suite/run.sh OUTDIR"
 
 include contrib/gomlx/gomlx.mk

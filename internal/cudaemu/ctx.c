@@ -47,23 +47,6 @@ void ctx_fail(struct ctx *c, CUresult r)
 	}
 }
 
-/* Waits until every stream of c has drained what was queued before the call. */
-void ctx_sync(struct ctx *c, enum waitmode mode)
-{
-	size_t n = 1;
-	for (struct stream *s = c->streams; s; s = s->next) {
-		n++;
-	}
-	struct mark **marks = xcalloc(n, sizeof *marks);
-	size_t i = 0;
-	marks[i++] = stream_tail(c->legacy);
-	for (struct stream *s = c->streams; s; s = s->next) {
-		marks[i++] = stream_tail(s);
-	}
-	marks_wait(marks, i, mode);
-	free(marks);
-}
-
 /* ---- initialization ---- */
 
 static CUresult init_locked(unsigned int flags)

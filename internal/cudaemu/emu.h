@@ -79,7 +79,7 @@ struct hsnap {
  */
 struct mark {
 	int refs;           /* event, queued op and waiters holding it */
-	atomic_int done;    /* set once, by the recording stream's worker */
+	atomic_int done;    /* set once, by the thread that completes it (above) */
 	int64_t at_ns;      /* CLOCK_MONOTONIC when completed */
 	struct vclock clock; /* the stream's clock at the position */
 };
@@ -102,9 +102,9 @@ struct op {
 	struct mark *mark;     /* OP_RECORD completes it; OP_WAIT waits for it */
 	enum copy_dir dir;     /* OP_COPY */
 	CUdeviceptr dst, src;  /* device addresses the op writes / reads */
-	void *host;            /* H2D source or D2H destination */
+	void *host;            /* H2D source or D2H destination; an H2D copy from
+	                          pageable memory owns it (the staged bytes) */
 	size_t bytes;          /* OP_COPY, OP_MEMSET: bytes touched */
-	bool staged;           /* host is our copy of pageable memory: free it */
 	bool pinned;           /* host lay in pinned memory when the op was queued */
 	uint64_t issue_hash;   /* H2D from pinned memory: its hash when queued */
 	unsigned elem;         /* OP_MEMSET: element size 1, 2 or 4 */
@@ -126,7 +126,6 @@ struct stream {
 	struct ctx *ctx;
 	unsigned flags;      /* CU_STREAM_DEFAULT or CU_STREAM_NON_BLOCKING */
 	int priority;
-	bool legacy;         /* the context's NULL stream */
 	struct op *head, *tail;
 	uint64_t enqueued, completed; /* ops ever queued / finished */
 	bool dying;          /* destroyed: the worker exits once drained; it
@@ -231,10 +230,6 @@ struct emu {
 	struct vclock host;      /* the host's clock (all host threads) */
 	uint64_t host_version;   /* bumped when host changes */
 	struct hsnap *host_snap; /* cached snapshot of host, or NULL */
-	struct alloc **allocs;   /* sorted by base */
-	size_t nallocs, capallocs;
-	struct pinned **pinned;  /* sorted by base */
-	size_t npinned, cappinned;
 	char *fail_copy_value;   /* CUDAEMU_FAIL_COPY as last seen */
 	long fail_copy_calls;    /* cuMemcpyHtoDAsync calls since it changed or
 	                            a primary context was activated */
@@ -280,7 +275,6 @@ enum waitmode { WAIT_SPIN, WAIT_BLOCK };
 
 /* ctx.c */
 CUresult cur_ctx(struct ctx **out);
-void ctx_sync(struct ctx *c, enum waitmode mode);
 void ctx_fail(struct ctx *c, CUresult r);
 
 /* stream.c */
@@ -289,23 +283,14 @@ struct stream *stream_new(struct ctx *c, unsigned flags, int priority, bool lega
 void stream_kill(struct stream *s);
 struct op *op_new(enum op_kind kind, const char *what);
 void enqueue(struct stream *s, struct op *o);
-struct mark *mark_new(void);
-void mark_put(struct mark *m);
-void mark_wait(struct mark *m, enum waitmode mode);
-void marks_wait(struct mark **marks, size_t n, enum waitmode mode);
-struct mark *stream_tail(struct stream *s);
 void stream_sync(struct stream *s, enum waitmode mode);
+void ctx_sync(struct ctx *c, enum waitmode mode);
 enum waitmode ctx_waitmode(const struct ctx *c);
 void events_drop_ctx(const struct ctx *c);
 
 /* memory.c */
-struct alloc *alloc_find(CUdeviceptr p);
-CUresult check_device_range(const struct ctx *c, CUdeviceptr p, size_t n);
-struct pinned *pinned_find(const void *p, size_t n);
-struct alloc *device_access(struct ctx *c, CUdeviceptr p, size_t n, bool write,
-			    int accessor, const struct vclock *clock, uint64_t epoch, const char *what);
+struct alloc *stream_access(struct stream *s, CUdeviceptr p, size_t n, bool write, const char *what);
 void alloc_unbusy(struct alloc *a);
-void fault_address(struct stream *s, const char *what, CUdeviceptr p, size_t n);
 void run_copy(struct stream *s, struct op *o);
 void run_memset(struct stream *s, struct op *o);
 void memory_drop_ctx(struct ctx *c);

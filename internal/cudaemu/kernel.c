@@ -36,11 +36,9 @@ static void *launch_mem(struct launch *l, uint64_t p, uint64_t n, bool write)
 {
 	struct stream *s = l->s;
 	emu_lock();
-	struct alloc *a = device_access(s->ctx, p, n, write, s->id, &s->clock, s->seq, l->k->label);
+	struct alloc *a = stream_access(s, p, n, write, l->k->label);
 	void *mem = NULL;
-	if (!a) {
-		fault_address(s, l->k->label, p, n);
-	} else {
+	if (a) {
 		l->pins[l->npins++] = a;
 		mem = a->mem + (p - a->base);
 	}
@@ -115,7 +113,6 @@ struct module {
 
 /* Guarded by g.mu. */
 struct function {
-	uintptr_t handle;
 	struct module *mod;
 	const struct kernel *kernel;
 };
@@ -381,7 +378,7 @@ static CUresult get_function(CUfunction *hfunc, CUmodule hmod, const char *name)
 	if (!e->func) {
 		struct function *f = xcalloc(1, sizeof *f);
 		*f = (struct function){.mod = m, .kernel = k};
-		f->handle = e->func = handle_new(HK_FUNC, f);
+		e->func = handle_new(HK_FUNC, f);
 	}
 	*hfunc = (CUfunction)e->func;
 	return CUDA_SUCCESS;

@@ -20,19 +20,31 @@ enum {
 
 /* ---- allocation tables ---- */
 
+/* Objects sorted by base address. Guarded by g.mu. */
+struct table {
+	struct slot {
+		uint64_t base;
+		void *obj;
+	} *v;
+	size_t n, cap;
+};
+
+static struct table alloc_table;  /* struct alloc */
+static struct table pinned_table; /* struct pinned */
+
 /* Device memory an allocation of size bytes takes from cuMemGetInfo's free. */
 static size_t charged(size_t size)
 {
 	return size > SIZE_MAX - ALIGN ? SIZE_MAX : (size + ALIGN - 1) / ALIGN * ALIGN;
 }
 
-/* Index of the first allocation with base > p. */
-static size_t alloc_upper(CUdeviceptr p)
+/* Index of the first slot of t with base > p. */
+static size_t table_upper(const struct table *t, uint64_t p)
 {
-	size_t lo = 0, hi = g.nallocs;
+	size_t lo = 0, hi = t->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (g.allocs[mid]->base <= p) {
+		if (t->v[mid].base <= p) {
 			lo = mid + 1;
 		} else {
 			hi = mid;
@@ -41,35 +53,57 @@ static size_t alloc_upper(CUdeviceptr p)
 	return lo;
 }
 
-/* The allocation containing address p, or NULL. */
-struct alloc *alloc_find(CUdeviceptr p)
+/* The object of t with the greatest base <= p, or NULL. */
+static void *table_floor(const struct table *t, uint64_t p)
 {
-	size_t i = alloc_upper(p);
-	if (i == 0) {
-		return NULL;
-	}
-	struct alloc *a = g.allocs[i - 1];
-	return p - a->base < a->size ? a : NULL;
+	size_t i = table_upper(t, p);
+	return i ? t->v[i - 1].obj : NULL;
 }
 
-static void alloc_insert(struct alloc *a)
+static void table_insert(struct table *t, uint64_t base, void *obj)
 {
-	if (g.nallocs == g.capallocs) {
-		g.capallocs = g.capallocs ? 2 * g.capallocs : 64;
-		g.allocs = xrealloc(g.allocs, g.capallocs, sizeof *g.allocs);
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 64;
+		t->v = xrealloc(t->v, t->cap, sizeof *t->v);
 	}
-	size_t i = alloc_upper(a->base);
-	memmove(g.allocs + i + 1, g.allocs + i, (g.nallocs - i) * sizeof *g.allocs);
-	g.allocs[i] = a;
-	g.nallocs++;
+	size_t i = table_upper(t, base);
+	memmove(t->v + i + 1, t->v + i, (t->n - i) * sizeof *t->v);
+	t->v[i] = (struct slot){.base = base, .obj = obj};
+	t->n++;
+}
+
+/* Removes the object at base, which t holds. */
+static void table_remove(struct table *t, uint64_t base)
+{
+	size_t i = table_upper(t, base) - 1;
+	memmove(t->v + i, t->v + i + 1, (t->n - i - 1) * sizeof *t->v);
+	t->n--;
+}
+
+/* The allocation containing address p, or NULL. */
+static struct alloc *alloc_find(CUdeviceptr p)
+{
+	struct alloc *a = table_floor(&alloc_table, p);
+	return a && p - a->base < a->size ? a : NULL;
+}
+
+/* The allocation of c holding all of [p, p+n), or NULL. */
+static struct alloc *alloc_range(const struct ctx *c, CUdeviceptr p, size_t n)
+{
+	struct alloc *a = alloc_find(p);
+	return a && a->ctx == c && n <= a->size - (p - a->base) ? a : NULL;
+}
+
+/* CUDA_SUCCESS if [p, p+n) lies in one allocation of c (or n is 0). */
+static CUresult check_device_range(const struct ctx *c, CUdeviceptr p, size_t n)
+{
+	return n == 0 || alloc_range(c, p, n) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* Removes a from the table, waits until no op moves its bytes, and frees it. */
 static void alloc_free(struct alloc *a)
 {
-	size_t i = alloc_upper(a->base) - 1;
-	memmove(g.allocs + i, g.allocs + i + 1, (g.nallocs - i - 1) * sizeof *g.allocs);
-	g.nallocs--;
+	table_remove(&alloc_table, a->base);
 	while (a->busy) {
 		pthread_cond_wait(&g.progress, &g.mu);
 	}
@@ -89,51 +123,18 @@ void alloc_unbusy(struct alloc *a)
 	pthread_cond_broadcast(&g.progress);
 }
 
-/* Index of the first pinned region with base > p. */
-static size_t pinned_upper(uintptr_t p)
-{
-	size_t lo = 0, hi = g.npinned;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (g.pinned[mid]->base <= p) {
-			lo = mid + 1;
-		} else {
-			hi = mid;
-		}
-	}
-	return lo;
-}
-
 /* The pinned region holding all of [p, p+n), or NULL. */
-struct pinned *pinned_find(const void *p, size_t n)
+static struct pinned *pinned_find(const void *p, size_t n)
 {
 	uintptr_t a = (uintptr_t)p;
-	size_t i = pinned_upper(a);
-	if (i == 0) {
-		return NULL;
-	}
-	struct pinned *r = g.pinned[i - 1];
-	return a - r->base < r->size && n <= r->size - (a - r->base) ? r : NULL;
-}
-
-static void pinned_insert(struct pinned *r)
-{
-	if (g.npinned == g.cappinned) {
-		g.cappinned = g.cappinned ? 2 * g.cappinned : 64;
-		g.pinned = xrealloc(g.pinned, g.cappinned, sizeof *g.pinned);
-	}
-	size_t i = pinned_upper(r->base);
-	memmove(g.pinned + i + 1, g.pinned + i, (g.npinned - i) * sizeof *g.pinned);
-	g.pinned[i] = r;
-	g.npinned++;
+	struct pinned *r = table_floor(&pinned_table, a);
+	return r && a - r->base < r->size && n <= r->size - (a - r->base) ? r : NULL;
 }
 
 /* Removes r from the table, waits until no copy moves its bytes, and unmaps it. */
 static void pinned_free(struct pinned *r)
 {
-	size_t i = pinned_upper(r->base) - 1;
-	memmove(g.pinned + i, g.pinned + i + 1, (g.npinned - i - 1) * sizeof *g.pinned);
-	g.npinned--;
+	table_remove(&pinned_table, r->base);
 	while (r->busy) {
 		pthread_cond_wait(&g.progress, &g.mu);
 	}
@@ -144,38 +145,25 @@ static void pinned_free(struct pinned *r)
 /* Frees the memory of a context being destroyed (freeing may wait, so each search starts over). */
 void memory_drop_ctx(struct ctx *c)
 {
-	for (bool more = true; more;) {
-		more = false;
-		for (size_t i = 0; i < g.nallocs && !more; i++) {
-			if (g.allocs[i]->ctx == c) {
-				alloc_free(g.allocs[i]);
-				more = true;
-			}
+	for (size_t i = 0; i < alloc_table.n;) {
+		struct alloc *a = alloc_table.v[i].obj;
+		if (a->ctx == c) {
+			alloc_free(a);
+			i = 0;
+		} else {
+			i++;
 		}
 	}
-	for (bool more = true; more;) {
-		more = false;
-		for (size_t i = 0; i < g.npinned && !more; i++) {
-			if (g.pinned[i]->ctx == c) {
-				pinned_free(g.pinned[i]);
-				more = true;
-			}
+	for (size_t i = 0; i < pinned_table.n;) {
+		struct pinned *r = pinned_table.v[i].obj;
+		if (r->ctx == c) {
+			pinned_free(r);
+			i = 0;
+		} else {
+			i++;
 		}
 	}
 	c->used = 0;
-}
-
-/* CUDA_SUCCESS if [p, p+n) lies in one allocation of c (or n is 0). */
-CUresult check_device_range(const struct ctx *c, CUdeviceptr p, size_t n)
-{
-	if (n == 0) {
-		return CUDA_SUCCESS;
-	}
-	struct alloc *a = alloc_find(p);
-	if (!a || a->ctx != c || n > a->size - (p - a->base)) {
-		return CUDA_ERROR_INVALID_VALUE;
-	}
-	return CUDA_SUCCESS;
 }
 
 /* ---- race detection on device memory ---- */
@@ -264,11 +252,11 @@ static void history_add(struct alloc *a, CUdeviceptr lo, CUdeviceptr hi, bool wr
  * caller calls alloc_unbusy after moving the bytes), or NULL if the range
  * is not device memory of c.
  */
-struct alloc *device_access(struct ctx *c, CUdeviceptr p, size_t n, bool write, int accessor,
-			    const struct vclock *clock, uint64_t epoch, const char *what)
+static struct alloc *device_access(struct ctx *c, CUdeviceptr p, size_t n, bool write, int accessor,
+				   const struct vclock *clock, uint64_t epoch, const char *what)
 {
-	struct alloc *a = alloc_find(p);
-	if (!a || a->ctx != c || n > a->size - (p - a->base)) {
+	struct alloc *a = alloc_range(c, p, n);
+	if (!a) {
 		return NULL;
 	}
 	history_add(a, p, p + n, write, accessor, clock, epoch, what);
@@ -356,14 +344,22 @@ static void engine_copy(struct device *d, void *dst, const void *src, size_t n, 
 
 /* ---- executing queued copies and memsets (on the stream's worker, g.mu held) ---- */
 
-/* An op touched memory that is not its context's device memory: the context fails. */
-void fault_address(struct stream *s, const char *what, CUdeviceptr p, size_t n)
+/*
+ * device_access for the op on s that runs now. If [p, p+n) is not device
+ * memory of s's context, the context fails (CUDA_ERROR_ILLEGAL_ADDRESS,
+ * noted on stderr) and the result is NULL.
+ */
+struct alloc *stream_access(struct stream *s, CUdeviceptr p, size_t n, bool write, const char *what)
 {
-	char b[40];
-	emu_note("%s on %s: device 0x%llx+%zu is not (any more) memory of this context: "
-		 "CUDA_ERROR_ILLEGAL_ADDRESS",
-		 what, accessor_name(s->id, b, sizeof b), p, n);
-	ctx_fail(s->ctx, CUDA_ERROR_ILLEGAL_ADDRESS);
+	struct alloc *a = device_access(s->ctx, p, n, write, s->id, &s->clock, s->seq, what);
+	if (!a) {
+		char b[40];
+		emu_note("%s on %s: device 0x%llx+%zu is not (any more) memory of this context: "
+			 "CUDA_ERROR_ILLEGAL_ADDRESS",
+			 what, accessor_name(s->id, b, sizeof b), p, n);
+		ctx_fail(s->ctx, CUDA_ERROR_ILLEGAL_ADDRESS);
+	}
+	return a;
 }
 
 /* Pins the host side of a copy from or to pinned memory; false (reported) if it was freed. */
@@ -409,16 +405,14 @@ static void check_staged(struct stream *s, const struct op *o, const struct copy
 
 static void run_h2d(struct stream *s, struct op *o)
 {
-	struct ctx *c = s->ctx;
-	struct alloc *a = device_access(c, o->dst, o->bytes, true, s->id, &s->clock, s->seq, o->what);
+	struct alloc *a = stream_access(s, o->dst, o->bytes, true, o->what);
 	if (!a) {
-		fault_address(s, o->what, o->dst, o->bytes);
 		return;
 	}
 	struct pinned *r;
 	if (pin_host(s, o, &r)) {
 		struct copy_hashes hs;
-		engine_copy(&g.dev[c->ordinal], a->mem + (o->dst - a->base), o->host, o->bytes,
+		engine_copy(&g.dev[s->ctx->ordinal], a->mem + (o->dst - a->base), o->host, o->bytes,
 			    o->pinned ? &hs : NULL);
 		if (o->pinned) {
 			check_staged(s, o, &hs);
@@ -430,15 +424,13 @@ static void run_h2d(struct stream *s, struct op *o)
 
 static void run_d2h(struct stream *s, struct op *o)
 {
-	struct ctx *c = s->ctx;
-	struct alloc *a = device_access(c, o->src, o->bytes, false, s->id, &s->clock, s->seq, o->what);
+	struct alloc *a = stream_access(s, o->src, o->bytes, false, o->what);
 	if (!a) {
-		fault_address(s, o->what, o->src, o->bytes);
 		return;
 	}
 	struct pinned *r;
 	if (pin_host(s, o, &r)) {
-		engine_copy(&g.dev[c->ordinal], o->host, a->mem + (o->src - a->base), o->bytes, NULL);
+		engine_copy(&g.dev[s->ctx->ordinal], o->host, a->mem + (o->src - a->base), o->bytes, NULL);
 		unpin_host(r);
 	}
 	alloc_unbusy(a);
@@ -446,15 +438,12 @@ static void run_d2h(struct stream *s, struct op *o)
 
 static void run_d2d(struct stream *s, struct op *o)
 {
-	struct ctx *c = s->ctx;
-	struct alloc *from = device_access(c, o->src, o->bytes, false, s->id, &s->clock, s->seq, o->what);
+	struct alloc *from = stream_access(s, o->src, o->bytes, false, o->what);
 	if (!from) {
-		fault_address(s, o->what, o->src, o->bytes);
 		return;
 	}
-	struct alloc *to = device_access(c, o->dst, o->bytes, true, s->id, &s->clock, s->seq, o->what);
+	struct alloc *to = stream_access(s, o->dst, o->bytes, true, o->what);
 	if (!to) {
-		fault_address(s, o->what, o->dst, o->bytes);
 		alloc_unbusy(from);
 		return;
 	}
@@ -499,9 +488,8 @@ static void fill(unsigned char *p, size_t bytes, unsigned elem, uint32_t value)
 
 void run_memset(struct stream *s, struct op *o)
 {
-	struct alloc *a = device_access(s->ctx, o->dst, o->bytes, true, s->id, &s->clock, s->seq, o->what);
+	struct alloc *a = stream_access(s, o->dst, o->bytes, true, o->what);
 	if (!a) {
-		fault_address(s, o->what, o->dst, o->bytes);
 		return;
 	}
 	emu_unlock();
@@ -538,7 +526,7 @@ static CUresult mem_alloc(CUdeviceptr *dptr, size_t bytesize)
 	*a = (struct alloc){.base = d->next_addr, .size = bytesize, .mem = mem, .ctx = c};
 	d->next_addr += take + ALIGN;
 	c->used += take;
-	alloc_insert(a);
+	table_insert(&alloc_table, a->base, a);
 	*dptr = a->base;
 	return CUDA_SUCCESS;
 }
@@ -643,7 +631,7 @@ static CUresult host_alloc(void **pp, size_t bytesize, unsigned int flags)
 	}
 	struct pinned *reg = xcalloc(1, sizeof *reg);
 	*reg = (struct pinned){.base = (uintptr_t)p, .size = bytesize, .mapped = mapped, .ctx = c};
-	pinned_insert(reg);
+	table_insert(&pinned_table, reg->base, reg);
 	*pp = p;
 	return CUDA_SUCCESS;
 }
@@ -774,7 +762,6 @@ static CUresult htod_async(CUdeviceptr dst, const void *src, size_t n, CUstream 
 		stream_sync(s, ctx_waitmode(c));
 		o->host = xcalloc(1, n);
 		memcpy(o->host, src, n);
-		o->staged = true;
 	}
 	enqueue(s, o);
 	return CUDA_SUCCESS;

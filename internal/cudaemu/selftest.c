@@ -45,15 +45,6 @@ static void fail_at(int line, const char *fmt, ...)
 	fflush(stdout);
 }
 
-#define CK(call)                                                                               \
-	do {                                                                                   \
-		CUresult r_ = (call);                                                          \
-		if (r_ != CUDA_SUCCESS) {                                                      \
-			fail("line %d: %s returned %d", __LINE__, #call, (int)r_);             \
-			return false;                                                          \
-		}                                                                              \
-	} while (0)
-
 #define WANT(call, code)                                                                       \
 	do {                                                                                   \
 		CUresult r_ = (call);                                                          \
@@ -63,6 +54,8 @@ static void fail_at(int line, const char *fmt, ...)
 			return false;                                                          \
 		}                                                                              \
 	} while (0)
+
+#define CK(call) WANT(call, CUDA_SUCCESS)
 
 #define EXPECT(cond, ...)                                                                      \
 	do {                                                                                   \
@@ -92,6 +85,12 @@ static int count(const char *hay, const char *needle)
 }
 
 static int races(void) { return count(emu_output(), "cudaemu: race: "); }
+
+#define EXPECT_NO_RACES() EXPECT(races() == 0, "unexpected report:\n%s", emu_output())
+
+/* Exactly one finding so far, and it contains want. */
+#define EXPECT_ONE_REPORT(want)                                                                \
+	EXPECT(races() == 1 && strstr(emu_output(), want), "want one report\n  %s\ngot:\n%s", want, emu_output())
 
 static double now(void)
 {
@@ -129,6 +128,16 @@ static void *pinned(size_t n, int byte)
 	return p;
 }
 
+/* A stream with flags, and n bytes of device memory at *d and of pinned memory filled with byte at *h. */
+static bool stream_buffers(CUstream *s, unsigned flags, CUdeviceptr *d, void **h, size_t n, int byte)
+{
+	CK(cuStreamCreate(s, flags));
+	CK(cuMemAlloc(d, n));
+	*h = pinned(n, byte);
+	EXPECT(*h, "cuMemHostAlloc failed");
+	return true;
+}
+
 static bool all(const void *p, size_t n, int byte)
 {
 	const unsigned char *b = p;
@@ -156,6 +165,24 @@ static bool load_spin(void)
 	return true;
 }
 
+/*
+ * setup and load_spin, then non-blocking streams *s1 and (unless s2 is NULL)
+ * *s2, and n bytes of device memory at each of *d1 and *d2.
+ */
+static bool setup_spin(CUstream *s1, CUstream *s2, CUdeviceptr *d1, CUdeviceptr *d2, size_t n)
+{
+	if (!setup() || !load_spin()) {
+		return false;
+	}
+	CK(cuStreamCreate(s1, CU_STREAM_NON_BLOCKING));
+	if (s2) {
+		CK(cuStreamCreate(s2, CU_STREAM_NON_BLOCKING));
+	}
+	CK(cuMemAlloc(d1, n));
+	CK(cuMemAlloc(d2, n));
+	return true;
+}
+
 static CUresult spin(CUstream s, uint64_t cycles, CUdeviceptr src, CUdeviceptr dst, uint64_t n)
 {
 	void *args[] = {&cycles, &src, &dst, &n};
@@ -180,12 +207,9 @@ static bool check_in_order(void)
 	CUstream s;
 	CUdeviceptr d, out;
 	CUevent ev[N];
-	if (!setup() || !load_spin()) {
+	if (!setup_spin(&s, NULL, &d, &out, SIZE)) {
 		return false;
 	}
-	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&d, SIZE));
-	CK(cuMemAlloc(&out, SIZE));
 	for (int i = 0; i < N; i++) {
 		void *h = pinned(SIZE, 'a' + i);
 		EXPECT(h, "cuMemHostAlloc failed");
@@ -201,7 +225,7 @@ static bool check_in_order(void)
 		CK(cuEventElapsedTime(&ms, ev[i - 1], ev[i]));
 		EXPECT(ms > 0, "event %d completed %.3f ms after event %d", i, ms, i - 1);
 	}
-	EXPECT(races() == 0, "unexpected report:\n%s", emu_output());
+	EXPECT_NO_RACES();
 	return true;
 }
 
@@ -214,23 +238,23 @@ static bool check_reads_at_execution(void)
 	enum { SLOW = 4 << 20, SIZE = 4096 };
 	CUstream s;
 	CUdeviceptr slow, d;
-	if (!setup()) {
+	void *big, *h;
+	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &slow, &big, SLOW, 0)) {
 		return false;
 	}
-	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&slow, SLOW));
 	CK(cuMemAlloc(&d, SIZE));
-	unsigned char *big = pinned(SLOW, 0), *h = pinned(SIZE, 'A');
-	EXPECT(big && h, "cuMemHostAlloc failed");
+	h = pinned(SIZE, 'A');
+	EXPECT(h, "cuMemHostAlloc failed");
 	CK(cuMemcpyHtoDAsync(slow, big, SLOW, s)); /* 40 ms at 0.1 GB/s */
 	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
 	memset(h, 'B', SIZE);
 	CK(cuStreamSynchronize(s));
 	EXPECT(device_is(d, SIZE, 'B'), "the device did not get the bytes present when the copy ran");
-	const char *out = emu_output();
-	EXPECT(races() == 1 && strstr(out, "changed between cuMemcpyHtoDAsync") &&
-		       strstr(out, "(4096 bytes)") && strstr(out, "the device received bytes written after the call"),
-	       "want one race (a) report, got:\n%s", out);
+	char want[300];
+	snprintf(want, sizeof want, "host buffer 0x%lx (4096 bytes) changed between cuMemcpyHtoDAsync on stream 0x%lx "
+		 "and the end of its copy to device 0x%llx (the device received bytes written after the call)",
+		 (unsigned long)h, (unsigned long)s, (unsigned long long)d);
+	EXPECT_ONE_REPORT(want);
 	return true;
 }
 
@@ -244,15 +268,12 @@ static bool check_stale_until_complete(void)
 	enum { SIZE = 2 << 20, TAIL = 4096 };
 	CUstream s;
 	CUdeviceptr d;
-	if (!setup()) {
+	void *h;
+	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &d, &h, SIZE, 0x22)) {
 		return false;
 	}
-	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&d, SIZE));
 	CK(cuMemsetD8(d, 0x11, SIZE));
 	CK(cuCtxSynchronize());
-	unsigned char *h = pinned(SIZE, 0x22);
-	EXPECT(h, "cuMemHostAlloc failed");
 	CK(cuMemcpyHtoDAsync(d, h, SIZE, s)); /* 210 ms at 0.01 GB/s */
 	usleep(20000);                        /* let it start */
 	EXPECT(device_is(d + SIZE - TAIL, TAIL, 0x11), "device memory changed before the copy reached it");
@@ -261,7 +282,7 @@ static bool check_stale_until_complete(void)
 		 "(cuMemcpyHtoDAsync) on stream 0x%lx writing it is not ordered before it (missing "
 		 "cuStreamSynchronize or cuEventSynchronize?)",
 		 (unsigned long long)(d + SIZE - TAIL), (unsigned long)s);
-	EXPECT(races() == 1 && strstr(emu_output(), want), "want one report\n  %s\ngot:\n%s", want, emu_output());
+	EXPECT_ONE_REPORT(want);
 	CK(cuStreamSynchronize(s));
 	EXPECT(device_is(d, SIZE, 0x22), "device memory lacks the copy after cuStreamSynchronize");
 	EXPECT(races() == 1, "a synchronized read was reported:\n%s", emu_output());
@@ -274,15 +295,12 @@ static bool check_event_timing(void)
 	enum { SIZE = 4 << 20 };
 	CUstream s;
 	CUdeviceptr d;
+	void *h;
 	CUevent start, end, notime;
 	float ms;
-	if (!setup()) {
+	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &d, &h, SIZE, 1)) {
 		return false;
 	}
-	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&d, SIZE));
-	void *h = pinned(SIZE, 1);
-	EXPECT(h, "cuMemHostAlloc failed");
 	CK(cuEventCreate(&start, CU_EVENT_DEFAULT));
 	CK(cuEventCreate(&end, CU_EVENT_BLOCKING_SYNC));
 	CK(cuEventCreate(&notime, CU_EVENT_DISABLE_TIMING));
@@ -310,16 +328,13 @@ static bool check_rerecord(void)
 	enum { SIZE = 8 << 20 };
 	CUstream busy, idle, waiter;
 	CUdeviceptr d;
+	void *h;
 	CUevent e, after;
-	if (!setup()) {
+	if (!setup() || !stream_buffers(&busy, CU_STREAM_NON_BLOCKING, &d, &h, SIZE, 3)) {
 		return false;
 	}
-	CK(cuStreamCreate(&busy, CU_STREAM_NON_BLOCKING));
 	CK(cuStreamCreate(&idle, CU_STREAM_NON_BLOCKING));
 	CK(cuStreamCreate(&waiter, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&d, SIZE));
-	void *h = pinned(SIZE, 3);
-	EXPECT(h, "cuMemHostAlloc failed");
 	CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
 	CK(cuEventCreate(&after, CU_EVENT_DEFAULT));
 	CK(cuMemcpyHtoDAsync(d, h, SIZE, busy)); /* 80 ms at 0.1 GB/s */
@@ -347,13 +362,9 @@ static bool check_wait_event_orders(void)
 	CUstream loader, consumer;
 	CUdeviceptr buf, out;
 	CUevent ready, done;
-	if (!setup() || !load_spin()) {
+	if (!setup_spin(&loader, &consumer, &buf, &out, SIZE)) {
 		return false;
 	}
-	CK(cuStreamCreate(&loader, CU_STREAM_NON_BLOCKING));
-	CK(cuStreamCreate(&consumer, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&buf, SIZE));
-	CK(cuMemAlloc(&out, SIZE));
 	unsigned char *a = pinned(SIZE, 'a'), *b = pinned(SIZE, 'b'), *back = pinned(SIZE, 0);
 	EXPECT(a && b && back, "cuMemHostAlloc failed");
 	CK(cuEventCreate(&ready, CU_EVENT_DISABLE_TIMING));
@@ -370,7 +381,7 @@ static bool check_wait_event_orders(void)
 	CK(cuStreamSynchronize(loader));
 	EXPECT(all(back, SIZE, 'a'), "the consumer saw the loader's second copy");
 	EXPECT(device_is(buf, SIZE, 'b'), "the second copy did not land");
-	EXPECT(races() == 0, "unexpected report:\n%s", emu_output());
+	EXPECT_NO_RACES();
 	return true;
 }
 
@@ -380,15 +391,12 @@ static bool check_wait_unrecorded(void)
 	enum { SIZE = 20 << 20 };
 	CUstream busy, s;
 	CUdeviceptr d;
+	void *h;
 	CUevent never, mark;
-	if (!setup()) {
+	if (!setup() || !stream_buffers(&busy, CU_STREAM_NON_BLOCKING, &d, &h, SIZE, 0)) {
 		return false;
 	}
-	CK(cuStreamCreate(&busy, CU_STREAM_NON_BLOCKING));
 	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&d, SIZE));
-	void *h = pinned(SIZE, 0);
-	EXPECT(h, "cuMemHostAlloc failed");
 	CK(cuEventCreate(&never, CU_EVENT_DEFAULT));
 	CK(cuEventCreate(&mark, CU_EVENT_BLOCKING_SYNC));
 	CK(cuMemcpyHtoDAsync(d, h, SIZE, busy)); /* 200 ms at 0.1 GB/s */
@@ -413,10 +421,9 @@ static bool copy_pair(double *seconds)
 		return false;
 	}
 	for (int i = 0; i < 2; i++) {
-		CK(cuStreamCreate(&s[i], CU_STREAM_NON_BLOCKING));
-		CK(cuMemAlloc(&d[i], SIZE));
-		h[i] = pinned(SIZE, i);
-		EXPECT(h[i], "cuMemHostAlloc failed");
+		if (!stream_buffers(&s[i], CU_STREAM_NON_BLOCKING, &d[i], &h[i], SIZE, i)) {
+			return false;
+		}
 	}
 	double t0 = now();
 	for (int i = 0; i < 2; i++) {
@@ -558,9 +565,12 @@ static bool check_devices(void)
 	EXPECT(strcmp(name, "cudaemu emulated device 1") == 0, "name %s", name);
 	CK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 0));
 	EXPECT(v == 1500000, "clock rate %d", v);
+	CK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, 0));
+	EXPECT(v == 1500000, "memory clock rate %d", v);
 	CK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, 0));
 	EXPECT(v == 3, "async engines %d", v);
 	CK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+	EXPECT(v == 1, "multiprocessors %d", v);
 	WANT(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX, 0), CUDA_ERROR_INVALID_VALUE);
 	WANT(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH, 0), CUDA_ERROR_NOT_SUPPORTED);
 	if (!setup()) {
@@ -597,40 +607,36 @@ static bool check_fail_init(void)
  */
 static bool check_fail_copy(void)
 {
+	enum { SIZE = 64 };
 	CUdeviceptr d;
 	CUstream s;
-	void *h2;
-	if (!setup()) {
+	void *h, *h2;
+	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &d, &h, SIZE, 1)) {
 		return false;
 	}
-	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&d, 64));
-	void *h = pinned(64, 1);
-	EXPECT(h, "cuMemHostAlloc failed");
 	setenv("CUDAEMU_FAIL_COPY", "3", 1);
-	CK(cuMemcpyHtoDAsync(d, h, 64, s));
-	CK(cuMemcpyHtoDAsync(d, h, 64, s));
-	WANT(cuMemcpyHtoDAsync(d, h, 64, s), CUDA_ERROR_UNKNOWN);
-	CK(cuMemcpyHtoDAsync(d, h, 64, s));
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
+	WANT(cuMemcpyHtoDAsync(d, h, SIZE, s), CUDA_ERROR_UNKNOWN);
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
 	setenv("CUDAEMU_FAIL_COPY", "2", 1);
-	CK(cuMemcpyHtoDAsync(d, h, 64, s));
-	WANT(cuMemcpyHtoDAsync(d, h, 64, s), CUDA_ERROR_UNKNOWN);
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
+	WANT(cuMemcpyHtoDAsync(d, h, SIZE, s), CUDA_ERROR_UNKNOWN);
 	setenv("CUDAEMU_FAIL_COPY", "2", 1);
-	CK(cuMemcpyHtoDAsync(d, h, 64, s));
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
 	unsetenv("CUDAEMU_FAIL_COPY");
-	CK(cuMemcpyHtoDAsync(d, h, 64, s));
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
 	setenv("CUDAEMU_FAIL_COPY", "1", 1);
-	WANT(cuMemcpyHtoDAsync(d, h, 64, s), CUDA_ERROR_UNKNOWN);
+	WANT(cuMemcpyHtoDAsync(d, h, SIZE, s), CUDA_ERROR_UNKNOWN);
 	CK(cuStreamSynchronize(s));
 	/* Activating the primary context again restarts the count, with the same value. */
 	CK(cuDevicePrimaryCtxRelease(0));
 	CK(cuDevicePrimaryCtxRetain(&ctx, 0));
-	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&d, 64));
-	h2 = pinned(64, 2); /* h went with the context */
-	EXPECT(h2, "cuMemHostAlloc failed");
-	WANT(cuMemcpyHtoDAsync(d, h2, 64, s), CUDA_ERROR_UNKNOWN);
-	CK(cuMemcpyHtoDAsync(d, h2, 64, s));
+	if (!stream_buffers(&s, CU_STREAM_NON_BLOCKING, &d, &h2, SIZE, 2)) { /* h went with the context */
+		return false;
+	}
+	WANT(cuMemcpyHtoDAsync(d, h2, SIZE, s), CUDA_ERROR_UNKNOWN);
+	CK(cuMemcpyHtoDAsync(d, h2, SIZE, s));
 	CK(cuStreamSynchronize(s));
 	EXPECT(count(emu_output(), "CUDAEMU_FAIL_COPY=") == 4, "want 4 notes, got:\n%s", emu_output());
 	return true;
@@ -642,12 +648,9 @@ static bool check_kernel_spin(void)
 	enum { SIZE = 1000 };
 	CUstream s;
 	CUdeviceptr src, dst;
-	if (!setup() || !load_spin()) {
+	if (!setup_spin(&s, NULL, &src, &dst, SIZE)) {
 		return false;
 	}
-	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&src, SIZE));
-	CK(cuMemAlloc(&dst, SIZE));
 	CK(cuMemsetD8(src, 0x5a, SIZE));
 	CK(cuCtxSynchronize());
 	double t0 = now();
@@ -691,13 +694,9 @@ static bool check_race_unordered_read(void)
 	enum { SIZE = 4096 };
 	CUstream loader, consumer;
 	CUdeviceptr buf, out;
-	if (!setup() || !load_spin()) {
+	if (!setup_spin(&loader, &consumer, &buf, &out, SIZE)) {
 		return false;
 	}
-	CK(cuStreamCreate(&loader, CU_STREAM_NON_BLOCKING));
-	CK(cuStreamCreate(&consumer, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&buf, SIZE));
-	CK(cuMemAlloc(&out, SIZE));
 	void *h = pinned(SIZE, 1);
 	EXPECT(h, "cuMemHostAlloc failed");
 	CK(cuMemcpyHtoDAsync(buf, h, SIZE, loader));
@@ -707,7 +706,7 @@ static bool check_race_unordered_read(void)
 	snprintf(want, sizeof want, "device 0x%llx+4096: kernel spin on stream 0x%lx reads, but the copy "
 		 "(cuMemcpyHtoDAsync) on stream 0x%lx writing it is not ordered before it (missing cuStreamWaitEvent?)",
 		 (unsigned long long)buf, (unsigned long)consumer, (unsigned long)loader);
-	EXPECT(races() == 1 && strstr(emu_output(), want), "want one report\n  %s\ngot:\n%s", want, emu_output());
+	EXPECT_ONE_REPORT(want);
 	return true;
 }
 
@@ -722,13 +721,9 @@ static bool overwrite(bool loader_waits)
 	CUstream loader, consumer;
 	CUdeviceptr buf, out, other;
 	CUevent ready, done;
-	if (!setup() || !load_spin()) {
+	if (!setup_spin(&loader, &consumer, &buf, &out, SIZE)) {
 		return false;
 	}
-	CK(cuStreamCreate(&loader, CU_STREAM_NON_BLOCKING));
-	CK(cuStreamCreate(&consumer, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&buf, SIZE));
-	CK(cuMemAlloc(&out, SIZE));
 	CK(cuMemAlloc(&other, SLOW));
 	void *h = pinned(SIZE, 1), *big = pinned(SLOW, 2);
 	EXPECT(h && big, "cuMemHostAlloc failed");
@@ -746,7 +741,7 @@ static bool overwrite(bool loader_waits)
 	CK(cuMemcpyHtoDAsync(buf, h, SIZE, loader));
 	CK(cuCtxSynchronize());
 	if (loader_waits) {
-		EXPECT(races() == 0, "unexpected report:\n%s", emu_output());
+		EXPECT_NO_RACES();
 		return true;
 	}
 	char want[320];
@@ -754,7 +749,7 @@ static bool overwrite(bool loader_waits)
 		 "memory that kernel spin on stream 0x%lx read without an event ordering the two (missing wait for the "
 		 "consumer's event?)",
 		 (unsigned long long)buf, (unsigned long)loader, (unsigned long)consumer);
-	EXPECT(races() == 1 && strstr(emu_output(), want), "want one report\n  %s\ngot:\n%s", want, emu_output());
+	EXPECT_ONE_REPORT(want);
 	return true;
 }
 
@@ -780,13 +775,9 @@ static bool check_blocking_sync(void)
 	CUdeviceptr d;
 	void *h;
 	CUevent spinning, blocking;
-	if (!setup()) {
+	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &d, &h, SIZE, 0)) {
 		return false;
 	}
-	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&d, SIZE));
-	h = pinned(SIZE, 0);
-	EXPECT(h, "cuMemHostAlloc failed");
 	CK(cuEventCreate(&spinning, CU_EVENT_DEFAULT));
 	CK(cuEventCreate(&blocking, CU_EVENT_BLOCKING_SYNC));
 	double cpu[2], wall[2];
@@ -813,13 +804,10 @@ static bool check_destroyed_handles(void)
 	CUstream s;
 	CUevent e, pending;
 	CUdeviceptr d;
-	if (!setup()) {
+	void *h;
+	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &d, &h, SIZE, 9)) {
 		return false;
 	}
-	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&d, SIZE));
-	unsigned char *h = pinned(SIZE, 9);
-	EXPECT(h, "cuMemHostAlloc failed");
 	CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
 	CK(cuEventCreate(&pending, CU_EVENT_DEFAULT));
 	CK(cuMemcpyHtoDAsync(d, h, SIZE, s)); /* 40 ms */
@@ -847,17 +835,13 @@ static bool check_free_with_queued_work(void)
 	enum { SIZE = 4 << 20 };
 	CUstream s;
 	CUdeviceptr d;
-	if (!setup()) {
+	void *h;
+	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &d, &h, SIZE, 1)) {
 		return false;
 	}
-	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&d, SIZE));
-	void *h = pinned(SIZE, 1);
-	EXPECT(h, "cuMemHostAlloc failed");
 	CK(cuMemcpyHtoDAsync(d, h, SIZE, s)); /* 40 ms */
 	CK(cuMemFree(d));                     /* waits for the copy, then reports it */
-	EXPECT(races() == 1 && strstr(emu_output(), "cuMemFree on the host frees memory that copy (cuMemcpyHtoDAsync)"),
-	       "want a report on cuMemFree, got:\n%s", emu_output());
+	EXPECT_ONE_REPORT("cuMemFree on the host frees memory that copy (cuMemcpyHtoDAsync)");
 	CK(cuMemAlloc(&d, SIZE));
 	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
 	CK(cuMemFreeHost(h));
@@ -870,29 +854,29 @@ static bool check_free_with_queued_work(void)
 }
 
 /*
- * The NULL stream: cuMemcpyDtoH waits for blocking streams (not for
- * non-blocking ones, see stale_until_complete); async work on the NULL
- * stream and on blocking streams is ordered both ways.
+ * The NULL stream: async work on it and on blocking streams is ordered both
+ * ways, and cuMemcpyDtoH waits for blocking streams (not for non-blocking
+ * ones, see stale_until_complete). Each memset is queued while a 40 ms copy
+ * of other bytes on the other stream is pending.
  */
 static bool check_null_stream(void)
 {
 	enum { SIZE = 4 << 20 };
 	CUstream blocking;
 	CUdeviceptr d;
-	if (!setup()) {
+	void *h;
+	if (!setup() || !stream_buffers(&blocking, CU_STREAM_DEFAULT, &d, &h, SIZE, 7)) {
 		return false;
 	}
-	CK(cuStreamCreate(&blocking, CU_STREAM_DEFAULT));
-	CK(cuMemAlloc(&d, SIZE));
-	void *h = pinned(SIZE, 7);
-	EXPECT(h, "cuMemHostAlloc failed");
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, blocking)); /* 40 ms */
+	CK(cuMemsetD8(d, 8, SIZE));                  /* NULL stream: waits for the pending copy */
+	EXPECT(device_is(d, SIZE, 8), "the NULL-stream memset ran before the blocking stream's copy");
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, NULL));      /* 40 ms */
+	CK(cuMemsetD8Async(d, 9, SIZE, blocking));   /* waits for the pending NULL-stream copy */
+	EXPECT(device_is(d, SIZE, 9), "the blocking stream's memset ran before the NULL-stream copy");
 	CK(cuMemcpyHtoDAsync(d, h, SIZE, blocking)); /* 40 ms */
 	EXPECT(device_is(d, SIZE, 7), "cuMemcpyDtoH did not wait for the blocking stream");
-	CK(cuMemsetD8(d, 8, SIZE));                  /* NULL stream, after the copy */
-	CK(cuMemcpyHtoDAsync(d, h, SIZE, blocking)); /* after the memset */
-	CK(cuStreamSynchronize(NULL));
-	EXPECT(device_is(d, SIZE, 7), "the blocking stream's copy ran before the NULL-stream memset");
-	EXPECT(races() == 0, "unexpected report:\n%s", emu_output());
+	EXPECT_NO_RACES();
 	return true;
 }
 
@@ -902,15 +886,13 @@ static bool check_pageable(void)
 	enum { SIZE = 4 << 20, SMALL = 4096 };
 	CUstream s;
 	CUdeviceptr big, d;
-	if (!setup()) {
+	void *h;
+	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &big, &h, SIZE, 0)) {
 		return false;
 	}
-	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&big, SIZE));
 	CK(cuMemAlloc(&d, SMALL));
-	void *h = pinned(SIZE, 0);
 	unsigned char *pageable = malloc(SMALL);
-	EXPECT(h && pageable, "allocation failed");
+	EXPECT(pageable, "malloc failed");
 	memset(pageable, 'p', SMALL);
 	CK(cuMemcpyHtoDAsync(big, h, SIZE, s)); /* 40 ms */
 	double t0 = now();
@@ -920,8 +902,149 @@ static bool check_pageable(void)
 	CK(cuStreamSynchronize(s));
 	EXPECT(t > 0.03, "the pageable copy returned after %.3f s, before the stream's earlier copy", t);
 	EXPECT(device_is(d, SMALL, 'p'), "the device did not get the staged bytes");
-	EXPECT(races() == 0, "unexpected report:\n%s", emu_output());
+	EXPECT_NO_RACES();
 	free(pageable);
+	return true;
+}
+
+/* New device memory holds 0xa5; device-to-device copies and memsets write what they should. */
+static bool check_dtod_memset(void)
+{
+	enum { SIZE = 4096 };
+	CUstream s;
+	CUdeviceptr a, b, c;
+	uint16_t h16[SIZE / 2];
+	uint32_t h32[SIZE / 4];
+	if (!setup()) {
+		return false;
+	}
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&a, SIZE));
+	CK(cuMemAlloc(&b, SIZE));
+	CK(cuMemAlloc(&c, SIZE));
+	EXPECT(device_is(a, SIZE, 0xa5), "new device memory is not filled with 0xa5");
+	CK(cuMemsetD8(a, 0x5a, SIZE));
+	CK(cuMemcpyDtoD(b, a, SIZE));
+	EXPECT(device_is(b, SIZE, 0x5a), "cuMemcpyDtoD did not copy");
+	CK(cuMemcpyDtoDAsync(c, b, SIZE, s));
+	CK(cuStreamSynchronize(s));
+	EXPECT(device_is(c, SIZE, 0x5a), "cuMemcpyDtoDAsync did not copy");
+	CK(cuMemsetD16(a, 0x1234, SIZE / 2));
+	CK(cuMemsetD32Async(b, 0x89abcdef, SIZE / 4, s));
+	CK(cuStreamSynchronize(s));
+	CK(cuMemcpyDtoH(h16, a, SIZE));
+	CK(cuMemcpyDtoH(h32, b, SIZE));
+	for (int i = 0; i < SIZE / 2; i++) {
+		EXPECT(h16[i] == 0x1234, "cuMemsetD16 wrote 0x%x at element %d", h16[i], i);
+	}
+	for (int i = 0; i < SIZE / 4; i++) {
+		EXPECT(h32[i] == 0x89abcdef, "cuMemsetD32Async wrote 0x%x at element %d", h32[i], i);
+	}
+	EXPECT_NO_RACES();
+	return true;
+}
+
+/* Each host-device copy takes at least CUDAEMU_COPY_LATENCY_US (50 ms here), however small. */
+static bool check_copy_latency(void)
+{
+	enum { SIZE = 64 };
+	CUstream s;
+	CUdeviceptr d;
+	void *h;
+	CUevent start, end;
+	float ms;
+	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &d, &h, SIZE, 1)) {
+		return false;
+	}
+	double t0 = now();
+	CK(cuMemcpyHtoD(d, h, SIZE));
+	double t = now() - t0;
+	EXPECT(t > 0.045, "a %d-byte cuMemcpyHtoD took %.3f s, want at least 0.05", SIZE, t);
+	CK(cuEventCreate(&start, CU_EVENT_DEFAULT));
+	CK(cuEventCreate(&end, CU_EVENT_DEFAULT));
+	CK(cuEventRecord(start, s));
+	CK(cuMemcpyDtoHAsync(h, d, SIZE, s));
+	CK(cuEventRecord(end, s));
+	CK(cuEventSynchronize(end));
+	CK(cuEventElapsedTime(&ms, start, end));
+	EXPECT(ms > 45, "a %d-byte cuMemcpyDtoHAsync took %.2f ms, want at least 50", SIZE, ms);
+	return true;
+}
+
+/*
+ * Race (c): a copy from pinned memory that runs after cuMemFreeHost freed
+ * it. The free synchronizes only the memory's own context (device 0), so a
+ * copy queued on device 1 behind a 168 ms copy runs afterwards.
+ */
+static bool check_copy_after_free_host(void)
+{
+	enum { SLOW = 16 << 20, SIZE = 4096 };
+	CUcontext other;
+	CUstream s;
+	CUdeviceptr slow, d;
+	void *big, *h;
+	if (!setup()) {
+		return false;
+	}
+	h = pinned(SIZE, 1);
+	EXPECT(h, "cuMemHostAlloc failed");
+	CK(cuDevicePrimaryCtxRetain(&other, 1));
+	CK(cuCtxSetCurrent(other));
+	if (!stream_buffers(&s, CU_STREAM_NON_BLOCKING, &slow, &big, SLOW, 0)) {
+		return false;
+	}
+	CK(cuMemAlloc(&d, SIZE));
+	CK(cuMemcpyHtoDAsync(slow, big, SLOW, s)); /* 168 ms at 0.1 GB/s */
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
+	CK(cuMemFreeHost(h));
+	CK(cuStreamSynchronize(s));
+	char want[200];
+	snprintf(want, sizeof want, "host buffer 0x%lx (4096 bytes) was freed by cuMemFreeHost before the copy "
+		 "(cuMemcpyHtoDAsync) on stream 0x%lx ran",
+		 (unsigned long)h, (unsigned long)s);
+	EXPECT_ONE_REPORT(want);
+	return true;
+}
+
+/*
+ * A successful cuStreamQuery or cuEventQuery, and cuEventSynchronize, order
+ * the host after the work they saw complete: a cuMemcpyDtoH afterwards,
+ * which does not wait for non-blocking streams, is no race.
+ */
+static bool check_host_joins(void)
+{
+	enum { SIZE = 4096 };
+	CUstream s;
+	CUdeviceptr d;
+	void *h;
+	CUevent e;
+	CUresult r;
+	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &d, &h, SIZE, 1)) {
+		return false;
+	}
+	CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
+	while ((r = cuStreamQuery(s)) == CUDA_ERROR_NOT_READY) {
+		usleep(1000);
+	}
+	CK(r);
+	EXPECT(device_is(d, SIZE, 1), "the copy had not landed when cuStreamQuery succeeded");
+	EXPECT(races() == 0, "the host read after cuStreamQuery was reported:\n%s", emu_output());
+	memset(h, 2, SIZE);
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
+	CK(cuEventRecord(e, s));
+	while ((r = cuEventQuery(e)) == CUDA_ERROR_NOT_READY) {
+		usleep(1000);
+	}
+	CK(r);
+	EXPECT(device_is(d, SIZE, 2), "the copy had not landed when cuEventQuery succeeded");
+	EXPECT(races() == 0, "the host read after cuEventQuery was reported:\n%s", emu_output());
+	memset(h, 3, SIZE);
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
+	CK(cuEventRecord(e, s));
+	CK(cuEventSynchronize(e));
+	EXPECT(device_is(d, SIZE, 3), "the copy had not landed when cuEventSynchronize returned");
+	EXPECT(races() == 0, "the host read after cuEventSynchronize was reported:\n%s", emu_output());
 	return true;
 }
 
@@ -964,6 +1087,10 @@ static const struct check checks[] = {
 	{"free_with_queued_work", SLOW_COPIES, check_free_with_queued_work, 0},
 	{"null_stream", SLOW_COPIES, check_null_stream, 0},
 	{"pageable", SLOW_COPIES, check_pageable, 0},
+	{"dtod_memset", "", check_dtod_memset, 0},
+	{"copy_latency", "CUDAEMU_COPY_LATENCY_US=50000", check_copy_latency, 0},
+	{"copy_after_free_host", "CUDAEMU_DEVICES=2 " SLOW_COPIES, check_copy_after_free_host, 0},
+	{"host_joins", "CUDAEMU_ON_RACE=log", check_host_joins, 0},
 };
 
 static void set_env(const char *settings)

@@ -26,14 +26,14 @@ static void cpu_relax(void)
 
 /* ---- marks ---- */
 
-struct mark *mark_new(void)
+static struct mark *mark_new(void)
 {
 	struct mark *m = xcalloc(1, sizeof *m);
 	m->refs = 1;
 	return m;
 }
 
-void mark_put(struct mark *m)
+static void mark_put(struct mark *m)
 {
 	if (m && --m->refs == 0) {
 		vc_free(&m->clock);
@@ -53,7 +53,7 @@ static void mark_complete(struct mark *m, const struct stream *s)
  * Waits until m completes. The caller holds a reference, so m stays valid
  * while a spinning wait runs without g.mu.
  */
-void mark_wait(struct mark *m, enum waitmode mode)
+static void mark_wait(struct mark *m, enum waitmode mode)
 {
 	if (mode == WAIT_BLOCK) {
 		while (!atomic_load(&m->done)) {
@@ -85,6 +85,9 @@ enum waitmode ctx_waitmode(const struct ctx *c)
 
 /* ---- ops and queues ---- */
 
+/* Whether s is its context's NULL (legacy) stream. */
+static bool is_legacy(const struct stream *s) { return s->handle == 0; }
+
 struct op *op_new(enum op_kind kind, const char *what)
 {
 	struct op *o = xcalloc(1, sizeof *o);
@@ -97,8 +100,8 @@ static void op_free(struct op *o)
 {
 	hsnap_put(o->inherit);
 	mark_put(o->mark);
-	if (o->staged) {
-		free(o->host);
+	if (o->kind == OP_COPY && o->dir == H2D && !o->pinned) {
+		free(o->host); /* the staged copy of pageable memory */
 	}
 	free(o);
 }
@@ -117,7 +120,7 @@ static void push_op(struct stream *s, struct op *o)
 }
 
 /* A mark that completes once everything queued on s so far has run. */
-struct mark *stream_tail(struct stream *s)
+static struct mark *stream_tail(struct stream *s)
 {
 	struct mark *m = mark_new();
 	if (s->enqueued == s->completed) {
@@ -147,7 +150,7 @@ static void push_wait(struct stream *s, struct mark *m)
 void enqueue(struct stream *s, struct op *o)
 {
 	struct ctx *c = s->ctx;
-	if (s->legacy) {
+	if (is_legacy(s)) {
 		for (struct stream *b = c->streams; b; b = b->next) {
 			if (!(b->flags & CU_STREAM_NON_BLOCKING) && b->enqueued > b->legacy_synced) {
 				struct mark *m = stream_tail(b);
@@ -230,7 +233,7 @@ static void *stream_main(void *arg)
 		op_free(o);
 		pthread_cond_broadcast(&g.progress);
 	}
-	if (!s->legacy) {
+	if (!is_legacy(s)) {
 		stream_unlink(s);
 	}
 	vc_free(&s->clock);
@@ -257,7 +260,6 @@ struct stream *stream_new(struct ctx *c, unsigned flags, int priority, bool lega
 	s->ctx = c;
 	s->flags = flags;
 	s->priority = priority;
-	s->legacy = legacy;
 	pthread_cond_init(&s->work, NULL);
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -324,37 +326,44 @@ CUresult stream_resolve(CUstream h, struct ctx *c, struct stream **out)
 	return r;
 }
 
-/* Waits for each mark, joins its clock into the host's, and drops it. */
-void marks_wait(struct mark **marks, size_t n, enum waitmode mode)
-{
-	for (size_t i = 0; i < n; i++) {
-		mark_wait(marks[i], mode);
-		host_join(&marks[i]->clock);
-		mark_put(marks[i]);
-	}
-}
+/* Which of its context's other streams a host wait for a stream includes. */
+enum others { NO_OTHERS, BLOCKING_OTHERS, ALL_OTHERS };
 
 /*
- * Waits for everything queued on s (on the NULL stream: and on blocking
- * streams). The marks are taken first: s may die while we wait.
+ * Waits for everything queued so far on s and on the others, and joins
+ * their clocks into the host's. The marks are all taken first: streams may
+ * die while we wait.
  */
-void stream_sync(struct stream *s, enum waitmode mode)
+static void sync_streams(struct stream *s, enum others others, enum waitmode mode)
 {
 	size_t n = 1;
-	for (struct stream *b = s->ctx->streams; s->legacy && b; b = b->next) {
+	for (struct stream *b = s->ctx->streams; b; b = b->next) {
 		n++;
 	}
 	struct mark **marks = xcalloc(n, sizeof *marks);
 	size_t i = 0;
 	marks[i++] = stream_tail(s);
-	for (struct stream *b = s->ctx->streams; s->legacy && b; b = b->next) {
-		if (!(b->flags & CU_STREAM_NON_BLOCKING)) {
+	for (struct stream *b = s->ctx->streams; b; b = b->next) {
+		if (others == ALL_OTHERS || (others == BLOCKING_OTHERS && !(b->flags & CU_STREAM_NON_BLOCKING))) {
 			marks[i++] = stream_tail(b);
 		}
 	}
-	marks_wait(marks, i, mode);
+	for (size_t k = 0; k < i; k++) {
+		mark_wait(marks[k], mode);
+		host_join(&marks[k]->clock);
+		mark_put(marks[k]);
+	}
 	free(marks);
 }
+
+/* Waits for everything queued on s (on the NULL stream: and on the blocking streams). */
+void stream_sync(struct stream *s, enum waitmode mode)
+{
+	sync_streams(s, is_legacy(s) ? BLOCKING_OTHERS : NO_OTHERS, mode);
+}
+
+/* Waits until every stream of c has drained what was queued before the call. */
+void ctx_sync(struct ctx *c, enum waitmode mode) { sync_streams(c->legacy, ALL_OTHERS, mode); }
 
 static bool stream_idle(const struct stream *s) { return s->enqueued == s->completed; }
 
@@ -400,7 +409,7 @@ EMU_API CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream)
 	emu_lock();
 	struct stream *s;
 	CUresult r = stream_lookup(hStream, &s);
-	if (r == CUDA_SUCCESS && s->legacy) {
+	if (r == CUDA_SUCCESS && is_legacy(s)) {
 		r = CUDA_ERROR_INVALID_HANDLE;
 	}
 	if (r == CUDA_SUCCESS) {
@@ -444,7 +453,7 @@ EMU_API CUresult CUDAAPI cuStreamGetFlags(CUstream hStream, unsigned int *flags)
 static CUresult stream_query(struct stream *s)
 {
 	bool idle = stream_idle(s);
-	for (struct stream *b = s->ctx->streams; s->legacy && b; b = b->next) {
+	for (struct stream *b = s->ctx->streams; is_legacy(s) && b; b = b->next) {
 		idle = idle && ((b->flags & CU_STREAM_NON_BLOCKING) || stream_idle(b));
 	}
 	if (!idle) {
