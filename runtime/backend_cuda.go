@@ -80,7 +80,10 @@ func (p Priority) order() int {
 // (loop), locked to its OS thread with the device's primary context
 // current; other goroutines send it requests by value through call, so a
 // batch costs no allocation. Everything below mu is owned by that
-// goroutine: only it reads or writes the streams and slots.
+// goroutine: only it writes the streams and slots, and only it touches the
+// slots' state and events. Other goroutines read the slots' memory (slot,
+// devicePtr) once newBackend has returned, which its wait for the goroutine's
+// start-up orders after the writes that made them.
 type cudaBackend struct {
 	plan    Plan
 	order   []int // issueOrder of the keys
@@ -314,10 +317,10 @@ func (c *cudaBackend) serve(r cudaReq) error {
 	case opFilled:
 		return c.issue(r.slot, r.n, r.batch)
 	case opReuse:
-		return c.settle(r.slot, true)
+		return c.settle(r.slot, waitStall)
 	case opSettle:
 		for s := range c.slots {
-			if err := c.settle(s, false); err != nil {
+			if err := c.settle(s, ifDone); err != nil {
 				return err
 			}
 		}
@@ -332,11 +335,11 @@ func (c *cudaBackend) serve(r cudaReq) error {
 			return fmt.Errorf("stream wait for key %q: %w", c.plan.Keys[r.key].Name, err)
 		}
 	case opSync:
-		return c.syncReady(r.slot)
+		return c.settle(r.slot, waitAsked)
 	case opDone:
 		return c.recordDone(r.slot, r.stream)
 	case opToHost:
-		if err := c.syncReady(r.slot); err != nil {
+		if err := c.settle(r.slot, waitAsked); err != nil {
 			return err
 		}
 		k := c.plan.Keys[r.key]
@@ -400,22 +403,32 @@ func (c *cudaBackend) issue(s, n, batch int) error {
 	return copyErr
 }
 
+// settleMode is what settle does about copies still running.
+type settleMode int
+
+const (
+	ifDone    settleMode = iota // nothing: settle only if they are done
+	waitStall                   // wait for them, as host stall: the loader needs the slot
+	waitAsked                   // wait for them, not as stall: the consumer asked (Sync)
+)
+
 // settle moves slot s from copying to idle once its copies are complete,
-// counting their device time: blocking until then when wait is set (the
-// time goes to the host stall), else only if they already are.
-func (c *cudaBackend) settle(s int, wait bool) error {
+// counting their device time; mode says whether to wait for them.
+func (c *cudaBackend) settle(s int, mode settleMode) error {
 	sl := &c.slots[s]
 	if sl.state != copying {
 		return nil
 	}
-	if wait {
+	if mode != ifDone {
 		t0 := time.Now()
 		for _, ev := range sl.ready {
 			if err := ev.Synchronize(); err != nil {
 				return fmt.Errorf("wait for copies: %w", err)
 			}
 		}
-		c.stats.stall.Add(int64(time.Since(t0)))
+		if mode == waitStall {
+			c.stats.stall.Add(int64(time.Since(t0)))
+		}
 	} else {
 		for _, ev := range sl.ready {
 			switch err := ev.Query(); {
@@ -441,17 +454,6 @@ func (c *cudaBackend) settle(s int, wait bool) error {
 	}
 	sl.state = idle
 	return nil
-}
-
-// syncReady blocks until slot s's copies are on the device, for Sync and
-// DeviceToHost; the consumer asked to wait, so it is no host stall.
-func (c *cudaBackend) syncReady(s int) error {
-	for _, ev := range c.slots[s].ready {
-		if err := ev.Synchronize(); err != nil {
-			return fmt.Errorf("wait for copies: %w", err)
-		}
-	}
-	return c.settle(s, false)
 }
 
 // recordDone records an event on the consumer's stream st for slot s,
@@ -488,7 +490,7 @@ func (c *cudaBackend) release() error {
 	errs := []error{c.syncStreams()}
 	for s := range c.slots {
 		sl := &c.slots[s]
-		errs = append(errs, c.settle(s, false))
+		errs = append(errs, c.settle(s, ifDone))
 		for _, done := range sl.done[:sl.nDone] {
 			// The consumer's kernels may still read this slot's buffers.
 			errs = append(errs, done.Synchronize())

@@ -2,7 +2,6 @@ package cellmap
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -56,35 +55,37 @@ func openData(tb testing.TB) *CellMapFiles {
 	return f
 }
 
-// TestSyntheticIsDeterministic: the same seed writes the same bytes, and
-// every label voxel belongs to exactly one class.
+// TestSyntheticIsDeterministic: the same seed writes the same bytes, another
+// seed other bytes, and every label voxel belongs to exactly one class.
 func TestSyntheticIsDeterministic(t *testing.T) {
-	a, b := t.TempDir(), t.TempDir()
-	for _, root := range []string{a, b} {
-		if err := WriteSynthetic(root, 2, 9); err != nil {
+	read := func(seed uint64) []CellMapSample {
+		root := t.TempDir()
+		if err := WriteSynthetic(root, 2, seed); err != nil {
 			t.Fatal(err)
 		}
-	}
-	fa, err := OpenCellMapFiles(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fa.Close()
-	fb, err := OpenCellMapFiles(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fb.Close()
-	for i := range 2 {
-		sa := CellMapSample{Index: i, Raw: make([]uint8, cellMapRawElems), Labels: make([]float32, cellMapLabelsElems)}
-		sb := CellMapSample{Index: i, Raw: make([]uint8, cellMapRawElems), Labels: make([]float32, cellMapLabelsElems)}
-		if err := errors.Join(fa.Read(&sa), fb.Read(&sb)); err != nil {
+		f, err := OpenCellMapFiles(root)
+		if err != nil {
 			t.Fatal(err)
 		}
-		la, lb := sa.Labels, sb.Labels
-		if !slices.Equal(la, lb) {
+		defer f.Close()
+		samples := make([]CellMapSample, 2)
+		for i := range samples {
+			samples[i] = CellMapSample{Index: i, Raw: make([]uint8, cellMapRawElems), Labels: make([]float32, cellMapLabelsElems)}
+			if err := f.Read(&samples[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return samples
+	}
+	a, b, other := read(9), read(9), read(10)
+	for i := range a {
+		if !slices.Equal(a[i].Raw, b[i].Raw) || !slices.Equal(a[i].Labels, b[i].Labels) {
 			t.Fatalf("sample %d differs between two writes with the same seed", i)
 		}
+		if slices.Equal(a[i].Raw, other[i].Raw) {
+			t.Errorf("sample %d: seeds 9 and 10 wrote the same raw volume", i)
+		}
+		la := a[i].Labels
 		const vox = cellMapRawElems
 		for v := range vox {
 			if sum := la[v] + la[vox+v] + la[2*vox+v]; sum != 1 {

@@ -37,7 +37,8 @@ func writeDataset(t *testing.T, n int) (string, dataset) {
 	rng := rand.New(rand.NewPCG(1, uint64(n)))
 	ds := dataset{n: n}
 	for _, spec := range cellMapFileSpecs {
-		data := make([]byte, n*int(spec.DType.Size())*prod(spec.Sample))
+		_, size, _ := runtime.KeyBytes(spec.DType, spec.Sample, n)
+		data := make([]byte, size)
 		for i := range data {
 			data[i] = byte(rng.Uint32())
 		}
@@ -57,14 +58,6 @@ func writeDataset(t *testing.T, n int) (string, dataset) {
 		ds.bytes = append(ds.bytes, data)
 	}
 	return root, ds
-}
-
-func prod(s []int) int {
-	p := 1
-	for _, d := range s {
-		p *= d
-	}
-	return p
 }
 
 // TestFilesEndToEnd reads every element of every key through

@@ -2,7 +2,9 @@ package rows
 
 import (
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -146,5 +148,8 @@ func TestOpenMissingFile(t *testing.T) {
 	want := `key "label": open ` + filepath.Join(root, "label.npy") + `: no such file or directory (the schema's file "label.npy" under the data root ` + root + ")"
 	if err == nil || err.Error() != want {
 		t.Errorf("missing file: %v\nwant %s", err, want)
+	}
+	if ke := (*runtime.KeyError)(nil); !errors.As(err, &ke) || ke.Key != "label" || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %#v, want a *runtime.KeyError for key label wrapping fs.ErrNotExist", err)
 	}
 }

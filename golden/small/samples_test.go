@@ -104,7 +104,13 @@ func (r *randSource) Read(s *SmallSample) error {
 	return r.source.Read(s)
 }
 
+// randManySource records its draws through Samples.Rand; its Read fails,
+// so that a loader not calling ReadSamples cannot pass for one that does.
 type randManySource struct{ *randSource }
+
+func (r randManySource) Read(s *SmallSample) error {
+	return errors.New("Read called on a SamplesReader")
+}
 
 func (r randManySource) ReadSamples(s *SmallSamples) (int, error) {
 	for i, index := range s.Indices {

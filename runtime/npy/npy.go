@@ -263,14 +263,23 @@ func (f *File) Data() []byte { return f.data }
 // Sample returns the raw bytes of sample i. They are a view into the
 // mapping: read-only, and valid only until Close.
 func (f *File) Sample(i int) ([]byte, error) {
+	if !f.readable(i) {
+		return nil, f.unreadable(i)
+	}
+	n := f.sampleBytes
+	return f.data[i*n:][:n:n], nil
+}
+
+// readable reports whether sample i can be read: the file is open and i
+// is in range.
+func (f *File) readable(i int) bool { return !f.closed && uint(i) < uint(f.n) }
+
+// unreadable is the error for sample i when it is not readable.
+func (f *File) unreadable(i int) error {
 	if f.closed {
-		return nil, fmt.Errorf("%s: read of sample %d after Close", f.path, i)
+		return fmt.Errorf("%s: read of sample %d after Close", f.path, i)
 	}
-	if i < 0 || i >= f.n {
-		return nil, fmt.Errorf("%s: sample index %d out of range [0, %d)", f.path, i, f.n)
-	}
-	off := i * f.sampleBytes
-	return f.data[off : off+f.sampleBytes : off+f.sampleBytes], nil
+	return fmt.Errorf("%s: sample index %d out of range [0, %d)", f.path, i, f.n)
 }
 
 // Read copies sample i into dst without allocating. dst must hold exactly
@@ -323,9 +332,6 @@ func Gather[T runtime.Element](f *File, indices []int, dst []T) (n int, err erro
 	if len(b) != len(indices)*f.sampleBytes {
 		return 0, fmt.Errorf("%s: destination is %d bytes, %d samples are %d", f.path, len(b), len(indices), len(indices)*f.sampleBytes)
 	}
-	if f.closed && len(indices) > 0 {
-		return 0, fmt.Errorf("%s: read of sample %d after Close", f.path, indices[0])
-	}
 	defer func(old bool) {
 		debug.SetPanicOnFault(old)
 		if v := recover(); v != nil {
@@ -335,8 +341,8 @@ func Gather[T runtime.Element](f *File, indices []int, dst []T) (n int, err erro
 	size := f.sampleBytes
 	for ; n < len(indices); n++ {
 		i := indices[n]
-		if uint(i) >= uint(f.n) {
-			return n, fmt.Errorf("%s: sample index %d out of range [0, %d)", f.path, i, f.n)
+		if !f.readable(i) {
+			return n, f.unreadable(i)
 		}
 		copy(b[n*size:(n+1)*size], f.data[i*size:(i+1)*size])
 	}
@@ -368,7 +374,7 @@ func OpenAll(root string, specs []Spec) ([]*File, error) {
 	for _, spec := range specs {
 		f, err := Open(filepath.Join(root, filepath.FromSlash(spec.File)), spec)
 		if errors.Is(err, fs.ErrNotExist) {
-			err = fmt.Errorf("key %q: %w (the schema's file %q under the data root %s)", spec.Key, err, spec.File, root)
+			err = &runtime.KeyError{Key: spec.Key, Err: fmt.Errorf("%w (the schema's file %q under the data root %s)", err, spec.File, root)}
 		}
 		if err != nil {
 			CloseAll(files...)
