@@ -25,7 +25,7 @@ const (
 // The file holds, in order, the declarations of the emitters below; each
 // emitter's comment shows what it renders for a dataset named CellMap.
 func Generate(p *Plan, source string) ([]byte, error) {
-	g := &emitter{p: p, ds: p.Dataset, rp: p.Runtime, n: newNames(p.Dataset)}
+	g := &emitter{ds: p.Dataset, rp: p.Runtime, n: newNames(p.Dataset)}
 	for i, k := range g.rp.Keys {
 		sk := g.ds.Keys[i]
 		g.keys = append(g.keys, emitKey{Key: k, keyNames: g.n.key(sk), file: sk.File, classAxis: sk.ClassAxis})
@@ -78,7 +78,6 @@ func Generate(p *Plan, source string) ([]byte, error) {
 }
 
 type emitter struct {
-	p    *Plan
 	ds   *schema.Dataset
 	rp   runtime.Plan
 	n    names
@@ -143,7 +142,8 @@ func (g *emitter) constants(f *jen.File) {
 // elems renders
 //
 //	const (
-//		cellMapRawElems = 262144 // [64 64 64] uint8
+//		cellMapRawElems    = 262144 // [64 64 64] uint8
+//		cellMapLabelsElems = 786432 // [3 64 64 64] float32
 //	)
 func (g *emitter) elems(f *jen.File) {
 	f.Comment("Elements in one sample of each key.")
@@ -209,11 +209,15 @@ func (g *emitter) plan(f *jen.File) {
 // sample renders
 //
 //	type CellMapSample struct {
-//		Index int
-//		Epoch int
-//		Rand  *rand.Rand
-//		Raw   []uint8 // key "raw": [64 64 64] uint8
-//		pcg   rand.PCG
+//		Index int // dataset index
+//		Epoch int // epoch the sample is loaded for
+//		// Rand is seeded from ...
+//		Rand *rand.Rand
+//
+//		Raw    []uint8   // key "raw": [64 64 64] uint8, C order
+//		Labels []float32 // key "labels": [3 64 64 64] float32, C order, class axis first
+//
+//		pcg rand.PCG // Rand's source, seeded for each sample
 //	}
 func (g *emitter) sample(f *jen.File) {
 	fields := []jen.Code{
@@ -237,7 +241,7 @@ func (g *emitter) sample(f *jen.File) {
 }
 
 // sampleComment describes a key's slice in the sample struct:
-// `key "labels": [3 64 64 64] float32 (class axis first), C order`.
+// `key "labels": [3 64 64 64] float32, C order, class axis first`.
 func sampleComment(k emitKey) string {
 	s := fmt.Sprintf("key %q: %s", k.Name, describe(k.Key))
 	switch {
@@ -278,11 +282,14 @@ func (g *emitter) source(f *jen.File) {
 // samples renders
 //
 //	type CellMapSamples struct {
-//		Epoch   int
-//		Indices []int
-//		Raw     []uint8 // key "raw": len(Indices) x [64 64 64] uint8
-//		rand    *rand.Rand
-//		pcg     rand.PCG
+//		Epoch   int   // epoch the samples are loaded for
+//		Indices []int // dataset indices of the samples, in batch order
+//
+//		Raw    []uint8   // key "raw": len(Indices) x [64 64 64] uint8
+//		Labels []float32 // key "labels": len(Indices) x [3 64 64 64] float32
+//
+//		rand *rand.Rand // what Rand returns, over pcg
+//		pcg  rand.PCG
 //	}
 func (g *emitter) samples(f *jen.File) {
 	fields := []jen.Code{
@@ -350,10 +357,13 @@ func (g *emitter) samplesReader(f *jen.File) {
 // batch renders
 //
 //	type CellMapBatch struct {
-//		Indices []int
+//		Indices []int          // dataset indices of the samples, in batch order
 //		Raw     runtime.Tensor // key "raw": uint8, shape [n 64 64 64]
-//		staged  *runtime.Batch
-//		raw     []uint8
+//		Labels  runtime.Tensor // key "labels": float32, shape [n 3 64 64 64]
+//
+//		staged *runtime.Batch // the runtime's batch in the same slot
+//		raw    []uint8        // typed view of the whole staging slot
+//		labels []float32      // typed view of the whole staging slot
 //	}
 func (g *emitter) batch(f *jen.File) {
 	fields := []jen.Code{jen.Id("Indices").Index().Int().Comment("dataset indices of the samples, in batch order")}
@@ -373,7 +383,9 @@ func (g *emitter) batch(f *jen.File) {
 
 // staged renders
 //
-//	func (b *CellMapBatch) Staged() *runtime.Batch { return b.staged }
+//	func (b *CellMapBatch) Staged() *runtime.Batch {
+//		return b.staged
+//	}
 func (g *emitter) staged(f *jen.File) {
 	f.Comment("Staged returns the runtime's view of the batch. In builds with -tags cuda")
 	f.Comment("its Wait, Sync and Done order the batch's device copies with your CUDA")
@@ -385,7 +397,9 @@ func (g *emitter) staged(f *jen.File) {
 
 // dataMethods renders, per key,
 //
-//	func (b *CellMapBatch) RawData() []uint8 { return b.raw[:len(b.Indices)*cellMapRawElems] }
+//	func (b *CellMapBatch) RawData() []uint8 {
+//		return b.raw[:len(b.Indices)*cellMapRawElems]
+//	}
 func (g *emitter) dataMethods(f *jen.File) {
 	for _, k := range g.keys {
 		f.Commentf("%sData returns the staged samples of key %q as %s values.", k.Go, k.Name, k.DType.GoType())
@@ -399,11 +413,11 @@ func (g *emitter) dataMethods(f *jen.File) {
 //
 //	type CellMapLoader struct {
 //		src     CellMapSource
-//		many    CellMapSamplesReader
+//		many    CellMapSamplesReader // src, when it fills runs of samples at once; else nil
 //		engine  *runtime.Engine
-//		batches []CellMapBatch
-//		samples []runtime.Own[CellMapSample]
-//		runs    []runtime.Own[CellMapSamples]
+//		batches []CellMapBatch                // one per staging slot
+//		samples []runtime.Own[CellMapSample]  // one per filler, for Read; nil with many
+//		runs    []runtime.Own[CellMapSamples] // one per filler, for ReadSamples; nil without
 //	}
 func (g *emitter) loaderType(f *jen.File) {
 	name := g.n.exported("Loader")
@@ -422,9 +436,10 @@ func (g *emitter) loaderType(f *jen.File) {
 // newLoader renders
 //
 //	func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, error) {
-//		... fill is l.fill, or l.fillSamples when src is a CellMapSamplesReader ...
-//		... l.engine = runtime.NewEngine(cellMapPlan, src.Len(), opts, fill) ...
-//		... each batch's typed views of its slot, each filler's samples and Rand ...
+//		... l := &CellMapLoader{src: src}; fill := l.fill, or l.fillSamples when src is a CellMapSamplesReader ...
+//		e, err := runtime.NewEngine(cellMapPlan, src.Len(), opts, fill)
+//		... l.engine = e; each batch's typed views of its slot (slotViews), each filler's Sample or Samples and its Rand ...
+//		return l, nil
 //	}
 func (g *emitter) newLoader(f *jen.File) {
 	name := g.n.exported("Loader")
@@ -485,8 +500,16 @@ func (g *emitter) slotViews() []jen.Code {
 //		s.Epoch = r.Epoch
 //		seed := runtime.EpochSeed(cellMapPlan.Loader.Seed, r.Epoch)
 //		for ; r.Done < len(r.Indices); r.Done++ {
-//			... runtime.SeedSample(&s.pcg, seed, s.Index); s.Raw = b.raw[pos*elems:][:elems] ...; l.src.Read(s)
+//			pos := r.Pos + r.Done
+//			s.Index = r.Indices[r.Done]
+//			runtime.SeedSample(&s.pcg, seed, s.Index)
+//			s.Raw = b.raw[pos*cellMapRawElems:][:cellMapRawElems]
+//			s.Labels = b.labels[pos*cellMapLabelsElems:][:cellMapLabelsElems]
+//			if err := l.src.Read(s); err != nil {
+//				return err
+//			}
 //		}
+//		return nil
 //	}
 func (g *emitter) fill(f *jen.File) {
 	loop := []jen.Code{
@@ -518,8 +541,14 @@ func (g *emitter) fill(f *jen.File) {
 // fillSamples renders
 //
 //	func (l *CellMapLoader) fillSamples(r *runtime.Run) error {
-//		... s.Raw = b.raw[r.Pos*elems:][:n*elems] ...
+//		b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
+//		s.Epoch, s.Indices = r.Epoch, r.Indices
+//		s.Raw = b.raw[r.Pos*cellMapRawElems:][:n*cellMapRawElems]
+//		s.Labels = b.labels[r.Pos*cellMapLabelsElems:][:n*cellMapLabelsElems]
 //		done, err := l.many.ReadSamples(s)
+//		... an error when done != n without one ...
+//		r.Done = done // on an error, the sample that failed
+//		return err
 //	}
 func (g *emitter) fillSamples(f *jen.File) {
 	body := []jen.Code{
@@ -572,7 +601,12 @@ func (g *emitter) epoch(f *jen.File) {
 //
 //	func (l *CellMapLoader) EpochFrom(ctx context.Context, epoch, startBatch int) iter.Seq2[*CellMapBatch, error] {
 //		return func(yield func(*CellMapBatch, error) bool) {
-//			for staged, err := range l.engine.Epoch(ctx, epoch, startBatch) { ... b.Raw = staged.Tensors[0] ... }
+//			for staged, err := range l.engine.Epoch(ctx, epoch, startBatch) {
+//				... b := &l.batches[staged.Slot]; b.staged, b.Indices = ...; b.Raw = staged.Tensors[0]; b.Labels = staged.Tensors[1] ...
+//				if !yield(b, nil) {
+//					return
+//				}
+//			}
 //		}
 //	}
 func (g *emitter) epochFrom(f *jen.File) {
@@ -596,9 +630,12 @@ func (g *emitter) epochFrom(f *jen.File) {
 	)
 }
 
-// forwards renders the methods the engine answers:
+// forwards renders the methods the engine answers, Len, Plan, Stats and
+// Close:
 //
-//	func (l *CellMapLoader) Len() int { return l.engine.Len() }
+//	func (l *CellMapLoader) Len() int {
+//		return l.engine.Len()
+//	}
 func (g *emitter) forwards(f *jen.File) {
 	for _, m := range []struct {
 		name, doc string
@@ -625,7 +662,15 @@ func (g *emitter) filesBacked() bool {
 
 // fileSpecs renders
 //
-//	var cellMapFileSpecs = []npy.Spec{{Key: "raw", File: "raw.npy", DType: runtime.Uint8, Sample: []int{64, 64, 64}}}
+//	var cellMapFileSpecs = []npy.Spec{{
+//		Key:    "raw",
+//		File:   "raw.npy",
+//		DType:  runtime.Uint8,
+//		Sample: []int{64, 64, 64},
+//	}, {
+//		Key:    "labels",
+//		...
+//	}}
 func (g *emitter) fileSpecs(f *jen.File) {
 	specs := make([]jen.Code, len(g.keys))
 	for i, k := range g.keys {
@@ -643,7 +688,8 @@ func (g *emitter) fileSpecs(f *jen.File) {
 // filesType renders
 //
 //	type CellMapFiles struct {
-//		raw *npy.File
+//		raw    *npy.File
+//		labels *npy.File
 //	}
 func (g *emitter) filesType(f *jen.File) {
 	fields := make([]jen.Code, len(g.keys))
@@ -660,8 +706,13 @@ func (g *emitter) filesType(f *jen.File) {
 //
 //	func OpenCellMapFiles(root string) (*CellMapFiles, error) {
 //		files, err := npy.OpenAll(root, cellMapFileSpecs)
-//		...
-//		return &CellMapFiles{raw: files[0]}, nil
+//		if err != nil {
+//			return nil, err
+//		}
+//		return &CellMapFiles{
+//			raw:    files[0],
+//			labels: files[1],
+//		}, nil
 //	}
 func (g *emitter) openFiles(f *jen.File) {
 	name := g.n.exported("Files")
@@ -678,13 +729,25 @@ func (g *emitter) openFiles(f *jen.File) {
 	)
 }
 
-// filesMethods renders Len, Read and Close of the file source:
+// filesMethods renders Len, Read, ReadSamples and Close of the file source:
 //
 //	func (f *CellMapFiles) Read(s *CellMapSample) error {
 //		if err := npy.Read(f.raw, s.Index, s.Raw); err != nil {
 //			return &runtime.KeyError{Key: "raw", Err: err}
 //		}
+//		... the same for labels ...
 //		return nil
+//	}
+//
+//	func (f *CellMapFiles) ReadSamples(s *CellMapSamples) (int, error) {
+//		n, err := len(s.Indices), error(nil)
+//		if k, e := npy.Gather(f.raw, s.Indices, s.Raw); e != nil {
+//			n, err = k, &runtime.KeyError{Key: "raw", Err: e}
+//		}
+//		if k, e := npy.Gather(f.labels, s.Indices[:n], s.Labels[:n*cellMapLabelsElems]); e != nil {
+//			n, err = k, &runtime.KeyError{Key: "labels", Err: e}
+//		}
+//		return n, err
 //	}
 func (g *emitter) filesMethods(f *jen.File) {
 	recv := func() *jen.Statement { return jen.Func().Params(jen.Id("f").Op("*").Id(g.n.exported("Files"))) }
@@ -706,11 +769,15 @@ func (g *emitter) filesMethods(f *jen.File) {
 
 	// Each key gathers the samples before the earliest failure so far, so
 	// that n ends as the first sample some key failed on, as Read's would.
+	// The first key gathers them all: its slices need no cutting.
 	gathers := []jen.Code{jen.List(jen.Id("n"), jen.Id("err")).Op(":=").List(jen.Len(jen.Id("s").Dot("Indices")), jen.Error().Call(jen.Nil()))}
-	for _, k := range g.keys {
+	for i, k := range g.keys {
+		indices, dst := jen.Id("s").Dot("Indices"), jen.Id("s").Dot(k.Go)
+		if i > 0 {
+			indices, dst = indices.Index(jen.Empty(), jen.Id("n")), dst.Index(jen.Empty(), jen.Id("n").Op("*").Id(k.elems))
+		}
 		gathers = append(gathers, jen.If(
-			jen.List(jen.Id("k"), jen.Id("e")).Op(":=").Qual(npyPath, "Gather").Call(jen.Id("f").Dot(k.view),
-				jen.Id("s").Dot("Indices").Index(jen.Empty(), jen.Id("n")), jen.Id("s").Dot(k.Go).Index(jen.Empty(), jen.Id("n").Op("*").Id(k.elems))),
+			jen.List(jen.Id("k"), jen.Id("e")).Op(":=").Qual(npyPath, "Gather").Call(jen.Id("f").Dot(k.view), indices, dst),
 			jen.Id("e").Op("!=").Nil(),
 		).Block(jen.List(jen.Id("n"), jen.Id("err")).Op("=").List(jen.Id("k"), jen.Op("&").Add(g.rt("KeyError")).Values(jen.Id("Key").Op(":").Lit(k.Name), jen.Id("Err").Op(":").Id("e")))))
 	}

@@ -29,22 +29,25 @@ const (
 // Setting is one setting that flags (and some environment variables)
 // override over the schema.
 type Setting struct {
-	Name   string // flag name, without the dash: "max-streams"
-	Field  string // schema field path: "streams.max_streams"
-	Env    string // environment variable that sets it, or ""
-	Help   string // the flag's help text
-	Header string // its name in generated headers and plan: "max_streams"
+	Name  string // flag name, without the dash: "max-streams"
+	Field string // schema field path: "streams.max_streams"
+	Env   string // environment variable that sets it, or ""
+	Help  string // the flag's help text
 }
+
+// Header is the setting's name in generated headers, in plan and in
+// messages: its flag name with underscores, "max_streams".
+func (s Setting) Header() string { return strings.ReplaceAll(s.Name, "-", "_") }
 
 // Settings are the overridable settings, in the order the generated header
 // and plan list them.
 var Settings = []Setting{
-	{"device", "device", "", "target device: cpu, cuda or cuda:N", "device"},
-	{"min-batch-size", "streams.min_batch_size", EnvMinBatchSize, "smallest batch size that uses several streams", "min_batch_size"},
-	{"min-batch-memory-mb", "streams.min_batch_memory_mb", EnvMinBatchMemoryMB, "smallest batch memory (MiB) that uses several streams", "min_batch_memory_mb"},
-	{"max-streams", "streams.max_streams", EnvMaxStreams, "most CUDA streams to use", "max_streams"},
-	{"assign", "streams.assign", "", "key-to-stream assignment: round_robin or balanced", "assign"},
-	{"max-staging-mb", "loader.max_staging_mb", "", "largest staging memory, (prefetch+1) x batch, in MiB (default 16384)", "max_staging_mb"},
+	{"device", "device", "", "target device: cpu, cuda or cuda:N"},
+	{"min-batch-size", "streams.min_batch_size", EnvMinBatchSize, "smallest batch size that uses several streams"},
+	{"min-batch-memory-mb", "streams.min_batch_memory_mb", EnvMinBatchMemoryMB, "smallest batch memory (MiB) that uses several streams"},
+	{"max-streams", "streams.max_streams", EnvMaxStreams, "most CUDA streams to use"},
+	{"assign", "streams.assign", "", "key-to-stream assignment: " + schema.Alternatives(schema.Assignments)},
+	{"max-staging-mb", "loader.max_staging_mb", "", fmt.Sprintf("largest staging memory, (prefetch+1) x batch, in MiB (default %d)", DefaultMaxStagingMB)},
 }
 
 // Overrides are settings from outside the schema (flags, environment). A nil
@@ -124,25 +127,35 @@ func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
 // Check applies the schema's rules to every set field, naming the flag or
 // variable of a bad one.
 func (o Overrides) Check() error {
-	for _, c := range []struct {
-		setting string
-		set     bool
-		check   func() error
-	}{
-		{"min-batch-size", o.MinBatchSize != nil, func() error { return schema.CheckMinBatchSize(*o.MinBatchSize) }},
-		{"min-batch-memory-mb", o.MinBatchMemoryMB != nil, func() error { return schema.CheckMinBatchMemoryMB(*o.MinBatchMemoryMB) }},
-		{"max-streams", o.MaxStreams != nil, func() error { return schema.CheckMaxStreams(int64(*o.MaxStreams)) }},
-		{"assign", o.Assign != nil, func() error { return schema.CheckAssign(*o.Assign) }},
-		{"max-staging-mb", o.MaxStagingMB != nil, func() error { return schema.CheckMaxStagingMB(*o.MaxStagingMB) }},
-	} {
-		if !c.set {
-			continue
+	for _, s := range Settings {
+		var err error
+		switch s.Name {
+		case "device":
+			// Set checked it: ParseDevice is its rule.
+		case "min-batch-size":
+			err = check(o.MinBatchSize, schema.CheckMinBatchSize)
+		case "min-batch-memory-mb":
+			err = check(o.MinBatchMemoryMB, schema.CheckMinBatchMemoryMB)
+		case "max-streams":
+			err = check(o.MaxStreams, schema.CheckMaxStreams)
+		case "assign":
+			err = check(o.Assign, schema.CheckAssign)
+		case "max-staging-mb":
+			err = check(o.MaxStagingMB, schema.CheckMaxStagingMB)
 		}
-		if err := c.check(); err != nil {
-			return fmt.Errorf("%s: %s %w", cmp.Or(o.From[c.setting], "override"), strings.ReplaceAll(c.setting, "-", "_"), err)
+		if err != nil {
+			return fmt.Errorf("%s: %s %w", cmp.Or(o.From[s.Name], "override"), s.Header(), err)
 		}
 	}
 	return nil
+}
+
+// check applies rule to *v when v is set.
+func check[T any](v *T, rule func(T) error) error {
+	if v == nil {
+		return nil
+	}
+	return rule(*v)
 }
 
 // EnvOverrides reads the stream thresholds from the environment through
@@ -219,7 +232,7 @@ func (t Thresholds) values() []string {
 func (t Thresholds) String() string {
 	parts := make([]string, len(Settings))
 	for i, v := range t.values() {
-		parts[i] = Settings[i].Header + "=" + v
+		parts[i] = Settings[i].Header() + "=" + v
 	}
 	return strings.Join(parts, " ")
 }
@@ -229,7 +242,7 @@ func (t Thresholds) String() string {
 func (t Thresholds) Describe() []string {
 	lines := make([]string, len(Settings))
 	for i, v := range t.values() {
-		lines[i] = fmt.Sprintf("%s=%s (%s)", Settings[i].Header, v, t.From[Settings[i].Name])
+		lines[i] = fmt.Sprintf("%s=%s (%s)", Settings[i].Header(), v, t.From[Settings[i].Name])
 	}
 	return lines
 }
@@ -247,13 +260,13 @@ func (t Thresholds) StaleSettings(old string) []string {
 	var diffs []string
 	for i, v := range t.values() {
 		s := Settings[i]
-		if w, ok := was[s.Header]; ok && w != v {
+		if w, ok := was[s.Header()]; ok && w != v {
 			how := "-" + s.Name
 			if s.Env != "" {
 				how = s.Env + " or " + how
 			}
 			diffs = append(diffs, fmt.Sprintf("%s: the file was generated with %s, this run gives %s (%s); was %s set then, or has the schema's %s changed?",
-				s.Header, w, v, t.From[s.Name], how, s.Field))
+				s.Header(), w, v, t.From[s.Name], how, s.Field))
 		}
 	}
 	return diffs

@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/schema"
@@ -22,7 +21,10 @@ type Plan struct {
 }
 
 // NewPlan computes sizes, the stream decision and the key-to-stream map for
-// ds, with o layered over the schema's settings.
+// ds, with o layered over the schema's settings. It checks o with the
+// schema's rules, its errors naming the flag or variable. ds comes from
+// schema.Parse, which rejects key sizes that overflow; a hand-built one
+// with such sizes gets an error saying so.
 func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
@@ -36,13 +38,12 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 		Loader:    ds.Loader,
 	}
 	for _, k := range ds.Keys {
-		key, err := layoutKey(ds, k)
-		if err != nil {
-			return nil, err
+		key, ok := layoutKey(ds, k)
+		if ok {
+			rp.BatchBytes, ok = runtime.AddBytes(rp.BatchBytes, key.BatchBytes)
 		}
-		var ok bool
-		if rp.BatchBytes, ok = runtime.AddBytes(rp.BatchBytes, key.BatchBytes); !ok {
-			return nil, fmt.Errorf("%s: key %q: total batch bytes of all keys overflow int64", keyPos(ds, k), k.Name)
+		if !ok {
+			return nil, fmt.Errorf("key %q: batch bytes overflow int64, which schema.Parse rejects: the dataset did not come through it", k.Name)
 		}
 		rp.Keys = append(rp.Keys, key)
 	}
@@ -52,7 +53,7 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 	rp.BatchMiB = float64(rp.BatchBytes) / (1 << 20)
 	rp.Loader.MaxStagingMB = t.MaxStagingMB
 	if err := runtime.CheckStaging(ds.Loader.Prefetch, rp.BatchMiB, rp.Loader.MaxStagingMB); err != nil {
-		return nil, fmt.Errorf("%s: %w (raise loader.max_staging_mb or -max-staging-mb, or shrink the batch)", stagingPos(ds, t), err)
+		return nil, fmt.Errorf("%s: %w (raise loader.max_staging_mb or -max-staging-mb, or shrink the batch)", stagingPos(ds, o), err)
 	}
 	rp.UseStreams, rp.Reason = decide(device, ds.BatchSize, rp.BatchMiB, t)
 	rp.NumStreams = 1
@@ -65,32 +66,26 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 }
 
 // layoutKey computes the sample shape and sizes of one key:
-// sample_bytes = C * prod(S) * e and batch_bytes = batch_size * sample_bytes.
-func layoutKey(ds *schema.Dataset, k schema.Key) (runtime.Key, error) {
+// sample_bytes = C * prod(S) * e and batch_bytes = batch_size * sample_bytes;
+// ok is false when they overflow int64, which schema.Parse rejects.
+func layoutKey(ds *schema.Dataset, k schema.Key) (key runtime.Key, ok bool) {
 	shape := ds.SampleShape(k)
 	sample, batch, ok := runtime.KeyBytes(k.DType, shape, ds.BatchSize)
-	if !ok {
-		return runtime.Key{}, fmt.Errorf("%s: key %q: %d x %v x %d bytes overflows int64",
-			keyPos(ds, k), k.Name, ds.BatchSize, shape, k.DType.Size())
-	}
 	return runtime.Key{
 		Name: k.Name, Role: k.Role, DType: k.DType, Shape: shape,
 		SampleBytes: sample, BatchBytes: batch, Priority: k.Priority,
-	}, nil
-}
-
-// keyPos is "FILE:LINE:COL" of key k's declaration.
-func keyPos(ds *schema.Dataset, k schema.Key) string {
-	return fmt.Sprintf("%s:%d:%d", ds.File, k.Pos.Line, k.Pos.Col)
+	}, ok
 }
 
 // stagingPos is where a staging-limit error points: at the limit when the
-// schema sets it, else at the prefetch, else at the batch size.
-func stagingPos(ds *schema.Dataset, t Thresholds) string {
-	for _, path := range []string{"loader.max_staging_mb", "loader.prefetch"} {
-		if _, ok := ds.At[path]; ok && (path != "loader.max_staging_mb" || strings.HasPrefix(t.From["max-staging-mb"], "schema")) {
-			return ds.Where(path)
-		}
+// schema sets it and no override replaces it, else at the prefetch when the
+// schema sets it, else at the batch size.
+func stagingPos(ds *schema.Dataset, o Overrides) string {
+	if _, ok := ds.At["loader.max_staging_mb"]; ok && o.MaxStagingMB == nil {
+		return ds.Where("loader.max_staging_mb")
+	}
+	if _, ok := ds.At["loader.prefetch"]; ok {
+		return ds.Where("loader.prefetch")
 	}
 	return ds.Where("batch_size")
 }

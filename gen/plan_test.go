@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/schema"
 )
 
@@ -142,6 +143,8 @@ func TestPlanErrorsArePositioned(t *testing.T) {
 		{"loader: {prefetch: 3, max_staging_mb: 1}\n", Overrides{}, "p.yaml:5:39: staging needs 4 slots (prefetch 3 + 1) x 64.0 MiB"},
 		{"loader: {prefetch: 3}\n", Overrides{MaxStagingMB: ptr(1.0)}, "p.yaml:5:20: staging needs 4 slots"},
 		{"", Overrides{MaxStagingMB: ptr(1.0), From: map[string]string{"max-staging-mb": "flag -max-staging-mb"}}, "p.yaml:4:13: staging needs 3 slots"},
+		// The override replaces the schema's limit: not there, at the batch size.
+		{"loader: {max_staging_mb: 100000}\n", Overrides{MaxStagingMB: ptr(1.0)}, "p.yaml:4:13: staging needs 3 slots"},
 		{"", Overrides{MaxStreams: ptr(0), From: map[string]string{"max-streams": "flag -max-streams"}}, "flag -max-streams: max_streams must be between 1 and 64, got 0"},
 	} {
 		_, err := planOf(t, "  a: {shape: [1024, 1024], dtype: float32}\n  b: {shape: [1024], dtype: uint8}\n  c: {shape: [], dtype: int64}\n", tt.extra, tt.o)
@@ -181,5 +184,43 @@ func TestSettingsOrigins(t *testing.T) {
 	stale := p.Thresholds.StaleSettings("device=cuda min_batch_size=4 min_batch_memory_mb=100 max_streams=4 assign=balanced max_staging_mb=16384")
 	if len(stale) != 1 || !strings.HasPrefix(stale[0], "max_streams: the file was generated with 4, this run gives 3 (flag -max-streams)") {
 		t.Errorf("stale settings %q", stale)
+	}
+}
+
+// TestOverridesCheck: NewPlan applies the schema's rule of every overridden
+// setting, and the error names where the value came from and the setting.
+func TestOverridesCheck(t *testing.T) {
+	for _, tt := range []struct {
+		setting, value, want string
+	}{
+		{"min-batch-size", "0", "flag -min-batch-size: min_batch_size must be >= 1, got 0"},
+		{"min-batch-memory-mb", "-1", "flag -min-batch-memory-mb: min_batch_memory_mb must be >= 0, got -1"},
+		{"max-streams", "65", "flag -max-streams: max_streams must be between 1 and 64, got 65"},
+		{"assign", "random", `flag -assign: assign must be round_robin or balanced, got "random"`},
+		{"max-staging-mb", "0", "flag -max-staging-mb: max_staging_mb must be > 0, got 0"},
+	} {
+		var o Overrides
+		if err := o.Set(tt.setting, tt.value, "flag -"+tt.setting); err != nil {
+			t.Fatal(err)
+		}
+		_, err := planOf(t, "  a: {shape: [4], dtype: uint8}\n", "", o)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("-%s %s: %v, want %s", tt.setting, tt.value, err, tt.want)
+		}
+	}
+}
+
+// TestPlanOfHandBuiltDataset: a dataset that did not come through
+// schema.Parse, with a key too large for int64 bytes, gets an error rather
+// than a plan or a panic.
+func TestPlanOfHandBuiltDataset(t *testing.T) {
+	ds := &schema.Dataset{
+		File: "p.yaml", Package: "p", Name: "P", BatchSize: 1 << 40,
+		Keys: []schema.Key{{Name: "a", GoName: "A", Shape: []int{1 << 30}, DType: runtime.Float64}},
+	}
+	_, err := NewPlan(ds, Overrides{})
+	const want = `key "a": batch bytes overflow int64, which schema.Parse rejects: the dataset did not come through it`
+	if err == nil || err.Error() != want {
+		t.Errorf("NewPlan: %v, want %s", err, want)
 	}
 }

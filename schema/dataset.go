@@ -3,7 +3,6 @@
 package schema
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 
@@ -46,7 +45,7 @@ func (ds *Dataset) SampleShape(k Key) []int {
 // schema does not write it.
 func (ds *Dataset) Where(path string) string {
 	if pos, ok := ds.At[path]; ok {
-		return fmt.Sprintf("%s:%d:%d", ds.File, pos.Line, pos.Col)
+		return where(ds.File, pos)
 	}
 	return ds.File
 }

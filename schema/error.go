@@ -17,7 +17,12 @@ type Error struct {
 
 // Error returns "FILE:LINE:COL: MSG".
 func (e *Error) Error() string {
-	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
+	return where(e.File, Pos{Line: e.Line, Col: e.Col}) + ": " + e.Msg
+}
+
+// where is a position as messages show it: "FILE:LINE:COL".
+func where(file string, pos Pos) string {
+	return fmt.Sprintf("%s:%d:%d", file, pos.Line, pos.Col)
 }
 
 // maxQuoted is how many runes of a user-written string a message shows.

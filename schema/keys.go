@@ -21,6 +21,12 @@ var reserved = map[string]string{
 	"Rand":    "the sample's own field Rand",
 }
 
+// reservedViews are the batch's own unexported fields; no key's view
+// (ViewName) may take their names, as each view is a batch field too.
+var reservedViews = map[string]string{
+	"staged": "the batch's own field staged",
+}
+
 // member is a generated batch member (the key's field, or its Data method)
 // and the key it belongs to.
 type member struct {
@@ -120,8 +126,10 @@ func (p *parser) key(path string, kn, vn *yaml.Node, role runtime.Role) error {
 }
 
 // declare checks that key's name is new, that its Go name is a valid
-// exported identifier, and that the batch members generated for it (the
-// field GoName and the method GoName+"Data") collide with no other member.
+// exported identifier, that the batch members generated for it (the field
+// GoName and the method GoName+"Data") collide with no other member, and
+// that its view (the unexported field ViewName(GoName)) collides with no
+// other key's view and none of the batch's own unexported fields.
 func (p *parser) declare(path string, kn *yaml.Node, key Key) error {
 	if i, dup := p.keyAt[key.Name]; dup {
 		prev := p.ds.Keys[i].Pos
@@ -147,8 +155,18 @@ func (p *parser) declare(path string, kn *yaml.Node, key Key) error {
 		return p.errorf(kn, path, "key %s needs the batch method %s(), which collides with the Go name of key %s (declared at %d:%d)",
 			quote(key.Name), method, quote(o.key), o.pos.Line, o.pos.Col)
 	}
+	view := ViewName(g)
+	if r := reservedViews[view]; r != "" {
+		return p.errorf(kn, path, "key %s has view name %s (the unexported batch field of its typed view), which is reserved for %s",
+			quote(key.Name), quote(view), r)
+	}
+	if o, ok := p.views[view]; ok {
+		return p.errorf(kn, path, "key %s has view name %s (the unexported batch field of its typed view), the same as key %s (declared at %d:%d)",
+			quote(key.Name), quote(view), quote(o.key), o.pos.Line, o.pos.Col)
+	}
 	p.members[g] = member{key: key.Name, pos: key.Pos}
 	p.members[method] = member{key: key.Name, pos: key.Pos, method: true}
+	p.views[view] = member{key: key.Name, pos: key.Pos}
 	return nil
 }
 

@@ -24,6 +24,42 @@ func GoName(name string) string {
 	return b.String()
 }
 
+// Unexport is the unexported form of the exported Go name s, as Go style
+// writes initialisms: its leading upper-case run is lowered (CellMap ->
+// cellMap, URLSet -> urlSet, ID -> id). The generated code names its
+// unexported identifiers with it.
+func Unexport(s string) string {
+	rs := []rune(s)
+	i := 0
+	for i < len(rs) && unicode.IsUpper(rs[i]) {
+		i++
+	}
+	switch {
+	case i == 0:
+		return s
+	case i == 1 || i == len(rs):
+		// One capital, or all capitals: lower them all.
+	default:
+		// The last capital of a run starts the next word: URLSet -> urlSet.
+		i--
+	}
+	for j := range i {
+		rs[j] = unicode.ToLower(rs[j])
+	}
+	return string(rs)
+}
+
+// ViewName is the unexported batch field that holds the typed view of the
+// key with Go name goName (and the file source's field of its .npy file):
+// Unexport(goName), with "_" after a Go keyword (Type -> type_).
+func ViewName(goName string) string {
+	v := Unexport(goName)
+	if token.IsKeyword(v) {
+		v += "_"
+	}
+	return v
+}
+
 // CheckPackage reports why s cannot be the package clause of a Go file.
 func CheckPackage(s string) error {
 	switch {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"regexp"
 	"strconv"
@@ -64,6 +63,7 @@ func Parse(file string, data []byte) (*Dataset, error) {
 		file:    file,
 		keyAt:   make(map[string]int),
 		members: make(map[string]member),
+		views:   make(map[string]member),
 		at:      make(map[string]Pos),
 	}
 	root, err := p.decode(bytes.TrimPrefix(data, []byte("\ufeff")))
@@ -83,6 +83,7 @@ type parser struct {
 	ds      Dataset
 	keyAt   map[string]int    // key name -> index in ds.Keys
 	members map[string]member // generated batch member name -> key that owns it
+	views   map[string]member // unexported view field name -> key that owns it
 	total   int64             // batch bytes of the keys declared so far
 	at      map[string]Pos    // field path -> position of its value (Dataset.At)
 }
@@ -360,7 +361,7 @@ func (p *parser) streams(vals map[string]*yaml.Node) error {
 	}
 	s := &p.ds.Streams
 	if n, ok := f["min_batch_size"]; ok {
-		v, err := p.count("streams.min_batch_size", n, math.MinInt)
+		v, err := p.anyInt("streams.min_batch_size", n)
 		if err != nil {
 			return err
 		}
@@ -375,20 +376,19 @@ func (p *parser) streams(vals map[string]*yaml.Node) error {
 			return err
 		}
 		if err := CheckMinBatchMemoryMB(v); err != nil {
-			return p.errorf(n, "streams.min_batch_memory_mb", "must be >= 0, got %s", literal(deref(n).Value))
+			return p.errorf(n, "streams.min_batch_memory_mb", "%v", err)
 		}
 		s.MinBatchMemoryMB = &v
 	}
 	if n, ok := f["max_streams"]; ok {
-		v, err := p.integer("streams.max_streams", n, math.MinInt64, math.MaxInt64)
+		v, err := p.anyInt("streams.max_streams", n)
 		if err != nil {
 			return err
 		}
 		if err := CheckMaxStreams(v); err != nil {
 			return p.errorf(n, "streams.max_streams", "%v", err)
 		}
-		ms := int(v)
-		s.MaxStreams = &ms
+		s.MaxStreams = &v
 	}
 	if n, ok := f["assign"]; ok {
 		v, err := p.str("streams.assign", n)

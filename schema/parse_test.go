@@ -213,6 +213,35 @@ func TestGoName(t *testing.T) {
 	}
 }
 
+// TestViewName: views lower the leading initialism of the Go name, and a
+// Go keyword gets a trailing underscore.
+func TestViewName(t *testing.T) {
+	for in, want := range map[string]string{
+		"Raw": "raw", "EmRaw": "emRaw", "URLSet": "urlSet", "UrlSet": "urlSet", "ID": "id", "STAGED": "staged",
+		"X2": "x2", "ÉclairX": "éclairX", "Type": "type_", "FUNC": "func_", "Range": "range_",
+	} {
+		if got := ViewName(in); got != want {
+			t.Errorf("ViewName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := Unexport("CellMap"); got != "cellMap" {
+		t.Errorf("Unexport(%q) = %q, want %q", "CellMap", got, "cellMap")
+	}
+}
+
+func TestAlternatives(t *testing.T) {
+	for _, tt := range []struct {
+		in   []string
+		want string
+	}{
+		{nil, ""}, {[]string{"a"}, "a"}, {[]string{"a", "b"}, "a or b"}, {[]string{"a", "b", "c"}, "a, b or c"},
+	} {
+		if got := Alternatives(tt.in); got != tt.want {
+			t.Errorf("Alternatives(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
 func TestErrorString(t *testing.T) {
 	e := &Error{File: "s.yaml", Line: 3, Col: 7, Msg: "bad"}
 	if got, want := e.Error(), "s.yaml:3:7: bad"; got != want {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/loadergen/loadergen/runtime"
 )
@@ -45,7 +46,7 @@ func CheckMinBatchMemoryMB(v float64) error {
 }
 
 // CheckMaxStreams: streams.max_streams must be in [1, MaxStreams].
-func CheckMaxStreams(v int64) error {
+func CheckMaxStreams(v int) error {
 	if v < 1 || v > MaxStreams {
 		return fmt.Errorf("must be between 1 and %d, got %d", MaxStreams, v)
 	}
@@ -59,7 +60,16 @@ func CheckAssign(s string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("unknown assignment %s (want round_robin or balanced)", quote(s))
+	return fmt.Errorf("must be %s, got %s", Alternatives(Assignments), quote(s))
+}
+
+// Alternatives joins names as a sentence offers them: "a", "a or b",
+// "a, b or c".
+func Alternatives(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // CheckMaxStagingMB: loader.max_staging_mb must be finite and > 0.

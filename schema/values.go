@@ -164,28 +164,33 @@ func (p *parser) bigInt(path string, n *yaml.Node) (*big.Int, error) {
 	return nil, p.errorf(n, path, "expected an integer, found %s", describe(v))
 }
 
-// integer returns the integer n holds, which must lie in [lo, hi].
-func (p *parser) integer(path string, n *yaml.Node, lo, hi int64) (int64, error) {
+// count returns the int n holds, which must be at least lo.
+func (p *parser) count(path string, n *yaml.Node, lo int) (int, error) {
 	x, err := p.bigInt(path, n)
 	if err != nil {
 		return 0, err
 	}
 	switch {
-	case x.Cmp(big.NewInt(lo)) >= 0 && x.Cmp(big.NewInt(hi)) <= 0:
-		return x.Int64(), nil
-	case hi < math.MaxInt:
-		return 0, p.errorf(n, path, "must be between %d and %d, got %s", lo, hi, literal(x.String()))
-	case x.Cmp(big.NewInt(lo)) < 0:
+	case x.Cmp(big.NewInt(int64(lo))) < 0:
 		return 0, p.errorf(n, path, "must be >= %d, got %s", lo, literal(x.String()))
-	default:
-		return 0, p.errorf(n, path, "%s is out of range (max %d)", literal(x.String()), hi)
+	case x.Cmp(big.NewInt(math.MaxInt)) > 0:
+		return 0, p.errorf(n, path, "%s is out of range (max %d)", literal(x.String()), math.MaxInt)
 	}
+	return int(x.Int64()), nil
 }
 
-// count returns the int n holds, which must be at least lo.
-func (p *parser) count(path string, n *yaml.Node, lo int) (int, error) {
-	x, err := p.integer(path, n, int64(lo), math.MaxInt)
-	return int(x), err
+// anyInt returns the int n holds, of any sign: for settings whose own rule
+// (CheckMinBatchSize, CheckMaxStreams) checks the range, so that the rule
+// has one home.
+func (p *parser) anyInt(path string, n *yaml.Node) (int, error) {
+	x, err := p.bigInt(path, n)
+	if err != nil {
+		return 0, err
+	}
+	if x.Cmp(big.NewInt(math.MinInt)) < 0 || x.Cmp(big.NewInt(math.MaxInt)) > 0 {
+		return 0, p.errorf(n, path, "%s is out of range (min %d, max %d)", literal(x.String()), math.MinInt, math.MaxInt)
+	}
+	return int(x.Int64()), nil
 }
 
 // uint64Value returns the non-negative 64-bit integer n holds.

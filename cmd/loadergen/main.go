@@ -94,14 +94,17 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	return 1
 }
 
-// command is one subcommand's flag set and its positional arguments.
+// command is one subcommand's flag set and its positional argument.
 type command struct {
-	fs   *flag.FlagSet
-	what string // what the positional argument is: "SCHEMA" or "DIR"
+	fs     *flag.FlagSet
+	what   string    // what the positional argument is: "SCHEMA" or "DIR"; "" for none
+	stdout io.Writer // where -h prints the usage; errors go to the flag set's output
 }
 
+// newCommand returns the command name taking the positional argument what
+// ("" for a command that takes none).
 func newCommand(name, what string, stdout, stderr io.Writer) *command {
-	c := &command{fs: flag.NewFlagSet(name, flag.ContinueOnError), what: what}
+	c := &command{fs: flag.NewFlagSet(name, flag.ContinueOnError), what: what, stdout: stdout}
 	c.fs.SetOutput(stderr)
 	c.fs.Usage = func() {} // parse prints it, to stdout for -h
 	return c
@@ -109,14 +112,24 @@ func newCommand(name, what string, stdout, stderr io.Writer) *command {
 
 // usage prints the command's usage and flags to w.
 func (c *command) usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: loadergen %s [flags] %s\n", c.fs.Name(), c.what)
+	line := "usage: loadergen " + c.fs.Name()
+	flags := false
+	c.fs.VisitAll(func(*flag.Flag) { flags = true })
+	if flags {
+		line += " [flags]"
+	}
+	if c.what != "" {
+		line += " " + c.what
+	}
+	fmt.Fprintln(w, line)
 	c.fs.SetOutput(w)
 	c.fs.PrintDefaults()
 }
 
-// parse reads flags before and after the one positional argument, as go
-// vet does. -h prints the usage to stdout and returns flag.ErrHelp.
-func (c *command) parse(args []string, stdout io.Writer) (string, error) {
+// parse reads flags before and after the positional argument, as go vet
+// does, and returns it: one for a command with a what, none ("") for one
+// without. -h prints the usage to stdout and returns flag.ErrHelp.
+func (c *command) parse(args []string) (string, error) {
 	var pos, rest []string
 	if i := slices.Index(args, "--"); i >= 0 { // everything after -- is positional
 		args, rest = args[:i], args[i+1:]
@@ -124,7 +137,7 @@ func (c *command) parse(args []string, stdout io.Writer) (string, error) {
 	for {
 		if err := c.fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				c.usage(stdout)
+				c.usage(c.stdout)
 				return "", flag.ErrHelp
 			}
 			c.usage(c.fs.Output()) // after the flag package's error message
@@ -137,12 +150,18 @@ func (c *command) parse(args []string, stdout io.Writer) (string, error) {
 		pos, args = append(pos, args[0]), args[1:]
 	}
 	pos = append(pos, rest...)
-	if len(pos) != 1 {
+	switch {
+	case c.what == "" && len(pos) > 0:
+		fmt.Fprintf(c.fs.Output(), "loadergen %s: takes no arguments, got %q\n", c.fs.Name(), pos)
+	case c.what != "" && len(pos) != 1:
 		fmt.Fprintf(c.fs.Output(), "loadergen %s: want one %s argument, got %d\n", c.fs.Name(), c.what, len(pos))
-		c.usage(c.fs.Output())
-		return "", errUsage
+	case c.what == "":
+		return "", nil
+	default:
+		return pos[0], nil
 	}
-	return pos[0], nil
+	c.usage(c.fs.Output())
+	return "", errUsage
 }
 
 // overrideFlags registers the setting overrides on fs; gen parses them.
@@ -159,15 +178,11 @@ func planFor(path string, flags gen.Overrides, getenv func(string) string) (*gen
 	if err != nil {
 		return nil, err
 	}
-	over := flags.Over(env)
-	if err := over.Check(); err != nil {
-		return nil, err
-	}
 	ds, err := schema.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	return gen.NewPlan(ds, over)
+	return gen.NewPlan(ds, flags.Over(env)) // NewPlan checks the overrides
 }
 
 // output resolves -o: by default the schema's base name + _loader.go, next
@@ -186,7 +201,7 @@ func render(name string, args []string, stdout, stderr io.Writer, getenv func(st
 	o := c.fs.String("o", "", "output file (default: SCHEMA's base name + _loader.go, next to SCHEMA)")
 	var over gen.Overrides
 	overrideFlags(c.fs, &over)
-	path, err := c.parse(args, stdout)
+	path, err := c.parse(args)
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -234,7 +249,7 @@ func plan(args []string, stdout, stderr io.Writer, getenv func(string) string) e
 	asJSON := c.fs.Bool("json", false, "print the plan as JSON")
 	var over gen.Overrides
 	overrideFlags(c.fs, &over)
-	path, err := c.parse(args, stdout)
+	path, err := c.parse(args)
 	if err != nil {
 		return err
 	}
@@ -252,7 +267,7 @@ func scaffold(args []string, stdout, stderr io.Writer) error {
 	c := newCommand("init", "DIR", stdout, stderr)
 	name := c.fs.String("name", "", "exported prefix of generated identifiers (default: from DIR)")
 	pkg := c.fs.String("package", "", "Go package name (default: from DIR)")
-	dir, err := c.parse(args, stdout)
+	dir, err := c.parse(args)
 	if err != nil {
 		return err
 	}
@@ -351,19 +366,10 @@ func hasTool(path string) bool {
 	return false
 }
 
+// printVersion prints the module version loadergen was built from.
 func printVersion(args []string, stdout, stderr io.Writer) error {
-	c := newCommand("version", "", stdout, stderr)
-	if err := c.fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			c.usage(stdout)
-			return err
-		}
-		c.usage(stderr)
-		return errUsage
-	}
-	if c.fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "loadergen version: takes no arguments, got %q\n", c.fs.Args())
-		return errUsage
+	if _, err := newCommand("version", "", stdout, stderr).parse(args); err != nil {
+		return err
 	}
 	fmt.Fprintln(stdout, "loadergen", version())
 	return nil

@@ -174,6 +174,8 @@ func TestBadInputWritesNothing(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("a failed generate left %d entries in the directory", len(entries))
 	}
+	// Bad overrides of a good schema: the plan names the flag or variable.
+	dir = writeSchema(t, designSchema)
 	for _, tt := range []struct {
 		env  map[string]string
 		args []string
@@ -183,7 +185,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 		{map[string]string{"MAX_CONCURRENT_CUDA_STREAMS": "0"}, nil, "loadergen: environment MAX_CONCURRENT_CUDA_STREAMS: max_streams must be between 1 and 64, got 0\n"},
 		{map[string]string{"MIN_BATCH_SIZE_FOR_STREAMS": "-2"}, nil, "loadergen: environment MIN_BATCH_SIZE_FOR_STREAMS: min_batch_size must be >= 1, got -2\n"},
 		{nil, []string{"-max-streams", "0"}, "loadergen: flag -max-streams: max_streams must be between 1 and 64, got 0\n"},
-		{nil, []string{"-assign", "random"}, "loadergen: flag -assign: assign unknown assignment \"random\" (want round_robin or balanced)\n"},
+		{nil, []string{"-assign", "random"}, "loadergen: flag -assign: assign must be round_robin or balanced, got \"random\"\n"},
 	} {
 		args := append(append([]string{"plan"}, tt.args...), "dataset.yaml")
 		if code, _, errOut := cli(t, dir, envOf(tt.env), args...); code != 1 || errOut != tt.want {
@@ -283,15 +285,21 @@ func TestFlagsAfterSchema(t *testing.T) {
 // TestHelpAndVersionArguments: -h is not an error; version takes nothing.
 func TestHelpAndVersionArguments(t *testing.T) {
 	dir := t.TempDir()
-	for _, cmd := range []string{"plan", "generate", "check", "init"} {
+	for _, cmd := range []string{"plan", "generate", "check", "init", "version"} {
 		code, out, errOut := cli(t, dir, noEnv, cmd, "-h")
 		if code != 0 || !strings.Contains(out, "usage: loadergen "+cmd) || errOut != "" {
 			t.Errorf("%s -h: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout", cmd, code, out, errOut)
 		}
 	}
-	for _, args := range [][]string{{"version", "-x"}, {"version", "extra"}} {
-		if code, out, _ := cli(t, dir, noEnv, args...); code != 2 || out != "" {
-			t.Errorf("%v: exit %d, stdout %q; want 2", args, code, out)
+	for _, tt := range []struct {
+		args []string
+		why  string
+	}{
+		{[]string{"version", "-x"}, "flag provided but not defined: -x\n"},
+		{[]string{"version", "extra"}, "loadergen version: takes no arguments, got [\"extra\"]\n"},
+	} {
+		if code, out, errOut := cli(t, dir, noEnv, tt.args...); code != 2 || out != "" || !strings.HasPrefix(errOut, tt.why+"usage: loadergen version\n") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q with the usage on stderr", tt.args, code, out, errOut, tt.why)
 		}
 	}
 }

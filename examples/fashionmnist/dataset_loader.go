@@ -353,7 +353,7 @@ func (f *FashionMNISTFiles) Read(s *FashionMNISTSample) error {
 // the first sample that some key could not read.
 func (f *FashionMNISTFiles) ReadSamples(s *FashionMNISTSamples) (int, error) {
 	n, err := len(s.Indices), error(nil)
-	if k, e := npy.Gather(f.image, s.Indices[:n], s.Image[:n*fashionMNISTImageElems]); e != nil {
+	if k, e := npy.Gather(f.image, s.Indices, s.Image); e != nil {
 		n, err = k, &runtime.KeyError{Key: "image", Err: e}
 	}
 	if k, e := npy.Gather(f.label, s.Indices[:n], s.Label[:n*fashionMNISTLabelElems]); e != nil {

@@ -423,7 +423,7 @@ func (f *CellMapFiles) Read(s *CellMapSample) error {
 // the first sample that some key could not read.
 func (f *CellMapFiles) ReadSamples(s *CellMapSamples) (int, error) {
 	n, err := len(s.Indices), error(nil)
-	if k, e := npy.Gather(f.raw, s.Indices[:n], s.Raw[:n*cellMapRawElems]); e != nil {
+	if k, e := npy.Gather(f.raw, s.Indices, s.Raw); e != nil {
 		n, err = k, &runtime.KeyError{Key: "raw", Err: e}
 	}
 	if k, e := npy.Gather(f.labels, s.Indices[:n], s.Labels[:n*cellMapLabelsElems]); e != nil {

@@ -353,7 +353,7 @@ func (f *RowsFiles) Read(s *RowsSample) error {
 // the first sample that some key could not read.
 func (f *RowsFiles) ReadSamples(s *RowsSamples) (int, error) {
 	n, err := len(s.Indices), error(nil)
-	if k, e := npy.Gather(f.features, s.Indices[:n], s.Features[:n*rowsFeaturesElems]); e != nil {
+	if k, e := npy.Gather(f.features, s.Indices, s.Features); e != nil {
 		n, err = k, &runtime.KeyError{Key: "features", Err: e}
 	}
 	if k, e := npy.Gather(f.label, s.Indices[:n], s.Label[:n*rowsLabelElems]); e != nil {
