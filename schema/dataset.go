@@ -84,12 +84,13 @@ type Key struct {
 }
 
 // Streams holds the stream-decision thresholds as the schema sets them.
-// A nil pointer means the schema leaves the setting to the defaults.
+// A nil pointer, or an empty Assign, means the schema leaves the setting
+// to the defaults (gen's Default* constants).
 type Streams struct {
 	MinBatchSize     *int
 	MinBatchMemoryMB *float64
 	MaxStreams       *int
-	Assign           string // "round_robin" (default) or "balanced"
+	Assign           string // "round_robin", "balanced" or ""
 }
 
 // Pos is a position in a schema file.

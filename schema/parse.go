@@ -26,7 +26,6 @@ const (
 // Default loader and stream settings of a schema that leaves them out.
 const (
 	defaultPrefetch = 2
-	defaultAssign   = "round_robin"
 )
 
 // The fields of each mapping of a schema, in documentation order.
@@ -158,9 +157,8 @@ func (p *parser) dataset(root *yaml.Node) error {
 		return p.errorf(m, "", "missing required field %q", "version")
 	}
 	p.ds = Dataset{
-		File:    p.file,
-		Loader:  runtime.LoaderDefaults{Prefetch: defaultPrefetch},
-		Streams: Streams{Assign: defaultAssign},
+		File:   p.file,
+		Loader: runtime.LoaderDefaults{Prefetch: defaultPrefetch},
 	}
 	steps := []func() error{
 		func() error { return p.packageName(m, vals) },

@@ -83,8 +83,7 @@ func minimalDataset(file string) *Dataset {
 		Keys: []Key{
 			{Name: "raw", GoName: "Raw", Role: runtime.Input, Shape: []int{8, 8}, DType: runtime.Uint8, Pos: Pos{Line: 6, Col: 3}},
 		},
-		Loader:  runtime.LoaderDefaults{Prefetch: 2},
-		Streams: Streams{Assign: "round_robin"},
+		Loader: runtime.LoaderDefaults{Prefetch: 2},
 	}
 }
 
@@ -126,7 +125,7 @@ streams:
 					{Name: "mask", GoName: "Mask", Role: runtime.Target, Shape: []int{8, 8}, DType: runtime.Bool, Pos: Pos{Line: 9, Col: 3}},
 				},
 				Loader:  runtime.LoaderDefaults{Prefetch: 2},
-				Streams: Streams{MinBatchSize: ptr(4), Assign: "round_robin"},
+				Streams: Streams{MinBatchSize: ptr(4)},
 			},
 		},
 		{
@@ -158,8 +157,7 @@ streams:
 					{Name: "rawData", GoName: "RawData", Role: runtime.Input, Shape: []int{3}, DType: runtime.Int64, Pos: Pos{Line: 7, Col: 3}},
 					{Name: "éclair_x", GoName: "ÉclairX", Role: runtime.Input, Shape: []int{3}, DType: runtime.Int8, Pos: Pos{Line: 8, Col: 3}},
 				},
-				Loader:  runtime.LoaderDefaults{Prefetch: 2},
-				Streams: Streams{Assign: "round_robin"},
+				Loader: runtime.LoaderDefaults{Prefetch: 2},
 			},
 		},
 		{
@@ -185,8 +183,7 @@ targets:
 					{Name: "masks", GoName: "Masks", Role: runtime.Target, Shape: []int{4}, ClassAxis: true, DType: runtime.Bool, Pos: Pos{Line: 10, Col: 3}},
 					{Name: "score", GoName: "Score", Role: runtime.Target, Shape: []int{}, ClassAxis: true, DType: runtime.Float32, Pos: Pos{Line: 11, Col: 3}},
 				},
-				Loader:  runtime.LoaderDefaults{Prefetch: 2},
-				Streams: Streams{Assign: "round_robin"},
+				Loader: runtime.LoaderDefaults{Prefetch: 2},
 			},
 		},
 	}
