@@ -6,6 +6,8 @@ require (
 	github.com/aymanbagabas/go-udiff v0.4.1
 	github.com/dave/jennifer v1.7.1
 	github.com/google/go-cmp v0.7.0
+	github.com/klauspost/compress v1.18.7
+	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/schollz/progressbar/v3 v3.18.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/term v0.28.0

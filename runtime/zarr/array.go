@@ -1,0 +1,524 @@
+package zarr
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/loadergen/loadergen/runtime"
+)
+
+// Array is an opened zarr array. Its metadata is read once, at open; its
+// chunks are read, decoded and cached as reads need them. An Array is safe
+// for concurrent use.
+type Array struct {
+	dir   string // the array's directory
+	id    uint64 // the array's name in its cache
+	cache *Cache
+
+	format    int // 2 or 3
+	shape     []int
+	chunk     []int // the chunk grid's chunk (a shard, for sharded arrays)
+	dtype     runtime.DType
+	fill      []byte // one element, little-endian
+	keyPrefix string // "c" for v3's default chunk keys, else ""
+	keySep    string // "." or "/"
+	chain     chain
+	attrs     json.RawMessage
+
+	// unit is the shape of a decoded chunk: the chunk, or a sharded array's
+	// inner chunk. grid counts units along each axis, shards counts chunks
+	// of the chunk grid (shards, when sharded).
+	unit, grid, shards []int
+	unitBytes          int
+}
+
+var arrayIDs atomic.Uint64
+
+// Array opens the array at path p of the store ("" for the root).
+func (s *Store) Array(p string) (*Array, error) {
+	kind, doc, err := s.node(p)
+	if err != nil {
+		return nil, err
+	}
+	dir, _ := s.dir(p)
+	a := &Array{dir: dir, id: arrayIDs.Add(1), cache: s.cache}
+	switch kind {
+	case v2Array:
+		err = a.parseV2(doc)
+		if err == nil {
+			a.attrs, err = s.v2Attributes(dir, p)
+		}
+	case v3Array:
+		err = a.parseV3(doc)
+	default:
+		return nil, fmt.Errorf("zarr: %s is a group, not an array", dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := a.setUnits(); err != nil {
+		return nil, &MetadataError{File: doc.file, Err: err}
+	}
+	return a, nil
+}
+
+// v2Attributes reads a v2 node's optional .zattrs.
+func (s *Store) v2Attributes(dir, p string) (json.RawMessage, error) {
+	doc, err := s.doc(dir, p, ".zattrs")
+	if errors.Is(err, fs.ErrNotExist) {
+		return json.RawMessage("{}"), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return doc.text[doc.start:doc.end], nil
+}
+
+// parseV2 reads a .zarray.
+func (a *Array) parseV2(doc *metaDoc) error {
+	a.format = 2
+	var format int
+	if err := doc.get("zarr_format", &format, true); err != nil {
+		return err
+	}
+	if format != 2 {
+		return doc.errorf("zarr_format", "zarr_format %d in a .zarray (want 2)", format)
+	}
+	if err := a.parseShapes(doc, "shape", "chunks"); err != nil {
+		return err
+	}
+	et, err := parseV2DType(doc.raw("dtype"))
+	if err != nil {
+		return doc.errorf("dtype", "%v", err)
+	}
+	a.dtype, a.chain.bigEndian = et.dtype, et.bigEndian
+	if a.fill, err = parseFill(doc.raw("fill_value"), a.dtype); err != nil {
+		return doc.errorf("fill_value", "%v", err)
+	}
+	if a.chain.codecs, err = v2Compressor(doc.raw("compressor")); err != nil {
+		return doc.errorf("compressor", "%v", err)
+	}
+	if err := v2Filters(doc.raw("filters")); err != nil {
+		return doc.errorf("filters", "%v", err)
+	}
+	var order string
+	if err := doc.get("order", &order, true); err != nil {
+		return err
+	}
+	switch order {
+	case "C":
+	case "F":
+		a.chain.order = make([]int, len(a.shape))
+		for i := range a.chain.order {
+			a.chain.order[i] = len(a.shape) - 1 - i
+		}
+		if isIdentity(a.chain.order) {
+			a.chain.order = nil
+		}
+	default:
+		return doc.errorf("order", "order %q (want \"C\" or \"F\")", order)
+	}
+	a.keySep = "."
+	if err := doc.get("dimension_separator", &a.keySep, false); err != nil {
+		return err
+	}
+	if a.keySep != "." && a.keySep != "/" {
+		return doc.errorf("dimension_separator", "dimension_separator %q (want \".\" or \"/\")", a.keySep)
+	}
+	return nil
+}
+
+// v3Known lists the fields of a v3 array's zarr.json this reader knows.
+var v3Known = []string{"zarr_format", "node_type", "shape", "data_type", "chunk_grid",
+	"chunk_key_encoding", "fill_value", "codecs", "attributes", "dimension_names", "storage_transformers"}
+
+// parseV3 reads an array's zarr.json.
+func (a *Array) parseV3(doc *metaDoc) error {
+	a.format = 3
+	var format int
+	if err := doc.get("zarr_format", &format, true); err != nil {
+		return err
+	}
+	if format != 3 {
+		return doc.errorf("zarr_format", "zarr_format %d in a zarr.json (want 3)", format)
+	}
+	for key, f := range doc.fields {
+		if slices.Contains(v3Known, key) {
+			continue
+		}
+		// An extension field may be skipped only when it says so.
+		var ext struct {
+			MustUnderstand *bool `json:"must_understand"`
+		}
+		if json.Unmarshal(f.raw, &ext) != nil || ext.MustUnderstand == nil || *ext.MustUnderstand {
+			return doc.errorf(key, "field %q is not supported (and does not say \"must_understand\": false)", key)
+		}
+	}
+	var err error
+	if a.dtype, err = parseV3DType(doc.raw("data_type")); err != nil {
+		return doc.errorf("data_type", "%v", err)
+	}
+	var grid struct {
+		Name   string `json:"name"`
+		Config struct {
+			ChunkShape json.RawMessage `json:"chunk_shape"`
+		} `json:"configuration"`
+	}
+	if err := doc.get("chunk_grid", &grid, true); err != nil {
+		return err
+	}
+	if grid.Name != "regular" {
+		return doc.errorf("chunk_grid", "chunk_grid %q is not supported (regular is)", grid.Name)
+	}
+	doc.fields["chunk_grid.chunk_shape"] = field{raw: grid.Config.ChunkShape, off: doc.fields["chunk_grid"].off}
+	if err := a.parseShapes(doc, "shape", "chunk_grid.chunk_shape"); err != nil {
+		return err
+	}
+	if a.fill, err = parseFill(doc.raw("fill_value"), a.dtype); err != nil {
+		return doc.errorf("fill_value", "%v", err)
+	}
+	if !doc.has("fill_value") {
+		return doc.errorf("fill_value", "field \"fill_value\" is missing")
+	}
+	if err := a.parseKeyEncoding(doc); err != nil {
+		return err
+	}
+	var st []json.RawMessage
+	if err := doc.get("storage_transformers", &st, false); err != nil {
+		return err
+	}
+	if len(st) > 0 {
+		return doc.errorf("storage_transformers", "storage transformers are not supported")
+	}
+	var codecs []v3Codec
+	if err := doc.get("codecs", &codecs, true); err != nil {
+		return err
+	}
+	if a.chain, err = v3Chain(codecs, a.chunk, a.dtype.Size(), false); err != nil {
+		return doc.errorf("codecs", "%v", err)
+	}
+	a.attrs = doc.raw("attributes")
+	if a.attrs == nil {
+		a.attrs = json.RawMessage("{}")
+	}
+	return nil
+}
+
+// parseKeyEncoding reads chunk_key_encoding: "default" keys are "c/1/2/3",
+// "v2" keys "1.2.3"; either may name its separator.
+func (a *Array) parseKeyEncoding(doc *metaDoc) error {
+	var enc struct {
+		Name   string `json:"name"`
+		Config struct {
+			Separator *string `json:"separator"`
+		} `json:"configuration"`
+	}
+	if err := doc.get("chunk_key_encoding", &enc, true); err != nil {
+		return err
+	}
+	switch enc.Name {
+	case "default":
+		a.keyPrefix, a.keySep = "c", "/"
+	case "v2":
+		a.keySep = "."
+	default:
+		return doc.errorf("chunk_key_encoding", "chunk_key_encoding %q is not supported (default and v2 are)", enc.Name)
+	}
+	if s := enc.Config.Separator; s != nil {
+		if *s != "." && *s != "/" {
+			return doc.errorf("chunk_key_encoding", "separator %q (want \".\" or \"/\")", *s)
+		}
+		a.keySep = *s
+	}
+	return nil
+}
+
+// parseShapes reads the array's shape and chunk shape from two fields.
+func (a *Array) parseShapes(doc *metaDoc, shapeKey, chunkKey string) error {
+	if err := doc.get(shapeKey, &a.shape, true); err != nil {
+		return err
+	}
+	if err := doc.get(chunkKey, &a.chunk, true); err != nil {
+		return err
+	}
+	if len(a.shape) > maxRank {
+		return doc.errorf(shapeKey, "%d axes; at most %d are supported", len(a.shape), maxRank)
+	}
+	for _, n := range a.shape {
+		if n < 0 {
+			return doc.errorf(shapeKey, "shape %v has a negative length", a.shape)
+		}
+	}
+	if len(a.chunk) != len(a.shape) {
+		return doc.errorf(chunkKey, "chunk shape %v has %d axes, the shape %v %d", a.chunk, len(a.chunk), a.shape, len(a.shape))
+	}
+	for _, n := range a.chunk {
+		if n < 1 {
+			return doc.errorf(chunkKey, "chunk shape %v has a length below 1", a.chunk)
+		}
+	}
+	return nil
+}
+
+// setUnits derives the decoded chunks' shape and grid, and checks that
+// their counts and sizes fit the arithmetic of reads.
+func (a *Array) setUnits() error {
+	a.unit = a.chunk
+	if sh := a.chain.shard; sh != nil {
+		a.unit = sh.innerShape
+	}
+	a.grid = make([]int, len(a.shape))
+	a.shards = make([]int, len(a.shape))
+	units, bytes := uint64(1), uint64(a.dtype.Size())
+	for k, n := range a.shape {
+		a.grid[k] = (n + a.unit[k] - 1) / a.unit[k]
+		a.shards[k] = (n + a.chunk[k] - 1) / a.chunk[k]
+		units *= max(uint64(a.grid[k]), 1)
+		bytes *= uint64(a.unit[k])
+		if units > math.MaxInt64/2 || bytes > 1<<31 {
+			return fmt.Errorf("a chunk of %v or a grid of %v chunks is too large to read (chunks up to 2 GiB are)", a.unit, a.grid)
+		}
+	}
+	a.unitBytes = int(bytes)
+	return nil
+}
+
+// Dir returns the array's directory.
+func (a *Array) Dir() string { return a.dir }
+
+// Format returns the zarr format version, 2 or 3.
+func (a *Array) Format() int { return a.format }
+
+// Shape returns the array's shape.
+func (a *Array) Shape() []int { return slices.Clone(a.shape) }
+
+// ChunkShape returns the shape of the chunks reads decode: the chunk grid's
+// chunks, or a sharded array's inner chunks.
+func (a *Array) ChunkShape() []int { return slices.Clone(a.unit) }
+
+// DType returns the element type.
+func (a *Array) DType() runtime.DType { return a.dtype }
+
+// Fill returns one element of the fill value, little-endian.
+func (a *Array) Fill() []byte { return slices.Clone(a.fill) }
+
+// Attributes returns the array's user attributes as JSON (v2's .zattrs,
+// v3's attributes); "{}" when there are none.
+func (a *Array) Attributes() json.RawMessage { return slices.Clone(a.attrs) }
+
+// ChunkError is a chunk that could not be read or decoded.
+type ChunkError struct {
+	Array string // the array's directory
+	Chunk string // the chunk's key, e.g. "c/0/1/2"; for an inner chunk of a shard, the shard's key and the inner chunk's grid index
+	Err   error
+}
+
+// Error reads "zarr array data/raw: chunk 0/1/2: zstd: ...".
+func (e *ChunkError) Error() string {
+	return fmt.Sprintf("zarr array %s: chunk %s: %v", e.Array, e.Chunk, e.Err)
+}
+
+// Unwrap returns what went wrong.
+func (e *ChunkError) Unwrap() error { return e.Err }
+
+// key returns the storage key of the chunk (or shard) at grid index idx.
+func (a *Array) key(idx []int) string {
+	var b strings.Builder
+	b.WriteString(a.keyPrefix)
+	for i, v := range idx {
+		if i > 0 || a.keyPrefix != "" {
+			b.WriteString(a.keySep)
+		}
+		b.WriteString(strconv.Itoa(v))
+	}
+	if b.Len() == 0 {
+		return "0" // v2's key of a 0-d array
+	}
+	return b.String()
+}
+
+// chunkError makes a ChunkError for the chunk or shard at grid index idx;
+// inner, when not nil, is an inner chunk's index within the shard.
+func (a *Array) chunkError(idx, inner []int, err error) error {
+	name := a.key(idx)
+	if inner != nil {
+		name = fmt.Sprintf("%s (inner chunk %v)", name, inner)
+	}
+	return &ChunkError{Array: a.dir, Chunk: name, Err: err}
+}
+
+// raws recycles the buffers that hold chunks' stored bytes.
+var raws = sync.Pool{New: func() any { return new([]byte) }}
+
+// load reads and decodes decoded chunk number unit, or, for a negative
+// number, the index of shard -unit-1. A chunk or shard that is not stored
+// loads as nil (it reads as the fill value).
+func (a *Array) load(unit int64) ([]byte, error) {
+	n := len(a.shape)
+	if unit < 0 {
+		var shard [maxRank]int
+		unravel(-unit-1, a.shards, shard[:n])
+		return a.loadIndex(shard[:n])
+	}
+	var idx [maxRank]int
+	unravel(unit, a.grid, idx[:n])
+	buf := raws.Get().(*[]byte)
+	defer raws.Put(buf)
+	var err error
+	sh := a.chain.shard
+	if sh == nil {
+		*buf, err = readFile(filepath.Join(a.dir, filepath.FromSlash(a.key(idx[:n]))), *buf, 0, -1)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, a.missing(idx[:n], nil)
+		}
+		if err != nil {
+			return nil, a.chunkError(idx[:n], nil, err)
+		}
+		return a.decode(&a.chain, *buf, idx[:n], nil)
+	}
+	var shard, inner [maxRank]int
+	for k := range n {
+		shard[k], inner[k] = idx[k]/sh.perShard[k], idx[k]%sh.perShard[k]
+	}
+	index, err := a.cache.get(cacheKey{a.id, -1 - ravel(shard[:n], a.shards)}, a)
+	if err != nil || index == nil {
+		return nil, err
+	}
+	at := 16 * ravel(inner[:n], sh.perShard)
+	off, size := binary.LittleEndian.Uint64(index[at:]), binary.LittleEndian.Uint64(index[at+8:])
+	if off == math.MaxUint64 && size == math.MaxUint64 {
+		return nil, nil // an empty inner chunk
+	}
+	*buf, err = readFile(filepath.Join(a.dir, filepath.FromSlash(a.key(shard[:n]))), *buf, int64(off), int64(size))
+	if err != nil {
+		return nil, a.chunkError(shard[:n], inner[:n], err)
+	}
+	return a.decode(&sh.inner, *buf, shard[:n], inner[:n])
+}
+
+// decode decodes a chunk's stored bytes with c.
+func (a *Array) decode(c *chain, src []byte, idx, inner []int) ([]byte, error) {
+	out := make([]byte, a.unitBytes)
+	d := decoders.Get().(*decoder)
+	defer decoders.Put(d)
+	if err := c.decode(d, out, src, a.unit, a.dtype.Size()); err != nil {
+		return nil, a.chunkError(idx, inner, err)
+	}
+	return out, nil
+}
+
+// missing handles a chunk or shard file that does not exist: the chunk was
+// never written and reads as the fill value, unless the array's directory
+// is gone too (a store removed or unmounted while in use).
+func (a *Array) missing(idx, inner []int) error {
+	if _, err := os.Stat(a.dir); err != nil {
+		return a.chunkError(idx, inner, fmt.Errorf("the array's directory is gone: %w", err))
+	}
+	return nil
+}
+
+// loadIndex reads and checks the index of the shard at grid index shard.
+func (a *Array) loadIndex(shard []int) ([]byte, error) {
+	sh := a.chain.shard
+	file := filepath.Join(a.dir, filepath.FromSlash(a.key(shard)))
+	f, err := os.Open(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, a.missing(shard, nil)
+	}
+	if err != nil {
+		return nil, a.chunkError(shard, nil, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, a.chunkError(shard, nil, err)
+	}
+	size := st.Size()
+	if size < int64(sh.indexBytes) {
+		return nil, a.chunkError(shard, nil, fmt.Errorf("shard of %d bytes, shorter than its %d-byte index", size, sh.indexBytes))
+	}
+	at := int64(0)
+	if !sh.indexAtStart {
+		at = size - int64(sh.indexBytes)
+	}
+	raw := make([]byte, sh.indexBytes)
+	if _, err := f.ReadAt(raw, at); err != nil {
+		return nil, a.chunkError(shard, nil, fmt.Errorf("read the index: %w", err))
+	}
+	index := make([]byte, sh.indexLen)
+	d := decoders.Get().(*decoder)
+	defer decoders.Put(d)
+	if err := sh.index.decode(d, index, raw, sh.indexShape, 8); err != nil {
+		return nil, a.chunkError(shard, nil, fmt.Errorf("index: %w", err))
+	}
+	for i := 0; i < len(index); i += 16 {
+		off, n := binary.LittleEndian.Uint64(index[i:]), binary.LittleEndian.Uint64(index[i+8:])
+		if off == math.MaxUint64 && n == math.MaxUint64 {
+			continue
+		}
+		if off > uint64(size) || n > uint64(size)-off {
+			inner := make([]int, len(shard))
+			unravel(int64(i/16), sh.perShard, inner)
+			return nil, a.chunkError(shard, inner, fmt.Errorf("index places it at bytes [%d, %d), past the shard's %d", off, off+n, size))
+		}
+	}
+	return index, nil
+}
+
+// readFile reads n bytes at offset off of file into buf (grown as needed),
+// or the whole file when n is -1.
+func readFile(file string, buf []byte, off, n int64) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return buf, err
+	}
+	defer f.Close()
+	if n < 0 {
+		st, err := f.Stat()
+		if err != nil {
+			return buf, err
+		}
+		n = st.Size()
+	}
+	if n > 1<<31 {
+		return buf, fmt.Errorf("%d bytes is more than a chunk may hold", n)
+	}
+	buf = grow(buf, int(n))[:n]
+	if _, err := f.ReadAt(buf, off); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = fmt.Errorf("file ends before byte %d (truncated while in use?)", off+n)
+		}
+		return buf, err
+	}
+	return buf, nil
+}
+
+// unravel writes the grid index of C-order position i in a grid of shape.
+func unravel(i int64, shape []int, out []int) {
+	for k := len(shape) - 1; k >= 0; k-- {
+		n := int64(max(shape[k], 1))
+		out[k] = int(i % n)
+		i /= n
+	}
+}
+
+// ravel returns the C-order position of grid index idx in a grid of shape.
+func ravel(idx, shape []int) int64 {
+	var i int64
+	for k, v := range idx {
+		i = i*int64(shape[k]) + int64(v)
+	}
+	return i
+}

@@ -1,0 +1,472 @@
+package zarr
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"slices"
+	"sync"
+
+	"github.com/loadergen/loadergen/runtime/zarr/blosc"
+	"github.com/loadergen/loadergen/runtime/zarr/internal/compress"
+)
+
+// chain is how a chunk's elements became its stored bytes, as one
+// description for both formats: an axis order, a byte order, and
+// bytes-to-bytes codecs. Sharded arrays add a shard layer above it.
+type chain struct {
+	// order is the axis order of the stored elements: stored axis i is the
+	// chunk's axis order[i] (v2's order "F" reverses the axes; v3's
+	// transpose codec gives it). nil means C order.
+	order     []int
+	bigEndian bool         // stored elements are big-endian
+	codecs    []bytesCodec // in encoding order; decoding runs them backwards
+	shard     *sharding    // non-nil: a chunk is a shard of inner chunks
+}
+
+// sharding is a sharding_indexed codec: a chunk of the array (a shard) is a
+// grid of inner chunks, each encoded by inner, plus an index of where each
+// one lies in the shard, encoded by index.
+type sharding struct {
+	innerShape   []int
+	perShard     []int // inner chunks along each axis of a shard
+	inner        chain
+	index        chain
+	indexShape   []int // perShard, then 2: an (offset, size) pair per inner chunk
+	indexAtStart bool
+	indexLen     int // the decoded index's size: 16 bytes per inner chunk
+	indexBytes   int // the encoded index's size
+}
+
+// bytesCodec is a bytes-to-bytes codec.
+type bytesCodec struct {
+	name string // as the metadata spells it, for errors
+	kind codecKind
+}
+
+type codecKind uint8
+
+const (
+	codecCRC32C codecKind = iota + 1
+	codecBlosc
+	codecZstd
+	codecGzip
+	codecZlib
+	codecLZ4 // numcodecs' framing: a 4-byte little-endian size, then one LZ4 block
+)
+
+// compresses reports whether the codec's output size says nothing about
+// the size of what it encoded.
+func (k codecKind) compresses() bool { return k != codecCRC32C }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checkCodecs refuses chains this decoder cannot size: each compressor
+// decodes straight into a buffer of the exact size it must produce, which
+// is known only when no other compressor encoded before it.
+func checkCodecs(codecs []bytesCodec) error {
+	seen := ""
+	for _, c := range codecs {
+		if !c.kind.compresses() {
+			continue
+		}
+		if seen != "" {
+			return fmt.Errorf("codecs %q and %q both compress; one compressor per chain is supported", seen, c.name)
+		}
+		seen = c.name
+	}
+	return nil
+}
+
+// decoder holds one goroutine's scratch for decoding chunks.
+type decoder struct {
+	blosc  blosc.Decoder
+	stage  []byte // codec output before the last step
+	stored []byte // stored elements, before transposing
+}
+
+var decoders = sync.Pool{New: func() any { return new(decoder) }}
+
+// decode turns a chunk's stored bytes src into its elements, C order and
+// little-endian, in out, whose length is the chunk's size in bytes.
+func (c *chain) decode(d *decoder, out, src []byte, shape []int, elem int) error {
+	stored := out
+	if c.order != nil {
+		d.stored = grow(d.stored, len(out))
+		stored = d.stored[:len(out)]
+	}
+	if err := c.decodeBytes(d, stored, src); err != nil {
+		return err
+	}
+	if c.bigEndian {
+		swapBytes(stored, elem)
+	}
+	if c.order != nil {
+		transpose(out, stored, shape, c.order, elem)
+	}
+	return nil
+}
+
+// decodeBytes undoes the bytes-to-bytes codecs of src into exactly dst.
+func (c *chain) decodeBytes(d *decoder, dst, src []byte) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	buf := src
+	for i := len(c.codecs) - 1; i >= 0; i-- {
+		cd := c.codecs[i]
+		if cd.kind == codecCRC32C {
+			if len(buf) < 4 {
+				return fmt.Errorf("crc32c: %d bytes, too short for a checksum", len(buf))
+			}
+			n := len(buf) - 4
+			if got, want := crc32.Checksum(buf[:n], castagnoli), binary.LittleEndian.Uint32(buf[n:]); got != want {
+				return fmt.Errorf("crc32c: checksum %08x, the data's is %08x", want, got)
+			}
+			buf = buf[:n]
+			continue
+		}
+		// The compressor's input was the chunk grown by each checksum
+		// before it (checkCodecs keeps other compressors out).
+		size := len(dst)
+		for _, before := range c.codecs[:i] {
+			if before.kind == codecCRC32C {
+				size += 4
+			}
+		}
+		out := dst
+		if size != len(dst) {
+			d.stage = grow(d.stage, size)
+			out = d.stage[:size]
+		}
+		if err := decodeCompressed(d, cd.kind, out, buf); err != nil {
+			return fmt.Errorf("%s: %w", cd.name, err)
+		}
+		buf = out
+	}
+	if len(buf) != len(dst) {
+		return fmt.Errorf("%d bytes, expected %d", len(buf), len(dst))
+	}
+	if &buf[0] != &dst[0] {
+		copy(dst, buf)
+	}
+	return nil
+}
+
+// decodeCompressed decodes src, compressed as kind, into exactly dst.
+func decodeCompressed(d *decoder, kind codecKind, dst, src []byte) error {
+	switch kind {
+	case codecBlosc:
+		return d.blosc.Decode(dst, src)
+	case codecZstd:
+		return compress.Zstd(dst, src)
+	case codecGzip:
+		return compress.Gzip(dst, src)
+	case codecZlib:
+		return compress.Zlib(dst, src)
+	case codecLZ4:
+		if len(src) < 4 {
+			return fmt.Errorf("%d bytes, too short for the size header", len(src))
+		}
+		if n := binary.LittleEndian.Uint32(src); int64(n) != int64(len(dst)) {
+			return fmt.Errorf("header says %d bytes, expected %d", n, len(dst))
+		}
+		return compress.LZ4Block(dst, src[4:])
+	}
+	return fmt.Errorf("codec kind %d has no decoder", kind)
+}
+
+// swapBytes reverses the bytes of each elem-byte element of b.
+func swapBytes(b []byte, elem int) {
+	switch elem {
+	case 2:
+		for i := 0; i+1 < len(b); i += 2 {
+			binary.LittleEndian.PutUint16(b[i:], binary.BigEndian.Uint16(b[i:]))
+		}
+	case 4:
+		for i := 0; i+3 < len(b); i += 4 {
+			binary.LittleEndian.PutUint32(b[i:], binary.BigEndian.Uint32(b[i:]))
+		}
+	case 8:
+		for i := 0; i+7 < len(b); i += 8 {
+			binary.LittleEndian.PutUint64(b[i:], binary.BigEndian.Uint64(b[i:]))
+		}
+	}
+}
+
+// transpose writes the elements of stored, held in the axis order order,
+// to out in C order of shape.
+func transpose(out, stored []byte, shape, order []int, elem int) {
+	n := len(shape)
+	var storedShape, storedStrides, src, dst [maxRank]int
+	for i, ax := range order {
+		storedShape[i] = shape[ax]
+	}
+	cStrides(storedShape[:n], storedStrides[:n])
+	for i, ax := range order {
+		src[ax] = storedStrides[i]
+	}
+	cStrides(shape, dst[:n])
+	copyBox(out, region{strides: dst[:n]}, stored, region{strides: src[:n]}, shape, elem)
+}
+
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b
+}
+
+// ---------------------------------------------------------------- zarr v2
+
+// v2Compressor reads a .zarray's compressor (null or {"id": ...}).
+func v2Compressor(raw json.RawMessage) ([]bytesCodec, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var c struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil || c.ID == "" {
+		return nil, fmt.Errorf("compressor %s: want null or an object with an \"id\"", raw)
+	}
+	kind, ok := map[string]codecKind{
+		"blosc": codecBlosc, "zstd": codecZstd, "gzip": codecGzip, "zlib": codecZlib, "lz4": codecLZ4,
+	}[c.ID]
+	if !ok {
+		return nil, fmt.Errorf("compressor %q is not supported (blosc, zstd, gzip, zlib, lz4 and null are)", c.ID)
+	}
+	return []bytesCodec{{name: c.ID, kind: kind}}, nil
+}
+
+// v2Filters accepts only an absent, null or empty filter list.
+func v2Filters(raw json.RawMessage) error {
+	if isNull(raw) {
+		return nil
+	}
+	var fs []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &fs); err != nil {
+		return fmt.Errorf("filters %s: want null or a list of objects with an \"id\"", raw)
+	}
+	if len(fs) > 0 {
+		return fmt.Errorf("filter %q is not supported (only arrays without filters are)", fs[0].ID)
+	}
+	return nil
+}
+
+func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
+// ---------------------------------------------------------------- zarr v3
+
+// v3Supported names the v3 codecs this package reads, for errors.
+const v3Supported = "transpose, bytes, sharding_indexed, blosc, gzip, zstd and crc32c"
+
+// v3Codec is one entry of a zarr.json codec list: {"name", "configuration"}
+// or, for a codec without configuration, its name alone.
+type v3Codec struct {
+	Name   string          `json:"name"`
+	Config json.RawMessage `json:"configuration"`
+}
+
+func (c *v3Codec) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &c.Name)
+	}
+	type plain v3Codec
+	return json.Unmarshal(b, (*plain)(c))
+}
+
+// v3Chain builds the chain of a v3 codec list for chunks of rank n and
+// element size elem: array-to-array codecs (transpose), exactly one
+// array-to-bytes codec (bytes or sharding_indexed), then bytes-to-bytes
+// codecs. inShard is set for the codecs inside a shard.
+func v3Chain(codecs []v3Codec, chunk []int, elem int, inShard bool) (chain, error) {
+	var c chain
+	n := len(chunk)
+	i := 0
+	for ; i < len(codecs) && codecs[i].Name == "transpose"; i++ {
+		order, err := transposeOrder(codecs[i].Config, n)
+		if err != nil {
+			return c, err
+		}
+		if c.order == nil {
+			c.order = order
+		} else { // stored axis j is the previous order's axis order[j]
+			composed := make([]int, n)
+			for j, ax := range order {
+				composed[j] = c.order[ax]
+			}
+			c.order = composed
+		}
+	}
+	if c.order != nil && isIdentity(c.order) {
+		c.order = nil
+	}
+	if i == len(codecs) {
+		return c, fmt.Errorf("codecs: no array-to-bytes codec (bytes or sharding_indexed)")
+	}
+	switch ab := codecs[i]; ab.Name {
+	case "bytes":
+		var cfg struct {
+			Endian string `json:"endian"`
+		}
+		if err := strictJSON(ab.Config, &cfg); err != nil {
+			return c, fmt.Errorf("codec bytes: %w", err)
+		}
+		switch {
+		case cfg.Endian == "big":
+			c.bigEndian = elem > 1
+		case cfg.Endian == "little", cfg.Endian == "" && elem == 1:
+		default:
+			return c, fmt.Errorf("codec bytes: endian %q (want \"little\" or \"big\")", cfg.Endian)
+		}
+	case "sharding_indexed":
+		if inShard {
+			return c, fmt.Errorf("codec sharding_indexed inside a shard: nested sharding is not supported")
+		}
+		if c.order != nil {
+			return c, fmt.Errorf("codec transpose before sharding_indexed is not supported (put it inside the shard's codecs)")
+		}
+		sh, err := parseSharding(ab.Config, chunk, elem)
+		if err != nil {
+			return c, fmt.Errorf("codec sharding_indexed: %w", err)
+		}
+		c.shard = sh
+	default:
+		return c, fmt.Errorf("codec %q where bytes or sharding_indexed must come (supported: %s)", ab.Name, v3Supported)
+	}
+	for _, bc := range codecs[i+1:] {
+		kind, ok := map[string]codecKind{
+			"blosc": codecBlosc, "zstd": codecZstd, "gzip": codecGzip, "crc32c": codecCRC32C,
+		}[bc.Name]
+		if !ok {
+			return c, fmt.Errorf("codec %q is not supported (supported: %s)", bc.Name, v3Supported)
+		}
+		c.codecs = append(c.codecs, bytesCodec{name: bc.Name, kind: kind})
+	}
+	if c.shard != nil && len(c.codecs) > 0 {
+		return c, fmt.Errorf("codec %q after sharding_indexed is not supported (shards are read in parts)", c.codecs[0].name)
+	}
+	return c, checkCodecs(c.codecs)
+}
+
+// transposeOrder reads a transpose codec's order: a permutation of the axes,
+// or the older "C" and "F".
+func transposeOrder(raw json.RawMessage, n int) ([]int, error) {
+	var cfg struct {
+		Order json.RawMessage `json:"order"`
+	}
+	if err := strictJSON(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("codec transpose: %w", err)
+	}
+	var name string
+	if json.Unmarshal(cfg.Order, &name) == nil {
+		order := make([]int, n)
+		for i := range order {
+			order[i] = i
+			if name == "F" {
+				order[i] = n - 1 - i
+			}
+		}
+		if name != "C" && name != "F" {
+			return nil, fmt.Errorf("codec transpose: order %q (want a permutation, \"C\" or \"F\")", name)
+		}
+		return order, nil
+	}
+	var order []int
+	if err := json.Unmarshal(cfg.Order, &order); err != nil || !isPermutation(order, n) {
+		return nil, fmt.Errorf("codec transpose: order %s is not a permutation of %d axes", cfg.Order, n)
+	}
+	return order, nil
+}
+
+func isPermutation(p []int, n int) bool {
+	if len(p) != n {
+		return false
+	}
+	seen := make([]bool, n)
+	for _, v := range p {
+		if v < 0 || v >= n || seen[v] {
+			return false
+		}
+		seen[v] = true
+	}
+	return true
+}
+
+func isIdentity(p []int) bool {
+	for i, v := range p {
+		if v != i {
+			return false
+		}
+	}
+	return true
+}
+
+// parseSharding reads a sharding_indexed configuration for shards of shape
+// shard.
+func parseSharding(raw json.RawMessage, shard []int, elem int) (*sharding, error) {
+	var cfg struct {
+		ChunkShape    []int     `json:"chunk_shape"`
+		Codecs        []v3Codec `json:"codecs"`
+		IndexCodecs   []v3Codec `json:"index_codecs"`
+		IndexLocation string    `json:"index_location"`
+	}
+	if err := strictJSON(raw, &cfg); err != nil {
+		return nil, err
+	}
+	if len(cfg.ChunkShape) != len(shard) {
+		return nil, fmt.Errorf("chunk_shape %v has %d axes, the array %d", cfg.ChunkShape, len(cfg.ChunkShape), len(shard))
+	}
+	sh := &sharding{innerShape: cfg.ChunkShape, perShard: make([]int, len(shard))}
+	inner := 1
+	for k, n := range cfg.ChunkShape {
+		if n < 1 || shard[k]%n != 0 {
+			return nil, fmt.Errorf("chunk_shape %v does not divide the shard shape %v", cfg.ChunkShape, shard)
+		}
+		sh.perShard[k] = shard[k] / n
+		inner *= sh.perShard[k]
+	}
+	switch cfg.IndexLocation {
+	case "", "end":
+	case "start":
+		sh.indexAtStart = true
+	default:
+		return nil, fmt.Errorf("index_location %q (want \"start\" or \"end\")", cfg.IndexLocation)
+	}
+	var err error
+	if sh.inner, err = v3Chain(cfg.Codecs, cfg.ChunkShape, elem, true); err != nil {
+		return nil, fmt.Errorf("codecs: %w", err)
+	}
+	sh.indexShape = append(slices.Clone(sh.perShard), 2)
+	if sh.index, err = v3Chain(cfg.IndexCodecs, sh.indexShape, 8, true); err != nil {
+		return nil, fmt.Errorf("index_codecs: %w", err)
+	}
+	sh.indexLen = 16 * inner
+	sh.indexBytes = sh.indexLen
+	for _, c := range sh.index.codecs {
+		if c.kind != codecCRC32C {
+			return nil, fmt.Errorf("index_codecs: %q is not supported (an index is read at a fixed size: bytes and crc32c only)", c.name)
+		}
+		sh.indexBytes += 4
+	}
+	return sh, nil
+}
+
+// strictJSON decodes an optional configuration object, refusing unknown
+// fields so that a setting this reader would ignore is not dropped silently.
+func strictJSON(raw json.RawMessage, v any) error {
+	if isNull(raw) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("configuration %s: %w", raw, err)
+	}
+	return nil
+}

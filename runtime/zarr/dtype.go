@@ -1,0 +1,242 @@
+package zarr
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/loadergen/loadergen/runtime"
+)
+
+// elemType is an array's element type as stored: the dtype and whether the
+// stored bytes are big-endian.
+type elemType struct {
+	dtype     runtime.DType
+	bigEndian bool
+}
+
+// v2Kinds maps a numpy type string's kind and size to a dtype.
+var v2Kinds = map[string]runtime.DType{
+	"b1": runtime.Bool,
+	"i1": runtime.Int8, "i2": runtime.Int16, "i4": runtime.Int32, "i8": runtime.Int64,
+	"u1": runtime.Uint8, "u2": runtime.Uint16, "u4": runtime.Uint32, "u8": runtime.Uint64,
+	"f2": runtime.Float16, "f4": runtime.Float32, "f8": runtime.Float64,
+}
+
+// parseV2DType reads a numpy type string such as "<f4", "|u1" or ">i2".
+func parseV2DType(raw json.RawMessage) (elemType, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return elemType{}, fmt.Errorf("dtype %s is not supported: only plain numeric and bool type strings are", raw)
+	}
+	if len(s) < 3 {
+		return elemType{}, fmt.Errorf("dtype %q is not a numpy type string", s)
+	}
+	d, ok := v2Kinds[s[1:]]
+	if !ok {
+		return elemType{}, fmt.Errorf("dtype %q is not supported (numeric and bool types are: |b1, |i1, <i2 ... <f8)", s)
+	}
+	switch s[0] {
+	case '<', '=': // '=' is the writer's native order, little-endian on every platform zarr-python ships for
+		return elemType{dtype: d}, nil
+	case '>':
+		return elemType{dtype: d, bigEndian: d.Size() > 1}, nil
+	case '|':
+		if d.Size() == 1 {
+			return elemType{dtype: d}, nil
+		}
+		return elemType{}, fmt.Errorf("dtype %q: a %d-byte type needs a byte order (< or >), not |", s, d.Size())
+	}
+	return elemType{}, fmt.Errorf("dtype %q: byte order %q is none of <, > and |", s, s[0])
+}
+
+// v2DType returns the type string a v2 array of d declares.
+func v2DType(d runtime.DType) string {
+	for k, v := range v2Kinds {
+		if v == d {
+			if d.Size() == 1 {
+				return "|" + k
+			}
+			return "<" + k
+		}
+	}
+	return ""
+}
+
+// parseV3DType reads a v3 data_type. Only the core's numeric and bool types
+// (and bfloat16, an extension some writers use) name runtime dtypes.
+func parseV3DType(raw json.RawMessage) (runtime.DType, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return 0, fmt.Errorf("data_type %s is not supported: only the numeric and bool types are", raw)
+	}
+	d, err := runtime.ParseDType(s)
+	if err != nil {
+		return 0, fmt.Errorf("data_type %q is not supported (the numeric types and bool are)", s)
+	}
+	return d, nil
+}
+
+// parseFill converts a fill_value to one element of d in little-endian
+// order, as chunks are held once decoded. Zarr v2's null means "no fill
+// value", which reads as zero here as it does in zarr-python.
+func parseFill(raw json.RawMessage, d runtime.DType) ([]byte, error) {
+	out := make([]byte, d.Size())
+	s := strings.TrimSpace(string(raw))
+	if s == "" || s == "null" {
+		return out, nil
+	}
+	var v any
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("fill_value %s: %w", s, err)
+	}
+	bad := func(why string) error { return fmt.Errorf("fill_value %s for %v: %s", s, d, why) }
+	switch v := v.(type) {
+	case bool:
+		if d != runtime.Bool {
+			return nil, bad("a boolean fills only bool arrays")
+		}
+		if v {
+			out[0] = 1
+		}
+		return out, nil
+	case json.Number:
+		if d == runtime.Bool {
+			return fillBool(out, v, bad)
+		}
+		if isFloat(d) {
+			f, err := strconv.ParseFloat(v.String(), 64)
+			if err != nil {
+				return nil, bad(err.Error())
+			}
+			putFloat(out, d, f)
+			return out, nil
+		}
+		return fillInt(out, d, v, bad)
+	case string:
+		if !isFloat(d) {
+			return nil, bad("a string fills only float arrays")
+		}
+		switch v {
+		case "NaN":
+			putFloat(out, d, math.NaN())
+		case "Infinity":
+			putFloat(out, d, math.Inf(1))
+		case "-Infinity":
+			putFloat(out, d, math.Inf(-1))
+		default:
+			// Zarr v3 writes exact bit patterns as hex: "0x7fc00000".
+			hex, ok := strings.CutPrefix(v, "0x")
+			bitsv, err := strconv.ParseUint(hex, 16, 64)
+			if !ok || err != nil || len(hex) != 2*d.Size() {
+				return nil, bad(`want a number, "NaN", "Infinity", "-Infinity" or the element's bits in hex`)
+			}
+			putUint(out, bitsv)
+		}
+		return out, nil
+	}
+	return nil, bad("want a number, a boolean, a string or null")
+}
+
+func isFloat(d runtime.DType) bool {
+	return d == runtime.Float16 || d == runtime.BFloat16 || d == runtime.Float32 || d == runtime.Float64
+}
+
+func fillBool(out []byte, v json.Number, bad func(string) error) ([]byte, error) {
+	switch v.String() {
+	case "0":
+	case "1":
+		out[0] = 1
+	default:
+		return nil, bad("a bool fill is 0, 1, true or false")
+	}
+	return out, nil
+}
+
+// intRange is the range of each integer dtype.
+func intRange(d runtime.DType) (lo int64, hi uint64) {
+	bits := 8 * d.Size()
+	switch d {
+	case runtime.Int8, runtime.Int16, runtime.Int32, runtime.Int64:
+		return -1 << (bits - 1), 1<<(bits-1) - 1
+	}
+	return 0, 1<<bits - 1
+}
+
+func fillInt(out []byte, d runtime.DType, v json.Number, bad func(string) error) ([]byte, error) {
+	lo, hi := intRange(d)
+	if i, err := strconv.ParseInt(v.String(), 10, 64); err == nil {
+		if i < lo || (i > 0 && uint64(i) > hi) {
+			return nil, bad("out of the type's range")
+		}
+		putUint(out, uint64(i))
+		return out, nil
+	}
+	u, err := strconv.ParseUint(v.String(), 10, 64)
+	if err != nil || u > hi {
+		return nil, bad("not an integer in the type's range")
+	}
+	putUint(out, u)
+	return out, nil
+}
+
+// putUint stores the low len(out) bytes of v, little-endian.
+func putUint(out []byte, v uint64) {
+	for i := range out {
+		out[i] = byte(v >> (8 * i))
+	}
+}
+
+// putFloat stores f as one element of the float dtype d.
+func putFloat(out []byte, d runtime.DType, f float64) {
+	switch d {
+	case runtime.Float64:
+		binary.LittleEndian.PutUint64(out, math.Float64bits(f))
+	case runtime.Float32:
+		binary.LittleEndian.PutUint32(out, math.Float32bits(float32(f)))
+	case runtime.BFloat16:
+		binary.LittleEndian.PutUint16(out, bfloat16Bits(float32(f)))
+	case runtime.Float16:
+		binary.LittleEndian.PutUint16(out, float16Bits(f))
+	}
+}
+
+// bfloat16Bits rounds f to bfloat16 (the top half of a float32), to nearest even.
+func bfloat16Bits(f float32) uint16 {
+	b := math.Float32bits(f)
+	if f != f {
+		return uint16(b>>16) | 0x40 // keep NaN a quiet NaN
+	}
+	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
+}
+
+// float16Bits rounds f to IEEE half precision, to nearest even, with
+// subnormals, infinities and NaN.
+func float16Bits(f float64) uint16 {
+	b := math.Float64bits(f)
+	sign := uint16(b>>48) & 0x8000
+	switch {
+	case f != f:
+		return sign | 0x7e00
+	case math.IsInf(f, 0):
+		return sign | 0x7c00
+	}
+	a := math.Abs(f)
+	if a >= 65520 { // rounds past the largest half, 65504
+		return sign | 0x7c00
+	}
+	if a < 0x1p-14 { // subnormal: a multiple of 2^-24
+		return sign | uint16(math.RoundToEven(a*0x1p24))
+	}
+	exp := math.Ilogb(a)
+	mant := math.RoundToEven((a/math.Ldexp(1, exp) - 1) * 1024)
+	if mant == 1024 {
+		exp, mant = exp+1, 0
+	}
+	return sign | uint16(exp+15)<<10 | uint16(mant)
+}

@@ -1,0 +1,172 @@
+package zarr
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Store is a zarr hierarchy (v2 or v3) in a local directory: a group, an
+// array, or a group of groups and arrays. It is safe for concurrent use.
+type Store struct {
+	root  string
+	cache *Cache
+	// consolidated holds the entries of a v2 .zmetadata at the root, by key
+	// ("raw/.zarray"), or is nil. It is written once, by OpenStore.
+	consolidated map[string]*metaDoc
+}
+
+// OpenStore opens the zarr hierarchy in directory root. Arrays opened
+// through it keep their decoded chunks in cache, or in SharedCache when
+// cache is nil. A v2 .zmetadata at the root (consolidated metadata) is read
+// once and preferred to the files it describes.
+func OpenStore(root string, cache *Cache) (*Store, error) {
+	if cache == nil {
+		var err error
+		if cache, err = SharedCache(); err != nil {
+			return nil, err
+		}
+	}
+	st, err := os.Stat(root)
+	if err != nil {
+		return nil, fmt.Errorf("zarr store: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("zarr store %s: not a directory", root)
+	}
+	s := &Store{root: root, cache: cache}
+	if err := s.readConsolidated(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Open opens the array in directory dir with the shared cache.
+func Open(dir string) (*Array, error) {
+	s, err := OpenStore(dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	return s.Array("")
+}
+
+// Root returns the store's directory.
+func (s *Store) Root() string { return s.root }
+
+// readConsolidated loads .zmetadata, when present.
+func (s *Store) readConsolidated() error {
+	file := filepath.Join(s.root, ".zmetadata")
+	text, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("zarr store: %w", err)
+	}
+	top, err := parseDoc(file, text, 0)
+	if err != nil {
+		return err
+	}
+	var format int
+	if err := top.get("zarr_consolidated_format", &format, true); err != nil {
+		return err
+	}
+	if format != 1 {
+		return top.errorf("zarr_consolidated_format", "zarr_consolidated_format %d (this reader knows 1)", format)
+	}
+	if !top.has("metadata") {
+		return top.errorf("metadata", "field \"metadata\" is missing")
+	}
+	entries, err := parseDoc(file, text, top.fields["metadata"].off)
+	if err != nil {
+		return err
+	}
+	s.consolidated = map[string]*metaDoc{}
+	for key, f := range entries.fields {
+		if s.consolidated[key], err = parseDoc(file, text, f.off); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nodeKind says what a path of a store holds.
+type nodeKind uint8
+
+const (
+	v2Array nodeKind = iota + 1
+	v2Group
+	v3Array
+	v3Group
+)
+
+// dir returns the directory of node p, which is "/"-separated and relative
+// to the root.
+func (s *Store) dir(p string) (string, error) {
+	clean := path.Clean("/" + p)[1:]
+	if p != "" && clean != strings.Trim(p, "/") {
+		return "", fmt.Errorf("zarr path %q: use a plain relative path (no ., .. or doubled slashes)", p)
+	}
+	return filepath.Join(s.root, filepath.FromSlash(clean)), nil
+}
+
+// node reads the metadata of node p: zarr.json (v3), else .zarray or
+// .zgroup (v2).
+func (s *Store) node(p string) (nodeKind, *metaDoc, error) {
+	dir, err := s.dir(p)
+	if err != nil {
+		return 0, nil, err
+	}
+	if doc, err := s.doc(dir, p, "zarr.json"); err == nil {
+		var nodeType string
+		if err := doc.get("node_type", &nodeType, true); err != nil {
+			return 0, nil, err
+		}
+		switch nodeType {
+		case "array":
+			return v3Array, doc, nil
+		case "group":
+			return v3Group, doc, nil
+		}
+		return 0, nil, doc.errorf("node_type", "node_type %q (want \"array\" or \"group\")", nodeType)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return 0, nil, err
+	}
+	if doc, err := s.doc(dir, p, ".zarray"); err == nil {
+		return v2Array, doc, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return 0, nil, err
+	}
+	if doc, err := s.doc(dir, p, ".zgroup"); err == nil {
+		return v2Group, doc, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return 0, nil, err
+	}
+	return 0, nil, fmt.Errorf("zarr: no array or group at %s (no zarr.json, .zarray or .zgroup): %w", dir, fs.ErrNotExist)
+}
+
+// doc reads metadata file name of node p, in directory dir: from the
+// consolidated metadata when it has it, else from the file.
+func (s *Store) doc(dir, p, name string) (*metaDoc, error) {
+	key := path.Join(strings.Trim(p, "/"), name)
+	if d, ok := s.consolidated[key]; ok {
+		return d, nil
+	}
+	file := filepath.Join(dir, name)
+	text, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return parseDoc(file, text, 0)
+}
+
+// IsArray reports whether path p of the store holds an array (rather than a
+// group); an error when it holds neither.
+func (s *Store) IsArray(p string) (bool, error) {
+	kind, _, err := s.node(p)
+	return kind == v2Array || kind == v3Array, err
+}

@@ -1,0 +1,183 @@
+package zarr
+
+import "encoding/binary"
+
+// maxRank bounds the rank of the arrays this package reads, so that the
+// per-read index arithmetic lives in fixed arrays on the stack. NumPy 1.x
+// allows 32 dimensions too.
+const maxRank = 32
+
+// region is an N-d set of elements in a buffer: element (i_0, ..., i_n-1)
+// sits at element start + Σ i_k·strides[k].
+type region struct {
+	start   int
+	strides []int
+}
+
+// cStrides writes the C-order strides, in elements, of shape into out.
+func cStrides(shape []int, out []int) {
+	s := 1
+	for k := len(shape) - 1; k >= 0; k-- {
+		out[k] = s
+		s *= shape[k]
+	}
+}
+
+// span returns the lowest and highest element offsets r addresses for a
+// box of the given shape, which has no zero-length axis.
+func (r region) span(shape []int) (lo, hi int) {
+	lo, hi = r.start, r.start
+	for k, n := range shape {
+		if d := (n - 1) * r.strides[k]; d < 0 {
+			lo += d
+		} else {
+			hi += d
+		}
+	}
+	return lo, hi
+}
+
+// flat is a box with axes of length 1 dropped and contiguous neighbours
+// merged: the loops below then run as few times as the layouts allow.
+type flat struct {
+	n        int
+	shape    [maxRank]int
+	dst, src [maxRank]int // strides
+}
+
+// flatten builds the flat form of a copy of shape from src strides to dst
+// strides (src may be nil for a fill).
+func flatten(shape, dst, src []int) flat {
+	var f flat
+	for k, n := range shape {
+		if n == 1 {
+			continue
+		}
+		var s int
+		if src != nil {
+			s = src[k]
+		}
+		if f.n > 0 {
+			last := f.n - 1
+			if f.dst[last] == dst[k]*n && f.src[last] == s*n {
+				f.shape[last] *= n
+				f.dst[last], f.src[last] = dst[k], s
+				continue
+			}
+		}
+		f.shape[f.n], f.dst[f.n], f.src[f.n] = n, dst[k], s
+		f.n++
+	}
+	return f
+}
+
+// copyBox copies a box of shape elements, each elem bytes, from the src
+// region to the dst region.
+func copyBox(dst []byte, d region, src []byte, s region, shape []int, elem int) {
+	f := flatten(shape, d.strides, s.strides)
+	if f.n == 0 {
+		copy(dst[d.start*elem:(d.start+1)*elem], src[s.start*elem:])
+		return
+	}
+	in := f.n - 1
+	run, ds, ss := f.shape[in], f.dst[in], f.src[in]
+	var idx [maxRank]int
+	do, so := d.start, s.start
+	for {
+		if ds == 1 && ss == 1 {
+			copy(dst[do*elem:(do+run)*elem], src[so*elem:(so+run)*elem])
+		} else {
+			copyRun(dst, do, ds, src, so, ss, run, elem)
+		}
+		k := in - 1
+		for ; k >= 0; k-- {
+			idx[k]++
+			do += f.dst[k]
+			so += f.src[k]
+			if idx[k] < f.shape[k] {
+				break
+			}
+			do -= f.dst[k] * f.shape[k]
+			so -= f.src[k] * f.shape[k]
+			idx[k] = 0
+		}
+		if k < 0 {
+			return
+		}
+	}
+}
+
+// copyRun copies n elements, strided in both buffers.
+func copyRun(dst []byte, do, ds int, src []byte, so, ss, n, elem int) {
+	switch elem {
+	case 1:
+		for range n {
+			dst[do] = src[so]
+			do, so = do+ds, so+ss
+		}
+	case 2:
+		for range n {
+			binary.LittleEndian.PutUint16(dst[2*do:], binary.LittleEndian.Uint16(src[2*so:]))
+			do, so = do+ds, so+ss
+		}
+	case 4:
+		for range n {
+			binary.LittleEndian.PutUint32(dst[4*do:], binary.LittleEndian.Uint32(src[4*so:]))
+			do, so = do+ds, so+ss
+		}
+	case 8:
+		for range n {
+			binary.LittleEndian.PutUint64(dst[8*do:], binary.LittleEndian.Uint64(src[8*so:]))
+			do, so = do+ds, so+ss
+		}
+	default:
+		for range n {
+			copy(dst[do*elem:(do+1)*elem], src[so*elem:(so+1)*elem])
+			do, so = do+ds, so+ss
+		}
+	}
+}
+
+// fillBox sets every element of a box of shape in the dst region to value.
+func fillBox(dst []byte, d region, shape []int, value []byte) {
+	elem := len(value)
+	f := flatten(shape, d.strides, nil)
+	if f.n == 0 {
+		copy(dst[d.start*elem:], value)
+		return
+	}
+	in := f.n - 1
+	run, ds := f.shape[in], f.dst[in]
+	var idx [maxRank]int
+	do := d.start
+	for {
+		if ds == 1 {
+			fillRun(dst[do*elem:(do+run)*elem], value)
+		} else {
+			for i := range run {
+				copy(dst[(do+i*ds)*elem:], value)
+			}
+		}
+		k := in - 1
+		for ; k >= 0; k-- {
+			idx[k]++
+			do += f.dst[k]
+			if idx[k] < f.shape[k] {
+				break
+			}
+			do -= f.dst[k] * f.shape[k]
+			idx[k] = 0
+		}
+		if k < 0 {
+			return
+		}
+	}
+}
+
+// fillRun repeats value over b, doubling what is written with each copy.
+func fillRun(b, value []byte) {
+	n := copy(b, value)
+	for n < len(b) {
+		n += copy(b[n:], b[:n])
+	}
+}
