@@ -262,7 +262,7 @@ func (a *Array) parseShapes(doc *metaDoc, shapeKey, chunkKey string) error {
 		}
 	}
 	if len(a.chunk) != len(a.shape) {
-		return doc.errorf(chunkKey, "chunk shape %v has %d axes, the shape %v %d", a.chunk, len(a.chunk), a.shape, len(a.shape))
+		return doc.errorf(chunkKey, "chunk shape %v has %d axes but shape %v has %d", a.chunk, len(a.chunk), a.shape, len(a.shape))
 	}
 	for _, n := range a.chunk {
 		if n < 1 {

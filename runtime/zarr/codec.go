@@ -321,6 +321,8 @@ func v3Chain(codecs []v3Codec, chunk []int, elem int, inShard bool) (chain, erro
 		case cfg.Endian == "big":
 			c.bigEndian = elem > 1
 		case cfg.Endian == "little", cfg.Endian == "" && elem == 1:
+		case cfg.Endian == "":
+			return c, fmt.Errorf("codec bytes: endian is required for %d-byte elements (\"little\" or \"big\")", elem)
 		default:
 			return c, fmt.Errorf("codec bytes: endian %q (want \"little\" or \"big\")", cfg.Endian)
 		}

@@ -234,3 +234,45 @@ func TestFixturesRefused(t *testing.T) {
 		t.Fatal("no refused fixture")
 	}
 }
+
+func TestFixturesMultiscale(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range fixtureCases(t) {
+		if c.Multiscale == nil {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			s, err := OpenStore(filepath.Join(fixtures, c.Path), NewCache(16))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := s.Multiscale("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[m.Version] = true
+			if len(m.Levels) != len(c.Multiscale) {
+				t.Fatalf("%d levels, want %d", len(m.Levels), len(c.Multiscale))
+			}
+			for i, want := range c.Multiscale {
+				got := m.Levels[i]
+				if got.Path != want.Path || !slices.Equal(got.Scale, want.Scale) || !slices.Equal(got.Translation, want.Translation) {
+					t.Errorf("level %d: %+v, want path %s scale %v translation %v", i, got, want.Path, want.Scale, want.Translation)
+				}
+				a, err := m.Open(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkReads(t, a, loadExpected(t, want.Expected, a))
+			}
+			for _, ax := range m.Axes {
+				if ax.Type != "space" || ax.Unit == "" {
+					t.Errorf("axis %+v: want a space axis with a unit", ax)
+				}
+			}
+		})
+	}
+	if !seen["0.4"] || !seen["0.5"] {
+		t.Errorf("multiscale versions read: %v, want 0.4 and 0.5", seen)
+	}
+}

@@ -1,0 +1,257 @@
+package zarr
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// copyStore copies fixture store name (a path under testdata/zarr) into a
+// temporary directory, for tests that damage it.
+func copyStore(t *testing.T, name string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(name))
+	src := filepath.Join(fixtures, name)
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// readAll reads the whole of the array in dir with a fresh cache.
+func readAll(t *testing.T, dir string) error {
+	t.Helper()
+	s, err := OpenStore(dir, NewCache(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Array("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := a.DType().Size()
+	for _, s := range a.shape {
+		n *= s
+	}
+	return a.Read(make([]byte, n), make([]int, len(a.shape)), a.shape)
+}
+
+func TestDamagedChunks(t *testing.T) {
+	truncate := func(b []byte) []byte { return b[:len(b)*2/3] }
+	garble := func(b []byte) []byte {
+		for i := 0; i < len(b); i += 2 {
+			b[i] ^= 0xa5
+		}
+		return b
+	}
+	flipLast := func(b []byte) []byte { b[len(b)-5] ^= 1; return b }
+	tests := []struct {
+		store, chunk string
+		damage       func([]byte) []byte
+		want         string
+	}{
+		{"v2/blosc_lz4_shuffle_u1", "1.0.1", truncate, "chunk 1.0.1: blosc: corrupt blosc frame: header says"},
+		{"v2/blosc_zstd_bitshuffle_f8", "0.1.0", garble, "chunk 0.1.0: blosc: "},
+		{"v2/zstd6_u1_slash", "0/1/0", truncate, "chunk 0/1/0: zstd: "},
+		{"v2/gzip_i8", "1.1.1", truncate, "chunk 1.1.1: gzip: "},
+		{"v2/gzip_i8", "1.1.1", flipLast, "chunk 1.1.1: gzip: "},
+		{"v2/zlib_u8", "0.0.0", truncate, "chunk 0.0.0: zlib: "},
+		{"v2/zlib_u8", "0.0.0", flipLast, "chunk 0.0.0: zlib: "},
+		{"v2/lz4_f2", "2.0.1", truncate, "chunk 2.0.1: lz4: "},
+		{"v2/raw_bool", "1.2.0", truncate, "chunk 1.2.0: 40 bytes, expected 60"},
+		{"v3/gzip_crc32c_f8", "c/0/0/0", flipLast, "chunk c/0/0/0: crc32c: checksum"},
+		{"v3/sharded_end_u2", "c/0/1/0", flipLast, "chunk c/0/1/0: index: crc32c: checksum"},
+		{"v3/sharded_start_u2", "c/1/0/1", func(b []byte) []byte { return b[:len(b)-30] }, "chunk c/1/0/1 (inner chunk [1 1 1]): index places it at bytes"},
+		{"v3/sharded_edge_noncrc_i8", "c/1/1", func(b []byte) []byte { return b[:8] }, "chunk c/1/1: shard of 8 bytes, shorter than its 64-byte index"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.store+"/"+tt.chunk, func(t *testing.T) {
+			dir := copyStore(t, tt.store)
+			file := filepath.Join(dir, filepath.FromSlash(tt.chunk))
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(file, tt.damage(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err = readAll(t, dir)
+			var ce *ChunkError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("read: %v, want a ChunkError containing %q", err, tt.want)
+			}
+			if ce.Array != dir {
+				t.Errorf("ChunkError.Array = %q, want %q", ce.Array, dir)
+			}
+		})
+	}
+}
+
+// TestChunkOfWrongSize: a chunk that decodes to a size other than the
+// metadata's chunk shape is an error, not bytes read past or short.
+func TestChunkOfWrongSize(t *testing.T) {
+	dir := copyStore(t, "v2/zstd6_u1_slash")
+	meta := filepath.Join(dir, ".zarray")
+	b, _ := os.ReadFile(meta)
+	b = []byte(strings.Replace(string(b), "16,\n        16\n", "16,\n        17\n", 1))
+	if err := os.WriteFile(meta, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := readAll(t, dir)
+	if err == nil || !strings.Contains(err.Error(), "zstd: decoded size differs from the expected size") {
+		t.Fatalf("read: %v", err)
+	}
+}
+
+// TestStoreGoneWhileReading: a missing chunk reads as the fill value, but
+// not when the array's directory itself has gone.
+func TestStoreGoneWhileReading(t *testing.T) {
+	dir := copyStore(t, "v2/missing_nan_f4")
+	s, err := OpenStore(dir, NewCache(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Array("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := make([]byte, 4*2*2*2)
+	if err := a.Read(box, []int{0, 0, 0}, []int{2, 2, 2}); err != nil { // chunk 0.0.0 is missing
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	err = a.Read(box, []int{5, 5, 4}, []int{2, 2, 2}) // chunk 1.1.1, missing too
+	if err == nil || !strings.Contains(err.Error(), "the array's directory is gone") {
+		t.Fatalf("read after the store was removed: %v", err)
+	}
+	err = a.Read(box, []int{0, 0, 3}, []int{2, 2, 2}) // chunk 0.0.1, stored
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("read of a stored chunk after the store was removed: %v", err)
+	}
+}
+
+// TestShardShrinksWhileReading: a shard cut short after its index was read
+// fails the inner chunks past its new end.
+func TestShardShrinksWhileReading(t *testing.T) {
+	dir := copyStore(t, "v3/sharded_start_u2")
+	s, err := OpenStore(dir, NewCache(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Array("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := make([]byte, 2)
+	if err := a.Read(box, []int{0, 0, 0}, []int{1, 1, 1}); err != nil { // loads shard c/0/0/0's index
+		t.Fatal(err)
+	}
+	shard := filepath.Join(dir, "c", "0", "0", "0")
+	st, _ := os.Stat(shard)
+	if err := os.Truncate(shard, st.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	err = a.Read(box, []int{7, 9, 5}, []int{1, 1, 1}) // the shard's last inner chunk
+	if err == nil || !strings.Contains(err.Error(), "c/0/0/0 (inner chunk [1 1 1]): file ends before byte") {
+		t.Fatalf("read of a shard cut short: %v", err)
+	}
+}
+
+// TestConcurrentReadsDecodeOnce: readers that need the same chunks at the
+// same time share one decode of each.
+func TestConcurrentReadsDecodeOnce(t *testing.T) {
+	c := NewCache(64)
+	s, err := OpenStore(filepath.Join(fixtures, "v2/blosc_zstd_bitshuffle_f8"), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Array("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- a.Read(make([]byte, 8*12*20*20), []int{0, 0, 0}, []int{12, 20, 20})
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := c.Stats()
+	if st.Loads != 8 || st.Hits != 15*8 {
+		t.Errorf("16 readers of 8 chunks: %d loads and %d hits, want 8 and 120", st.Loads, st.Hits)
+	}
+}
+
+func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	c := NewCache(1) // 1 MiB: the 8 KiB chunks of this array all fit, then fewer
+	s, err := OpenStore(filepath.Join(fixtures, "v2/blosc_lz4_shuffle_u2_blocks"), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.Array("")
+	one := make([]byte, 2)
+	read := func(z, y, x int) {
+		t.Helper()
+		if err := a.Read(one, []int{z, y, x}, []int{1, 1, 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read(0, 0, 0)
+	read(0, 0, 16)
+	c.limit = c.Stats().Bytes // room for exactly these two
+	read(0, 0, 0)             // now the most recent
+	read(0, 16, 0)            // evicts chunk 0.0.1
+	read(0, 0, 1)             // chunk 0.0.0 is still held
+	st := c.Stats()
+	if st.Loads != 3 || st.Evictions != 1 || st.Entries != 2 {
+		t.Errorf("stats %+v, want 3 loads, 1 eviction, 2 entries", st)
+	}
+}
+
+func TestWarmReadsDoNotAllocate(t *testing.T) {
+	a, err := openFixture(t, fixtureCase{Path: "v2/blosc_lz4_shuffle_u1"}, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := make([]byte, 10*10*10)
+	origin, shape := []int{-2, 5, 7}, []int{10, 10, 10}
+	if err := a.Read(box, origin, shape); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = a.Read(box, origin, shape) }); n != 0 {
+		t.Errorf("a warm read allocates %v times", n)
+	}
+	lay := Layout{Start: 999, Strides: []int{-100, -10, -1}}
+	if n := testing.AllocsPerRun(100, func() { _ = a.ReadLayout(box, origin, shape, lay) }); n != 0 {
+		t.Errorf("a warm laid-out read allocates %v times", n)
+	}
+}

@@ -1,0 +1,57 @@
+package zarr
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the expected messages of testdata/zarr/errors")
+
+// TestMetadataErrors opens every array of testdata/zarr/errors, one per
+// failure, and compares the error with the exact message in <case>.err
+// (paths relative to that directory). go test ./runtime/zarr -update
+// rewrites the messages; read the diff before committing it.
+func TestMetadataErrors(t *testing.T) {
+	dir := filepath.Join(fixtures, "errors")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		n++
+		t.Run(e.Name(), func(t *testing.T) {
+			s, err := OpenStore(filepath.Join(dir, e.Name()), NewCache(1))
+			if err == nil {
+				_, err = s.Array("")
+			}
+			if err == nil {
+				t.Fatal("opened without an error")
+			}
+			got := strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "") + "\n"
+			errFile := filepath.Join(dir, e.Name()+".err")
+			if *update {
+				if err := os.WriteFile(errFile, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(errFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("error:\n got %s want %s", got, want)
+			}
+		})
+	}
+	if n < 25 {
+		t.Fatalf("%d error cases", n)
+	}
+}
