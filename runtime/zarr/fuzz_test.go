@@ -79,19 +79,12 @@ func FuzzMultiscale(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, attrs []byte) {
-		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, ".zgroup"), []byte(`{"zarr_format": 2}`), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, ".zattrs"), attrs, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		s, err := OpenStore(dir, NewCache(1))
+		doc, err := parseDoc(".zattrs", attrs, 0)
 		if err != nil {
-			t.Fatal(err)
+			return
 		}
-		m, err := s.Multiscale("")
-		if err != nil {
+		var m Multiscale
+		if m.read(doc, false) != nil {
 			return
 		}
 		for _, l := range m.Levels {

@@ -72,23 +72,32 @@ func (s *Store) Multiscale(p string) (*Multiscale, error) {
 			return nil, err
 		}
 	}
-	var list []ngffMultiscale
-	if err := msDoc.get("multiscales", &list, true); err != nil {
+	if err := m.read(msDoc, kind == v3Group); err != nil {
 		return nil, err
 	}
+	return m, nil
+}
+
+// read reads the "multiscales" list of doc, in a v3 group's "ome"
+// attributes or a v2 group's .zattrs.
+func (m *Multiscale) read(doc *metaDoc, v3 bool) error {
+	var list []ngffMultiscale
+	if err := doc.get("multiscales", &list, true); err != nil {
+		return err
+	}
 	if len(list) == 0 {
-		return nil, msDoc.errorf("multiscales", "multiscales is empty")
+		return doc.errorf("multiscales", "multiscales is empty")
 	}
 	if err := m.fill(list[0]); err != nil {
-		return nil, msDoc.errorf("multiscales", "%v", err)
+		return doc.errorf("multiscales", "%v", err)
 	}
-	if kind == v2Group && m.Version != "0.4" {
-		return nil, msDoc.errorf("multiscales", "version %q in a zarr v2 group (OME-NGFF 0.4 is supported there)", m.Version)
+	if !v3 && m.Version != "0.4" {
+		return doc.errorf("multiscales", "version %q in a zarr v2 group (OME-NGFF 0.4 is supported there)", m.Version)
 	}
-	if kind == v3Group && m.Version != "0.5" {
-		return nil, msDoc.errorf("version", "version %q in a zarr v3 group (OME-NGFF 0.5 is supported there)", m.Version)
+	if v3 && m.Version != "0.5" {
+		return doc.errorf("version", "version %q in a zarr v3 group (OME-NGFF 0.5 is supported there)", m.Version)
 	}
-	return m, nil
+	return nil
 }
 
 // ngffMultiscale is one entry of "multiscales" as OME-NGFF spells it.

@@ -71,6 +71,7 @@ SH, NOSH, BITSH = numcodecs.Blosc.SHUFFLE, numcodecs.Blosc.NOSHUFFLE, numcodecs.
 
 # Frames for runtime/zarr/blosc: blosc/<name>.raw holds data and
 # blosc/<name>_<cname>_<shuffle>_<blocksize>.blosc a frame of it.
+# small: 256 elements, the seeds of the fuzz test.
 # u2: 4096 elements in one block, so the bit shuffle applies (it needs a
 # multiple of 8 elements). u4: 80000 bytes with a forced block size, which
 # c-blosc raises to 64 KiB except for zstd: several blocks, the last one short
@@ -95,6 +96,8 @@ frames("u2", pattern((4096,), "u2", 90), ["blosclz", "lz4", "lz4hc", "snappy", "
        ALL_SHUFFLES, 0)
 frames("u4", pattern((20000,), "u4", 92), ["blosclz", "lz4", "zstd"], ALL_SHUFFLES[1:], 1000)
 frames("u8_odd", pattern((1001,), "u8", 93), ["lz4"], ALL_SHUFFLES[1:], 0)
+# Small frames seed the fuzzer, which slows to a crawl on inputs of many kB.
+frames("small", pattern((256,), "u2", 94), ["blosclz", "lz4", "snappy", "zlib", "zstd"], ALL_SHUFFLES, 0)
 rand = np.random.default_rng(91).integers(0, 256, size=3000, dtype=np.uint8)
 rand.tofile(os.path.join(blosc_dir, "random.raw"))
 with open(os.path.join(blosc_dir, "random_lz4_shuffle_memcpy.blosc"), "wb") as f:

@@ -2,20 +2,24 @@ package blosc
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
 // FuzzDecode feeds the decoder damaged and made-up frames, seeded with
-// every numcodecs fixture frame: it must return an error or the declared
-// number of bytes, and never panic or read out of bounds.
+// numcodecs' small fixture frames (every codec and shuffle; Go's fuzzer
+// slows to a crawl on inputs of many kB): it must return an error or the
+// declared number of bytes, and never panic or read out of bounds.
 func FuzzDecode(f *testing.F) {
-	for _, fr := range fixtureFrames(f) {
-		f.Add(fr[0])
+	for name, fr := range fixtureFrames(f) {
+		if strings.HasPrefix(name, "small_") {
+			f.Add(fr[0])
+		}
 	}
 	var d Decoder
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		n, err := DecodedLen(frame)
-		if err != nil || n > 4<<20 {
+		if err != nil || n > 1<<20 {
 			return
 		}
 		_ = d.Decode(make([]byte, n), frame)

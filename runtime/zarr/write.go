@@ -1,0 +1,372 @@
+package zarr
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/loadergen/loadergen/internal/outfile"
+	lgruntime "github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/zarr/blosc"
+)
+
+// Compressor says how a Writer compresses chunks. The zero value stores
+// them uncompressed.
+type Compressor struct {
+	id    string // numcodecs' id; "" for none
+	level int
+}
+
+// Zstd compresses chunks with zstd at level (1 to 22; CellMap's published
+// volumes use 6). Levels map to the encoder's nearest speed setting.
+func Zstd(level int) Compressor { return Compressor{id: "zstd", level: level} }
+
+// BloscLZ4 compresses chunks as numcodecs' default Blosc codec does: LZ4
+// over byte-shuffled blocks.
+func BloscLZ4() Compressor { return Compressor{id: "blosc"} }
+
+// String names the compressor as numcodecs does, e.g. "zstd".
+func (c Compressor) String() string {
+	if c.id == "" {
+		return "none"
+	}
+	return c.id
+}
+
+// metadata returns the compressor's .zarray entry.
+func (c Compressor) metadata() any {
+	switch c.id {
+	case "zstd":
+		return map[string]any{"id": "zstd", "level": c.level}
+	case "blosc":
+		return map[string]any{"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0}
+	}
+	return nil
+}
+
+// ArraySpec describes a zarr v2 array to write.
+type ArraySpec struct {
+	Shape      []int
+	Chunks     []int
+	DType      lgruntime.DType
+	Compressor Compressor
+	Fill       float64        // the fill value (NaN for a float dtype is allowed)
+	Separator  string         // chunk key separator: "." (the default) or "/"
+	Attributes map[string]any // written to .zattrs when not empty
+}
+
+// Writer writes a zarr v2 array (C order, little-endian) chunk by chunk,
+// so arrays larger than memory can be written. The array's metadata is
+// written by Close: until then there is no array at the directory, so a
+// writer that fails leaves no half-written array behind for readers to
+// take as complete. WriteChunk may be called from several goroutines at
+// once.
+type Writer struct {
+	dir   string
+	spec  ArraySpec
+	grid  []int
+	bytes int // of a chunk
+	zstd  *zstd.Encoder
+}
+
+// bloscEncoders recycles Blosc encoders among concurrent WriteChunk calls.
+var bloscEncoders = sync.Pool{New: func() any { return new(blosc.Encoder) }}
+
+// Create starts writing an array at dir, which must not hold a zarr node
+// already.
+func Create(dir string, spec ArraySpec) (*Writer, error) {
+	if err := spec.check(); err != nil {
+		return nil, fmt.Errorf("zarr: create %s: %w", dir, err)
+	}
+	for _, name := range []string{".zarray", ".zgroup", "zarr.json"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("zarr: create %s: it holds a %s already (remove it first)", dir, name)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("zarr: create %s: %w", dir, err)
+	}
+	w := &Writer{dir: dir, spec: spec, grid: make([]int, len(spec.Shape)), bytes: spec.DType.Size()}
+	for k, n := range spec.Shape {
+		w.grid[k] = (n + spec.Chunks[k] - 1) / spec.Chunks[k]
+		w.bytes *= spec.Chunks[k]
+	}
+	if spec.Compressor.id == "zstd" {
+		// Single-segment frames always record their content size, which
+		// numcodecs' decoder needs (the encoder leaves it out of small
+		// frames otherwise).
+		var err error
+		w.zstd, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(spec.Compressor.level)),
+			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithSingleSegment(true))
+		if err != nil {
+			return nil, fmt.Errorf("zarr: create %s: %w", dir, err)
+		}
+	}
+	return w, nil
+}
+
+// check refuses specs that would not make a readable array.
+func (s *ArraySpec) check() error {
+	if !s.DType.Valid() || v2DType(s.DType) == "" {
+		return fmt.Errorf("dtype %v has no zarr v2 type string", s.DType)
+	}
+	if len(s.Chunks) != len(s.Shape) || len(s.Shape) > maxRank {
+		return fmt.Errorf("shape %v and chunks %v: want the same number of axes, at most %d", s.Shape, s.Chunks, maxRank)
+	}
+	bytes := int64(s.DType.Size())
+	for k := range s.Shape {
+		if s.Shape[k] < 0 || s.Chunks[k] < 1 {
+			return fmt.Errorf("shape %v and chunks %v: lengths must be >= 0 and chunks >= 1", s.Shape, s.Chunks)
+		}
+		if bytes *= int64(s.Chunks[k]); bytes > 1<<30 {
+			return fmt.Errorf("chunks %v: more than 1 GiB a chunk", s.Chunks)
+		}
+	}
+	switch s.Separator {
+	case "":
+		s.Separator = "."
+	case ".", "/":
+	default:
+		return fmt.Errorf("separator %q (want \".\" or \"/\")", s.Separator)
+	}
+	if math.IsNaN(s.Fill) && !isFloat(s.DType) {
+		return fmt.Errorf("fill NaN for %v", s.DType)
+	}
+	if s.Compressor.id == "zstd" && (s.Compressor.level < 1 || s.Compressor.level > 22) {
+		return fmt.Errorf("zstd level %d (want 1 to 22)", s.Compressor.level)
+	}
+	_, err := parseFill(s.fillJSON(), s.DType)
+	return err
+}
+
+// fillJSON returns the .zarray spelling of the fill value.
+func (s *ArraySpec) fillJSON() json.RawMessage {
+	switch {
+	case math.IsNaN(s.Fill):
+		return json.RawMessage(`"NaN"`)
+	case math.IsInf(s.Fill, 1):
+		return json.RawMessage(`"Infinity"`)
+	case math.IsInf(s.Fill, -1):
+		return json.RawMessage(`"-Infinity"`)
+	case s.DType == lgruntime.Bool:
+		return json.RawMessage(fmt.Sprint(s.Fill != 0))
+	}
+	b, _ := json.Marshal(s.Fill)
+	return b
+}
+
+// ChunkBytes returns the size of one chunk's data as WriteChunk takes it.
+func (w *Writer) ChunkBytes() int { return w.bytes }
+
+// WriteChunk writes the chunk at grid index idx. data holds the whole
+// chunk in C order, little-endian, edge chunks included (their part past
+// the array's end is stored but never read).
+func (w *Writer) WriteChunk(idx []int, data []byte) error {
+	if len(idx) != len(w.grid) {
+		return fmt.Errorf("zarr: write %s: chunk index %v for %d axes", w.dir, idx, len(w.grid))
+	}
+	for k, i := range idx {
+		if i < 0 || i >= w.grid[k] {
+			return fmt.Errorf("zarr: write %s: chunk index %v outside the grid %v", w.dir, idx, w.grid)
+		}
+	}
+	if len(data) != w.bytes {
+		return fmt.Errorf("zarr: write %s: chunk %v of %d bytes, want %d", w.dir, idx, len(data), w.bytes)
+	}
+	var enc []byte
+	switch w.spec.Compressor.id {
+	case "zstd":
+		enc = w.zstd.EncodeAll(data, nil)
+	case "blosc":
+		e := bloscEncoders.Get().(*blosc.Encoder)
+		var err error
+		enc, err = e.Encode(nil, data, w.spec.DType.Size())
+		bloscEncoders.Put(e)
+		if err != nil {
+			return fmt.Errorf("zarr: write %s: chunk %v: %w", w.dir, idx, err)
+		}
+	default:
+		enc = data
+	}
+	parts := make([]string, len(idx))
+	for k, i := range idx {
+		parts[k] = fmt.Sprint(i)
+	}
+	key := strings.Join(parts, w.spec.Separator)
+	if len(idx) == 0 {
+		key = "0"
+	}
+	file := filepath.Join(w.dir, filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return fmt.Errorf("zarr: write %s: %w", w.dir, err)
+	}
+	if _, err := outfile.Write(file, enc); err != nil {
+		return fmt.Errorf("zarr: %w", err)
+	}
+	return nil
+}
+
+// Close writes the array's metadata (.zarray, and .zattrs when the spec
+// has attributes), after which the array can be read.
+func (w *Writer) Close() error {
+	w.release()
+	meta := map[string]any{
+		"zarr_format": 2, "shape": w.spec.Shape, "chunks": w.spec.Chunks,
+		"dtype": v2DType(w.spec.DType), "compressor": w.spec.Compressor.metadata(),
+		"fill_value": w.spec.fillJSON(), "order": "C", "filters": nil,
+		"dimension_separator": w.spec.Separator,
+	}
+	if len(w.spec.Attributes) > 0 {
+		if err := writeJSON(filepath.Join(w.dir, ".zattrs"), w.spec.Attributes); err != nil {
+			return err
+		}
+	}
+	return writeJSON(filepath.Join(w.dir, ".zarray"), meta)
+}
+
+// release frees the encoder's resources.
+func (w *Writer) release() {
+	if w.zstd != nil {
+		w.zstd.Close()
+	}
+}
+
+// WriteArray writes data, the whole array in C order, as the array spec
+// describes, chunking it on all processors.
+func WriteArray(dir string, spec ArraySpec, data []byte) error {
+	w, err := Create(dir, spec)
+	if err != nil {
+		return err
+	}
+	total := spec.DType.Size()
+	for _, s := range spec.Shape {
+		total *= s
+	}
+	if len(data) != total {
+		w.release()
+		return fmt.Errorf("zarr: write %s: %d bytes of data for shape %v of %v (%d bytes)", dir, len(data), spec.Shape, spec.DType, total)
+	}
+	chunks := int64(1)
+	for _, g := range w.grid {
+		chunks *= int64(g)
+	}
+	// Workers take chunk numbers from next until they run out or one fails.
+	var next atomic.Int64
+	errs := make([]error, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, w.bytes)
+			for c := next.Add(1) - 1; c < chunks; c = next.Add(1) - 1 {
+				if errs[i] = w.writeFrom(data, c, buf); errs[i] != nil {
+					next.Store(chunks)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		w.release()
+		return err
+	}
+	return w.Close()
+}
+
+// writeFrom writes chunk number c (in C order of the grid) of the whole
+// array data, padding an edge chunk with the fill value, using buf.
+func (w *Writer) writeFrom(data []byte, c int64, buf []byte) error {
+	rank := len(w.grid)
+	var idx, part, arrStrides, chunkStrides [maxRank]int
+	unravel(c, w.grid, idx[:rank])
+	cStrides(w.spec.Shape, arrStrides[:rank])
+	cStrides(w.spec.Chunks, chunkStrides[:rank])
+	dst := region{strides: chunkStrides[:rank]}
+	src := region{strides: arrStrides[:rank]}
+	edge := false
+	for k := range rank {
+		start := idx[k] * w.spec.Chunks[k]
+		part[k] = min(w.spec.Chunks[k], w.spec.Shape[k]-start)
+		src.start += start * arrStrides[k]
+		edge = edge || part[k] < w.spec.Chunks[k]
+	}
+	if edge {
+		fill, _ := parseFill(w.spec.fillJSON(), w.spec.DType)
+		fillBox(buf, dst, w.spec.Chunks, fill)
+	}
+	copyBox(buf, dst, data, src, part[:rank], w.spec.DType.Size())
+	return w.WriteChunk(idx[:rank], buf)
+}
+
+// WriteMultiscale writes the group metadata of an OME-NGFF 0.4 multiscale
+// image at dir: .zgroup, and .zattrs with m's axes and levels. Its levels'
+// arrays are written apart, with Create at dir/level.Path.
+func WriteMultiscale(dir string, m Multiscale) error {
+	if len(m.Levels) == 0 || len(m.Axes) == 0 {
+		return fmt.Errorf("zarr: multiscale %s: want axes and at least one level", dir)
+	}
+	axes := make([]map[string]string, len(m.Axes))
+	for i, a := range m.Axes {
+		axes[i] = map[string]string{"name": a.Name}
+		if a.Type != "" {
+			axes[i]["type"] = a.Type
+		}
+		if a.Unit != "" {
+			axes[i]["unit"] = a.Unit
+		}
+	}
+	datasets := make([]any, len(m.Levels))
+	for i, l := range m.Levels {
+		if len(l.Scale) != len(m.Axes) || (l.Translation != nil && len(l.Translation) != len(m.Axes)) {
+			return fmt.Errorf("zarr: multiscale %s: level %q has %d scales and %d translations for %d axes", dir, l.Path, len(l.Scale), len(l.Translation), len(m.Axes))
+		}
+		ts := []any{map[string]any{"type": "scale", "scale": l.Scale}}
+		if l.Translation != nil {
+			ts = append(ts, map[string]any{"type": "translation", "translation": l.Translation})
+		}
+		datasets[i] = map[string]any{"path": l.Path, "coordinateTransformations": ts}
+	}
+	ms := map[string]any{"version": "0.4", "axes": axes, "datasets": datasets}
+	if m.Name != "" {
+		ms["name"] = m.Name
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("zarr: %w", err)
+	}
+	if err := writeJSON(filepath.Join(dir, ".zattrs"), map[string]any{"multiscales": []any{ms}}); err != nil {
+		return err
+	}
+	return WriteGroup(dir)
+}
+
+// WriteGroup writes a v2 group's .zgroup at dir, so that zarr-python can
+// walk a hierarchy down to its arrays.
+func WriteGroup(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("zarr: %w", err)
+	}
+	return writeJSON(filepath.Join(dir, ".zgroup"), map[string]any{"zarr_format": 2})
+}
+
+func writeJSON(file string, v any) error {
+	b, err := json.MarshalIndent(v, "", "    ")
+	if err != nil {
+		return fmt.Errorf("zarr: %s: %w", file, err)
+	}
+	if _, err := outfile.Write(file, append(b, '\n')); err != nil {
+		return fmt.Errorf("zarr: %w", err)
+	}
+	return nil
+}
