@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/zarr/blosc"
 )
 
 // Array is an opened zarr array. Its metadata is read once, at open; its
@@ -374,33 +375,29 @@ func (a *Array) load(unit int64) ([]byte, error) {
 	}
 	var idx [maxRank]int
 	unravel(unit, a.grid, idx[:n])
-	buf := raws.Get().(*[]byte)
-	defer raws.Put(buf)
-	var err error
 	sh := a.chain.shard
 	if sh == nil {
-		*buf, err = readFile(filepath.Join(a.dir, filepath.FromSlash(a.key(idx[:n]))), *buf, 0, -1)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, a.missing(idx[:n], nil)
-		}
-		if err != nil {
-			return nil, a.chunkError(idx[:n], nil, err)
-		}
-		return a.decode(&a.chain, *buf, idx[:n], nil)
+		return a.loadChunk(idx[:n])
 	}
 	var shard, inner [maxRank]int
 	for k := range n {
 		shard[k], inner[k] = idx[k]/sh.perShard[k], idx[k]%sh.perShard[k]
 	}
-	index, err := a.cache.get(cacheKey{a.id, -1 - ravel(shard[:n], a.shards)}, a)
-	if err != nil || index == nil {
+	ie, err := a.cache.get(cacheKey{a.id, -1 - ravel(shard[:n], a.shards)}, a)
+	if err != nil {
 		return nil, err
 	}
-	at := 16 * ravel(inner[:n], sh.perShard)
-	off, size := binary.LittleEndian.Uint64(index[at:]), binary.LittleEndian.Uint64(index[at+8:])
+	var off, size uint64 = math.MaxUint64, math.MaxUint64 // a missing shard's inner chunks are empty
+	if ie.data != nil {
+		at := 16 * ravel(inner[:n], sh.perShard)
+		off, size = binary.LittleEndian.Uint64(ie.data[at:]), binary.LittleEndian.Uint64(ie.data[at+8:])
+	}
+	a.cache.release(ie)
 	if off == math.MaxUint64 && size == math.MaxUint64 {
 		return nil, nil // an empty inner chunk
 	}
+	buf := raws.Get().(*[]byte)
+	defer raws.Put(buf)
 	*buf, err = readFile(filepath.Join(a.dir, filepath.FromSlash(a.key(shard[:n]))), *buf, int64(off), int64(size))
 	if err != nil {
 		return nil, a.chunkError(shard[:n], inner[:n], err)
@@ -408,12 +405,53 @@ func (a *Array) load(unit int64) ([]byte, error) {
 	return a.decode(&sh.inner, *buf, shard[:n], inner[:n])
 }
 
+// loadChunk reads and decodes the chunk at grid index idx of an array
+// without shards. A chunk stored as it decodes (no codec, or an
+// uncompressed Blosc frame, the common case for EM data under blosc-lz4) is
+// read straight into its buffer.
+func (a *Array) loadChunk(idx []int) ([]byte, error) {
+	f, err := os.Open(filepath.Join(a.dir, filepath.FromSlash(a.key(idx))))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, a.missing(idx, nil)
+	}
+	if err != nil {
+		return nil, a.chunkError(idx, nil, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, a.chunkError(idx, nil, err)
+	}
+	if skip, ok := a.chain.storedAsIs(st.Size(), a.unitBytes); ok {
+		out := a.cache.buffer(a.unitBytes)
+		if _, err := f.ReadAt(out[headroom-skip:], 0); err != nil {
+			return nil, a.chunkError(idx, nil, readError(err, st.Size()))
+		}
+		if skip == 0 || isStoredFrame(out, a.unitBytes) {
+			return out, nil
+		}
+	}
+	buf := raws.Get().(*[]byte)
+	defer raws.Put(buf)
+	if *buf, err = readAt(f, *buf, 0, st.Size()); err != nil {
+		return nil, a.chunkError(idx, nil, err)
+	}
+	return a.decode(&a.chain, *buf, idx, nil)
+}
+
+// isStoredFrame reports whether out holds, in its headroom and data, a
+// Blosc frame that stores n bytes uncompressed.
+func isStoredFrame(out []byte, n int) bool {
+	h, err := blosc.ParseHeader(out)
+	return err == nil && h.Stored() && h.NBytes == n
+}
+
 // decode decodes a chunk's stored bytes with c.
 func (a *Array) decode(c *chain, src []byte, idx, inner []int) ([]byte, error) {
-	out := make([]byte, a.unitBytes)
+	out := a.cache.buffer(a.unitBytes)
 	d := decoders.Get().(*decoder)
 	defer decoders.Put(d)
-	if err := c.decode(d, out, src, a.unit, a.dtype.Size()); err != nil {
+	if err := c.decode(d, out[headroom:], src, a.unit, a.dtype.Size()); err != nil {
 		return nil, a.chunkError(idx, inner, err)
 	}
 	return out, nil
@@ -457,7 +495,8 @@ func (a *Array) loadIndex(shard []int) ([]byte, error) {
 	if _, err := f.ReadAt(raw, at); err != nil {
 		return nil, a.chunkError(shard, nil, fmt.Errorf("read the index: %w", err))
 	}
-	index := make([]byte, sh.indexLen)
+	out := a.cache.buffer(sh.indexLen)
+	index := out[headroom:]
 	d := decoders.Get().(*decoder)
 	defer decoders.Put(d)
 	if err := sh.index.decode(d, index, raw, sh.indexShape, 8); err != nil {
@@ -474,11 +513,11 @@ func (a *Array) loadIndex(shard []int) ([]byte, error) {
 			return nil, a.chunkError(shard, inner, fmt.Errorf("index places it at bytes [%d, %d), past the shard's %d", off, off+n, size))
 		}
 	}
-	return index, nil
+	return out, nil
 }
 
 // readFile reads n bytes at offset off of file into buf (grown as needed),
-// or the whole file when n is -1.
+// or the whole file when n is negative.
 func readFile(file string, buf []byte, off, n int64) ([]byte, error) {
 	f, err := os.Open(file)
 	if err != nil {
@@ -492,17 +531,27 @@ func readFile(file string, buf []byte, off, n int64) ([]byte, error) {
 		}
 		n = st.Size()
 	}
+	return readAt(f, buf, off, n)
+}
+
+// readAt reads n bytes at offset off of f into buf (grown as needed).
+func readAt(f *os.File, buf []byte, off, n int64) ([]byte, error) {
 	if n > 1<<31 {
 		return buf, fmt.Errorf("%d bytes is more than a chunk may hold", n)
 	}
 	buf = grow(buf, int(n))[:n]
 	if _, err := f.ReadAt(buf, off); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = fmt.Errorf("file ends before byte %d (truncated while in use?)", off+n)
-		}
-		return buf, err
+		return buf, readError(err, off+n)
 	}
 	return buf, nil
+}
+
+// readError explains a read that hit the end of a file before byte end.
+func readError(err error, end int64) error {
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("file ends before byte %d (truncated while in use?)", end)
+	}
+	return err
 }
 
 // unravel writes the grid index of C-order position i in a grid of shape.

@@ -80,6 +80,23 @@ func checkCodecs(codecs []bytesCodec) error {
 	return nil
 }
 
+// storedAsIs reports whether a stored chunk of size bytes may hold a chunk
+// of n bytes as they decode, after skip bytes: with no codec, or with Blosc
+// alone when the frame is as long as an uncompressed one (the caller checks
+// its header). Transposes and byte swaps rule it out.
+func (c *chain) storedAsIs(size int64, n int) (skip int, ok bool) {
+	if c.order != nil || c.bigEndian || c.shard != nil {
+		return 0, false
+	}
+	switch {
+	case len(c.codecs) == 0 && size == int64(n):
+		return 0, true
+	case len(c.codecs) == 1 && c.codecs[0].kind == codecBlosc && size == int64(n+blosc.HeaderSize):
+		return blosc.HeaderSize, true
+	}
+	return 0, false
+}
+
 // decoder holds one goroutine's scratch for decoding chunks.
 type decoder struct {
 	blosc  blosc.Decoder

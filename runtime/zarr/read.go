@@ -76,7 +76,7 @@ func (a *Array) read(dst []byte, origin, shape []int, d region) error {
 	var unitStrides, part [maxRank]int
 	cStrides(a.unit, unitStrides[:n])
 	for {
-		data, err := a.cache.get(cacheKey{a.id, ravel(idx[:n], a.grid)}, a)
+		e, err := a.cache.get(cacheKey{a.id, ravel(idx[:n], a.grid)}, a)
 		if err != nil {
 			return err
 		}
@@ -91,13 +91,14 @@ func (a *Array) read(dst []byte, origin, shape []int, d region) error {
 			src.start += (from - c) * unitStrides[k]
 			to.start += (from - origin[k]) * d.strides[k]
 		}
-		if data == nil {
+		if e.data == nil {
 			if inside { // else the whole box holds the fill already
 				fillBox(dst, to, part[:n], a.fill)
 			}
 		} else {
-			copyBox(dst, to, data, src, part[:n], elem)
+			copyBox(dst, to, e.data, src, part[:n], elem)
 		}
+		a.cache.release(e)
 		// The next chunk, last axis fastest.
 		k := n - 1
 		for ; k >= 0; k-- {

@@ -1,6 +1,7 @@
 package zarr
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/loadergen/loadergen/internal/outfile"
@@ -35,6 +37,9 @@ func Zstd(level int) Compressor { return Compressor{id: "zstd", level: level} }
 // over byte-shuffled blocks.
 func BloscLZ4() Compressor { return Compressor{id: "blosc"} }
 
+// Gzip compresses chunks with gzip at level (1 to 9).
+func Gzip(level int) Compressor { return Compressor{id: "gzip", level: level} }
+
 // String names the compressor as numcodecs does, e.g. "zstd".
 func (c Compressor) String() string {
 	if c.id == "" {
@@ -46,8 +51,8 @@ func (c Compressor) String() string {
 // metadata returns the compressor's .zarray entry.
 func (c Compressor) metadata() any {
 	switch c.id {
-	case "zstd":
-		return map[string]any{"id": "zstd", "level": c.level}
+	case "zstd", "gzip":
+		return map[string]any{"id": c.id, "level": c.level}
 	case "blosc":
 		return map[string]any{"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0}
 	}
@@ -145,6 +150,9 @@ func (s *ArraySpec) check() error {
 	if s.Compressor.id == "zstd" && (s.Compressor.level < 1 || s.Compressor.level > 22) {
 		return fmt.Errorf("zstd level %d (want 1 to 22)", s.Compressor.level)
 	}
+	if s.Compressor.id == "gzip" && (s.Compressor.level < 1 || s.Compressor.level > 9) {
+		return fmt.Errorf("gzip level %d (want 1 to 9)", s.Compressor.level)
+	}
 	_, err := parseFill(s.fillJSON(), s.DType)
 	return err
 }
@@ -195,6 +203,19 @@ func (w *Writer) WriteChunk(idx []int, data []byte) error {
 		if err != nil {
 			return fmt.Errorf("zarr: write %s: chunk %v: %w", w.dir, idx, err)
 		}
+	case "gzip":
+		var b bytes.Buffer
+		zw, err := gzip.NewWriterLevel(&b, w.spec.Compressor.level)
+		if err == nil {
+			_, err = zw.Write(data)
+		}
+		if err == nil {
+			err = zw.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("zarr: write %s: chunk %v: gzip: %w", w.dir, idx, err)
+		}
+		enc = b.Bytes()
 	default:
 		enc = data
 	}

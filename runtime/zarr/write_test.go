@@ -25,6 +25,7 @@ var writeCases = []struct {
 	{"zstd_u1", ArraySpec{Shape: []int{17, 30, 41}, Chunks: []int{8, 16, 16}, DType: runtime.Uint8, Compressor: Zstd(6), Separator: "/"}},
 	{"blosc_u2", ArraySpec{Shape: []int{20, 33}, Chunks: []int{16, 16}, DType: runtime.Uint16, Compressor: BloscLZ4(), Fill: 7}},
 	{"blosc_big_chunk_f4", ArraySpec{Shape: []int{3, 300, 301}, Chunks: []int{2, 256, 256}, DType: runtime.Float32, Compressor: BloscLZ4(), Fill: math.NaN()}},
+	{"gzip_u4", ArraySpec{Shape: []int{10, 20, 30}, Chunks: []int{5, 8, 16}, DType: runtime.Uint32, Compressor: Gzip(6), Fill: 3}},
 	{"raw_i8", ArraySpec{Shape: []int{5, 7}, Chunks: []int{2, 3}, DType: runtime.Int64, Fill: -1}},
 	{"zstd_f8_1d", ArraySpec{Shape: []int{1000}, Chunks: []int{128}, DType: runtime.Float64, Compressor: Zstd(1), Fill: math.Inf(-1)}},
 	{"blosc_bool", ArraySpec{Shape: []int{9, 9, 9}, Chunks: []int{4, 4, 4}, DType: runtime.Bool, Compressor: BloscLZ4(), Fill: 1}},

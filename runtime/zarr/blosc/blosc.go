@@ -70,6 +70,10 @@ type Header struct {
 // Codec returns the compressor the frame's streams use.
 func (h Header) Codec() Codec { return Codec(h.Flags >> 5) }
 
+// Stored reports whether the frame holds its data uncompressed, right
+// after the header.
+func (h Header) Stored() bool { return h.Flags&flagMemcpy != 0 }
+
 // ErrCorrupt is wrapped by every error about a malformed frame.
 var ErrCorrupt = errors.New("corrupt blosc frame")
 
