@@ -35,7 +35,7 @@ type Cache struct {
 	mu      sync.Mutex
 	used    int64
 	entries map[cacheKey]*cacheEntry
-	lru     cacheEntry // sentinel of a circular list of loaded entries, most recent first
+	lru     cacheEntry       // sentinel of a circular list of loaded entries, most recent first
 	free    map[int][][]byte // buffers of evicted, unreferenced chunks, by size
 	stats   CacheStats
 }
@@ -74,8 +74,8 @@ type cacheEntry struct {
 	err        error
 	size       int64
 	done       chan struct{}
-	refs       int  // readers that got the entry from get and have not released it
-	evicted    bool // out of the map: its buffer is freed when refs drops to 0
+	refs       int         // readers that got the entry from get and have not released it
+	evicted    bool        // out of the map: its buffer is freed when refs drops to 0
 	prev, next *cacheEntry // the lru list, once loaded
 }
 
