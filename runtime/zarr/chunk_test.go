@@ -1,8 +1,11 @@
 package zarr
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -253,5 +256,52 @@ func TestWarmReadsDoNotAllocate(t *testing.T) {
 	lay := Layout{Start: 999, Strides: []int{-100, -10, -1}}
 	if n := testing.AllocsPerRun(100, func() { _ = a.ReadLayout(box, origin, shape, lay) }); n != 0 {
 		t.Errorf("a warm laid-out read allocates %v times", n)
+	}
+}
+
+// TestConcurrentReadsWithEvictions: with a cache too small for the array,
+// buffers of evicted chunks are decoded into again while other readers may
+// still be copying; every read must still give numpy's bytes.
+func TestConcurrentReadsWithEvictions(t *testing.T) {
+	for _, mib := range []int{0, 1} {
+		c := fixtureCase{Name: "blosc_zstd_bitshuffle_f8", Path: "v2/blosc_zstd_bitshuffle_f8"}
+		a, err := openFixture(t, c, mib)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mib == 1 {
+			a.cache.limit = 3 * (16*16*8*8 + headroom + cacheEntryOverhead) // 3 of the 8 chunks
+		}
+		want := loadExpected(t, c.Name, a)
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for g := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(g), 9))
+				for range 200 {
+					origin := []int{rng.IntN(12) - 2, rng.IntN(20) - 2, rng.IntN(20) - 2}
+					shape := []int{1 + rng.IntN(10), 1 + rng.IntN(18), 1 + rng.IntN(18)}
+					dst := make([]byte, 8*elems(shape))
+					if err := a.Read(dst, origin, shape); err != nil {
+						errs <- err
+						return
+					}
+					if !bytes.Equal(dst, want.box(origin, shape, a.Fill())) {
+						errs <- fmt.Errorf("cache %d MiB: Read(%v, %v) differs from numpy's slice", mib, origin, shape)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if st := a.cache.Stats(); st.Evictions == 0 {
+			t.Errorf("cache %d MiB: no evictions, so no recycling was tested: %+v", mib, st)
+		}
 	}
 }
