@@ -2,18 +2,21 @@
 GO ?= go
 FUZZTIME ?= 10s
 
-.PHONY: build test fmt-check demo bench golden fuzz cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
+.PHONY: build test fmt-check demo bench golden fuzz zarr-python zarr-fixtures cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
 
 build:
 	$(GO) build ./...
+
+# The fuzz targets of make test (short runs) and make fuzz, as "package target".
+FUZZ_TARGETS = ./schema:FuzzParse ./gen:FuzzGenerate ./runtime/zarr/blosc:FuzzDecode \
+	./runtime/zarr:FuzzV2Metadata ./runtime/zarr:FuzzV3Metadata ./runtime/zarr:FuzzMultiscale
 
 ## test: format, vet, race-enabled tests (goldens included), stale-output check, short fuzz runs, the GoMLX modules, and the cuda-tagged tests on the emulated driver
 test: fmt-check gomlx-test
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	$(GO) run ./cmd/loadergen check examples/cellmap/dataset.yaml
-	$(GO) test ./schema -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./gen -run '^$$' -fuzz '^FuzzGenerate$$' -fuzztime $(FUZZTIME)
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	$(MAKE) --no-print-directory cuda-emu-test
 
 fmt-check:
@@ -25,19 +28,41 @@ demo:
 	$(GO) run ./cmd/loadergen plan examples/cellmap/dataset.yaml
 	$(GO) run ./examples/cellmap/cmd/cellmap-demo -data .demo-data/cellmap -samples 128 -epochs 5 -trace .demo-data/trace.json
 
-## bench: the benchmarks behind docs/PERFORMANCE.md (5 runs each, for medians)
+## bench: the benchmarks behind docs/PERFORMANCE.md (5 runs each, for medians), and the zarr box reads' ratios
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./golden/large ./golden/tiny ./golden/rows ./examples/cellmap
 	$(GO) test -run '^$$' -bench Generate -count 5 ./gen
+	$(GO) test -run '^$$' -bench BoxRead -benchmem -count 5 ./runtime/zarr | tee .bench-zarr.txt
+	.ci/bench-ratios <.bench-zarr.txt
 
 ## golden: rewrite the golden files and the example's generated loader
 golden:
 	$(GO) test ./gen -update
 	$(GO) generate ./examples/...
 
+## fuzz: every fuzz target for FUZZTIME each (make fuzz FUZZTIME=60s for a longer run)
 fuzz:
-	$(GO) test ./schema -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 60s
-	$(GO) test ./gen -run '^$$' -fuzz '^FuzzGenerate$$' -fuzztime 60s
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "$(GO) test $${t%%:*} -run '^$$' -fuzz '^$${t#*:}$$' -fuzztime $(FUZZTIME)"; \
+		$(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME); \
+	done
+
+## zarr-python: install Debian's python3-zarr and python3-numcodecs when missing (as root), else say what to install; runtime/zarr's tests have them read what it writes
+zarr-python:
+	@if /usr/bin/python3 -c 'import zarr, numcodecs' 2>/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -qq --no-install-recommends python3-zarr python3-numcodecs >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-zarr python3-numcodecs >/dev/null 2>&1; }; \
+	else \
+		echo "runtime/zarr's tests need Debian's python3-zarr: sudo apt-get install python3-zarr python3-numcodecs"; \
+		exit 1; \
+	fi
+
+## zarr-fixtures: rewrite testdata/zarr with python3-zarr, numcodecs and the zstd command (testdata/zarr/make_fixtures.py)
+zarr-fixtures: zarr-python
+	@command -v zstd >/dev/null || { echo "zarr-fixtures needs the zstd command: sudo apt-get install zstd"; exit 1; }
+	/usr/bin/python3 testdata/zarr/make_fixtures.py
 
 ## cuda-headers: CUDA 11.8 cuda.h and the libcuda link stub, into a cache outside the repo
 cuda-headers:

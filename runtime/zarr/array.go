@@ -90,12 +90,8 @@ func (s *Store) v2Attributes(dir, p string) (json.RawMessage, error) {
 // parseV2 reads a .zarray.
 func (a *Array) parseV2(doc *metaDoc) error {
 	a.format = 2
-	var format int
-	if err := doc.get("zarr_format", &format, true); err != nil {
+	if err := a.checkFormat(doc, ".zarray"); err != nil {
 		return err
-	}
-	if format != 2 {
-		return doc.errorf("zarr_format", "zarr_format %d in a .zarray (want 2)", format)
 	}
 	if err := a.parseShapes(doc, "shape", "chunks"); err != nil {
 		return err
@@ -141,6 +137,18 @@ func (a *Array) parseV2(doc *metaDoc) error {
 	return nil
 }
 
+// checkFormat checks that the document's zarr_format is a.format.
+func (a *Array) checkFormat(doc *metaDoc, name string) error {
+	var format int
+	if err := doc.get("zarr_format", &format, true); err != nil {
+		return err
+	}
+	if format != a.format {
+		return doc.errorf("zarr_format", "zarr_format %d in a %s (want %d)", format, name, a.format)
+	}
+	return nil
+}
+
 // v3Known lists the fields of a v3 array's zarr.json this reader knows.
 var v3Known = []string{"zarr_format", "node_type", "shape", "data_type", "chunk_grid",
 	"chunk_key_encoding", "fill_value", "codecs", "attributes", "dimension_names", "storage_transformers"}
@@ -148,12 +156,8 @@ var v3Known = []string{"zarr_format", "node_type", "shape", "data_type", "chunk_
 // parseV3 reads an array's zarr.json.
 func (a *Array) parseV3(doc *metaDoc) error {
 	a.format = 3
-	var format int
-	if err := doc.get("zarr_format", &format, true); err != nil {
+	if err := a.checkFormat(doc, "zarr.json"); err != nil {
 		return err
-	}
-	if format != 3 {
-		return doc.errorf("zarr_format", "zarr_format %d in a zarr.json (want 3)", format)
 	}
 	for key, f := range doc.fields {
 		if slices.Contains(v3Known, key) {
@@ -410,22 +414,15 @@ func (a *Array) load(unit int64) ([]byte, error) {
 // uncompressed Blosc frame, the common case for EM data under blosc-lz4) is
 // read straight into its buffer.
 func (a *Array) loadChunk(idx []int) ([]byte, error) {
-	f, err := os.Open(filepath.Join(a.dir, filepath.FromSlash(a.key(idx))))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, a.missing(idx, nil)
-	}
-	if err != nil {
-		return nil, a.chunkError(idx, nil, err)
+	f, size, err := a.openStored(idx)
+	if f == nil {
+		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, a.chunkError(idx, nil, err)
-	}
-	if skip, ok := a.chain.storedAsIs(st.Size(), a.unitBytes); ok {
+	if skip, ok := a.chain.storedAsIs(size, a.unitBytes); ok {
 		out := a.cache.buffer(a.unitBytes)
 		if _, err := f.ReadAt(out[headroom-skip:], 0); err != nil {
-			return nil, a.chunkError(idx, nil, readError(err, st.Size()))
+			return nil, a.chunkError(idx, nil, readError(err, size))
 		}
 		if skip == 0 || isStoredFrame(out, a.unitBytes) {
 			return out, nil
@@ -433,10 +430,29 @@ func (a *Array) loadChunk(idx []int) ([]byte, error) {
 	}
 	buf := raws.Get().(*[]byte)
 	defer raws.Put(buf)
-	if *buf, err = readAt(f, *buf, 0, st.Size()); err != nil {
+	if *buf, err = readAt(f, *buf, 0, size); err != nil {
 		return nil, a.chunkError(idx, nil, err)
 	}
 	return a.decode(&a.chain, *buf, idx, nil)
+}
+
+// openStored opens the file of the chunk or shard at grid index idx and
+// returns its size. A file that does not exist gives a nil file, and the
+// error of missing.
+func (a *Array) openStored(idx []int) (*os.File, int64, error) {
+	f, err := os.Open(filepath.Join(a.dir, filepath.FromSlash(a.key(idx))))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, a.missing(idx, nil)
+	}
+	if err != nil {
+		return nil, 0, a.chunkError(idx, nil, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, a.chunkError(idx, nil, err)
+	}
+	return f, st.Size(), nil
 }
 
 // isStoredFrame reports whether out holds, in its headroom and data, a
@@ -470,20 +486,11 @@ func (a *Array) missing(idx, inner []int) error {
 // loadIndex reads and checks the index of the shard at grid index shard.
 func (a *Array) loadIndex(shard []int) ([]byte, error) {
 	sh := a.chain.shard
-	file := filepath.Join(a.dir, filepath.FromSlash(a.key(shard)))
-	f, err := os.Open(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, a.missing(shard, nil)
-	}
-	if err != nil {
-		return nil, a.chunkError(shard, nil, err)
+	f, size, err := a.openStored(shard)
+	if f == nil {
+		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, a.chunkError(shard, nil, err)
-	}
-	size := st.Size()
 	if size < int64(sh.indexBytes) {
 		return nil, a.chunkError(shard, nil, fmt.Errorf("shard of %d bytes, shorter than its %d-byte index", size, sh.indexBytes))
 	}

@@ -92,32 +92,12 @@ func BenchmarkBoxRead(b *testing.B) {
 			boxes := benchBoxes(edge, 64)
 			shape := []int{edge, edge, edge}
 			size := elems(shape)
-			open := func(cacheMiB int) *Array {
-				s, err := OpenStore(filepath.Join(root, c.name), NewCache(cacheMiB))
-				if err != nil {
-					b.Fatal(err)
-				}
-				a, err := s.Array("")
-				if err != nil {
-					b.Fatal(err)
-				}
-				return a
-			}
+			open := func(cacheMiB int) *Array { return openDir(b, filepath.Join(root, c.name), cacheMiB) }
 			read := func(b *testing.B, a *Array) {
-				b.SetBytes(int64(size))
 				b.ReportAllocs()
-				var next sync.Mutex
-				i := 0
-				b.RunParallel(func(pb *testing.PB) {
-					dst := make([]byte, size)
-					for pb.Next() {
-						next.Lock()
-						origin := boxes[i%len(boxes)]
-						i++
-						next.Unlock()
-						if err := a.Read(dst, origin, shape); err != nil {
-							b.Fatal(err)
-						}
+				copyOut(b, boxes, size, func(dst []byte, origin []int) {
+					if err := a.Read(dst, origin, shape); err != nil {
+						b.Fatal(err)
 					}
 				})
 			}

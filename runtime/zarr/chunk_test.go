@@ -39,10 +39,10 @@ func copyStore(t *testing.T, name string) string {
 	return dst
 }
 
-// readAll reads the whole of the array in dir with a fresh cache.
-func readAll(t *testing.T, dir string) error {
+// openDir opens the array in directory dir with a cache of its own.
+func openDir(t testing.TB, dir string, cacheMiB int) *Array {
 	t.Helper()
-	s, err := OpenStore(dir, NewCache(16))
+	s, err := OpenStore(dir, NewCache(cacheMiB))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +50,13 @@ func readAll(t *testing.T, dir string) error {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return a
+}
+
+// readAll reads the whole of the array in dir with a fresh cache.
+func readAll(t *testing.T, dir string) error {
+	t.Helper()
+	a := openDir(t, dir, 16)
 	n := a.DType().Size()
 	for _, s := range a.shape {
 		n *= s
@@ -128,14 +135,7 @@ func TestChunkOfWrongSize(t *testing.T) {
 // not when the array's directory itself has gone.
 func TestStoreGoneWhileReading(t *testing.T) {
 	dir := copyStore(t, "v2/missing_nan_f4")
-	s, err := OpenStore(dir, NewCache(16))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := s.Array("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := openDir(t, dir, 16)
 	box := make([]byte, 4*2*2*2)
 	if err := a.Read(box, []int{0, 0, 0}, []int{2, 2, 2}); err != nil { // chunk 0.0.0 is missing
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func TestStoreGoneWhileReading(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	err = a.Read(box, []int{5, 5, 4}, []int{2, 2, 2}) // chunk 1.1.1, missing too
+	err := a.Read(box, []int{5, 5, 4}, []int{2, 2, 2}) // chunk 1.1.1, missing too
 	if err == nil || !strings.Contains(err.Error(), "the array's directory is gone") {
 		t.Fatalf("read after the store was removed: %v", err)
 	}
@@ -157,14 +157,7 @@ func TestStoreGoneWhileReading(t *testing.T) {
 // fails the inner chunks past its new end.
 func TestShardShrinksWhileReading(t *testing.T) {
 	dir := copyStore(t, "v3/sharded_start_u2")
-	s, err := OpenStore(dir, NewCache(16))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := s.Array("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := openDir(t, dir, 16)
 	box := make([]byte, 2)
 	if err := a.Read(box, []int{0, 0, 0}, []int{1, 1, 1}); err != nil { // loads shard c/0/0/0's index
 		t.Fatal(err)
@@ -174,7 +167,7 @@ func TestShardShrinksWhileReading(t *testing.T) {
 	if err := os.Truncate(shard, st.Size()/2); err != nil {
 		t.Fatal(err)
 	}
-	err = a.Read(box, []int{7, 9, 5}, []int{1, 1, 1}) // the shard's last inner chunk
+	err := a.Read(box, []int{7, 9, 5}, []int{1, 1, 1}) // the shard's last inner chunk
 	if err == nil || !strings.Contains(err.Error(), "c/0/0/0 (inner chunk [1 1 1]): file ends before byte") {
 		t.Fatalf("read of a shard cut short: %v", err)
 	}
@@ -183,15 +176,7 @@ func TestShardShrinksWhileReading(t *testing.T) {
 // TestConcurrentReadsDecodeOnce: readers that need the same chunks at the
 // same time share one decode of each.
 func TestConcurrentReadsDecodeOnce(t *testing.T) {
-	c := NewCache(64)
-	s, err := OpenStore(filepath.Join(fixtures, "v2/blosc_zstd_bitshuffle_f8"), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := s.Array("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := openDir(t, filepath.Join(fixtures, "v2/blosc_zstd_bitshuffle_f8"), 64)
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for range 16 {
@@ -208,19 +193,15 @@ func TestConcurrentReadsDecodeOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st := c.Stats()
+	st := a.cache.Stats()
 	if st.Loads != 8 || st.Hits != 15*8 {
 		t.Errorf("16 readers of 8 chunks: %d loads and %d hits, want 8 and 120", st.Loads, st.Hits)
 	}
 }
 
 func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
-	c := NewCache(1) // 1 MiB: the 8 KiB chunks of this array all fit, then fewer
-	s, err := OpenStore(filepath.Join(fixtures, "v2/blosc_lz4_shuffle_u2_blocks"), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, _ := s.Array("")
+	a := openDir(t, filepath.Join(fixtures, "v2/blosc_lz4_shuffle_u2_blocks"), 1) // the 8 KiB chunks all fit, then fewer
+	c := a.cache
 	one := make([]byte, 2)
 	read := func(z, y, x int) {
 		t.Helper()

@@ -92,15 +92,7 @@ func writeSpecArray(t *testing.T, meta string) *Array {
 	if err := os.WriteFile(filepath.Join(dir, "zarr.json"), []byte(meta), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := OpenStore(dir, NewCache(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := s.Array("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return openDir(t, dir, 1)
 }
 
 func TestSpecArrayExample(t *testing.T) {

@@ -67,14 +67,7 @@ func TestWriteReadBack(t *testing.T) {
 			if err := WriteArray(dir, c.spec, data); err != nil {
 				t.Fatal(err)
 			}
-			s, err := OpenStore(dir, NewCache(8))
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, err := s.Array("")
-			if err != nil {
-				t.Fatal(err)
-			}
+			a := openDir(t, dir, 8)
 			got := make([]byte, len(data))
 			if err := a.Read(got, make([]int, len(c.spec.Shape)), c.spec.Shape); err != nil {
 				t.Fatal(err)
