@@ -21,6 +21,7 @@ type Dataset struct {
 	Device    Device   // cpu, cuda or cuda:N
 	Classes   []string // optional; targets get a leading class axis
 	Keys      []Key    // inputs then targets, in file order
+	Crops     *Crops   // how samples are cut from volumes; nil unless the keys read zarr arrays
 	Loader    runtime.LoaderDefaults
 	Streams   Streams
 	// MaxStagingMB bounds the staging memory, (prefetch+1) x batch bytes,
@@ -79,6 +80,9 @@ type Key struct {
 	ClassAxis bool             // the sample has a leading axis of len(classes): [C, S...]
 	DType     runtime.DType    // element type
 	File      string           // optional .npy path, relative to the data root
+	Zarr      string           // optional zarr path, relative to a volume's root; may hold {class}
+	Scale     []float64        // a zarr key's voxel size along each spatial axis; nil when not given
+	Fill      float64          // a zarr key's value outside its array or for a missing class (NaN for nan)
 	Priority  runtime.Priority // stream priority from streams.priority
 	Pos       Pos              // where the key is declared
 }

@@ -117,9 +117,13 @@ func (p *parser) key(path string, kn, vn *yaml.Node, role runtime.Role) error {
 	if key.ClassAxis, err = p.classAxis(kp+".class_axis", f["class_axis"], role); err != nil {
 		return err
 	}
+	if err := p.volumeKey(kp, f, &key); err != nil {
+		return err
+	}
 	if err := p.size(kn, kp, key); err != nil {
 		return err
 	}
+	p.keyNodes[key.Name] = kn
 	p.keyAt[key.Name] = len(p.ds.Keys)
 	p.ds.Keys = append(p.ds.Keys, key)
 	return nil

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/loadergen/loadergen/runtime"
 )
 
 // copyStore copies fixture store name (a path under testdata/zarr) into a
@@ -283,6 +285,44 @@ func TestConcurrentReadsWithEvictions(t *testing.T) {
 		}
 		if st := a.cache.Stats(); st.Evictions == 0 {
 			t.Errorf("cache %d MiB: no evictions, so no recycling was tested: %+v", mib, st)
+		}
+	}
+}
+
+// TestReadOutsideValue: a layout's Outside value fills the box outside the
+// array, while missing chunks inside it keep the array's fill value.
+func TestReadOutsideValue(t *testing.T) {
+	c := fixtureCase{Name: "missing_nan_f4", Path: "v2/missing_nan_f4"}
+	a, err := openFixture(t, c, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := loadExpected(t, c.Name, a)
+	origin, shape := []int{-2, -1, -1}, []int{6, 5, 12} // chunk 0.0.0 (missing: NaN) and past the x end
+	var strides [3]int
+	cStrides(shape, strides[:])
+	outside := FillValue(runtime.Float32, -1)
+	got := make([]byte, 4*elems(shape))
+	if err := a.ReadLayout(got, origin, shape, Layout{Strides: strides[:], Outside: outside}); err != nil {
+		t.Fatal(err)
+	}
+	for z := range shape[0] {
+		for y := range shape[1] {
+			for x := range shape[2] {
+				p := []int{origin[0] + z, origin[1] + y, origin[2] + x}
+				i := (z*shape[1]+y)*shape[2] + x
+				w := outside
+				if p[0] >= 0 && p[1] >= 0 && p[2] >= 0 && p[2] < want.shape[2] {
+					at := (p[0]*want.shape[1]+p[1])*want.shape[2] + p[2]
+					w = want.data[4*at : 4*at+4]
+				}
+				if !bytes.Equal(got[4*i:4*i+4], w) {
+					t.Fatalf("element %v = % x, want % x", p, got[4*i:4*i+4], w)
+				}
+				if p[0] == 0 && p[1] == 0 && p[2] == 0 && !bytes.Equal(w, a.Fill()) {
+					t.Fatal("element (0, 0, 0) is not in a missing chunk: the test misses its point")
+				}
+			}
 		}
 	}
 }

@@ -185,6 +185,22 @@ func fillInt(out []byte, d runtime.DType, v json.Number, bad func(string) error)
 	return out, nil
 }
 
+// FillValue returns v as one element of d, little-endian: the value of a
+// float dtype rounded to it, of an integer or bool dtype converted as Go
+// converts a float64 (the caller checks that d holds v).
+func FillValue(d runtime.DType, v float64) []byte {
+	out := make([]byte, d.Size())
+	switch {
+	case isFloat(d):
+		putFloat(out, d, v)
+	case v < 0:
+		putUint(out, uint64(int64(v)))
+	default:
+		putUint(out, uint64(v))
+	}
+	return out
+}
+
 // putUint stores the low len(out) bytes of v, little-endian.
 func putUint(out []byte, v uint64) {
 	for i := range out {

@@ -12,6 +12,11 @@ import "fmt"
 type Layout struct {
 	Start   int
 	Strides []int
+	// Outside, when not nil, is the value (one element, little-endian) of
+	// the box's elements outside the array; nil means the array's fill
+	// value. Missing chunks inside the array read as the fill value either
+	// way.
+	Outside []byte
 }
 
 // Read copies the box of the given shape whose first corner is origin into
@@ -24,7 +29,7 @@ func (a *Array) Read(dst []byte, origin, shape []int) error {
 	}
 	var strides [maxRank]int
 	cStrides(shape, strides[:len(shape)])
-	return a.read(dst, origin, shape, region{strides: strides[:len(shape)]})
+	return a.read(dst, origin, shape, region{strides: strides[:len(shape)]}, a.fill)
 }
 
 // ReadLayout is Read with the box's elements placed in dst by l.
@@ -32,11 +37,19 @@ func (a *Array) ReadLayout(dst []byte, origin, shape []int, l Layout) error {
 	if len(l.Strides) != len(shape) {
 		return fmt.Errorf("zarr array %s: layout of %d strides for a box of %d axes", a.dir, len(l.Strides), len(shape))
 	}
-	return a.read(dst, origin, shape, region{start: l.Start, strides: l.Strides})
+	outside := a.fill
+	if l.Outside != nil {
+		if len(l.Outside) != len(a.fill) {
+			return fmt.Errorf("zarr array %s: an outside value of %d bytes for %d-byte elements", a.dir, len(l.Outside), len(a.fill))
+		}
+		outside = l.Outside
+	}
+	return a.read(dst, origin, shape, region{start: l.Start, strides: l.Strides}, outside)
 }
 
-// read copies a box into the region d of dst.
-func (a *Array) read(dst []byte, origin, shape []int, d region) error {
+// read copies a box into the region d of dst; its elements outside the
+// array are outside.
+func (a *Array) read(dst []byte, origin, shape []int, d region, outside []byte) error {
 	n := len(a.shape)
 	if len(origin) != n || len(shape) != n {
 		return fmt.Errorf("zarr array %s: box origin %v, shape %v for an array of %d axes", a.dir, origin, shape, n)
@@ -64,13 +77,13 @@ func (a *Array) read(dst []byte, origin, shape []int, d region) error {
 			inside = false
 		}
 		if lo[k] >= hi[k] {
-			fillBox(dst, d, shape, a.fill)
+			fillBox(dst, d, shape, outside)
 			return nil
 		}
 		c0[k], c1[k] = lo[k]/a.unit[k], (hi[k]-1)/a.unit[k]
 	}
 	if !inside {
-		fillBox(dst, d, shape, a.fill)
+		fillBox(dst, d, shape, outside)
 	}
 	copy(idx[:n], c0[:n])
 	var unitStrides, part [maxRank]int
@@ -92,9 +105,7 @@ func (a *Array) read(dst []byte, origin, shape []int, d region) error {
 			to.start += (from - origin[k]) * d.strides[k]
 		}
 		if e.data == nil {
-			if inside { // else the whole box holds the fill already
-				fillBox(dst, to, part[:n], a.fill)
-			}
+			fillBox(dst, to, part[:n], a.fill)
 		} else {
 			copyBox(dst, to, e.data, src, part[:n], elem)
 		}

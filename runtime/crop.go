@@ -1,0 +1,28 @@
+package runtime
+
+// Crop says where a sample of a volume source comes from. It is a pure
+// function of the schema's seed, the epoch and the sample's index: a
+// generated volume source's Crop(epoch, index) recomputes it, to validate,
+// to stitch predictions back, or to debug.
+type Crop struct {
+	Volume int // the volume's index in the list the source was opened with
+	// Origin holds, per key in plan order, the voxel index at the key's
+	// level of the box's first corner, before augmentation. It is negative
+	// or past the array's end only with crops.pad.
+	Origin [][]int
+	// Foreground says the centre was drawn from the labelled voxels of the
+	// schema's crops.foreground key.
+	Foreground bool
+
+	// The augmentation, applied to every key alike, in this order:
+	Mirror    []bool // flip each spatial axis (z, y, x) marked true,
+	Transpose []int  // then let output axis j take axis Transpose[j],
+	Rot90     int    // then turn this many quarter turns in the rot90 plane.
+}
+
+// SpatialAxes names the spatial axes of volume keys of the given rank (1
+// to 3): z, y, x, the last ones for lower ranks.
+func SpatialAxes(rank int) []string {
+	all := []string{"z", "y", "x"}
+	return all[len(all)-min(max(rank, 0), len(all)):]
+}

@@ -1,0 +1,105 @@
+package volume
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// WeightColumn is the optional manifest column of sampling weights.
+const WeightColumn = "weight"
+
+// LoadManifest reads a CSV manifest of volumes: a header naming one column
+// per key of spec (in any order) and optionally a weight column, then one
+// row per volume holding each key's root directory. Relative roots are
+// relative to the manifest's directory. An empty weight means 1.
+func LoadManifest(file string, spec Spec) ([]Volume, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.TrimLeadingSpace = true
+	header, err := r.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: empty; the first line names the columns: %s", file, columns(spec))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	col := make([]int, len(spec.Keys)) // column of each key
+	weight := -1
+	seen := map[string]int{}
+	for i, name := range header {
+		name = strings.TrimSpace(name)
+		if j, dup := seen[name]; dup {
+			return nil, fmt.Errorf("%s:1: column %q repeated (columns %d and %d)", file, name, j+1, i+1)
+		}
+		seen[name] = i
+		k := slices.IndexFunc(spec.Keys, func(k Key) bool { return k.Name == name })
+		switch {
+		case k >= 0:
+			col[k] = i
+		case name == WeightColumn:
+			weight = i
+		default:
+			return nil, fmt.Errorf("%s:1: unknown column %q (the columns are %s)", file, name, columns(spec))
+		}
+	}
+	for _, key := range spec.Keys {
+		if _, ok := seen[key.Name]; !ok {
+			return nil, fmt.Errorf("%s:1: no column for key %q (the columns are %s)", file, key.Name, columns(spec))
+		}
+	}
+	dir := filepath.Dir(file)
+	var vols []Volume
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		line, _ := r.FieldPos(0)
+		v := Volume{Roots: make([]string, len(spec.Keys))}
+		for k, key := range spec.Keys {
+			root := strings.TrimSpace(rec[col[k]])
+			if root == "" {
+				return nil, fmt.Errorf("%s:%d: no root for key %q", file, line, key.Name)
+			}
+			if !filepath.IsAbs(root) {
+				root = filepath.Join(dir, root)
+			}
+			v.Roots[k] = root
+		}
+		if weight >= 0 {
+			if w := strings.TrimSpace(rec[weight]); w != "" {
+				if v.Weight, err = strconv.ParseFloat(w, 64); err != nil || v.Weight < 0 || v.Weight != v.Weight {
+					return nil, fmt.Errorf("%s:%d: weight %q is not a number >= 0", file, line, w)
+				}
+			}
+		}
+		vols = append(vols, v)
+	}
+	if len(vols) == 0 {
+		return nil, fmt.Errorf("%s: no volumes, only the header", file)
+	}
+	return vols, nil
+}
+
+// columns lists a manifest's columns.
+func columns(spec Spec) string {
+	names := make([]string, 0, len(spec.Keys)+1)
+	for _, k := range spec.Keys {
+		names = append(names, k.Name)
+	}
+	return strings.Join(append(names, WeightColumn+" (optional)"), ", ")
+}

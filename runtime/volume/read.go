@@ -1,0 +1,204 @@
+package volume
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/zarr"
+)
+
+// state is one Read's scratch: the crop it draws and each key's layout.
+type state struct {
+	crop    runtime.Crop
+	src     []int  // output axis j shows input axis src[j]
+	flip    []bool // ... reversed when flip[j]
+	strides [][]int
+	out     []int  // a sample's C-order strides
+	prev    []int  // permute's copy of src
+	prevF   []bool // and of flip
+}
+
+func (s *Source) newState() *state {
+	rank := len(s.spec.Keys[0].Shape)
+	st := &state{crop: s.newCrop(), src: make([]int, rank), flip: make([]bool, rank), strides: make([][]int, len(s.spec.Keys)),
+		out: make([]int, rank), prev: make([]int, rank), prevF: make([]bool, rank)}
+	for k := range st.strides {
+		st.strides[k] = make([]int, rank)
+	}
+	return st
+}
+
+func (s *Source) newCrop() runtime.Crop {
+	rank := len(s.spec.Keys[0].Shape)
+	c := runtime.Crop{Origin: make([][]int, len(s.spec.Keys)), Mirror: make([]bool, rank), Transpose: make([]int, rank)}
+	for k := range c.Origin {
+		c.Origin[k] = make([]int, rank)
+	}
+	return c
+}
+
+// Crop returns where sample index of epoch comes from, drawing what Read
+// draws from the sample's Rand as the loader seeds it.
+func (s *Source) Crop(epoch, index int) runtime.Crop {
+	var pcg rand.PCG
+	runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, epoch), index)
+	c := s.newCrop()
+	s.draw(rand.New(&pcg), &c)
+	return c
+}
+
+// Read draws a crop from r, the sample's Rand, and reads every key's box
+// into dst: one buffer per key, in spec order, holding the key's sample
+// ([C, S...] for a key with a class axis). A failed chunk is a
+// *runtime.KeyError naming the key, with the volume and the chunk.
+func (s *Source) Read(r *rand.Rand, dst ...[]byte) error {
+	st := s.states.Get().(*state)
+	defer s.states.Put(st)
+	s.draw(r, &st.crop)
+	return s.read(st, dst)
+}
+
+// ReadCrop reads crop c (from Crop, or made by hand with the same shape)
+// into dst as Read would.
+func (s *Source) ReadCrop(c runtime.Crop, dst ...[]byte) error {
+	if c.Volume < 0 || c.Volume >= len(s.vols) {
+		return fmt.Errorf("crop of volume %d: the source has %d", c.Volume, len(s.vols))
+	}
+	st := s.states.Get().(*state)
+	defer s.states.Put(st)
+	saved := st.crop
+	st.crop = c
+	err := s.read(st, dst)
+	st.crop = saved
+	return err
+}
+
+// draw picks a crop's volume, centre and augmentation from r, in a fixed
+// order of draws: the foreground coin, the volume, the centre, the
+// mirrors, the permutation, the quarter turns.
+func (s *Source) draw(r *rand.Rand, c *runtime.Crop) {
+	c.Foreground = false
+	if fg := s.spec.Foreground; fg != nil && s.fgCum != nil && r.Float64() < fg.Fraction {
+		c.Volume = pick(s.fgCum, r.Float64())
+		v := s.vols[c.Volume]
+		v.grid.origins(int64(v.labelled[r.IntN(len(v.labelled))]), c.Origin)
+		c.Foreground = true
+	} else {
+		c.Volume = pick(s.cum, r.Float64())
+		v := s.vols[c.Volume]
+		v.grid.origins(r.Int64N(v.grid.count), c.Origin)
+	}
+	for a := range c.Mirror {
+		c.Mirror[a] = s.spec.Mirror != nil && s.spec.Mirror[a] > 0 && r.Float64() < s.spec.Mirror[a]
+	}
+	for a := range c.Transpose {
+		c.Transpose[a] = a
+	}
+	// A Fisher-Yates shuffle of the listed axes among themselves.
+	t := s.spec.Transpose
+	for i := len(t) - 1; i > 0; i-- {
+		j := r.IntN(i + 1)
+		c.Transpose[t[i]], c.Transpose[t[j]] = c.Transpose[t[j]], c.Transpose[t[i]]
+	}
+	c.Rot90 = 0
+	if s.spec.Rot90 != nil {
+		c.Rot90 = r.IntN(4)
+	}
+}
+
+// read reads every key's box of st.crop into dst.
+func (s *Source) read(st *state, dst [][]byte) error {
+	c := &st.crop
+	if len(dst) != len(s.spec.Keys) {
+		return fmt.Errorf("%d buffers for %d keys", len(dst), len(s.spec.Keys))
+	}
+	s.orientation(c, st)
+	v := s.vols[c.Volume]
+	for k, key := range s.spec.Keys {
+		start, elems := s.layout(k, st), 1
+		for _, n := range key.Shape {
+			elems *= n
+		}
+		if want := len(v.arrays[k]) * elems * key.DType.Size(); len(dst[k]) != want {
+			return fmt.Errorf("key %q: a buffer of %d bytes for a sample of %d", key.Name, len(dst[k]), want)
+		}
+		for ci, a := range v.arrays[k] {
+			buf := dst[k][ci*elems*key.DType.Size() : (ci+1)*elems*key.DType.Size()]
+			if a == nil { // a class this volume lacks
+				repeat(buf, s.fills[k])
+				continue
+			}
+			l := zarr.Layout{Start: start, Strides: st.strides[k], Outside: s.fills[k]}
+			if err := a.ReadLayout(buf, c.Origin[k], key.Shape, l); err != nil {
+				return &runtime.KeyError{Key: key.Name, Err: fmt.Errorf("volume %d (%s): %w", c.Volume, v.roots[k], err)}
+			}
+		}
+	}
+	return nil
+}
+
+// orientation composes a crop's augmentation into one signed axis
+// permutation: output axis j shows input axis src[j], reversed when
+// flip[j]. Each step turns the array it is given into a new one, as
+// numpy's flip, transpose and rot90 do.
+func (s *Source) orientation(c *runtime.Crop, st *state) {
+	src, flip := st.src, st.flip
+	for j := range src {
+		src[j], flip[j] = j, c.Mirror[j]
+	}
+	copy(st.prev, src)
+	copy(st.prevF, flip)
+	for j, from := range c.Transpose { // numpy.transpose(m, Transpose)
+		src[j], flip[j] = st.prev[from], st.prevF[from]
+	}
+	if s.spec.Rot90 == nil {
+		return
+	}
+	a, b := s.spec.Rot90[0], s.spec.Rot90[1]
+	swap := func() { // numpy.transpose with axes a and b exchanged
+		src[a], src[b] = src[b], src[a]
+		flip[a], flip[b] = flip[b], flip[a]
+	}
+	switch c.Rot90 { // numpy.rot90(m, k, axes=(a, b))
+	case 1:
+		flip[b] = !flip[b]
+		swap()
+	case 2:
+		flip[a], flip[b] = !flip[a], !flip[b]
+	case 3:
+		swap()
+		flip[b] = !flip[b]
+	}
+}
+
+// layout writes key k's strides for reading its box (in the array's
+// orientation) into the sample (in the crop's), from st.src and st.flip,
+// and returns the element the box's first corner goes to.
+func (s *Source) layout(k int, st *state) int {
+	shape := s.spec.Keys[k].Shape
+	out := st.out
+	n := 1
+	for j := len(shape) - 1; j >= 0; j-- {
+		out[j] = n
+		n *= shape[j]
+	}
+	start := 0
+	for j, a := range st.src {
+		if st.flip[j] {
+			st.strides[k][a] = -out[j]
+			start += (shape[j] - 1) * out[j]
+		} else {
+			st.strides[k][a] = out[j]
+		}
+	}
+	return start
+}
+
+// repeat fills b with copies of value.
+func repeat(b, value []byte) {
+	n := copy(b, value)
+	for n < len(b) {
+		n += copy(b[n:], b[:n])
+	}
+}

@@ -1,0 +1,312 @@
+// Package volume cuts samples out of zarr volumes for generated volume
+// sources (Open<Name>Volumes): random crops at one physical place in every
+// key, each key at its own resolution, augmented alike by mirrors,
+// transposes and quarter turns applied while copying out of the decoded
+// chunks, with optional foreground oversampling. Every choice is drawn from
+// the sample's Rand, so a crop is a pure function of (seed, epoch, index).
+package volume
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/zarr"
+)
+
+// ClassPlaceholder in a key's path stands for each class name.
+const ClassPlaceholder = "{class}"
+
+// Spec is what a schema says of its volumes; generated code holds it as a
+// literal.
+type Spec struct {
+	Keys       []Key
+	Classes    []string // the class names {class} expands to
+	PerEpoch   int      // samples in an epoch
+	Pad        bool     // crops may reach past an array's edge
+	Foreground *Foreground
+	Mirror     []float64 // per spatial axis, the probability of a flip; nil for none
+	Transpose  []int     // spatial axes that may be permuted; nil for none
+	Rot90      []int     // the plane of quarter turns (two axes); nil for none
+	Seed       uint64    // the schema's loader seed, for Crop
+}
+
+// Key is one key of a volume source.
+type Key struct {
+	Name      string
+	Path      string // relative to a volume's root; may hold {class}
+	DType     runtime.DType
+	Shape     []int     // the crop's spatial shape, in voxels of the key's level
+	Scale     []float64 // the voxel size that picks a multiscale level; nil for a plain array at its own (1 per voxel)
+	Fill      float64   // outside an array (with Pad) and for a missing class
+	ClassAxis bool      // one array per class, stacked on a leading axis
+}
+
+// Foreground centres a fraction of the crops on voxels where Keys[Key] is
+// neither zero nor NaN.
+type Foreground struct {
+	Key      int
+	Fraction float64
+}
+
+// Volume is one dataset: a root directory per key (the same root for all
+// is common) and a relative sampling weight (0 means 1).
+type Volume struct {
+	Roots  []string
+	Weight float64
+}
+
+// Source reads crops of a set of volumes. Read and Crop are safe for
+// concurrent use.
+type Source struct {
+	spec  Spec
+	vols  []*vol
+	fills [][]byte // each key's fill value, one element
+	cum   []float64
+	// fgCum weighs the volumes by their labelled centres; nil when there is
+	// no foreground, or no labelled voxel at all.
+	fgCum []float64
+	// states holds the scratch of Read: the crop and the layouts. Pool
+	// Get and Put do not allocate in steady state.
+	states sync.Pool
+}
+
+// vol is an opened volume.
+type vol struct {
+	roots    []string
+	arrays   [][]*zarr.Array // per key, per class (one for keys without a class axis); nil for a missing class
+	grid     *grid
+	weight   float64
+	labelled []uint32 // centre numbers whose foreground voxel is labelled
+}
+
+// Open opens every array of every volume and checks it against spec: it
+// exists (a missing class is filled), holds the key's dtype, has the level
+// the key's scale names, and lies so that the keys' boxes can share a
+// centre on each key's voxel grid; a volume must hold a whole crop unless
+// spec.Pad. It logs on log one line saying what it opened.
+func Open(spec Spec, vols []Volume, log *slog.Logger) (*Source, error) {
+	if len(vols) == 0 {
+		return nil, errors.New("no volumes")
+	}
+	s := &Source{spec: spec, fills: make([][]byte, len(spec.Keys))}
+	for k, key := range spec.Keys {
+		s.fills[k] = zarr.FillValue(key.DType, key.Fill)
+	}
+	stores := map[string]*zarr.Store{}
+	missing := map[string]int{} // "key/class" -> volumes without it
+	var total, fgTotal float64
+	for i, v := range vols {
+		ov, err := s.openVolume(v, stores, missing)
+		if err != nil {
+			return nil, fmt.Errorf("volume %d (%s): %w", i, strings.Join(uniq(v.Roots), ", "), err)
+		}
+		s.vols = append(s.vols, ov)
+		total += float64(ov.grid.count) * ov.weight
+		s.cum = append(s.cum, total)
+		fgTotal += float64(len(ov.labelled)) * ov.weight
+	}
+	if spec.Foreground != nil && fgTotal > 0 {
+		var c float64
+		for _, v := range s.vols {
+			c += float64(len(v.labelled)) * v.weight
+			s.fgCum = append(s.fgCum, c)
+		}
+	}
+	s.states.New = func() any { return s.newState() }
+	s.logOpened(log, missing)
+	return s, nil
+}
+
+// openVolume opens one volume's arrays and computes its crop centres.
+func (s *Source) openVolume(v Volume, stores map[string]*zarr.Store, missing map[string]int) (*vol, error) {
+	keys := s.spec.Keys
+	if len(v.Roots) != len(keys) {
+		return nil, fmt.Errorf("%d roots for %d keys", len(v.Roots), len(keys))
+	}
+	if v.Weight < 0 || math.IsNaN(v.Weight) || math.IsInf(v.Weight, 0) {
+		return nil, fmt.Errorf("weight %v (want a finite number >= 0; 0 means 1)", v.Weight)
+	}
+	ov := &vol{roots: v.Roots, arrays: make([][]*zarr.Array, len(keys)), weight: v.Weight}
+	if ov.weight == 0 {
+		ov.weight = 1
+	}
+	levels := make([]level, len(keys))
+	for k, key := range keys {
+		store, ok := stores[v.Roots[k]]
+		if !ok {
+			var err error
+			if store, err = zarr.OpenStore(v.Roots[k], nil); err != nil {
+				return nil, fmt.Errorf("key %q: %w", key.Name, err)
+			}
+			stores[v.Roots[k]] = store
+		}
+		classes := []string{""}
+		if key.ClassAxis {
+			classes = s.spec.Classes
+		}
+		ov.arrays[k] = make([]*zarr.Array, len(classes))
+		found := -1
+		for c, class := range classes {
+			path := strings.ReplaceAll(key.Path, ClassPlaceholder, class)
+			a, lvl, err := openLevel(store, path, key)
+			if errors.Is(err, fs.ErrNotExist) && key.ClassAxis {
+				missing[key.Name+"/"+class]++
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("key %q: %w", key.Name, err)
+			}
+			if found >= 0 && !sameLevel(lvl, levels[k]) {
+				return nil, fmt.Errorf("key %q: class %q's array (shape %v, voxel size %v, offset %v) differs from class %q's (%v, %v, %v)",
+					key.Name, class, lvl.shape, lvl.scale, lvl.translation, classes[found], levels[k].shape, levels[k].scale, levels[k].translation)
+			}
+			ov.arrays[k][c], levels[k], found = a, lvl, c
+		}
+		if found < 0 {
+			return nil, fmt.Errorf("key %q: no class has an array at %s under %s", key.Name, key.Path, v.Roots[k])
+		}
+	}
+	var err error
+	if ov.grid, err = newGrid(keys, levels, s.spec.Pad); err != nil {
+		return nil, err
+	}
+	if fg := s.spec.Foreground; fg != nil {
+		if ov.labelled, err = s.labelled(ov, fg.Key); err != nil {
+			return nil, err
+		}
+	}
+	return ov, nil
+}
+
+// openLevel opens the array at path for key: a plain array, or the level
+// of a multiscale group whose voxel size is the key's scale.
+func openLevel(store *zarr.Store, path string, key Key) (*zarr.Array, level, error) {
+	rank := len(key.Shape)
+	isArray, err := store.IsArray(path)
+	if err != nil {
+		return nil, level{}, err
+	}
+	var a *zarr.Array
+	lvl := level{scale: key.Scale, translation: make([]float64, rank)}
+	if isArray {
+		if a, err = store.Array(path); err != nil {
+			return nil, level{}, err
+		}
+		if lvl.scale == nil {
+			lvl.scale = slices.Repeat([]float64{1}, rank)
+		}
+	} else {
+		ms, err := store.Multiscale(path)
+		if err != nil {
+			return nil, level{}, err
+		}
+		if len(ms.Axes) != rank {
+			return nil, level{}, fmt.Errorf("the multiscale at %s has %d axes, the key %d spatial axes", path, len(ms.Axes), rank)
+		}
+		i := slices.IndexFunc(ms.Levels, func(l zarr.Level) bool { return key.Scale != nil && sameScale(l.Scale, key.Scale) })
+		if i < 0 {
+			what := fmt.Sprintf("no level with voxel size %v", key.Scale)
+			if key.Scale == nil {
+				what = "the key has no scale: to pick a level"
+			}
+			return nil, level{}, fmt.Errorf("%s is a multiscale group, and %s; its levels: %s", path, what, levelList(ms))
+		}
+		if a, err = ms.Open(i); err != nil {
+			return nil, level{}, err
+		}
+		lvl.scale, lvl.translation = ms.Levels[i].Scale, ms.Levels[i].Translation
+	}
+	if a.DType() != key.DType {
+		return nil, level{}, fmt.Errorf("the array at %s holds %v, the key is %v", path, a.DType(), key.DType)
+	}
+	if lvl.shape = a.Shape(); len(lvl.shape) != rank {
+		return nil, level{}, fmt.Errorf("the array at %s has %d axes, the key %d spatial axes", path, len(lvl.shape), rank)
+	}
+	return a, lvl, nil
+}
+
+func levelList(ms *zarr.Multiscale) string {
+	parts := make([]string, len(ms.Levels))
+	for i, l := range ms.Levels {
+		parts[i] = fmt.Sprintf("%s %v", l.Path, l.Scale)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sameScale(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > relTol*math.Max(math.Abs(a[i]), math.Abs(b[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameLevel(a, b level) bool {
+	return slices.Equal(a.shape, b.shape) && sameScale(a.scale, b.scale) && sameScale(a.translation, b.translation)
+}
+
+func uniq(s []string) []string { return slices.Compact(slices.Sorted(slices.Values(s))) }
+
+// logOpened logs what Open found: volumes, centres, missing classes and the
+// foreground index's size.
+func (s *Source) logOpened(log *slog.Logger, missing map[string]int) {
+	if log == nil {
+		return
+	}
+	var centres, labelled int64
+	for _, v := range s.vols {
+		centres += v.grid.count
+		labelled += int64(len(v.labelled))
+	}
+	attrs := []any{"volumes", len(s.vols), "crop_centres", centres, "per_epoch", s.spec.PerEpoch}
+	if len(missing) > 0 {
+		names := slices.Sorted(func(yield func(string) bool) {
+			for k := range missing {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		var parts []string
+		for _, n := range names {
+			parts = append(parts, fmt.Sprintf("%s in %d", n, missing[n]))
+		}
+		attrs = append(attrs, "missing_classes_filled", strings.Join(parts, ", "))
+	}
+	if s.spec.Foreground != nil {
+		attrs = append(attrs, "foreground_centres", labelled, "foreground_index_bytes", 4*labelled)
+		if labelled == 0 {
+			log.Warn("volume source: no labelled voxel in any volume; foreground crops are drawn uniformly", "key", s.spec.Keys[s.spec.Foreground.Key].Name)
+		}
+	}
+	log.Info("volume source", attrs...)
+}
+
+// Len returns the number of samples in an epoch.
+func (s *Source) Len() int { return s.spec.PerEpoch }
+
+// Close releases the source. Arrays hold no open files; their decoded
+// chunks stay in the shared cache until evicted.
+func (s *Source) Close() error { return nil }
+
+// pick returns the index of the first cumulative weight above u·total.
+func pick(cum []float64, u float64) int {
+	x := u * cum[len(cum)-1]
+	i := sort.SearchFloat64s(cum, x)
+	for i < len(cum)-1 && cum[i] <= x {
+		i++
+	}
+	return i
+}

@@ -1,0 +1,406 @@
+package schema
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/loadergen/loadergen/runtime"
+)
+
+// The fields of the crops section and its parts.
+var (
+	cropFields       = []string{"per_epoch", "pad", "foreground", "augment"}
+	foregroundFields = []string{"key", "fraction"}
+	augmentFields    = []string{"mirror", "transpose", "rot90"}
+)
+
+// ClassPlaceholder in a target's zarr path stands for each class name.
+const ClassPlaceholder = "{class}"
+
+// Crops says how samples are cut out of volumes: the sources of zarr keys
+// (DESIGN section 9).
+type Crops struct {
+	PerEpoch   int         // samples in an epoch: the source's Len
+	Pad        bool        // crops may reach past an array's edge (its fill)
+	Foreground *Foreground // optional: crops centred on a labelled voxel
+	// Mirror is each spatial axis' probability of being flipped; nil when
+	// the schema asks for none.
+	Mirror []float64
+	// Transpose lists the spatial axes that may be permuted (at least two),
+	// Rot90 the plane of quarter turns (two axes); nil when not asked for.
+	Transpose, Rot90 []int
+}
+
+// Foreground centres a fraction of the crops on a voxel where a target is
+// non-zero.
+type Foreground struct {
+	Key      string  // a target with zarr:
+	Fraction float64 // in [0, 1]
+}
+
+// maxSpatialRank bounds the spatial rank of zarr keys: z, y and x.
+const maxSpatialRank = 3
+
+// volumeKey reads the zarr, scale and fill fields of key (f holds the key's
+// fields) into key.
+func (p *parser) volumeKey(kp string, f map[string]*yaml.Node, key *Key) error {
+	zn, ok := f["zarr"]
+	if !ok {
+		for _, name := range []string{"scale", "fill"} {
+			if n, ok := f[name]; ok {
+				return p.errorf(n, kp+"."+name, "applies to zarr keys only (this key has no zarr:)")
+			}
+		}
+		return nil
+	}
+	if _, ok := f["file"]; ok {
+		return p.errorf(zn, kp+".zarr", "a key reads from file: or from zarr:, not both")
+	}
+	var err error
+	if key.Zarr, err = p.zarrPath(kp+".zarr", zn, key.ClassAxis); err != nil {
+		return err
+	}
+	rank := len(key.Shape)
+	if rank == 0 || rank > maxSpatialRank {
+		return p.errorf(f["shape"], kp+".shape", "a zarr key has 1 to %d spatial axes (z, y, x), this one %d", maxSpatialRank, rank)
+	}
+	if n, ok := f["scale"]; ok {
+		if key.Scale, err = p.scale(kp+".scale", n, rank); err != nil {
+			return err
+		}
+	}
+	if n, ok := f["fill"]; ok {
+		if key.Fill, err = p.fill(kp+".fill", n, key.DType); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// zarrPath reads a key's zarr path, relative to a volume's root. Targets
+// with a class axis name one array per class through {class}; others may
+// not.
+func (p *parser) zarrPath(path string, n *yaml.Node, classAxis bool) (string, error) {
+	s, err := p.str(path, n)
+	if err != nil {
+		return "", err
+	}
+	switch has := strings.Contains(s, ClassPlaceholder); {
+	case s == "":
+		return "", p.errorf(n, path, "must not be empty")
+	case hasControl(s):
+		return "", p.errorf(n, path, "%s contains a control character", quote(s))
+	case strings.Contains(s, `\`):
+		return "", p.errorf(n, path, "%s must use forward slashes", quote(s))
+	case !filepath.IsLocal(strings.ReplaceAll(s, ClassPlaceholder, "c")) || strings.HasSuffix(s, "/"):
+		return "", p.errorf(n, path, "%s is not a plain relative path inside a volume's root", quote(s))
+	case classAxis && !has:
+		return "", p.errorf(n, path, "this target has a class axis, so its path must hold %s (one array per class, e.g. \"labels/%s\")", ClassPlaceholder, ClassPlaceholder)
+	case !classAxis && has:
+		return "", p.errorf(n, path, "%s stands for a class, but this key has no class axis", ClassPlaceholder)
+	}
+	return s, nil
+}
+
+// scale reads a voxel size: one positive number per spatial axis.
+func (p *parser) scale(path string, n *yaml.Node, rank int) ([]float64, error) {
+	seq, err := p.sequence(path, n)
+	if err != nil {
+		return nil, err
+	}
+	if len(seq.Content) != rank {
+		return nil, p.errorf(n, path, "has %d values, but the key has %d spatial axes (%s)", len(seq.Content), rank, strings.Join(runtime.SpatialAxes(rank), ", "))
+	}
+	out := make([]float64, rank)
+	for i, vn := range seq.Content {
+		ip := fmt.Sprintf("%s[%d]", path, i)
+		if out[i], err = p.number(ip, vn); err != nil {
+			return nil, err
+		}
+		if out[i] <= 0 {
+			return nil, p.errorf(vn, ip, "a voxel size must be > 0, got %s", literal(deref(vn).Value))
+		}
+	}
+	return out, nil
+}
+
+// fill reads a fill value: a number the dtype holds exactly, or nan for a
+// float dtype.
+func (p *parser) fill(path string, n *yaml.Node, d runtime.DType) (float64, error) {
+	v := deref(n)
+	if v.Kind == yaml.ScalarNode && v.ShortTag() == strTag && strings.EqualFold(v.Value, "nan") {
+		if !isFloat(d) {
+			return 0, p.errorf(n, path, "nan is not a %v value (only float dtypes have NaN)", d)
+		}
+		return math.NaN(), nil
+	}
+	f, err := p.number(path, n)
+	if err != nil {
+		return 0, p.errorf(n, path, "expected a number or nan, found %s", describe(v))
+	}
+	if err := FillFits(f, d); err != nil {
+		return 0, p.errorf(n, path, "%v", err)
+	}
+	return f, nil
+}
+
+// FillFits reports whether a dtype holds fill value f exactly (NaN only in
+// floats).
+func FillFits(f float64, d runtime.DType) error {
+	switch {
+	case math.IsNaN(f):
+		if !isFloat(d) {
+			return fmt.Errorf("nan is not a %v value (only float dtypes have NaN)", d)
+		}
+		return nil
+	case isFloat(d):
+		return nil
+	case d == runtime.Bool:
+		if f != 0 && f != 1 {
+			return fmt.Errorf("%v is not a bool value (0 or 1)", f)
+		}
+		return nil
+	}
+	lo, hi := intRange(d)
+	if f != math.Trunc(f) || f < lo || f > hi {
+		return fmt.Errorf("%v is not a %v value (%v to %v)", f, d, lo, hi)
+	}
+	return nil
+}
+
+func isFloat(d runtime.DType) bool {
+	return d == runtime.Float16 || d == runtime.BFloat16 || d == runtime.Float32 || d == runtime.Float64
+}
+
+// intRange is the range of an integer dtype, as float64s.
+func intRange(d runtime.DType) (lo, hi float64) {
+	bits := 8 * d.Size()
+	switch d {
+	case runtime.Int8, runtime.Int16, runtime.Int32, runtime.Int64:
+		return -math.Ldexp(1, bits-1), math.Ldexp(1, bits-1) - 1
+	}
+	return 0, math.Ldexp(1, bits) - 1
+}
+
+// volumes checks that keys read from one kind of source, that zarr keys
+// share their spatial rank, and that crops is there exactly when they are.
+func (p *parser) volumes(m *yaml.Node, vals map[string]*yaml.Node) error {
+	var first *Key
+	for i := range p.ds.Keys {
+		k := &p.ds.Keys[i]
+		if i == 0 {
+			first = k
+			continue
+		}
+		kn := p.keyNodes[k.Name]
+		switch {
+		case (k.Zarr != "") != (first.Zarr != ""):
+			return p.errorf(kn, "", "key %s reads %s but key %s reads %s; all keys of a dataset use the same kind of source",
+				quote(k.Name), sourceKind(*k), quote(first.Name), sourceKind(*first))
+		case k.Zarr != "" && len(k.Shape) != len(first.Shape):
+			return p.errorf(kn, "", "key %s has %d spatial axes but key %s has %d; the keys of a volume share their axes",
+				quote(k.Name), len(k.Shape), quote(first.Name), len(first.Shape))
+		}
+	}
+	cn, hasCrops := vals["crops"]
+	switch {
+	case first != nil && first.Zarr != "" && !hasCrops:
+		return p.errorf(p.keyNodes[first.Name], "", "zarr keys need a crops: section (at least per_epoch) saying how samples are cut from the volumes")
+	case hasCrops && (first == nil || first.Zarr == ""):
+		return p.errorf(cn, "crops", "applies to zarr keys only (no key has zarr:)")
+	case !hasCrops:
+		return nil
+	}
+	return p.crops(cn, len(first.Shape))
+}
+
+func sourceKind(k Key) string {
+	switch {
+	case k.Zarr != "":
+		return "zarr:"
+	case k.File != "":
+		return "file:"
+	}
+	return "neither file: nor zarr:"
+}
+
+// crops reads the crops section for keys of the given spatial rank.
+func (p *parser) crops(n *yaml.Node, rank int) error {
+	m, err := p.mapping("crops", n)
+	if err != nil {
+		return err
+	}
+	f, err := p.fields("crops", m, cropFields)
+	if err != nil {
+		return err
+	}
+	c := &Crops{}
+	pn, err := p.required("crops", m, f, "per_epoch")
+	if err != nil {
+		return err
+	}
+	if c.PerEpoch, err = p.count("crops.per_epoch", pn, 1); err != nil {
+		return err
+	}
+	if n, ok := f["pad"]; ok {
+		if c.Pad, err = p.boolean("crops.pad", n); err != nil {
+			return err
+		}
+	}
+	if n, ok := f["foreground"]; ok {
+		if c.Foreground, err = p.foreground(n); err != nil {
+			return err
+		}
+	}
+	if n, ok := f["augment"]; ok {
+		if err := p.augment(n, rank, c); err != nil {
+			return err
+		}
+	}
+	p.ds.Crops = c
+	return nil
+}
+
+// foreground reads crops.foreground: a target key and a fraction.
+func (p *parser) foreground(n *yaml.Node) (*Foreground, error) {
+	const path = "crops.foreground"
+	m, err := p.mapping(path, n)
+	if err != nil {
+		return nil, err
+	}
+	f, err := p.fields(path, m, foregroundFields)
+	if err != nil {
+		return nil, err
+	}
+	fg := &Foreground{}
+	kn, err := p.required(path, m, f, "key")
+	if err != nil {
+		return nil, err
+	}
+	if fg.Key, err = p.str(path+".key", kn); err != nil {
+		return nil, err
+	}
+	i, ok := p.keyAt[fg.Key]
+	switch {
+	case !ok:
+		names := make([]string, len(p.ds.Keys))
+		for j, k := range p.ds.Keys {
+			names[j] = k.Name
+		}
+		return nil, p.errorf(kn, path+".key", "unknown key %s%s", quote(fg.Key), hint(fg.Key, names))
+	case p.ds.Keys[i].Role != runtime.Target:
+		return nil, p.errorf(kn, path+".key", "key %s is an input; crops are centred on a target's labelled voxels", quote(fg.Key))
+	}
+	fn, err := p.required(path, m, f, "fraction")
+	if err != nil {
+		return nil, err
+	}
+	if fg.Fraction, err = p.number(path+".fraction", fn); err != nil {
+		return nil, err
+	}
+	if fg.Fraction < 0 || fg.Fraction > 1 {
+		return nil, p.errorf(fn, path+".fraction", "must be between 0 and 1, got %s", literal(deref(fn).Value))
+	}
+	return fg, nil
+}
+
+// augment reads crops.augment into c.
+func (p *parser) augment(n *yaml.Node, rank int, c *Crops) error {
+	const path = "crops.augment"
+	m, err := p.mapping(path, n)
+	if err != nil {
+		return err
+	}
+	f, err := p.fields(path, m, augmentFields)
+	if err != nil {
+		return err
+	}
+	axes := runtime.SpatialAxes(rank)
+	if n, ok := f["mirror"]; ok {
+		mm, err := p.mapping(path+".mirror", n)
+		if err != nil {
+			return err
+		}
+		c.Mirror = make([]float64, rank)
+		seen := map[string]*yaml.Node{}
+		for i := 0; i+1 < len(mm.Content); i += 2 {
+			a, err := p.axis(path+".mirror", mm.Content[i], axes, seen)
+			if err != nil {
+				return err
+			}
+			vp := path + ".mirror." + axes[a]
+			if c.Mirror[a], err = p.number(vp, mm.Content[i+1]); err != nil {
+				return err
+			}
+			if c.Mirror[a] < 0 || c.Mirror[a] > 1 {
+				return p.errorf(mm.Content[i+1], vp, "a probability is between 0 and 1, got %s", literal(deref(mm.Content[i+1]).Value))
+			}
+		}
+	}
+	if n, ok := f["transpose"]; ok {
+		if c.Transpose, err = p.axisList(path+".transpose", n, axes, 0); err != nil {
+			return err
+		}
+	}
+	if n, ok := f["rot90"]; ok {
+		if c.Rot90, err = p.axisList(path+".rot90", n, axes, 2); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// axis reads an axis name node (checked against seen for repeats) and
+// returns its index in axes.
+func (p *parser) axis(path string, n *yaml.Node, axes []string, seen map[string]*yaml.Node) (int, error) {
+	s, err := p.str(path, n)
+	if err != nil {
+		return 0, err
+	}
+	i := slices.Index(axes, s)
+	if i < 0 {
+		return 0, p.errorf(n, path, "unknown axis %s (the keys' axes are %s)", quote(s), strings.Join(axes, ", "))
+	}
+	if prev, dup := seen[s]; dup {
+		return 0, p.errorf(n, path, "axis %s repeated (first at %d:%d)", s, prev.Line, prev.Column)
+	}
+	seen[s] = n
+	return i, nil
+}
+
+// axisList reads a list of distinct axes over which the samples are
+// permuted or turned: exactly want of them (at least two when want is 0),
+// each of the same size in every key, so that a sample keeps its shape.
+func (p *parser) axisList(path string, n *yaml.Node, axes []string, want int) ([]int, error) {
+	seq, err := p.sequence(path, n)
+	if err != nil {
+		return nil, err
+	}
+	switch l := len(seq.Content); {
+	case want > 0 && l != want:
+		return nil, p.errorf(n, path, "names the %d axes of a plane, got %d", want, l)
+	case want == 0 && l < 2:
+		return nil, p.errorf(n, path, "needs at least two axes to permute, got %d", l)
+	}
+	out := make([]int, len(seq.Content))
+	seen := map[string]*yaml.Node{}
+	for i, an := range seq.Content {
+		if out[i], err = p.axis(path, an, axes, seen); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range p.ds.Keys {
+		for _, a := range out[1:] {
+			if k.Shape[a] != k.Shape[out[0]] {
+				return nil, p.errorf(n, path, "key %s has size %d along %s but %d along %s; axes turned into each other need one size",
+					quote(k.Name), k.Shape[out[0]], axes[out[0]], k.Shape[a], axes[a])
+			}
+		}
+	}
+	return out, nil
+}
