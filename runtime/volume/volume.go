@@ -195,6 +195,7 @@ func openLevel(store *zarr.Store, path string, key Key) (*zarr.Array, level, err
 		return nil, level{}, err
 	}
 	var a *zarr.Array
+	where := path // the array's path, for errors
 	lvl := level{scale: key.Scale, translation: make([]float64, rank)}
 	if isArray {
 		if a, err = store.Array(path); err != nil {
@@ -223,12 +224,13 @@ func openLevel(store *zarr.Store, path string, key Key) (*zarr.Array, level, err
 			return nil, level{}, err
 		}
 		lvl.scale, lvl.translation = ms.Levels[i].Scale, ms.Levels[i].Translation
+		where = path + "/" + ms.Levels[i].Path
 	}
 	if a.DType() != key.DType {
-		return nil, level{}, fmt.Errorf("the array at %s holds %v, the key is %v", path, a.DType(), key.DType)
+		return nil, level{}, fmt.Errorf("the array at %s holds %v, the key is %v", where, a.DType(), key.DType)
 	}
 	if lvl.shape = a.Shape(); len(lvl.shape) != rank {
-		return nil, level{}, fmt.Errorf("the array at %s has %d axes, the key %d spatial axes", path, len(lvl.shape), rank)
+		return nil, level{}, fmt.Errorf("the array at %s has %d axes, the key %d spatial axes", where, len(lvl.shape), rank)
 	}
 	return a, lvl, nil
 }

@@ -165,6 +165,38 @@ func readBoth(t *testing.T, s *Source, epoch, index int) (runtime.Crop, [][]byte
 	return c, viaRead
 }
 
+// augmentations records which augmentations a test's crops drew, so that
+// a test can say it covered them all.
+type augmentations struct {
+	mirrored   [3]bool
+	transposed bool
+	turns      [4]bool
+	padded     bool
+}
+
+func (a *augmentations) add(c runtime.Crop) {
+	for i, m := range c.Mirror {
+		a.mirrored[i] = a.mirrored[i] || m
+	}
+	a.transposed = a.transposed || c.Transpose[len(c.Transpose)-1] != len(c.Transpose)-1
+	a.turns[c.Rot90] = true
+	for _, o := range c.Origin[0] {
+		a.padded = a.padded || o < 0
+	}
+}
+
+func (a *augmentations) check(t *testing.T, rank int) {
+	t.Helper()
+	if !a.transposed || a.turns != [4]bool{true, true, true, true} || !a.padded {
+		t.Errorf("the crops did not cover every augmentation and padding: %+v", *a)
+	}
+	for i := range rank {
+		if !a.mirrored[i] {
+			t.Errorf("no crop mirrored axis %d", i)
+		}
+	}
+}
+
 // TestCropsMatchNumpy reads augmented crops, reaching past the edges, from
 // every 3-d fixture array (every codec, order, separator and fill case),
 // and has numpy cut and augment the same boxes.
@@ -178,6 +210,7 @@ func TestCropsMatchNumpy(t *testing.T) {
 		t.Fatal(err)
 	}
 	check := newNumpyCheck(t)
+	var seen augmentations
 	tested := 0
 	for _, fc := range cases {
 		if fc.Error != "" || fc.Multiscale != nil {
@@ -208,7 +241,7 @@ func TestCropsMatchNumpy(t *testing.T) {
 		}
 		spec := Spec{
 			Keys:     []Key{{Name: "a", Path: fc.Array, DType: a.DType(), Shape: []int{min(shape[0], 4), side, side}, Fill: fill}},
-			PerEpoch: 100, Pad: true, Seed: 7,
+			PerEpoch: 100, Pad: true, Seed: uint64(tested) + 1, // other draws for each array
 			Mirror: []float64{0.5, 0.5, 0.5}, Transpose: []int{1, 2}, Rot90: []int{1, 2},
 		}
 		s, err := Open(spec, []Volume{{Roots: []string{root}}}, nil)
@@ -218,11 +251,13 @@ func TestCropsMatchNumpy(t *testing.T) {
 		for i := range 12 {
 			c, got := readBoth(t, s, 3, i)
 			check.add(fc.Name, filepath.Join(fixtures, "expected", fc.Name+".npy"), s, c, 0, 0, got[0])
+			seen.add(c)
 		}
 		tested++
 	}
 	if tested < 40 {
 		t.Fatalf("%d fixture arrays cropped, want every 3-d one", tested)
 	}
+	seen.check(t, 3)
 	check.run()
 }
