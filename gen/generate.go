@@ -28,12 +28,14 @@ func Generate(p *Plan, source string) ([]byte, error) {
 	g := &emitter{ds: p.Dataset, rp: p.Runtime, n: newNames(p.Dataset)}
 	for i, k := range g.rp.Keys {
 		sk := g.ds.Keys[i]
-		g.keys = append(g.keys, emitKey{Key: k, keyNames: g.n.key(sk), file: sk.File, classAxis: sk.ClassAxis})
+		g.keys = append(g.keys, emitKey{Key: k, keyNames: g.n.key(sk), file: sk.File, classAxis: sk.ClassAxis,
+			zarr: sk.Zarr, spatial: sk.Shape, scale: sk.Scale, fill: sk.Fill})
 	}
 	f := jen.NewFile(g.ds.Package)
 	f.ImportName(rtPath, "runtime")
 	f.ImportName(npyPath, "npy")
 	f.ImportName(randPath, "rand")
+	f.ImportName(volumePath, "volume")
 	f.HeaderComment(Header)
 	f.HeaderComment("source: " + commentSafe(source))
 	f.HeaderComment(strings.TrimPrefix(settingsPrefix, "// ") + p.Thresholds.String())
@@ -66,6 +68,9 @@ func Generate(p *Plan, source string) ([]byte, error) {
 		g.openFiles(f)
 		g.filesMethods(f)
 	}
+	if g.ds.Crops != nil {
+		g.volumes(f)
+	}
 	var buf bytes.Buffer
 	if err := f.Render(&buf); err != nil {
 		return nil, fmt.Errorf("render %s loader: %w", g.ds.Name, err)
@@ -91,6 +96,12 @@ type emitKey struct {
 	keyNames
 	file      string
 	classAxis bool // the sample shape starts with the class axis
+	// A zarr key's path, its spatial shape (the sample's without the class
+	// axis), voxel size and fill.
+	zarr    string
+	spatial []int
+	scale   []float64
+	fill    float64
 }
 
 // elemType is the Go element type of the key's typed views: []elemType.

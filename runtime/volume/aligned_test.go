@@ -3,73 +3,32 @@ package volume
 import (
 	"encoding/binary"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/loadergen/loadergen/internal/emvolume"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
-// testVolume writes a volume as OME-NGFF stores them: a raw multiscale
-// (uint8, s0 at 4 nm, s1 at 8 nm), and one label multiscale per class
-// (float32, a crop of 6 x 10 x 10 voxels at 8 nm), classes "mito" and,
-// unless it is left out, "er". Mito is 1 in a small box, er 2 in another.
+// testVolume writes a volume as CellMap stores them (internal/emvolume):
+// raw 24 x 40 x 40 at 4 nm (s0) and 8 nm (s1), and labels over a crop of
+// 12 x 20 x 20 s0 voxels, so 6 x 10 x 10 at 8 nm, for the classes mito and,
+// unless left out, er.
 func testVolume(t testing.TB, dir string, withER bool) {
 	t.Helper()
-	axes := []zarr.Axis{{Name: "z", Type: "space", Unit: "nanometer"}, {Name: "y", Type: "space", Unit: "nanometer"}, {Name: "x", Type: "space", Unit: "nanometer"}}
-	rng := rand.New(rand.NewPCG(1, uint64(len(dir))))
-	raw := make([]byte, 24*40*40)
-	for i := range raw {
-		raw[i] = byte(rng.IntN(256))
+	v := emvolume.Volume{
+		Shape: []int{24, 40, 40}, VoxelNM: 4, Levels: 2, Chunks: []int{8, 16, 16}, Compressor: zarr.Zstd(3),
+		LabelStart: []int{0, 0, 0}, LabelShape: []int{12, 20, 20},
+		Classes: []string{"mito"}, AllClasses: []string{"mito", "er"}, Seed: uint64(len(dir)),
 	}
-	half := make([]byte, 12*20*20)
-	for z := range 12 {
-		for y := range 20 {
-			for x := range 20 {
-				half[(z*20+y)*20+x] = raw[((2*z)*40+2*y)*40+2*x]
-			}
-		}
-	}
-	write := func(path string, spec zarr.ArraySpec, data []byte) {
-		t.Helper()
-		if err := zarr.WriteArray(filepath.Join(dir, path), spec, data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("em/raw/s0", zarr.ArraySpec{Shape: []int{24, 40, 40}, Chunks: []int{8, 16, 16}, DType: runtime.Uint8, Compressor: zarr.Zstd(3)}, raw)
-	write("em/raw/s1", zarr.ArraySpec{Shape: []int{12, 20, 20}, Chunks: []int{8, 16, 16}, DType: runtime.Uint8, Compressor: zarr.BloscLZ4()}, half)
-	if err := zarr.WriteMultiscale(filepath.Join(dir, "em/raw"), zarr.Multiscale{Axes: axes, Levels: []zarr.Level{
-		{Path: "s0", Scale: []float64{4, 4, 4}, Translation: []float64{0, 0, 0}},
-		{Path: "s1", Scale: []float64{8, 8, 8}, Translation: []float64{2, 2, 2}},
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	classes := map[string][6]int{"mito": {1, 3, 2, 5, 2, 6}}
 	if withER {
-		classes["er"] = [6]int{3, 6, 5, 9, 6, 10}
+		v.Classes = append(v.Classes, "er")
 	}
-	for class, box := range classes {
-		labels := make([]byte, 4*6*10*10)
-		v := float32(1)
-		if class == "er" {
-			v = 2
-		}
-		for z := box[0]; z < box[1]; z++ {
-			for y := box[2]; y < box[3]; y++ {
-				for x := box[4]; x < box[5]; x++ {
-					binary.LittleEndian.PutUint32(labels[4*((z*10+y)*10+x):], math.Float32bits(v))
-				}
-			}
-		}
-		write("labels/"+class+"/s0", zarr.ArraySpec{Shape: []int{6, 10, 10}, Chunks: []int{4, 4, 4}, DType: runtime.Float32, Compressor: zarr.Gzip(1)}, labels)
-		if err := zarr.WriteMultiscale(filepath.Join(dir, "labels", class), zarr.Multiscale{Axes: axes, Levels: []zarr.Level{
-			{Path: "s0", Scale: []float64{8, 8, 8}, Translation: []float64{2, 2, 2}},
-		}}); err != nil {
-			t.Fatal(err)
-		}
+	if err := v.Write(dir); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -78,8 +37,8 @@ func testVolume(t testing.TB, dir string, withER bool) {
 func cellSpec() Spec {
 	return Spec{
 		Keys: []Key{
-			{Name: "raw", Path: "em/raw", DType: runtime.Uint8, Shape: []int{8, 8, 8}, Scale: []float64{4, 4, 4}},
-			{Name: "labels", Path: "labels/{class}", DType: runtime.Float32, Shape: []int{4, 4, 4}, Scale: []float64{8, 8, 8}, Fill: math.NaN(), ClassAxis: true},
+			{Name: "raw", Path: emvolume.RawPath, DType: runtime.Uint8, Shape: []int{8, 8, 8}, Scale: []float64{4, 4, 4}},
+			{Name: "labels", Path: emvolume.LabelPath + ClassPlaceholder, DType: runtime.Float32, Shape: []int{4, 4, 4}, Scale: []float64{8, 8, 8}, Fill: math.NaN(), ClassAxis: true},
 		},
 		Classes:  []string{"mito", "er"},
 		PerEpoch: 50, Seed: 11,

@@ -1,0 +1,277 @@
+package gen
+
+import (
+	"math"
+
+	"github.com/dave/jennifer/jen"
+)
+
+const volumePath = "github.com/loadergen/loadergen/runtime/volume"
+
+// volumes renders the volume source of a schema whose keys read zarr
+// arrays (DESIGN section 9): its spec, the Volume row, the manifest reader,
+// and Open<Name>Volumes with its methods.
+func (g *emitter) volumes(f *jen.File) {
+	g.volumeSpec(f)
+	g.volumeType(f)
+	g.loadVolumes(f)
+	g.volumesType(f)
+	g.openVolumes(f)
+	g.volumesMethods(f)
+}
+
+// volumeSpec renders
+//
+//	var cellMapVolumeSpec = volume.Spec{
+//		Keys: []volume.Key{{
+//			Name:  "raw",
+//			Path:  "em/fibsem-uint8",
+//			DType: runtime.Uint8,
+//			Shape: []int{128, 128, 128},
+//			Scale: []float64{8, 8, 8},
+//		}, {
+//			Name:      "labels",
+//			...
+//			Fill:      math.NaN(),
+//			ClassAxis: true,
+//		}},
+//		Classes:    []string{"mito", "er"},
+//		PerEpoch:   1000,
+//		Pad:        true,
+//		Foreground: &volume.Foreground{Key: 1, Fraction: 0.33},
+//		Mirror:     []float64{0.1, 0.5, 0.5},
+//		Transpose:  []int{1, 2},
+//		Rot90:      []int{1, 2},
+//		Seed:       cellMapPlan.Loader.Seed,
+//	}
+//
+// leaving out the fields that are zero.
+func (g *emitter) volumeSpec(f *jen.File) {
+	keys := make([]jen.Code, len(g.keys))
+	for i, k := range g.keys {
+		fields := []field{
+			{"Name", jen.Lit(k.Name)},
+			{"Path", jen.Lit(k.zarr)},
+			{"DType", g.rt(k.DType.ConstName())},
+			{"Shape", ints(k.spatial)},
+		}
+		if k.scale != nil {
+			fields = append(fields, field{"Scale", floats(k.scale)})
+		}
+		switch {
+		case math.IsNaN(k.fill):
+			fields = append(fields, field{"Fill", jen.Qual("math", "NaN").Call()})
+		case k.fill != 0:
+			fields = append(fields, field{"Fill", jen.Lit(k.fill)})
+		}
+		if k.classAxis {
+			fields = append(fields, field{"ClassAxis", jen.True()})
+		}
+		keys[i] = literal(fields...)
+	}
+	c := g.ds.Crops
+	fields := []field{{"Keys", jen.Index().Qual(volumePath, "Key").Values(keys...)}}
+	if g.hasClassAxis() {
+		classes := make([]jen.Code, len(g.ds.Classes))
+		for i, name := range g.ds.Classes {
+			classes[i] = jen.Lit(name)
+		}
+		fields = append(fields, field{"Classes", jen.Index().String().Values(classes...)})
+	}
+	fields = append(fields, field{"PerEpoch", jen.Lit(c.PerEpoch)})
+	if c.Pad {
+		fields = append(fields, field{"Pad", jen.True()})
+	}
+	if fg := c.Foreground; fg != nil {
+		fields = append(fields, field{"Foreground", jen.Op("&").Qual(volumePath, "Foreground").Values(
+			jen.Id("Key").Op(":").Lit(g.keyIndex(fg.Key)), jen.Id("Fraction").Op(":").Lit(fg.Fraction))})
+	}
+	if c.Mirror != nil {
+		fields = append(fields, field{"Mirror", floats(c.Mirror)})
+	}
+	if c.Transpose != nil {
+		fields = append(fields, field{"Transpose", ints(c.Transpose)})
+	}
+	if c.Rot90 != nil {
+		fields = append(fields, field{"Rot90", ints(c.Rot90)})
+	}
+	fields = append(fields, field{"Seed", jen.Id(g.n.unexported("Plan")).Dot("Loader").Dot("Seed")})
+	name := g.n.unexported("VolumeSpec")
+	f.Commentf("%s is what the schema says of %s's volumes.", name, g.ds.Name)
+	f.Var().Id(name).Op("=").Qual(volumePath, "Spec").Add(literal(fields...))
+}
+
+// hasClassAxis reports whether some key reads one array per class.
+func (g *emitter) hasClassAxis() bool {
+	for _, k := range g.keys {
+		if k.classAxis {
+			return true
+		}
+	}
+	return false
+}
+
+// keyIndex returns the plan position of the key named name.
+func (g *emitter) keyIndex(name string) int {
+	for i, k := range g.keys {
+		if k.Name == name {
+			return i
+		}
+	}
+	panic("gen: no key " + name) // the schema checked it
+}
+
+// volumeType renders
+//
+//	type CellMapVolume struct {
+//		Raw    string  // root of key "raw": em/fibsem-uint8
+//		Labels string  // root of key "labels": labels/{class}
+//		Weight float64 // relative sampling weight; 0 means 1
+//	}
+func (g *emitter) volumeType(f *jen.File) {
+	fields := make([]jen.Code, 0, len(g.keys)+1)
+	for _, k := range g.keys {
+		fields = append(fields, jen.Id(k.Go).String().Commentf("root of key %q: %s", k.Name, k.zarr))
+	}
+	fields = append(fields, jen.Id("Weight").Float64().Comment("relative sampling weight; 0 means 1"))
+	name := g.n.exported("Volume")
+	f.Commentf("%s is one dataset of %s: the directory holding each key's zarr", name, g.ds.Name)
+	f.Comment("hierarchy (one root for all keys is common) and its sampling weight.")
+	f.Type().Id(name).Struct(fields...)
+}
+
+// loadVolumes renders
+//
+//	func LoadCellMapVolumes(manifest string) ([]CellMapVolume, error) {
+//		rows, err := volume.LoadManifest(manifest, cellMapVolumeSpec)
+//		if err != nil {
+//			return nil, fmt.Errorf("cellmap: %w", err)
+//		}
+//		vols := make([]CellMapVolume, len(rows))
+//		for i, r := range rows {
+//			vols[i] = CellMapVolume{
+//				Raw:    r.Roots[0],
+//				Labels: r.Roots[1],
+//				Weight: r.Weight,
+//			}
+//		}
+//		return vols, nil
+//	}
+func (g *emitter) loadVolumes(f *jen.File) {
+	name := g.n.exported("Volume")
+	row := make([]field, 0, len(g.keys)+1)
+	for i, k := range g.keys {
+		row = append(row, field{k.Go, jen.Id("r").Dot("Roots").Index(jen.Lit(i))})
+	}
+	row = append(row, field{"Weight", jen.Id("r").Dot("Weight")})
+	f.Commentf("Load%ss reads a CSV manifest: a header naming a column per key (%s)", name, g.keyList())
+	f.Comment("and optionally \"weight\", then a row per volume. Relative roots are")
+	f.Comment("relative to the manifest's directory.")
+	f.Func().Id("Load"+name+"s").Params(jen.Id("manifest").String()).Params(jen.Index().Id(name), jen.Error()).Block(
+		jen.List(jen.Id("rows"), jen.Err()).Op(":=").Qual(volumePath, "LoadManifest").Call(jen.Id("manifest"), jen.Id(g.n.unexported("VolumeSpec"))),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(g.errPrefix()+"%w"), jen.Err()))),
+		jen.Id("vols").Op(":=").Make(jen.Index().Id(name), jen.Len(jen.Id("rows"))),
+		jen.For(jen.List(jen.Id("i"), jen.Id("r")).Op(":=").Range().Id("rows")).Block(
+			jen.Id("vols").Index(jen.Id("i")).Op("=").Id(name).Add(literal(row...)),
+		),
+		jen.Return(jen.Id("vols"), jen.Nil()),
+	)
+}
+
+// keyList names the keys for comments: "raw, labels".
+func (g *emitter) keyList() string {
+	s := ""
+	for i, k := range g.keys {
+		if i > 0 {
+			s += ", "
+		}
+		s += k.Name
+	}
+	return s
+}
+
+// volumesType renders
+//
+//	type CellMapVolumes struct {
+//		src *volume.Source
+//	}
+func (g *emitter) volumesType(f *jen.File) {
+	name := g.n.exported("Volumes")
+	f.Commentf("%s cuts samples out of zarr volumes: random crops at one physical place", name)
+	f.Commentf("in every key, augmented alike. It implements %s.", g.n.exported("Source"))
+	f.Type().Id(name).Struct(jen.Id("src").Op("*").Qual(volumePath, "Source"))
+}
+
+// openVolumes renders
+//
+//	func OpenCellMapVolumes(vols []CellMapVolume) (*CellMapVolumes, error) {
+//		rows := make([]volume.Volume, len(vols))
+//		for i, v := range vols {
+//			rows[i] = volume.Volume{Roots: []string{v.Raw, v.Labels}, Weight: v.Weight}
+//		}
+//		src, err := volume.Open(cellMapVolumeSpec, rows, slog.Default())
+//		if err != nil {
+//			return nil, fmt.Errorf("cellmap: OpenCellMapVolumes: %w", err)
+//		}
+//		return &CellMapVolumes{src: src}, nil
+//	}
+func (g *emitter) openVolumes(f *jen.File) {
+	name := g.n.exported("Volumes")
+	roots := make([]jen.Code, len(g.keys))
+	for i, k := range g.keys {
+		roots[i] = jen.Id("v").Dot(k.Go)
+	}
+	f.Commentf("Open%s opens every key's array in every volume and checks it: it exists", name)
+	f.Comment("(a missing class is filled), holds the key's dtype, has the level the key's")
+	f.Comment("scale names, and lies so that the keys' boxes share a centre on whole")
+	f.Comment("voxels; a volume holds a whole crop unless crops.pad. It logs what it")
+	f.Comment("opened with slog's default logger.")
+	f.Func().Id("Open"+name).Params(jen.Id("vols").Index().Id(g.n.exported("Volume"))).Params(jen.Op("*").Id(name), jen.Error()).Block(
+		jen.Id("rows").Op(":=").Make(jen.Index().Qual(volumePath, "Volume"), jen.Len(jen.Id("vols"))),
+		jen.For(jen.List(jen.Id("i"), jen.Id("v")).Op(":=").Range().Id("vols")).Block(
+			jen.Id("rows").Index(jen.Id("i")).Op("=").Qual(volumePath, "Volume").Values(
+				jen.Id("Roots").Op(":").Index().String().Values(roots...), jen.Id("Weight").Op(":").Id("v").Dot("Weight")),
+		),
+		jen.List(jen.Id("src"), jen.Err()).Op(":=").Qual(volumePath, "Open").Call(jen.Id(g.n.unexported("VolumeSpec")), jen.Id("rows"), jen.Qual("log/slog", "Default").Call()),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(g.errPrefix()+"Open"+name+": %w"), jen.Err()))),
+		jen.Return(jen.Op("&").Id(name).Values(jen.Id("src").Op(":").Id("src")), jen.Nil()),
+	)
+}
+
+// volumesMethods renders Len, Read, Crop and Close of the volume source:
+//
+//	func (v *CellMapVolumes) Read(s *CellMapSample) error {
+//		return v.src.Read(s.Rand, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
+//	}
+func (g *emitter) volumesMethods(f *jen.File) {
+	recv := func() *jen.Statement { return jen.Func().Params(jen.Id("v").Op("*").Id(g.n.exported("Volumes"))) }
+	f.Comment("Len returns the samples in an epoch, the schema's crops.per_epoch.")
+	f.Add(recv()).Id("Len").Params().Int().Block(jen.Return(jen.Id("v").Dot("src").Dot("Len").Call()))
+
+	args := []jen.Code{jen.Id("s").Dot("Rand")}
+	for _, k := range g.keys {
+		args = append(args, g.rt("Bytes").Call(jen.Id("s").Dot(k.Go)))
+	}
+	f.Comment("Read draws sample s's volume, centre and augmentation from s.Rand and")
+	f.Comment("copies every key's box into s, augmented as it is copied.")
+	f.Add(recv()).Id("Read").Params(jen.Id("s").Op("*").Id(g.n.exported("Sample"))).Error().Block(
+		jen.Return(jen.Id("v").Dot("src").Dot("Read").Call(args...)))
+
+	f.Comment("Crop returns where sample index of epoch comes from: the volume, each")
+	f.Comment("key's box origin at its level, and the augmentation; the same draws Read")
+	f.Comment("makes, whatever the number of workers or ranks.")
+	f.Add(recv()).Id("Crop").Params(jen.List(jen.Id("epoch"), jen.Id("index")).Int()).Add(g.rt("Crop")).Block(
+		jen.Return(jen.Id("v").Dot("src").Dot("Crop").Call(jen.Id("epoch"), jen.Id("index"))))
+
+	f.Comment("Close releases the source.")
+	f.Add(recv()).Id("Close").Params().Error().Block(jen.Return(jen.Id("v").Dot("src").Dot("Close").Call()))
+}
+
+// floats renders []float64{8, 8, 8}.
+func floats(v []float64) *jen.Statement {
+	vals := make([]jen.Code, len(v))
+	for i, x := range v {
+		vals[i] = jen.Lit(x)
+	}
+	return jen.Index().Float64().Values(vals...)
+}

@@ -1,0 +1,161 @@
+// Package emvolume writes synthetic electron-microscopy volumes laid out as
+// CellMap publishes its data: an OME-NGFF pyramid of the raw volume under
+// em/raw, and, for each annotated class, an OME-NGFF pyramid of a labelled
+// crop under labels/<class>. The demo and the tests of volume sources read
+// them; the same Volume gives the same bytes.
+package emvolume
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+
+	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/zarr"
+)
+
+// Volume describes one synthetic volume.
+type Volume struct {
+	Shape      []int           // the raw volume at level s0, in voxels (z, y, x)
+	VoxelNM    float64         // the voxel size of s0, in nanometres
+	Levels     int             // levels of every pyramid; each halves the last
+	Chunks     []int           // chunk shape of every array
+	Compressor zarr.Compressor // of every array
+	// LabelStart and LabelShape place the labelled crop in s0 voxels; the
+	// label pyramids cover it only, as CellMap's crops do.
+	LabelStart, LabelShape []int
+	Classes                []string // the classes annotated in this volume
+	AllClasses             []string // every class of the dataset, for each class's intensity band
+	Seed                   uint64
+}
+
+// RawPath and LabelPath are where the pyramids lie under a volume's root.
+const (
+	RawPath   = "em/raw"
+	LabelPath = "labels/" // then the class name
+)
+
+// Write writes the volume under root.
+func (v Volume) Write(root string) error {
+	raw := v.raw()
+	axes := []zarr.Axis{{Name: "z", Type: "space", Unit: "nanometer"}, {Name: "y", Type: "space", Unit: "nanometer"}, {Name: "x", Type: "space", Unit: "nanometer"}}
+	if err := v.pyramid(filepath.Join(root, RawPath), runtime.Uint8, raw, v.Shape, make([]int, 3), axes); err != nil {
+		return err
+	}
+	for _, class := range v.Classes {
+		c := slices.Index(v.AllClasses, class)
+		if c < 0 {
+			return fmt.Errorf("emvolume: class %q is not in AllClasses %v", class, v.AllClasses)
+		}
+		labels := v.labels(raw, c)
+		if err := v.pyramid(filepath.Join(root, LabelPath+class), runtime.Float32, labels, v.LabelShape, v.LabelStart, axes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// raw returns the s0 volume: bright blobs over a dim background, with
+// noise.
+func (v Volume) raw() []byte {
+	rng := rand.New(rand.NewPCG(v.Seed, 0x656d))
+	nz, ny, nx := v.Shape[0], v.Shape[1], v.Shape[2]
+	type blob struct{ z, y, x, r float64 }
+	blobs := make([]blob, 8)
+	for i := range blobs {
+		blobs[i] = blob{rng.Float64() * float64(nz), rng.Float64() * float64(ny), rng.Float64() * float64(nx), 4 + rng.Float64()*float64(min(nz, ny, nx))/4}
+	}
+	out := make([]byte, nz*ny*nx)
+	for z := range nz {
+		for y := range ny {
+			for x := range nx {
+				level := 40.0
+				for _, b := range blobs {
+					d := math.Sqrt((float64(z)-b.z)*(float64(z)-b.z)+(float64(y)-b.y)*(float64(y)-b.y)+(float64(x)-b.x)*(float64(x)-b.x)) / b.r
+					level = max(level, 255*(1-d*d))
+				}
+				out[(z*ny+y)*nx+x] = byte(max(0, min(255, level+float64(rng.IntN(24))-12)))
+			}
+		}
+	}
+	return out
+}
+
+// labels returns class c's labels over the labelled crop: 1 where the raw
+// voxel is bright (>= 128) and its intensity falls in class c's band of
+// [128, 256), else 0.
+func (v Volume) labels(raw []byte, c int) []byte {
+	s, n := v.LabelStart, v.LabelShape
+	out := make([]byte, 4*n[0]*n[1]*n[2])
+	bands := len(v.AllClasses)
+	for z := range n[0] {
+		for y := range n[1] {
+			for x := range n[2] {
+				r := int(raw[((s[0]+z)*v.Shape[1]+s[1]+y)*v.Shape[2]+s[2]+x])
+				if r >= 128 && (r-128)*bands/128 == c {
+					binary.LittleEndian.PutUint32(out[4*((z*n[1]+y)*n[2]+x):], math.Float32bits(1))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// pyramid writes data (s0, of shape, starting at voxel start of the raw
+// grid) and its coarser levels, each the mean (raw) or the maximum
+// (labels) of 2x2x2 voxels, as an OME-NGFF 0.4 multiscale at dir.
+func (v Volume) pyramid(dir string, d runtime.DType, data []byte, shape, start []int, axes []zarr.Axis) error {
+	ms := zarr.Multiscale{Name: filepath.Base(dir), Axes: axes}
+	for l := range v.Levels {
+		f := math.Ldexp(1, l) // this level's voxel, in s0 voxels
+		vox := v.VoxelNM * f
+		// Voxel 0 of level l covers s0 voxels [0, 2^l) of its start: its
+		// centre lies (2^l - 1)/2 s0 voxels past start's.
+		shift := (f - 1) / 2 * v.VoxelNM
+		spec := zarr.ArraySpec{Shape: shape, Chunks: v.Chunks, DType: d, Compressor: v.Compressor, Separator: "/"}
+		name := fmt.Sprintf("s%d", l)
+		if err := zarr.WriteArray(filepath.Join(dir, name), spec, data); err != nil {
+			return err
+		}
+		ms.Levels = append(ms.Levels, zarr.Level{
+			Path:        name,
+			Scale:       []float64{vox, vox, vox},
+			Translation: []float64{float64(start[0])*v.VoxelNM + shift, float64(start[1])*v.VoxelNM + shift, float64(start[2])*v.VoxelNM + shift},
+		})
+		data, shape = halve(d, data, shape)
+	}
+	return zarr.WriteMultiscale(dir, ms)
+}
+
+// halve pools 2x2x2 voxels into one: the mean of uint8 raw, the maximum of
+// float32 labels. An odd last voxel is dropped.
+func halve(d runtime.DType, data []byte, shape []int) ([]byte, []int) {
+	out := []int{shape[0] / 2, shape[1] / 2, shape[2] / 2}
+	size := d.Size()
+	res := make([]byte, size*out[0]*out[1]*out[2])
+	for z := range out[0] {
+		for y := range out[1] {
+			for x := range out[2] {
+				var sum, peak float64
+				for i := range 8 {
+					at := ((2*z+i>>2)*shape[1]+2*y+i>>1&1)*shape[2] + 2*x + i&1
+					if d == runtime.Uint8 {
+						sum += float64(data[at])
+					} else {
+						peak = max(peak, float64(math.Float32frombits(binary.LittleEndian.Uint32(data[4*at:]))))
+					}
+				}
+				o := (z*out[1]+y)*out[2] + x
+				if d == runtime.Uint8 {
+					res[o] = byte(math.Round(sum / 8))
+				} else {
+					binary.LittleEndian.PutUint32(res[4*o:], math.Float32bits(float32(peak)))
+				}
+			}
+		}
+	}
+	return res, out
+}
