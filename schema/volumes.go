@@ -43,6 +43,10 @@ type Foreground struct {
 	Fraction float64 // in [0, 1]
 }
 
+// volumeWeight is the generated Volume struct's own field, beside one
+// field per key.
+const volumeWeight = "Weight"
+
 // maxSpatialRank bounds the spatial rank of zarr keys: z, y and x.
 const maxSpatialRank = 3
 
@@ -133,42 +137,39 @@ func (p *parser) scale(path string, n *yaml.Node, rank int) ([]float64, error) {
 // float dtype.
 func (p *parser) fill(path string, n *yaml.Node, d runtime.DType) (float64, error) {
 	v := deref(n)
-	if v.Kind == yaml.ScalarNode && v.ShortTag() == strTag && strings.EqualFold(v.Value, "nan") {
-		if !isFloat(d) {
-			return 0, p.errorf(n, path, "nan is not a %v value (only float dtypes have NaN)", d)
+	f := math.NaN()
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != strTag || !strings.EqualFold(v.Value, "nan") {
+		var err error
+		if f, err = p.number(path, n); err != nil {
+			return 0, p.errorf(n, path, "expected a number or nan, found %s", describe(v))
 		}
-		return math.NaN(), nil
 	}
-	f, err := p.number(path, n)
-	if err != nil {
-		return 0, p.errorf(n, path, "expected a number or nan, found %s", describe(v))
-	}
-	if err := FillFits(f, d); err != nil {
+	if err := fillFits(f, d); err != nil {
 		return 0, p.errorf(n, path, "%v", err)
 	}
 	return f, nil
 }
 
-// FillFits reports whether a dtype holds fill value f exactly (NaN only in
+// fillFits reports whether a dtype holds fill value f exactly (NaN only in
 // floats).
-func FillFits(f float64, d runtime.DType) error {
+func fillFits(f float64, d runtime.DType) error {
 	switch {
 	case math.IsNaN(f):
 		if !isFloat(d) {
-			return fmt.Errorf("nan is not a %v value (only float dtypes have NaN)", d)
+			return fmt.Errorf("nan does not fit %v (only float dtypes have NaN)", d)
 		}
 		return nil
 	case isFloat(d):
 		return nil
 	case d == runtime.Bool:
 		if f != 0 && f != 1 {
-			return fmt.Errorf("%v is not a bool value (0 or 1)", f)
+			return fmt.Errorf("%v does not fit bool (0 or 1)", f)
 		}
 		return nil
 	}
 	lo, hi := intRange(d)
 	if f != math.Trunc(f) || f < lo || f > hi {
-		return fmt.Errorf("%v is not a %v value (%v to %v)", f, d, lo, hi)
+		return fmt.Errorf("%v does not fit %v (whole numbers from %v to %v)", f, d, lo, hi)
 	}
 	return nil
 }
@@ -205,6 +206,11 @@ func (p *parser) volumes(m *yaml.Node, vals map[string]*yaml.Node) error {
 		case k.Zarr != "" && len(k.Shape) != len(first.Shape):
 			return p.errorf(kn, "", "key %s has %d spatial axes but key %s has %d; the keys of a volume share their axes",
 				quote(k.Name), len(k.Shape), quote(first.Name), len(first.Shape))
+		}
+	}
+	for _, k := range p.ds.Keys {
+		if k.Zarr != "" && k.GoName == volumeWeight {
+			return p.errorf(p.keyNodes[k.Name], "", "key %s has Go name %s, which the generated Volume struct's own %s field takes", quote(k.Name), volumeWeight, volumeWeight)
 		}
 	}
 	cn, hasCrops := vals["crops"]
