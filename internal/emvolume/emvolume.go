@@ -1,8 +1,8 @@
 // Package emvolume writes synthetic electron-microscopy volumes laid out as
 // CellMap publishes its data: an OME-NGFF pyramid of the raw volume under
-// em/raw, and, for each annotated class, an OME-NGFF pyramid of a labelled
-// crop under labels/<class>. The demo and the tests of volume sources read
-// them; the same Volume gives the same bytes.
+// em/raw, and labelled crops, each holding, for every class annotated in
+// it, an OME-NGFF pyramid under labels/<class>. The demo and the tests of
+// volume sources read them; the same Volume gives the same bytes.
 package emvolume
 
 import (
@@ -22,14 +22,20 @@ type Volume struct {
 	Shape      []int           // the raw volume at level s0, in voxels (z, y, x)
 	VoxelNM    float64         // the voxel size of s0, in nanometres
 	Levels     int             // levels of every pyramid; each halves the last
-	Chunks     []int           // chunk shape of every array
+	Chunks     []int           // chunk shape of the raw arrays
 	Compressor zarr.Compressor // of every array
-	// LabelStart and LabelShape place the labelled crop in s0 voxels; the
-	// label pyramids cover it only, as CellMap's crops do.
-	LabelStart, LabelShape []int
-	Classes                []string // the classes annotated in this volume
-	AllClasses             []string // every class of the dataset, for each class's intensity band
-	Seed                   uint64
+	Crops      []Crop          // the labelled crops
+	AllClasses []string        // every class of the dataset, for each class's intensity band
+	Seed       uint64
+}
+
+// Crop is a labelled region of a volume, as CellMap annotates them: a
+// pyramid per class annotated there, covering the region only.
+type Crop struct {
+	Dir          string   // the crop's directory, relative to the volume's root ("" for the root)
+	Start, Shape []int    // the region, in s0 voxels
+	Classes      []string // the classes annotated in this crop
+	Chunks       []int    // chunk shape of its arrays
 }
 
 // RawPath and LabelPath are where the pyramids lie under a volume's root.
@@ -42,17 +48,19 @@ const (
 func (v Volume) Write(root string) error {
 	raw := v.raw()
 	axes := []zarr.Axis{{Name: "z", Type: "space", Unit: "nanometer"}, {Name: "y", Type: "space", Unit: "nanometer"}, {Name: "x", Type: "space", Unit: "nanometer"}}
-	if err := v.pyramid(filepath.Join(root, RawPath), runtime.Uint8, raw, v.Shape, make([]int, 3), axes); err != nil {
+	if err := v.pyramid(filepath.Join(root, RawPath), runtime.Uint8, raw, v.Shape, make([]int, 3), v.Chunks, axes); err != nil {
 		return err
 	}
-	for _, class := range v.Classes {
-		c := slices.Index(v.AllClasses, class)
-		if c < 0 {
-			return fmt.Errorf("emvolume: class %q is not in AllClasses %v", class, v.AllClasses)
-		}
-		labels := v.labels(raw, c)
-		if err := v.pyramid(filepath.Join(root, LabelPath+class), runtime.Float32, labels, v.LabelShape, v.LabelStart, axes); err != nil {
-			return err
+	for _, crop := range v.Crops {
+		for _, class := range crop.Classes {
+			c := slices.Index(v.AllClasses, class)
+			if c < 0 {
+				return fmt.Errorf("emvolume: class %q is not in AllClasses %v", class, v.AllClasses)
+			}
+			labels := v.labels(raw, crop, c)
+			if err := v.pyramid(filepath.Join(root, crop.Dir, LabelPath+class), runtime.Float32, labels, crop.Shape, crop.Start, crop.Chunks, axes); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -84,11 +92,11 @@ func (v Volume) raw() []byte {
 	return out
 }
 
-// labels returns class c's labels over the labelled crop: 1 where the raw
-// voxel is bright (>= 128) and its intensity falls in class c's band of
-// [128, 256), else 0.
-func (v Volume) labels(raw []byte, c int) []byte {
-	s, n := v.LabelStart, v.LabelShape
+// labels returns class c's labels over crop: 1 where the raw voxel is
+// bright (>= 128) and its intensity falls in class c's band of [128, 256),
+// else 0.
+func (v Volume) labels(raw []byte, crop Crop, c int) []byte {
+	s, n := crop.Start, crop.Shape
 	out := make([]byte, 4*n[0]*n[1]*n[2])
 	bands := len(v.AllClasses)
 	for z := range n[0] {
@@ -105,9 +113,9 @@ func (v Volume) labels(raw []byte, c int) []byte {
 }
 
 // pyramid writes data (s0, of shape, starting at voxel start of the raw
-// grid) and its coarser levels, each the mean (raw) or the maximum
+// grid) in chunks of the given shape, and its coarser levels, each the mean (raw) or the maximum
 // (labels) of 2x2x2 voxels, as an OME-NGFF 0.4 multiscale at dir.
-func (v Volume) pyramid(dir string, d runtime.DType, data []byte, shape, start []int, axes []zarr.Axis) error {
+func (v Volume) pyramid(dir string, d runtime.DType, data []byte, shape, start, chunks []int, axes []zarr.Axis) error {
 	ms := zarr.Multiscale{Name: filepath.Base(dir), Axes: axes}
 	for l := range v.Levels {
 		f := math.Ldexp(1, l) // this level's voxel, in s0 voxels
@@ -115,7 +123,7 @@ func (v Volume) pyramid(dir string, d runtime.DType, data []byte, shape, start [
 		// Voxel 0 of level l covers s0 voxels [0, 2^l) of its start: its
 		// centre lies (2^l - 1)/2 s0 voxels past start's.
 		shift := (f - 1) / 2 * v.VoxelNM
-		spec := zarr.ArraySpec{Shape: shape, Chunks: v.Chunks, DType: d, Compressor: v.Compressor, Separator: "/"}
+		spec := zarr.ArraySpec{Shape: shape, Chunks: chunks, DType: d, Compressor: v.Compressor, Separator: "/"}
 		name := fmt.Sprintf("s%d", l)
 		if err := zarr.WriteArray(filepath.Join(dir, name), spec, data); err != nil {
 			return err

@@ -19,13 +19,13 @@ import (
 // unless left out, er.
 func testVolume(t testing.TB, dir string, withER bool) {
 	t.Helper()
+	crop := emvolume.Crop{Start: []int{0, 0, 0}, Shape: []int{12, 20, 20}, Classes: []string{"mito"}, Chunks: []int{4, 4, 4}}
+	if withER {
+		crop.Classes = append(crop.Classes, "er")
+	}
 	v := emvolume.Volume{
 		Shape: []int{24, 40, 40}, VoxelNM: 4, Levels: 2, Chunks: []int{8, 16, 16}, Compressor: zarr.Zstd(3),
-		LabelStart: []int{0, 0, 0}, LabelShape: []int{12, 20, 20},
-		Classes: []string{"mito"}, AllClasses: []string{"mito", "er"}, Seed: uint64(len(dir)),
-	}
-	if withER {
-		v.Classes = append(v.Classes, "er")
+		Crops: []emvolume.Crop{crop}, AllClasses: []string{"mito", "er"}, Seed: uint64(len(dir)),
 	}
 	if err := v.Write(dir); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,192 @@
+package volumes
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/loadergen/loadergen/internal/emvolume"
+	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/zarr"
+)
+
+// writeVolumes writes two volumes under dir, the second without the class
+// er, and a manifest naming them; it returns the manifest's path.
+func writeVolumes(t *testing.T, dir string) string {
+	t.Helper()
+	for i, classes := range [][]string{{"mito", "er"}, {"mito"}} {
+		v := emvolume.Volume{
+			Shape: []int{24, 40, 40}, VoxelNM: 4, Levels: 2, Chunks: []int{8, 16, 16}, Compressor: zarr.BloscLZ4(),
+			Crops:      []emvolume.Crop{{Start: []int{4, 8, 8}, Shape: []int{12, 20, 20}, Classes: classes, Chunks: []int{6, 10, 10}}},
+			AllClasses: []string{"mito", "er"}, Seed: uint64(i + 1),
+		}
+		if err := v.Write(filepath.Join(dir, []string{"a.zarr", "b.zarr"}[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	manifest := filepath.Join(dir, "volumes.csv")
+	if err := os.WriteFile(manifest, []byte("raw,labels,weight\na.zarr,a.zarr,1\nb.zarr,b.zarr,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return manifest
+}
+
+func openVolumes(t *testing.T, manifest string) *CellsVolumes {
+	t.Helper()
+	vols, err := LoadCellsVolumes(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := OpenCellsVolumes(vols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Close() })
+	return v
+}
+
+// epochSamples runs epoch of a loader over src and returns each sample's
+// bytes (raw, then labels) by dataset index.
+func epochSamples(t *testing.T, src CellsSource, opts runtime.Options, epoch int) map[int][]byte {
+	t.Helper()
+	l, err := NewCellsLoader(src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	out := map[int][]byte{}
+	for b, err := range l.Epoch(context.Background(), epoch) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, labels := b.RawData(), runtime.Bytes(b.LabelsData())
+		for i, index := range b.Indices {
+			out[index] = slices.Concat(raw[i*cellsRawElems:(i+1)*cellsRawElems], labels[4*i*cellsLabelsElems:4*(i+1)*cellsLabelsElems])
+		}
+	}
+	return out
+}
+
+// TestCropsDoNotDependOnWorkersOrRanks: every sample of an epoch is the
+// same bytes with 1 or 3 workers, on one rank or split over two, and is
+// what the source's Read gives for that index alone.
+func TestCropsDoNotDependOnWorkersOrRanks(t *testing.T) {
+	src := openVolumes(t, writeVolumes(t, t.TempDir()))
+	one := epochSamples(t, src, runtime.Options{Workers: 1}, 2)
+	if len(one) != src.Len() {
+		t.Fatalf("%d samples in an epoch, want %d", len(one), src.Len())
+	}
+	three := epochSamples(t, src, runtime.Options{Workers: 3}, 2)
+	ranks := map[int][]byte{}
+	for rank := range 2 {
+		for i, b := range epochSamples(t, src, runtime.Options{Rank: rank, WorldSize: 2, Workers: 2}, 2) {
+			ranks[i] = b
+		}
+	}
+	for i, want := range one {
+		if !bytes.Equal(three[i], want) || !bytes.Equal(ranks[i], want) {
+			t.Fatalf("sample %d differs across worker counts or ranks", i)
+		}
+		if got := readAlone(t, src, 2, i); !bytes.Equal(got, want) {
+			t.Fatalf("sample %d: the loader staged other bytes than the source reads for it", i)
+		}
+	}
+	if reflectEqual(epochSamples(t, src, runtime.Options{}, 3), one) {
+		t.Error("epochs 2 and 3 gave the same crops")
+	}
+}
+
+func reflectEqual(a, b map[int][]byte) bool {
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// readAlone reads sample index of epoch straight from the source, with the
+// Rand the loader would give it.
+func readAlone(t *testing.T, src *CellsVolumes, epoch, index int) []byte {
+	t.Helper()
+	s := CellsSample{Index: index, Epoch: epoch, Raw: make([]uint8, cellsRawElems), Labels: make([]float32, cellsLabelsElems)}
+	runtime.SeedSample(&s.pcg, runtime.EpochSeed(cellsPlan.Loader.Seed, epoch), index)
+	s.Rand = rand.New(&s.pcg)
+	if err := src.Read(&s); err != nil {
+		t.Fatal(err)
+	}
+	return slices.Concat(s.Raw, runtime.Bytes(s.Labels))
+}
+
+// TestMissingClassIsFill: samples of the volume without er hold NaN, the
+// key's fill, in er's slab; the others hold labels there, 0 or 1.
+func TestMissingClassIsFill(t *testing.T) {
+	src := openVolumes(t, writeVolumes(t, t.TempDir()))
+	seen := map[int]bool{}
+	for i, b := range epochSamples(t, src, runtime.Options{}, 0) {
+		c := src.Crop(0, i)
+		er := runtime.View[float32](b[cellsRawElems:])[cellsLabelsElems/2:]
+		padded := false // the box reaches past the label crop, 6 x 10 x 10 at 8 nm: NaN there too
+		for a, o := range c.Origin[1] {
+			padded = padded || o < 0 || o+4 > []int{6, 10, 10}[a]
+		}
+		for _, v := range er {
+			nan := math.IsNaN(float64(v))
+			if c.Volume == 1 && !nan || c.Volume == 0 && nan && !padded {
+				t.Fatalf("sample %d of volume %d: er holds %v", i, c.Volume, v)
+			}
+		}
+		seen[c.Volume] = true
+	}
+	if !seen[0] || !seen[1] {
+		t.Fatalf("the epoch drew from volumes %v, want both", seen)
+	}
+}
+
+// TestCorruptChunkEndsTheEpoch: a chunk that no longer decodes ends the
+// epoch with a ReadError naming the key, the sample and, within it, the
+// volume and the chunk.
+func TestCorruptChunkEndsTheEpoch(t *testing.T) {
+	dir := t.TempDir()
+	src := openVolumes(t, writeVolumes(t, dir))
+	chunks, err := filepath.Glob(filepath.Join(dir, "b.zarr", "em", "raw", "s0", "*", "*", "*"))
+	if err != nil || len(chunks) == 0 {
+		t.Fatalf("no chunks to damage (%v)", err)
+	}
+	for _, c := range chunks {
+		if err := os.WriteFile(c, []byte("not a blosc frame"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := NewCellsLoader(src, runtime.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, err := range l.Epoch(context.Background(), 0) {
+		if err == nil {
+			continue
+		}
+		var re *runtime.ReadError
+		if !errors.As(err, &re) || re.Key != "raw" {
+			t.Fatalf("epoch error %v, want a ReadError of key raw", err)
+		}
+		if c := src.Crop(0, re.Index); c.Volume != 1 {
+			t.Errorf("sample %d is from volume %d, whose chunks are whole", re.Index, c.Volume)
+		}
+		for _, want := range []string{"read sample", `key "raw"`, "volume 1 (" + filepath.Join(dir, "b.zarr") + ")", "chunk ", "corrupt blosc frame"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+		return
+	}
+	t.Fatal("the epoch ended without an error")
+}
