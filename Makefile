@@ -26,7 +26,7 @@ fmt-check:
 ## demo: write a synthetic cellmap dataset if absent, print the plan, run the loader
 demo:
 	$(GO) run ./cmd/loadergen plan examples/cellmap/dataset.yaml
-	$(GO) run ./examples/cellmap/cmd/cellmap-demo -data .demo-data/cellmap -samples 128 -epochs 5 -trace .demo-data/trace.json
+	$(GO) run ./examples/cellmap/cmd/cellmap-demo -data .demo-data/cellmap -epochs 5 -trace .demo-data/trace.json
 
 ## bench: the benchmarks behind docs/PERFORMANCE.md (5 runs each, for medians), and the zarr box reads' ratios
 bench:

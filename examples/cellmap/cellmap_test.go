@@ -1,24 +1,29 @@
 package cellmap
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
 
+	"github.com/loadergen/loadergen/internal/emvolume"
 	"github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/npy"
+	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
-// dataRoot holds the synthetic dataset (130 MB) shared by the tests and
-// benchmarks of this binary; TestMain removes it.
+// dataRoot holds the synthetic dataset shared by the tests and benchmarks
+// of this binary; TestMain removes it.
 var dataRoot string
 
 func TestMain(m *testing.M) {
@@ -39,105 +44,125 @@ func TestMain(m *testing.M) {
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // synthetic writes the dataset on first use.
-var synthetic = sync.OnceValue(func() error { return WriteSynthetic(dataRoot, 40, 1) })
+var written = sync.OnceValue(func() error { return WriteSynthetic(dataRoot, 1) })
 
-func openData(tb testing.TB) *CellMapFiles {
+func openData(tb testing.TB) *CellMapVolumes {
 	tb.Helper()
-	if err := synthetic(); err != nil {
+	if err := written(); err != nil {
 		tb.Fatal(err)
 	}
-	root := dataRoot
-	f, err := OpenCellMapFiles(root)
+	vols, err := LoadCellMapVolumes(filepath.Join(dataRoot, Manifest))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { f.Close() })
-	return f
+	v, err := OpenCellMapVolumes(vols)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { v.Close() })
+	return v
 }
 
-// TestSyntheticIsDeterministic: the same seed writes the same bytes, another
-// seed other bytes, and every label voxel belongs to exactly one class.
+// TestSyntheticIsDeterministic: the same seed writes the same arrays,
+// another seed other ones; the crops annotate what the dataset says.
 func TestSyntheticIsDeterministic(t *testing.T) {
-	read := func(seed uint64) []CellMapSample {
-		root := t.TempDir()
-		if err := WriteSynthetic(root, 2, seed); err != nil {
-			t.Fatal(err)
-		}
-		f, err := OpenCellMapFiles(root)
+	read := func(root, path string) []byte {
+		a, err := zarr.Open(filepath.Join(root, path))
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer f.Close()
-		samples := make([]CellMapSample, 2)
-		for i := range samples {
-			samples[i] = CellMapSample{Index: i, Raw: make([]uint8, cellMapRawElems), Labels: make([]float32, cellMapLabelsElems)}
-			if err := f.Read(&samples[i]); err != nil {
-				t.Fatal(err)
-			}
+		shape := a.Shape()
+		out := make([]byte, a.DType().Size()*shape[0]*shape[1]*shape[2])
+		if err := a.Read(out, []int{0, 0, 0}, shape); err != nil {
+			t.Fatal(err)
 		}
-		return samples
+		return out
 	}
-	a, b, other := read(9), read(9), read(10)
-	for i := range a {
-		if !slices.Equal(a[i].Raw, b[i].Raw) || !slices.Equal(a[i].Labels, b[i].Labels) {
-			t.Fatalf("sample %d differs between two writes with the same seed", i)
+	roots := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	for i, seed := range []uint64{9, 9, 10} {
+		if err := WriteSynthetic(roots[i], seed); err != nil {
+			t.Fatal(err)
 		}
-		if slices.Equal(a[i].Raw, other[i].Raw) {
-			t.Errorf("sample %d: seeds 9 and 10 wrote the same raw volume", i)
+	}
+	for _, path := range []string{"synthetic.zarr/em/raw/s1", "synthetic.zarr/crops/crop2/labels/er/s0"} {
+		a, b, other := read(roots[0], path), read(roots[1], path), read(roots[2], path)
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s differs between two writes with the same seed", path)
 		}
-		la := a[i].Labels
-		const vox = cellMapRawElems
-		for v := range vox {
-			if sum := la[v] + la[vox+v] + la[2*vox+v]; sum != 1 {
-				t.Fatalf("sample %d voxel %d is in %v classes, want 1", i, v, sum)
-			}
+		if bytes.Equal(a, other) {
+			t.Errorf("%s: seeds 9 and 10 wrote the same array", path)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(roots[0], "synthetic.zarr/crops/crop3/labels/mito")); !os.IsNotExist(err) {
+		t.Errorf("crop3 annotates only nucleus, but mito is there (%v)", err)
 	}
 }
 
-// TestLoaderMatchesFiles reads every batch and compares with the files.
-func TestLoaderMatchesFiles(t *testing.T) {
-	files := openData(t)
-	l, err := NewCellMapLoader(files, runtime.Options{Logger: quiet})
+// TestLoaderMatchesSource: each staged sample is what the source reads for
+// its index alone, with the Rand the loader gives it.
+func TestLoaderMatchesSource(t *testing.T) {
+	src := openData(t)
+	l, err := NewCellMapLoader(src, runtime.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	want := make([]float32, cellMapLabelsElems)
+	s := CellMapSample{Epoch: 1, Raw: make([]uint8, cellMapRawElems), Labels: make([]float32, cellMapLabelsElems)}
+	s.Rand = rand.New(&s.pcg)
 	seen := 0
-	for b, err := range l.Epoch(context.Background(), 0) {
+	for b, err := range l.Epoch(context.Background(), 1) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		for pos, index := range b.Indices {
-			raw, _ := files.raw.Sample(index)
-			if !slices.Equal(b.RawData()[pos*cellMapRawElems:][:cellMapRawElems], raw) {
-				t.Fatalf("raw of index %d differs", index)
-			}
-			if err := npy.Read(files.labels, index, want); err != nil {
+			s.Index = index
+			runtime.SeedSample(&s.pcg, runtime.EpochSeed(cellMapPlan.Loader.Seed, 1), index)
+			if err := src.Read(&s); err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(b.LabelsData()[pos*cellMapLabelsElems:][:cellMapLabelsElems], want) {
-				t.Fatalf("labels of index %d differ", index)
+			if !slices.Equal(b.RawData()[pos*cellMapRawElems:][:cellMapRawElems], s.Raw) ||
+				!bytes.Equal(runtime.Bytes(b.LabelsData()[pos*cellMapLabelsElems:][:cellMapLabelsElems]), runtime.Bytes(s.Labels)) {
+				t.Fatalf("sample %d differs from the source's read", index)
 			}
 		}
 		seen += len(b.Indices)
 	}
-	if seen != 40 {
-		t.Errorf("saw %d samples, want 40", seen)
+	if seen != src.Len() {
+		t.Errorf("saw %d samples, want %d", seen, src.Len())
+	}
+}
+
+// TestManifestRows: a row per labelled crop, all on the one raw volume.
+func TestManifestRows(t *testing.T) {
+	if err := written(); err != nil {
+		t.Fatal(err)
+	}
+	vols, err := LoadCellMapVolumes(filepath.Join(dataRoot, Manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vols) != 3 {
+		t.Fatalf("%d volumes, want 3", len(vols))
+	}
+	for i, v := range vols {
+		if v.Raw != filepath.Join(dataRoot, "synthetic.zarr") || !strings.HasSuffix(v.Labels, fmt.Sprintf("crops/crop%d", i+1)) {
+			t.Errorf("row %d: %+v", i, v)
+		}
 	}
 }
 
 // BenchmarkEpoch compares, in one run, an epoch of the generated loader
-// (GOMAXPROCS workers) with a plain copy of the same bytes from the same
-// mapped files into batch buffers: by one goroutine ("copy"), and split
-// over GOMAXPROCS goroutines ("copy-parallel", the memory-bandwidth
-// ceiling). All report MB/s over the staged bytes.
+// (GOMAXPROCS workers) with its ceiling: reading the same boxes (the crops
+// of that epoch, before augmentation) straight from the arrays with
+// zarr.Array.Read on GOMAXPROCS goroutines. Both find the chunks decoded in
+// the shared cache after their first round, as training does from its
+// second epoch; both report MB/s of staged bytes, and the loader its
+// crops/s.
 func BenchmarkEpoch(b *testing.B) {
-	files := openData(b)
-	bytesPerEpoch := int64(files.Len()) * (cellMapRawElems + 4*cellMapLabelsElems)
+	src := openData(b)
+	bytesPerEpoch := int64(src.Len()) * (cellMapRawElems + 4*cellMapLabelsElems)
 	b.Run("loader", func(b *testing.B) {
-		l, err := NewCellMapLoader(files, runtime.Options{Logger: quiet})
+		l, err := NewCellMapLoader(src, runtime.Options{Logger: quiet})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -151,43 +176,67 @@ func BenchmarkEpoch(b *testing.B) {
 				}
 			}
 		}
+		b.ReportMetric(float64(src.Len()*b.N)/b.Elapsed().Seconds(), "crops/s")
 	})
-	b.Run("copy", func(b *testing.B) {
-		raw := make([]byte, CellMapBatchSize*cellMapRawElems)
-		labels := make([]byte, CellMapBatchSize*cellMapLabelsElems*4)
-		b.SetBytes(bytesPerEpoch)
-		b.ReportAllocs()
-		for b.Loop() {
-			copySamples(files, 0, files.Len(), 1, raw, labels)
-		}
-	})
-	b.Run("copy-parallel", func(b *testing.B) {
+	b.Run("boxes", func(b *testing.B) {
+		arrays := boxArrays(b, src)
 		g := goruntime.GOMAXPROCS(0)
-		bufs := make([][2][]byte, g)
-		for w := range bufs {
-			bufs[w] = [2][]byte{make([]byte, CellMapBatchSize*cellMapRawElems), make([]byte, CellMapBatchSize*cellMapLabelsElems*4)}
-		}
 		b.SetBytes(bytesPerEpoch)
-		for b.Loop() {
+		for e := 0; b.Loop(); e++ {
 			var wg sync.WaitGroup
+			errs := make([]error, g)
 			for w := range g {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					copySamples(files, w, files.Len(), g, bufs[w][0], bufs[w][1])
+					raw, labels := make([]byte, cellMapRawElems), make([]byte, 4*cellMapLabelsElems/3)
+					for i := w; i < src.Len() && errs[w] == nil; i += g {
+						c := src.Crop(e, i)
+						vol := arrays[c.Volume]
+						if errs[w] = vol[0].Read(raw, c.Origin[0], []int{64, 64, 64}); errs[w] != nil {
+							return
+						}
+						for _, a := range vol[1:] {
+							if a != nil {
+								errs[w] = a.Read(labels, c.Origin[1], []int{32, 32, 32})
+							}
+						}
+					}
 				}()
 			}
 			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
 		}
 	})
 }
 
-// copySamples copies samples first, first+step, ... < n into batch buffers.
-func copySamples(files *CellMapFiles, first, n, step int, raw, labels []byte) {
-	for i, pos := first, 0; i < n; i, pos = i+step, (pos+1)%CellMapBatchSize {
-		r, _ := files.raw.Sample(i)
-		lb, _ := files.labels.Sample(i)
-		copy(raw[pos*len(r):], r)
-		copy(labels[pos*len(lb):], lb)
+// boxArrays opens, per volume of the synthetic dataset, the raw level the
+// schema's scale picks and each class's label level (nil when missing).
+func boxArrays(b *testing.B, src *CellMapVolumes) [][]*zarr.Array {
+	vols, err := LoadCellMapVolumes(filepath.Join(dataRoot, Manifest))
+	if err != nil {
+		b.Fatal(err)
 	}
+	open := func(root, path string) *zarr.Array {
+		a, err := zarr.Open(filepath.Join(root, path))
+		if os.IsNotExist(err) || err != nil && strings.Contains(err.Error(), "no array or group") {
+			return nil
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		return a
+	}
+	out := make([][]*zarr.Array, len(vols))
+	for i, v := range vols {
+		out[i] = []*zarr.Array{open(v.Raw, emvolume.RawPath+"/s0")}
+		for _, class := range cellMapVolumeSpec.Classes {
+			out[i] = append(out[i], open(v.Labels, emvolume.LabelPath+class+"/s1"))
+		}
+	}
+	return out
 }

@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
+	"math"
 	"math/rand/v2"
 
 	"github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/npy"
+	"github.com/loadergen/loadergen/runtime/volume"
 )
 
 // These fail to compile when this file and the runtime disagree; the
@@ -22,10 +24,10 @@ const (
 	_ = runtime.EnforceVersion(2 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
-// The plan of CellMap, fixed at generation time: batch memory 52.0 MiB < 100 MiB.
+// The plan of CellMap, fixed at generation time: batch memory 5.0 MiB < 100 MiB.
 const (
-	CellMapBatchSize  = 16       // samples per batch
-	CellMapBatchBytes = 54525952 // 52.0 MiB
+	CellMapBatchSize  = 8       // samples per batch
+	CellMapBatchBytes = 5242880 // 5.0 MiB
 	CellMapUseStreams = false
 	CellMapNumStreams = 1
 )
@@ -33,7 +35,7 @@ const (
 // Elements in one sample of each key.
 const (
 	cellMapRawElems    = 262144 // [64 64 64] uint8
-	cellMapLabelsElems = 786432 // [3 64 64 64] float32
+	cellMapLabelsElems = 98304  // [3 32 32 32] float32
 )
 
 // cellMapPlan is the plan as a value, for the runtime and for CellMapLoader.Plan.
@@ -42,10 +44,10 @@ var cellMapPlan = runtime.Plan{
 	BatchSize:  CellMapBatchSize,
 	Device:     "cuda",
 	BatchBytes: CellMapBatchBytes,
-	BatchMiB:   52.0,
+	BatchMiB:   5.0,
 	UseStreams: CellMapUseStreams,
 	NumStreams: CellMapNumStreams,
-	Reason:     "batch memory 52.0 MiB < 100 MiB",
+	Reason:     "batch memory 5.0 MiB < 100 MiB",
 	Keys: []runtime.Key{
 		{
 			Name:        "raw",
@@ -53,7 +55,7 @@ var cellMapPlan = runtime.Plan{
 			DType:       runtime.Uint8,
 			Shape:       []int{64, 64, 64},
 			SampleBytes: 262144,
-			BatchBytes:  4194304,
+			BatchBytes:  2097152,
 			Offset:      0,
 			Stream:      0,
 			Priority:    runtime.High,
@@ -62,15 +64,15 @@ var cellMapPlan = runtime.Plan{
 			Name:        "labels",
 			Role:        runtime.Target,
 			DType:       runtime.Float32,
-			Shape:       []int{3, 64, 64, 64},
-			SampleBytes: 3145728,
-			BatchBytes:  50331648,
-			Offset:      4194304,
+			Shape:       []int{3, 32, 32, 32},
+			SampleBytes: 393216,
+			BatchBytes:  3145728,
+			Offset:      2097152,
 			Stream:      0,
 			Priority:    runtime.Normal,
 		},
 	},
-	SlotBytes: 54525952,
+	SlotBytes: 5242880,
 	Loader: runtime.LoaderDefaults{
 		Prefetch:     2,
 		Workers:      0,
@@ -93,7 +95,7 @@ type CellMapSample struct {
 	Rand *rand.Rand
 
 	Raw    []uint8   // key "raw": [64 64 64] uint8, C order
-	Labels []float32 // key "labels": [3 64 64 64] float32, C order, class axis first
+	Labels []float32 // key "labels": [3 32 32 32] float32, C order, class axis first
 
 	pcg rand.PCG // Rand's source, seeded for each sample
 }
@@ -116,7 +118,7 @@ type CellMapSamples struct {
 	Indices []int // dataset indices of the samples, in batch order
 
 	Raw    []uint8   // key "raw": len(Indices) x [64 64 64] uint8
-	Labels []float32 // key "labels": len(Indices) x [3 64 64 64] float32
+	Labels []float32 // key "labels": len(Indices) x [3 32 32 32] float32
 
 	rand *rand.Rand // what Rand returns, over pcg
 	pcg  rand.PCG
@@ -146,7 +148,7 @@ type CellMapSamplesReader interface {
 type CellMapBatch struct {
 	Indices []int          // dataset indices of the samples, in batch order
 	Raw     runtime.Tensor // key "raw": uint8, shape [n 64 64 64]
-	Labels  runtime.Tensor // key "labels": float32, shape [n 3 64 64 64]
+	Labels  runtime.Tensor // key "labels": float32, shape [n 3 32 32 32]
 
 	staged *runtime.Batch // the runtime's batch in the same slot
 	raw    []uint8        // typed view of the whole staging slot
@@ -299,70 +301,102 @@ func (l *CellMapLoader) Close() error {
 	return l.engine.Close()
 }
 
-// cellMapFileSpecs are the .npy files of CellMap, relative to the data root.
-var cellMapFileSpecs = []npy.Spec{{
-	Key:    "raw",
-	File:   "raw.npy",
-	DType:  runtime.Uint8,
-	Sample: []int{64, 64, 64},
-}, {
-	Key:    "labels",
-	File:   "labels.npy",
-	DType:  runtime.Float32,
-	Sample: []int{3, 64, 64, 64},
-}}
-
-// CellMapFiles reads samples from memory-mapped .npy files; it implements
-// CellMapSource.
-type CellMapFiles struct {
-	raw    *npy.File
-	labels *npy.File
+// cellMapVolumeSpec is what the schema says of CellMap's volumes.
+var cellMapVolumeSpec = volume.Spec{
+	Keys: []volume.Key{{
+		Name:  "raw",
+		Path:  "em/raw",
+		DType: runtime.Uint8,
+		Shape: []int{64, 64, 64},
+		Scale: []float64{8.0, 8.0, 8.0},
+	}, {
+		Name:      "labels",
+		Path:      "labels/{class}",
+		DType:     runtime.Float32,
+		Shape:     []int{32, 32, 32},
+		Scale:     []float64{16.0, 16.0, 16.0},
+		Fill:      math.NaN(),
+		ClassAxis: true,
+	}},
+	Classes:    []string{"mito", "er", "nucleus"},
+	PerEpoch:   256,
+	Pad:        true,
+	Foreground: &volume.Foreground{Key: 1, Fraction: 0.33},
+	Mirror:     []float64{0.1, 0.5, 0.5},
+	Transpose:  []int{1, 2},
+	Rot90:      []int{1, 2},
+	Seed:       cellMapPlan.Loader.Seed,
 }
 
-// OpenCellMapFiles opens and checks the .npy file of every key under root:
-// dtype, C order, shape [N, sample...] and size, and the same N for all.
-func OpenCellMapFiles(root string) (*CellMapFiles, error) {
-	files, err := npy.OpenAll(root, cellMapFileSpecs)
+// CellMapVolume is one dataset of CellMap: the directory holding each key's zarr
+// hierarchy (one root for all keys is common) and its sampling weight.
+type CellMapVolume struct {
+	Raw    string  // root of key "raw": em/raw
+	Labels string  // root of key "labels": labels/{class}
+	Weight float64 // relative sampling weight; 0 means 1
+}
+
+// LoadCellMapVolumes reads a CSV manifest: a header naming a column per key (raw, labels)
+// and optionally "weight", then a row per volume. Relative roots are
+// relative to the manifest's directory.
+func LoadCellMapVolumes(manifest string) ([]CellMapVolume, error) {
+	rows, err := volume.LoadManifest(manifest, cellMapVolumeSpec)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cellmap: %w", err)
 	}
-	return &CellMapFiles{
-		raw:    files[0],
-		labels: files[1],
-	}, nil
+	vols := make([]CellMapVolume, len(rows))
+	for i, r := range rows {
+		vols[i] = CellMapVolume{
+			Raw:    r.Roots[0],
+			Labels: r.Roots[1],
+			Weight: r.Weight,
+		}
+	}
+	return vols, nil
 }
 
-// Len returns the number of samples, the leading dimension of every file.
-func (f *CellMapFiles) Len() int {
-	return f.raw.Len()
+// CellMapVolumes cuts samples out of zarr volumes: random crops at one physical place
+// in every key, augmented alike. It implements CellMapSource.
+type CellMapVolumes struct {
+	src *volume.Source
 }
 
-// Read copies sample s.Index of every key's file into s.
-func (f *CellMapFiles) Read(s *CellMapSample) error {
-	if err := npy.Read(f.raw, s.Index, s.Raw); err != nil {
-		return &runtime.KeyError{Key: "raw", Err: err}
+// OpenCellMapVolumes opens every key's array in every volume and checks it: it exists
+// (a missing class is filled), holds the key's dtype, has the level the key's
+// scale names, and lies so that the keys' boxes share a centre on whole
+// voxels; a volume holds a whole crop unless crops.pad. It logs what it
+// opened with slog's default logger.
+func OpenCellMapVolumes(vols []CellMapVolume) (*CellMapVolumes, error) {
+	rows := make([]volume.Volume, len(vols))
+	for i, v := range vols {
+		rows[i] = volume.Volume{Roots: []string{v.Raw, v.Labels}, Weight: v.Weight}
 	}
-	if err := npy.Read(f.labels, s.Index, s.Labels); err != nil {
-		return &runtime.KeyError{Key: "labels", Err: err}
+	src, err := volume.Open(cellMapVolumeSpec, rows, slog.Default())
+	if err != nil {
+		return nil, fmt.Errorf("cellmap: OpenCellMapVolumes: %w", err)
 	}
-	return nil
+	return &CellMapVolumes{src: src}, nil
 }
 
-// ReadSamples copies the samples of s from every key's file, one gather
-// loop per key: the loader calls it instead of Read. On a failure, n is
-// the first sample that some key could not read.
-func (f *CellMapFiles) ReadSamples(s *CellMapSamples) (int, error) {
-	n, err := len(s.Indices), error(nil)
-	if k, e := npy.Gather(f.raw, s.Indices, s.Raw); e != nil {
-		n, err = k, &runtime.KeyError{Key: "raw", Err: e}
-	}
-	if k, e := npy.Gather(f.labels, s.Indices[:n], s.Labels[:n*cellMapLabelsElems]); e != nil {
-		n, err = k, &runtime.KeyError{Key: "labels", Err: e}
-	}
-	return n, err
+// Len returns the samples in an epoch, the schema's crops.per_epoch.
+func (v *CellMapVolumes) Len() int {
+	return v.src.Len()
 }
 
-// Close unmaps every file.
-func (f *CellMapFiles) Close() error {
-	return npy.CloseAll(f.raw, f.labels)
+// Read draws sample s's volume, centre and augmentation from s.Rand and
+// copies every key's box into s, augmented as it is copied.
+func (v *CellMapVolumes) Read(s *CellMapSample) error {
+	return v.src.Read(s.Rand, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
+}
+
+// Crop returns where sample index of epoch comes from: the volume, each
+// key's box origin at its level, and the augmentation; the same draws Read
+// makes, whatever the number of workers or ranks.
+func (v *CellMapVolumes) Crop(epoch, index int) runtime.Crop {
+	return v.src.Crop(epoch, index)
+}
+
+// Close releases the source.
+func (v *CellMapVolumes) Close() error {
+	return v.src.Close()
 }

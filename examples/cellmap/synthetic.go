@@ -4,62 +4,61 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 
-	"github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/npy"
+	"github.com/loadergen/loadergen/internal/emvolume"
+	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
-// EnsureSynthetic makes sure root holds a dataset of n samples that
-// OpenCellMapFiles accepts, writing a seeded synthetic one when it does not
-// (missing files, or another N). It reports whether it wrote.
-func EnsureSynthetic(root string, n int, seed uint64) (bool, error) {
-	if f, err := OpenCellMapFiles(root); err == nil {
-		same := f.Len() == n
-		if err := f.Close(); err != nil {
-			return false, err
-		}
-		if same {
-			return false, nil
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("existing data in %s: %w (remove it to regenerate)", root, err)
+// Manifest is the name of the synthetic dataset's manifest in its root.
+const Manifest = "volumes.csv"
+
+// synthetic is the demo's dataset: one EM-like volume of 192 x 256 x 256
+// voxels at 8 nm (and 16 nm), chunked as CellMap's published volumes are
+// and compressed with zstd at level 6, and three labelled crops of
+// different sizes and chunkings, each annotating some of the classes.
+func synthetic(seed uint64) emvolume.Volume {
+	return emvolume.Volume{
+		Shape: []int{192, 256, 256}, VoxelNM: 8, Levels: 2, Chunks: []int{64, 128, 128}, Compressor: zarr.Zstd(6),
+		Crops: []emvolume.Crop{
+			{Dir: "crops/crop1", Start: []int{16, 32, 32}, Shape: []int{96, 128, 128}, Classes: []string{"mito", "er", "nucleus"}, Chunks: []int{32, 64, 64}},
+			{Dir: "crops/crop2", Start: []int{64, 96, 128}, Shape: []int{80, 96, 96}, Classes: []string{"mito", "er"}, Chunks: []int{40, 48, 48}},
+			{Dir: "crops/crop3", Start: []int{100, 128, 40}, Shape: []int{64, 96, 96}, Classes: []string{"nucleus"}, Chunks: []int{64, 96, 96}},
+		},
+		AllClasses: cellMapVolumeSpec.Classes,
+		Seed:       seed,
 	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return false, err
-	}
-	return true, WriteSynthetic(root, n, seed)
 }
 
-// WriteSynthetic writes n samples: raw volumes of noisy blobs and, per
-// class, a label volume marking the voxels whose intensity falls in that
-// class's band. The same seed gives the same bytes.
-func WriteSynthetic(root string, n int, seed uint64) error {
-	const side = 64
-	vox := side * side * side
-	nc := cellMapFileSpecs[1].Sample[0] // the class axis of labels
-	raw := make([]byte, n*vox)
-	labels := make([]float32, n*nc*vox)
-	rng := rand.New(rand.NewPCG(seed, 0x63656c6c))
-	for s := range n {
-		cx, cy, cz := rng.IntN(side), rng.IntN(side), rng.IntN(side)
-		for z := range side {
-			for y := range side {
-				for x := range side {
-					d := (x-cx)*(x-cx) + (y-cy)*(y-cy) + (z-cz)*(z-cz)
-					v := max(0, min(255-d/8+rng.IntN(32)-16, 255))
-					i := (z*side+y)*side + x
-					raw[s*vox+i] = byte(v)
-					class := min(v*nc/256, nc-1) // intensity band of the voxel
-					labels[(s*nc+class)*vox+i] = 1
-				}
-			}
-		}
-	}
-	if err := npy.Write(filepath.Join(root, "raw.npy"), runtime.Uint8, []int{n, side, side, side}, raw); err != nil {
+// WriteSynthetic writes the synthetic dataset under root: the volume in
+// root/synthetic.zarr and a manifest with one row per labelled crop. The
+// same seed gives the same bytes.
+func WriteSynthetic(root string, seed uint64) error {
+	v := synthetic(seed)
+	if err := v.Write(filepath.Join(root, "synthetic.zarr")); err != nil {
 		return err
 	}
-	return npy.Write(filepath.Join(root, "labels.npy"), runtime.Float32, []int{n, nc, side, side, side}, runtime.Bytes(labels))
+	manifest := "raw,labels\n"
+	for _, c := range v.Crops {
+		manifest += fmt.Sprintf("synthetic.zarr,synthetic.zarr/%s\n", c.Dir)
+	}
+	return os.WriteFile(filepath.Join(root, Manifest), []byte(manifest), 0o644)
+}
+
+// EnsureSynthetic makes sure root holds a dataset that OpenCellMapVolumes
+// accepts, writing the synthetic one when root has no manifest. It reports
+// whether it wrote.
+func EnsureSynthetic(root string, seed uint64) (bool, error) {
+	_, err := os.Stat(filepath.Join(root, Manifest))
+	switch {
+	case err == nil:
+		return false, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return false, err
+	}
+	if entries, err := os.ReadDir(root); err == nil && len(entries) > 0 {
+		return false, fmt.Errorf("%s holds files but no %s: remove it to write the synthetic dataset", root, Manifest)
+	}
+	return true, WriteSynthetic(root, seed)
 }

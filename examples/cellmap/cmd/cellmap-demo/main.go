@@ -1,5 +1,6 @@
 // Command cellmap-demo runs the generated CellMap loader over a synthetic
-// .npy dataset (written on first use) and reports its throughput.
+// CellMap-like zarr store (written on first use): random crops of an EM
+// volume and its labelled crops, augmented alike, and reports throughput.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -20,8 +22,7 @@ import (
 )
 
 func main() {
-	data := flag.String("data", ".demo-data/cellmap", "directory of raw.npy and labels.npy (written if absent)")
-	samples := flag.Int("samples", 64, "samples in the synthetic dataset")
+	data := flag.String("data", ".demo-data/cellmap", "directory of the zarr store and its manifest, "+cellmap.Manifest+" (written if absent)")
 	epochs := flag.Int("epochs", 3, "epochs to run")
 	workers := flag.Int("workers", 0, "loader workers (0: GOMAXPROCS)")
 	trace := flag.String("trace", "", "write a Chrome trace-event JSON here (open it in Perfetto)")
@@ -30,7 +31,7 @@ func main() {
 	// A progress bar only where someone watches: in a log it would be a
 	// stream of carriage-return frames.
 	bar := term.IsTerminal(int(os.Stderr.Fd()))
-	if err := run(*data, *samples, *epochs, *workers, *trace, os.Stdout, os.Stderr, bar); err != nil {
+	if err := run(*data, *epochs, *workers, *trace, os.Stdout, os.Stderr, bar); err != nil {
 		log.Fatal("cellmap-demo: ", err)
 	}
 }
@@ -38,21 +39,27 @@ func main() {
 // run loads epochs of the dataset under root, writing a line per epoch to
 // stdout and the loader's log to stderr, with a progress bar there when bar
 // is set.
-func run(root string, samples, epochs, workers int, tracePath string, stdout, stderr io.Writer, bar bool) (err error) {
+func run(root string, epochs, workers int, tracePath string, stdout, stderr io.Writer, bar bool) (err error) {
 	t0 := time.Now()
-	wrote, err := cellmap.EnsureSynthetic(root, samples, 1)
+	wrote, err := cellmap.EnsureSynthetic(root, 1)
 	if err != nil {
 		return err
 	}
 	if wrote {
-		fmt.Fprintf(stdout, "wrote %d synthetic samples to %s in %v\n", samples, root, time.Since(t0).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "wrote a synthetic CellMap-like zarr store to %s in %v\n", root, time.Since(t0).Round(time.Millisecond))
 	}
-	files, err := cellmap.OpenCellMapFiles(root)
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	slog.SetDefault(logger) // the volume source logs what it opened there
+	vols, err := cellmap.LoadCellMapVolumes(filepath.Join(root, cellmap.Manifest))
 	if err != nil {
 		return err
 	}
-	defer files.Close()
-	opts := runtime.Options{Workers: workers, Logger: slog.New(slog.NewTextHandler(stderr, nil))}
+	src, err := cellmap.OpenCellMapVolumes(vols)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	opts := runtime.Options{Workers: workers, Logger: logger}
 	if tracePath != "" {
 		f, err := os.Create(tracePath)
 		if err != nil {
@@ -66,7 +73,7 @@ func run(root string, samples, epochs, workers int, tracePath string, stdout, st
 		}()
 		opts.Trace = f
 	}
-	l, err := cellmap.NewCellMapLoader(files, opts)
+	l, err := cellmap.NewCellMapLoader(src, opts)
 	if err != nil {
 		return err
 	}
@@ -91,20 +98,19 @@ func run(root string, samples, epochs, workers int, tracePath string, stdout, st
 			progressbar.OptionClearOnFinish(),
 		)
 		start := time.Now()
-		var foreground float64
 		for b, err := range l.Epoch(ctx, epoch) {
 			if err != nil {
 				return err
 			}
-			// A stand-in for a training step: look at one label channel.
-			foreground += float64(b.LabelsData()[len(b.LabelsData())/2])
+			// A stand-in for a training step: look at the centre of a label.
+			_ = b.LabelsData()[len(b.LabelsData())/2]
 			pb.Add(1)
 		}
 		elapsed := time.Since(start)
 		pb.Finish()
 		s := l.Stats()
 		bytes, n := s.Bytes-before.Bytes, s.Samples-before.Samples
-		fmt.Fprintf(stdout, "epoch %d: %d batches, %d samples, %.1f MiB in %v: %.2f GB/s, %.0f samples/s (consumer waited %v)\n",
+		fmt.Fprintf(stdout, "epoch %d: %d batches, %d crops, %.1f MiB in %v: %.2f GB/s, %.0f crops/s (consumer waited %v)\n",
 			epoch+1, s.Batches-before.Batches, n, float64(bytes)/(1<<20), elapsed.Round(time.Millisecond),
 			float64(bytes)/elapsed.Seconds()/1e9, float64(n)/elapsed.Seconds(), (s.Wait - before.Wait).Round(time.Millisecond))
 	}

@@ -10,13 +10,13 @@ import (
 // writes plain lines, no progress-bar frames.
 func TestPlainOutputWithoutTerminal(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if err := run(t.TempDir(), 8, 2, 2, "", &stdout, &stderr, false); err != nil {
+	if err := run(t.TempDir(), 2, 2, "", &stdout, &stderr, false); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(stderr.String(), "\r") || strings.Contains(stdout.String(), "\r") {
 		t.Errorf("carriage returns in the output:\nstdout %q\nstderr %q", stdout.String(), stderr.String())
 	}
-	if n := strings.Count(stdout.String(), "\nepoch "); n != 2 || !strings.HasPrefix(stdout.String(), "wrote 8 synthetic samples") {
+	if n := strings.Count(stdout.String(), "\nepoch "); n != 2 || !strings.HasPrefix(stdout.String(), "wrote a synthetic CellMap-like zarr store") {
 		t.Errorf("stdout is not the data line and one line per epoch:\n%s", stdout.String())
 	}
 }
