@@ -1,6 +1,10 @@
 package zarr
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+	"unsafe"
+)
 
 // maxRank bounds the rank of the arrays this package reads, so that the
 // per-read index arithmetic lives in fixed arrays on the stack. NumPy 1.x
@@ -109,10 +113,18 @@ func copyBox(dst []byte, d region, src []byte, s region, shape []int, elem int) 
 
 // copyRun copies n elements, strided in both buffers.
 func copyRun(dst []byte, do, ds int, src []byte, so, ss, n, elem int) {
+	if ss == 1 && ds == -1 {
+		reverseRun(dst, do, src, so, n, elem)
+		return
+	}
 	switch elem {
 	case 1:
+		// read checked that every element lies inside dst and src, so this
+		// loop, the one of transposed uint8 crops, indexes through unsafe
+		// pointers: bounds checks cost as much as the copies.
+		dp, sp := unsafe.Pointer(unsafe.SliceData(dst)), unsafe.Pointer(unsafe.SliceData(src))
 		for range n {
-			dst[do] = src[so]
+			*(*byte)(unsafe.Add(dp, do)) = *(*byte)(unsafe.Add(sp, so))
 			do, so = do+ds, so+ss
 		}
 	case 2:
@@ -138,9 +150,43 @@ func copyRun(dst []byte, do, ds int, src []byte, so, ss, n, elem int) {
 	}
 }
 
+// reverseRun copies n contiguous elements of src from so to dst backwards
+// from do (a mirrored innermost axis), a word of 8 bytes at a time.
+func reverseRun(dst []byte, do int, src []byte, so, n, elem int) {
+	i := 0
+	if per := 8 / elem; elem <= 4 {
+		for ; i+per <= n; i += per {
+			x := binary.LittleEndian.Uint64(src[(so+i)*elem:])
+			switch elem { // reverse the word's elements
+			case 1:
+				x = bits.ReverseBytes64(x)
+			case 2:
+				x = bits.ReverseBytes64(x)
+				x = x>>8&0x00ff00ff00ff00ff | x&0x00ff00ff00ff00ff<<8
+			case 4:
+				x = bits.RotateLeft64(x, 32)
+			}
+			binary.LittleEndian.PutUint64(dst[(do-i-per+1)*elem:], x)
+		}
+	}
+	for ; i < n; i++ {
+		copy(dst[(do-i)*elem:(do-i+1)*elem], src[(so+i)*elem:(so+i+1)*elem])
+	}
+}
+
 // fillBox sets every element of a box of shape in the dst region to value.
 func fillBox(dst []byte, d region, shape []int, value []byte) {
 	elem := len(value)
+	// A box whose elements fill a whole range of dst, whatever their order
+	// (a crop turned or mirrored into its sample), is one run.
+	n := 1
+	for _, s := range shape {
+		n *= s
+	}
+	if lo, hi := d.span(shape); hi-lo+1 == n {
+		fillRun(dst[lo*elem:(hi+1)*elem], value)
+		return
+	}
 	f := flatten(shape, d.strides, nil)
 	if f.n == 0 {
 		copy(dst[d.start*elem:], value)
