@@ -2,7 +2,7 @@
 GO ?= go
 FUZZTIME ?= 10s
 
-.PHONY: build test fmt-check demo bench golden fuzz zarr-python zarr-fixtures cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
+.PHONY: build test fmt-check demo bench peer golden fuzz zarr-python zarr-fixtures cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
 
 build:
 	$(GO) build ./...
@@ -34,6 +34,10 @@ bench:
 	$(GO) test -run '^$$' -bench Generate -count 5 ./gen
 	$(GO) test -run '^$$' -bench BoxRead -benchmem -count 5 ./runtime/zarr | tee .bench-zarr.txt
 	.ci/bench-ratios <.bench-zarr.txt
+
+## peer: the volume loader against PyTorch's DataLoader over zarr-python on the same crops (needs Debian's python3-zarr and python3-torch; minutes)
+peer:
+	examples/peer/run.sh
 
 ## golden: rewrite the golden files and the example's generated loader
 golden:

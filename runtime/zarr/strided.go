@@ -85,6 +85,14 @@ func copyBox(dst []byte, d region, src []byte, s region, shape []int, elem int) 
 	}
 	in := f.n - 1
 	run, ds, ss := f.shape[in], f.dst[in], f.src[in]
+	if elem == 1 && ss == 1 && ds != 1 && ds != -1 {
+		for t := range in {
+			if f.dst[t] == 1 || f.dst[t] == -1 { // a transpose: tiles of 8 x 8 bytes
+				copyPlanes(dst, d.start, src, s.start, f, t)
+				return
+			}
+		}
+	}
 	var idx [maxRank]int
 	do, so := d.start, s.start
 	for {
@@ -108,6 +116,88 @@ func copyBox(dst []byte, d region, src []byte, s region, shape []int, elem int) 
 		if k < 0 {
 			return
 		}
+	}
+}
+
+// copyPlanes copies a flat box of bytes in planes of its axes t and the
+// innermost one, where the innermost is contiguous in src and t is in dst
+// (a transpose); the other axes run as copyBox runs them.
+func copyPlanes(dst []byte, do int, src []byte, so int, f flat, t int) {
+	in := f.n - 1
+	var idx [maxRank]int
+	for {
+		copyPlane(dst, do, f.dst[t], f.dst[in], src, so, f.src[t], f.shape[t], f.shape[in])
+		k := in - 1
+		for ; k >= 0; k-- {
+			if k == t {
+				continue
+			}
+			idx[k]++
+			do += f.dst[k]
+			so += f.src[k]
+			if idx[k] < f.shape[k] {
+				break
+			}
+			do -= f.dst[k] * f.shape[k]
+			so -= f.src[k] * f.shape[k]
+			idx[k] = 0
+		}
+		if k < 0 {
+			return
+		}
+	}
+}
+
+// copyPlane copies an nt x nj plane of bytes: element (i, j) goes from
+// src[so + i·st + j] to dst[do + i·dt + j·dj], with dt 1 or -1. Blocks of
+// 8 x 8 are read as 8 words, transposed, and written as 8 words.
+func copyPlane(dst []byte, do, dt, dj int, src []byte, so, st, nt, nj int) {
+	full := nj - nj%8
+	for i0 := 0; i0+8 <= nt; i0 += 8 {
+		for j0 := 0; j0 < full; j0 += 8 {
+			var m [8]uint64
+			for r := range m {
+				m[r] = binary.LittleEndian.Uint64(src[so+(i0+r)*st+j0:])
+			}
+			transposeBytes(&m)
+			for c, w := range m {
+				at := do + i0*dt + (j0+c)*dj // where element (i0, j0+c) goes
+				if dt == 1 {
+					binary.LittleEndian.PutUint64(dst[at:], w)
+				} else {
+					binary.LittleEndian.PutUint64(dst[at-7:], bits.ReverseBytes64(w))
+				}
+			}
+		}
+		for j := full; j < nj; j++ {
+			for r := range 8 {
+				dst[do+(i0+r)*dt+j*dj] = src[so+(i0+r)*st+j]
+			}
+		}
+	}
+	for i := nt - nt%8; i < nt; i++ {
+		for j := range nj {
+			dst[do+i*dt+j*dj] = src[so+i*st+j]
+		}
+	}
+}
+
+// transposeBytes transposes the 8 x 8 bytes of m, where byte c of m[r] is
+// row r, column c: afterwards byte r of m[c] is what byte c of m[r] was.
+// It swaps the off-diagonal 4 x 4 blocks, then the 2 x 2 blocks within
+// them, then single bytes.
+func transposeBytes(m *[8]uint64) {
+	for r := range 4 {
+		a, b := m[r], m[r+4]
+		m[r], m[r+4] = a&0x00000000ffffffff|b<<32, a>>32|b&0xffffffff00000000
+	}
+	for _, r := range [4]int{0, 1, 4, 5} {
+		a, b := m[r], m[r+2]
+		m[r], m[r+2] = a&0x0000ffff0000ffff|b&0x0000ffff0000ffff<<16, a>>16&0x0000ffff0000ffff|b&0xffff0000ffff0000
+	}
+	for _, r := range [4]int{0, 2, 4, 6} {
+		a, b := m[r], m[r+1]
+		m[r], m[r+1] = a&0x00ff00ff00ff00ff|b&0x00ff00ff00ff00ff<<8, a>>8&0x00ff00ff00ff00ff|b&0xff00ff00ff00ff00
 	}
 }
 

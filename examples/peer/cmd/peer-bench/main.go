@@ -1,0 +1,230 @@
+// Command peer-bench is the Go side of make peer (examples/peer/run.sh):
+//
+//	peer-bench write -compressor zstd6|blosc-lz4 DIR   write the store
+//	peer-bench crops DIR JSON BIN K                     the epoch's crops, and the bytes of the first K
+//	peer-bench epoch DIR                                one cold epoch of the loader: crops/s
+//	peer-bench boxes DIR                                the same boxes read cold, unaugmented: crops/s
+//
+// Each timing runs in a process of its own, so every cache starts empty.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/loadergen/loadergen/examples/peer"
+	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/zarr"
+)
+
+// shape is the volume's: 64 MiB of uint8 per array, 128 chunks of 1 MiB.
+var (
+	shape  = []int{256, 512, 512}
+	chunks = []int{64, 128, 128}
+)
+
+func main() {
+	log.SetFlags(0)
+	slog.SetDefault(slog.New(slog.DiscardHandler))
+	if len(os.Args) < 3 {
+		log.Fatal("usage: peer-bench write|crops|epoch|boxes ...")
+	}
+	var err error
+	switch os.Args[1] {
+	case "write":
+		fs := flag.NewFlagSet("write", flag.ExitOnError)
+		comp := fs.String("compressor", "zstd6", "zstd6 or blosc-lz4")
+		fs.Parse(os.Args[2:])
+		err = write(fs.Arg(0), *comp)
+	case "crops":
+		k, _ := strconv.Atoi(os.Args[5])
+		err = crops(os.Args[2], os.Args[3], os.Args[4], k)
+	case "epoch":
+		err = epoch(os.Args[2])
+	case "boxes":
+		err = boxes(os.Args[2])
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		log.Fatal("peer-bench: ", err)
+	}
+}
+
+// write writes raw (smooth blobs with noise, as EM) and the class arrays
+// a and b (bright and dim voxels) under dir.
+func write(dir, comp string) error {
+	var c zarr.Compressor
+	switch comp {
+	case "zstd6":
+		c = zarr.Zstd(6)
+	case "blosc-lz4":
+		c = zarr.BloscLZ4()
+	default:
+		return fmt.Errorf("compressor %q (want zstd6 or blosc-lz4)", comp)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		return fmt.Errorf("%s exists", dir)
+	}
+	n := shape[0] * shape[1] * shape[2]
+	raw, a, b := make([]byte, n), make([]byte, n), make([]byte, n)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for z := range shape[0] {
+		for y := range shape[1] {
+			for x := range shape[2] {
+				i := (z*shape[1]+y)*shape[2] + x
+				v := 128 + 60*sin(z, 37) + 50*sin(y, 53) + 30*sin(x, 29) + rng.IntN(40) - 20
+				raw[i] = byte(max(0, min(255, v)))
+				a[i] = bool2(raw[i] > 200)
+				b[i] = bool2(raw[i] < 60)
+			}
+		}
+	}
+	spec := func() zarr.ArraySpec {
+		return zarr.ArraySpec{Shape: shape, Chunks: chunks, DType: runtime.Uint8, Compressor: c, Separator: "/"}
+	}
+	for path, data := range map[string][]byte{"raw": raw, "labels/a": a, "labels/b": b} {
+		if err := zarr.WriteArray(filepath.Join(dir, path), spec(), data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sin is a cheap periodic ramp in [-1, 1] with the given period.
+func sin(i, period int) int {
+	p := i % period
+	if p < period/2 {
+		return 2*p*100/period - 50
+	}
+	return 50 - 2*(p-period/2)*100/period
+}
+
+func bool2(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func open(dir string) (*peer.PeerVolumes, error) {
+	return peer.OpenPeerVolumes([]peer.PeerVolume{{Raw: dir, Labels: dir}})
+}
+
+// crops writes the epoch's crops (as runtime.Crop JSON, by index) and the
+// bytes the loader's source reads for the first k of them.
+func crops(dir, jsonFile, binFile string, k int) error {
+	src, err := open(dir)
+	if err != nil {
+		return err
+	}
+	list := make([]runtime.Crop, src.Len())
+	for i := range list {
+		list[i] = src.Crop(0, i)
+	}
+	js, err := json.Marshal(list)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(jsonFile, js, 0o644); err != nil {
+		return err
+	}
+	var out []byte
+	for i := range min(k, src.Len()) {
+		s := peer.PeerSample{Index: i, Epoch: 0, Raw: make([]uint8, 64*64*64), Labels: make([]uint8, 2*64*64*64)}
+		var pcg rand.PCG
+		runtime.SeedSample(&pcg, runtime.EpochSeed(1, 0), i)
+		s.Rand = rand.New(&pcg)
+		if err := src.Read(&s); err != nil {
+			return err
+		}
+		out = append(append(out, s.Raw...), s.Labels...)
+	}
+	return os.WriteFile(binFile, out, 0o644)
+}
+
+// epoch runs epoch 0 of a loader with GOMAXPROCS workers and prints its
+// crops per second, from opening the source to the last batch.
+func epoch(dir string) error {
+	start := time.Now()
+	src, err := open(dir)
+	if err != nil {
+		return err
+	}
+	l, err := peer.NewPeerLoader(src, runtime.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	n := 0
+	for b, err := range l.Epoch(context.Background(), 0) {
+		if err != nil {
+			return err
+		}
+		n += len(b.Indices)
+	}
+	fmt.Printf("%.1f\n", float64(n)/time.Since(start).Seconds())
+	return nil
+}
+
+// boxes reads the boxes of the epoch's crops, unaugmented, straight from
+// fresh arrays on GOMAXPROCS goroutines, and prints crops per second: the
+// box-read ceiling of the loader's epoch.
+func boxes(dir string) error {
+	src, err := open(dir) // for the crops only: its arrays are not used
+	if err != nil {
+		return err
+	}
+	list := make([]runtime.Crop, src.Len())
+	for i := range list {
+		list[i] = src.Crop(0, i)
+	}
+	start := time.Now()
+	store, err := zarr.OpenStore(dir, zarr.NewCache(zarr.DefaultCacheMiB))
+	if err != nil {
+		return err
+	}
+	var arrays []*zarr.Array
+	for _, p := range []string{"raw", "labels/a", "labels/b"} {
+		a, err := store.Array(p)
+		if err != nil {
+			return err
+		}
+		arrays = append(arrays, a)
+	}
+	g := goruntime.GOMAXPROCS(0)
+	errs := make([]error, g)
+	var wg sync.WaitGroup
+	for w := range g {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 64*64*64)
+			for i := w; i < len(list) && errs[w] == nil; i += g {
+				for k, a := range arrays {
+					if errs[w] = a.Read(buf, list[i].Origin[min(k, 1)], []int{64, 64, 64}); errs[w] != nil {
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	fmt.Printf("%.1f\n", float64(len(list))/time.Since(start).Seconds())
+	return nil
+}
