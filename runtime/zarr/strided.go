@@ -244,19 +244,19 @@ func copyRun(dst []byte, do, ds int, src []byte, so, ss, n, elem int) {
 // from do (a mirrored innermost axis), a word of 8 bytes at a time.
 func reverseRun(dst []byte, do int, src []byte, so, n, elem int) {
 	i := 0
-	if per := 8 / elem; elem <= 4 {
-		for ; i+per <= n; i += per {
-			x := binary.LittleEndian.Uint64(src[(so+i)*elem:])
-			switch elem { // reverse the word's elements
-			case 1:
-				x = bits.ReverseBytes64(x)
-			case 2:
-				x = bits.ReverseBytes64(x)
-				x = x>>8&0x00ff00ff00ff00ff | x&0x00ff00ff00ff00ff<<8
-			case 4:
-				x = bits.RotateLeft64(x, 32)
-			}
-			binary.LittleEndian.PutUint64(dst[(do-i-per+1)*elem:], x)
+	switch elem { // a word of 8 bytes holds 8, 4 or 2 elements
+	case 1:
+		for ; i+8 <= n; i += 8 {
+			binary.LittleEndian.PutUint64(dst[do-i-7:], bits.ReverseBytes64(binary.LittleEndian.Uint64(src[so+i:])))
+		}
+	case 2:
+		for ; i+4 <= n; i += 4 {
+			x := bits.ReverseBytes64(binary.LittleEndian.Uint64(src[2*(so+i):]))
+			binary.LittleEndian.PutUint64(dst[2*(do-i-3):], x>>8&0x00ff00ff00ff00ff|x&0x00ff00ff00ff00ff<<8)
+		}
+	case 4:
+		for ; i+2 <= n; i += 2 {
+			binary.LittleEndian.PutUint64(dst[4*(do-i-1):], bits.RotateLeft64(binary.LittleEndian.Uint64(src[4*(so+i):]), 32))
 		}
 	}
 	for ; i < n; i++ {
