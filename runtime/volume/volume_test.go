@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loadergen/loadergen/internal/pyzarr"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
@@ -99,24 +100,12 @@ func (n *numpyCheck) run() {
 	if err := os.WriteFile(file, cases, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	python := requirePythonZarr(t)
+	python := pyzarr.Require(t)
 	out, err := exec.Command(python, filepath.Join(fixtures, "check_crops.py"), file).CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "ok ") {
 		t.Fatalf("numpy disagrees with the crops: %v\n%s", err, out)
 	}
 	t.Logf("numpy: %s", bytes.TrimSpace(out))
-}
-
-// requirePythonZarr returns Debian's python3, failing (not skipping) the
-// test when it lacks zarr: CI installs it (make zarr-python), and a check
-// that did not run must not pass.
-func requirePythonZarr(t *testing.T) string {
-	t.Helper()
-	const python = "/usr/bin/python3"
-	if out, err := exec.Command(python, "-c", "import zarr, numpy").CombinedOutput(); err != nil {
-		t.Fatalf("this test needs Debian's python3-zarr (make zarr-python): %v\n%s", err, out)
-	}
-	return python
 }
 
 // fixtureCase is an entry of testdata/zarr/cases.json.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loadergen/loadergen/internal/pyzarr"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/npy"
 )
@@ -119,7 +120,7 @@ func TestWriterLeavesNoArrayUntilClose(t *testing.T) {
 // writeCases and an OME-NGFF multiscale written by this package, and
 // compare them with numpy's reading of .npy files of the same data.
 func TestPythonReadsWhatWeWrite(t *testing.T) {
-	python := requirePythonZarr(t)
+	python := pyzarr.Require(t)
 	root := t.TempDir()
 	var names []string
 	for i, c := range writeCases {
@@ -171,19 +172,6 @@ print("ok", len(names))
 	if err != nil || !strings.HasPrefix(string(out), "ok") {
 		t.Fatalf("python3-zarr on what this package wrote: %v\n%s", err, out)
 	}
-}
-
-// requirePythonZarr returns Debian's python3, failing (not skipping) the
-// test when it lacks zarr: CI installs it (.ci/run), and a check that did
-// not run must not pass.
-func requirePythonZarr(t *testing.T) string {
-	t.Helper()
-	const python = "/usr/bin/python3"
-	out, err := exec.Command(python, "-c", "import zarr, numcodecs; print(zarr.__version__)").CombinedOutput()
-	if err != nil {
-		t.Fatalf("this test needs Debian's python3-zarr and python3-numcodecs (apt-get install python3-zarr): %v\n%s", err, out)
-	}
-	return python
 }
 
 func TestWriteRefusesBadSpecs(t *testing.T) {
