@@ -152,24 +152,22 @@ func copyPlanes(dst []byte, do int, src []byte, so int, f flat, t int) {
 }
 
 // copyPlane copies an nt x nj plane of bytes: element (i, j) goes from
-// src[so + i·st + j] to dst[do + i·dt + j·dj], with dt 1 or -1. Blocks of
-// 8 x 8 are read as 8 words, transposed, and written as 8 words.
+// src[so + i·st + j] to dst[do + i·dt + j·dj], with dt 1 or -1, in blocks
+// of 8 x 8 (transposeBlock; a plane's corners are its extreme addresses,
+// so checking them bounds every block).
 func copyPlane(dst []byte, do, dt, dj int, src []byte, so, st, nt, nj int) {
 	full := nj - nj%8
+	if nt >= 8 && full > 0 {
+		for _, c := range [4][2]int{{0, 0}, {nt - 1, 0}, {0, nj - 1}, {nt - 1, nj - 1}} {
+			_, _ = dst[do+c[0]*dt+c[1]*dj], src[so+c[0]*st+c[1]]
+		}
+	}
 	for i0 := 0; i0+8 <= nt; i0 += 8 {
 		for j0 := 0; j0 < full; j0 += 8 {
-			var m [8]uint64
-			for r := range m {
-				m[r] = binary.LittleEndian.Uint64(src[so+(i0+r)*st+j0:])
-			}
-			transposeBytes(&m)
-			for c, w := range m {
-				at := do + i0*dt + (j0+c)*dj // where element (i0, j0+c) goes
-				if dt == 1 {
-					binary.LittleEndian.PutUint64(dst[at:], w)
-				} else {
-					binary.LittleEndian.PutUint64(dst[at-7:], bits.ReverseBytes64(w))
-				}
+			if dt == 1 {
+				transposeBlock(dst, do+i0+j0*dj, dj, src, so+i0*st+j0, st)
+			} else { // rows in reverse make each column's bytes run backwards
+				transposeBlock(dst, do-i0-7+j0*dj, dj, src, so+(i0+7)*st+j0, -st)
 			}
 		}
 		for j := full; j < nj; j++ {
@@ -182,6 +180,19 @@ func copyPlane(dst []byte, do, dt, dj int, src []byte, so, st, nt, nj int) {
 		for j := range nj {
 			dst[do+i*dt+j*dj] = src[so+i*st+j]
 		}
+	}
+}
+
+// transposeBlockGo is transposeBlock in Go, for hosts without the SSE2
+// form (and for testing that form against).
+func transposeBlockGo(dst []byte, do, ds int, src []byte, so, ss int) {
+	var m [8]uint64
+	for r := range m {
+		m[r] = binary.LittleEndian.Uint64(src[so+r*ss:])
+	}
+	transposeBytes(&m)
+	for c, w := range m {
+		binary.LittleEndian.PutUint64(dst[do+c*ds:], w)
 	}
 }
 
