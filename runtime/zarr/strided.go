@@ -260,9 +260,7 @@ func reverseRun(dst []byte, do int, src []byte, so, n, elem int) {
 	i := 0
 	switch elem { // a word of 8 bytes holds 8, 4 or 2 elements
 	case 1:
-		for ; i+8 <= n; i += 8 {
-			binary.LittleEndian.PutUint64(dst[do-i-7:], bits.ReverseBytes64(binary.LittleEndian.Uint64(src[so+i:])))
-		}
+		i = reverseBytes(dst, do, src, so, n)
 	case 2:
 		for ; i+4 <= n; i += 4 {
 			x := bits.ReverseBytes64(binary.LittleEndian.Uint64(src[2*(so+i):]))
