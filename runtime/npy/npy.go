@@ -2,7 +2,8 @@
 //
 // Open validates a file against what the schema expects of one key (a Spec)
 // and memory-maps its data section read-only; Sample and Read then hand out
-// one sample at a time. Write creates files, for tests and tools.
+// one sample at a time. Write creates files, for tests and tools; Create
+// writes them in parts, for datasets larger than memory.
 //
 // Format versions 1.0, 2.0 and 3.0 are read; Write produces version 1.0 with
 // the data aligned to 64 bytes, byte for byte what numpy.save writes. Only
