@@ -52,6 +52,7 @@ func Generate(p *Plan, source string) ([]byte, error) {
 		g.batch,
 		g.staged,
 		g.dataMethods,
+		g.clone,
 		g.loaderType,
 		g.newLoader,
 		g.fill,
@@ -388,7 +389,8 @@ func (g *emitter) batch(f *jen.File) {
 	}
 	name := g.n.exported("Batch")
 	f.Commentf("%s is one staged batch; n = len(Indices) is %s except for", name, g.n.exported("BatchSize"))
-	f.Comment("a short last batch. It is valid until the loop advances.")
+	f.Comment("a short last batch. It is valid until the loop advances, and then reused:")
+	f.Comment("keep a Clone to hold on to one.")
 	f.Type().Id(name).Struct(fields...)
 }
 
@@ -418,6 +420,29 @@ func (g *emitter) dataMethods(f *jen.File) {
 			jen.Return(jen.Id("b").Dot(k.view).Index(jen.Empty(), jen.Len(jen.Id("b").Dot("Indices")).Op("*").Id(k.elems))),
 		)
 	}
+}
+
+// clone renders
+//
+//	func (b *CellMapBatch) Clone() *CellMapBatch {
+//		c := &CellMapBatch{Indices: slices.Clone(b.Indices)}
+//		c.Raw, c.raw = runtime.CloneTensor[uint8](b.Raw)
+//		c.Labels, c.labels = runtime.CloneTensor[float32](b.Labels)
+//		return c
+//	}
+func (g *emitter) clone(f *jen.File) {
+	name := g.n.exported("Batch")
+	body := []jen.Code{jen.Id("c").Op(":=").Op("&").Id(name).Values(jen.Id("Indices").Op(":").Qual("slices", "Clone").Call(jen.Id("b").Dot("Indices")))}
+	for _, k := range g.keys {
+		body = append(body, jen.List(jen.Id("c").Dot(k.Go), jen.Id("c").Dot(k.view)).Op("=").Add(g.rt("CloneTensor")).Types(k.elemType()).Call(jen.Id("b").Dot(k.Go)))
+	}
+	body = append(body, jen.Return(jen.Id("c")))
+	f.Comment("Clone returns a copy of the batch in memory of its own. A loop reuses its")
+	f.Comment("batches: the pointer it yields comes back later holding other samples, and")
+	f.Comment("the data is overwritten once the loop advances. To keep a batch (in a list,")
+	f.Comment("across iterations), keep its Clone. A clone lives on the host only: its")
+	f.Comment("tensors' Device is 0 and its Staged is nil.")
+	f.Func().Params(jen.Id("b").Op("*").Id(name)).Id("Clone").Params().Op("*").Id(name).Block(body...)
 }
 
 // loaderType renders

@@ -16,6 +16,7 @@ import (
 var reserved = map[string]string{
 	"Indices": "the batch's own field Indices",
 	"Staged":  "the batch's own method Staged()",
+	"Clone":   "the batch's own method Clone()",
 	"Index":   "the sample's own field Index",
 	"Epoch":   "the sample's own field Epoch",
 	"Rand":    "the sample's own field Rand",

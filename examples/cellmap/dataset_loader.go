@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/volume"
@@ -144,7 +145,8 @@ type CellMapSamplesReader interface {
 }
 
 // CellMapBatch is one staged batch; n = len(Indices) is CellMapBatchSize except for
-// a short last batch. It is valid until the loop advances.
+// a short last batch. It is valid until the loop advances, and then reused:
+// keep a Clone to hold on to one.
 type CellMapBatch struct {
 	Indices []int          // dataset indices of the samples, in batch order
 	Raw     runtime.Tensor // key "raw": uint8, shape [n 64 64 64]
@@ -170,6 +172,18 @@ func (b *CellMapBatch) RawData() []uint8 {
 // LabelsData returns the staged samples of key "labels" as float32 values.
 func (b *CellMapBatch) LabelsData() []float32 {
 	return b.labels[:len(b.Indices)*cellMapLabelsElems]
+}
+
+// Clone returns a copy of the batch in memory of its own. A loop reuses its
+// batches: the pointer it yields comes back later holding other samples, and
+// the data is overwritten once the loop advances. To keep a batch (in a list,
+// across iterations), keep its Clone. A clone lives on the host only: its
+// tensors' Device is 0 and its Staged is nil.
+func (b *CellMapBatch) Clone() *CellMapBatch {
+	c := &CellMapBatch{Indices: slices.Clone(b.Indices)}
+	c.Raw, c.raw = runtime.CloneTensor[uint8](b.Raw)
+	c.Labels, c.labels = runtime.CloneTensor[float32](b.Labels)
+	return c
 }
 
 // CellMapLoader streams batches of CellMap, read through CellMapSource, into preallocated

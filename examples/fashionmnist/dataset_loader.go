@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/npy"
@@ -142,7 +143,8 @@ type FashionMNISTSamplesReader interface {
 }
 
 // FashionMNISTBatch is one staged batch; n = len(Indices) is FashionMNISTBatchSize except for
-// a short last batch. It is valid until the loop advances.
+// a short last batch. It is valid until the loop advances, and then reused:
+// keep a Clone to hold on to one.
 type FashionMNISTBatch struct {
 	Indices []int          // dataset indices of the samples, in batch order
 	Image   runtime.Tensor // key "image": uint8, shape [n 28 28]
@@ -168,6 +170,18 @@ func (b *FashionMNISTBatch) ImageData() []uint8 {
 // LabelData returns the staged samples of key "label" as int64 values.
 func (b *FashionMNISTBatch) LabelData() []int64 {
 	return b.label[:len(b.Indices)*fashionMNISTLabelElems]
+}
+
+// Clone returns a copy of the batch in memory of its own. A loop reuses its
+// batches: the pointer it yields comes back later holding other samples, and
+// the data is overwritten once the loop advances. To keep a batch (in a list,
+// across iterations), keep its Clone. A clone lives on the host only: its
+// tensors' Device is 0 and its Staged is nil.
+func (b *FashionMNISTBatch) Clone() *FashionMNISTBatch {
+	c := &FashionMNISTBatch{Indices: slices.Clone(b.Indices)}
+	c.Image, c.image = runtime.CloneTensor[uint8](b.Image)
+	c.Label, c.label = runtime.CloneTensor[int64](b.Label)
+	return c
 }
 
 // FashionMNISTLoader streams batches of FashionMNIST, read through FashionMNISTSource, into preallocated

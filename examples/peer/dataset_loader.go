@@ -11,6 +11,7 @@ import (
 	"iter"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/volume"
@@ -143,7 +144,8 @@ type PeerSamplesReader interface {
 }
 
 // PeerBatch is one staged batch; n = len(Indices) is PeerBatchSize except for
-// a short last batch. It is valid until the loop advances.
+// a short last batch. It is valid until the loop advances, and then reused:
+// keep a Clone to hold on to one.
 type PeerBatch struct {
 	Indices []int          // dataset indices of the samples, in batch order
 	Raw     runtime.Tensor // key "raw": uint8, shape [n 64 64 64]
@@ -169,6 +171,18 @@ func (b *PeerBatch) RawData() []uint8 {
 // LabelsData returns the staged samples of key "labels" as uint8 values.
 func (b *PeerBatch) LabelsData() []uint8 {
 	return b.labels[:len(b.Indices)*peerLabelsElems]
+}
+
+// Clone returns a copy of the batch in memory of its own. A loop reuses its
+// batches: the pointer it yields comes back later holding other samples, and
+// the data is overwritten once the loop advances. To keep a batch (in a list,
+// across iterations), keep its Clone. A clone lives on the host only: its
+// tensors' Device is 0 and its Staged is nil.
+func (b *PeerBatch) Clone() *PeerBatch {
+	c := &PeerBatch{Indices: slices.Clone(b.Indices)}
+	c.Raw, c.raw = runtime.CloneTensor[uint8](b.Raw)
+	c.Labels, c.labels = runtime.CloneTensor[uint8](b.Labels)
+	return c
 }
 
 // PeerLoader streams batches of Peer, read through PeerSource, into preallocated

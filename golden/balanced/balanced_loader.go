@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
 )
@@ -225,7 +226,8 @@ type BalancedSamplesReader interface {
 }
 
 // BalancedBatch is one staged batch; n = len(Indices) is BalancedBatchSize except for
-// a short last batch. It is valid until the loop advances.
+// a short last batch. It is valid until the loop advances, and then reused:
+// keep a Clone to hold on to one.
 type BalancedBatch struct {
 	Indices []int          // dataset indices of the samples, in batch order
 	Tiny    runtime.Tensor // key "tiny": int8, shape [n 2]
@@ -293,6 +295,24 @@ func (b *BalancedBatch) CodeData() []uint32 {
 // StepData returns the staged samples of key "step" as int16 values.
 func (b *BalancedBatch) StepData() []int16 {
 	return b.step[:len(b.Indices)*balancedStepElems]
+}
+
+// Clone returns a copy of the batch in memory of its own. A loop reuses its
+// batches: the pointer it yields comes back later holding other samples, and
+// the data is overwritten once the loop advances. To keep a batch (in a list,
+// across iterations), keep its Clone. A clone lives on the host only: its
+// tensors' Device is 0 and its Staged is nil.
+func (b *BalancedBatch) Clone() *BalancedBatch {
+	c := &BalancedBatch{Indices: slices.Clone(b.Indices)}
+	c.Tiny, c.tiny = runtime.CloneTensor[int8](b.Tiny)
+	c.Wide, c.wide = runtime.CloneTensor[float64](b.Wide)
+	c.Half, c.half = runtime.CloneTensor[uint16](b.Half)
+	c.Ids, c.ids = runtime.CloneTensor[uint64](b.Ids)
+	c.Depth, c.depth = runtime.CloneTensor[float32](b.Depth)
+	c.Count, c.count = runtime.CloneTensor[int32](b.Count)
+	c.Code, c.code = runtime.CloneTensor[uint32](b.Code)
+	c.Step, c.step = runtime.CloneTensor[int16](b.Step)
+	return c
 }
 
 // BalancedLoader streams batches of Balanced, read through BalancedSource, into preallocated

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/npy"
@@ -170,7 +171,8 @@ type CellMapSamplesReader interface {
 }
 
 // CellMapBatch is one staged batch; n = len(Indices) is CellMapBatchSize except for
-// a short last batch. It is valid until the loop advances.
+// a short last batch. It is valid until the loop advances, and then reused:
+// keep a Clone to hold on to one.
 type CellMapBatch struct {
 	Indices []int          // dataset indices of the samples, in batch order
 	Raw     runtime.Tensor // key "raw": uint8, shape [n 8 8 8]
@@ -210,6 +212,20 @@ func (b *CellMapBatch) ValidData() []uint8 {
 // WeightData returns the staged samples of key "weight" as float32 values.
 func (b *CellMapBatch) WeightData() []float32 {
 	return b.weight[:len(b.Indices)*cellMapWeightElems]
+}
+
+// Clone returns a copy of the batch in memory of its own. A loop reuses its
+// batches: the pointer it yields comes back later holding other samples, and
+// the data is overwritten once the loop advances. To keep a batch (in a list,
+// across iterations), keep its Clone. A clone lives on the host only: its
+// tensors' Device is 0 and its Staged is nil.
+func (b *CellMapBatch) Clone() *CellMapBatch {
+	c := &CellMapBatch{Indices: slices.Clone(b.Indices)}
+	c.Raw, c.raw = runtime.CloneTensor[uint8](b.Raw)
+	c.Labels, c.labels = runtime.CloneTensor[float32](b.Labels)
+	c.Valid, c.valid = runtime.CloneTensor[uint8](b.Valid)
+	c.Weight, c.weight = runtime.CloneTensor[float32](b.Weight)
+	return c
 }
 
 // CellMapLoader streams batches of CellMap, read through CellMapSource, into preallocated

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/npy"
@@ -142,7 +143,8 @@ type RowsSamplesReader interface {
 }
 
 // RowsBatch is one staged batch; n = len(Indices) is RowsBatchSize except for
-// a short last batch. It is valid until the loop advances.
+// a short last batch. It is valid until the loop advances, and then reused:
+// keep a Clone to hold on to one.
 type RowsBatch struct {
 	Indices  []int          // dataset indices of the samples, in batch order
 	Features runtime.Tensor // key "features": float32, shape [n 32]
@@ -168,6 +170,18 @@ func (b *RowsBatch) FeaturesData() []float32 {
 // LabelData returns the staged samples of key "label" as int64 values.
 func (b *RowsBatch) LabelData() []int64 {
 	return b.label[:len(b.Indices)*rowsLabelElems]
+}
+
+// Clone returns a copy of the batch in memory of its own. A loop reuses its
+// batches: the pointer it yields comes back later holding other samples, and
+// the data is overwritten once the loop advances. To keep a batch (in a list,
+// across iterations), keep its Clone. A clone lives on the host only: its
+// tensors' Device is 0 and its Staged is nil.
+func (b *RowsBatch) Clone() *RowsBatch {
+	c := &RowsBatch{Indices: slices.Clone(b.Indices)}
+	c.Features, c.features = runtime.CloneTensor[float32](b.Features)
+	c.Label, c.label = runtime.CloneTensor[int64](b.Label)
+	return c
 }
 
 // RowsLoader streams batches of Rows, read through RowsSource, into preallocated

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
 )
@@ -155,7 +156,8 @@ type SmallSamplesReader interface {
 }
 
 // SmallBatch is one staged batch; n = len(Indices) is SmallBatchSize except for
-// a short last batch. It is valid until the loop advances.
+// a short last batch. It is valid until the loop advances, and then reused:
+// keep a Clone to hold on to one.
 type SmallBatch struct {
 	Indices []int          // dataset indices of the samples, in batch order
 	Image   runtime.Tensor // key "image": float32, shape [n 3 4 4]
@@ -188,6 +190,19 @@ func (b *SmallBatch) MaskData() []uint8 {
 // LabelData returns the staged samples of key "label" as int64 values.
 func (b *SmallBatch) LabelData() []int64 {
 	return b.label[:len(b.Indices)*smallLabelElems]
+}
+
+// Clone returns a copy of the batch in memory of its own. A loop reuses its
+// batches: the pointer it yields comes back later holding other samples, and
+// the data is overwritten once the loop advances. To keep a batch (in a list,
+// across iterations), keep its Clone. A clone lives on the host only: its
+// tensors' Device is 0 and its Staged is nil.
+func (b *SmallBatch) Clone() *SmallBatch {
+	c := &SmallBatch{Indices: slices.Clone(b.Indices)}
+	c.Image, c.image = runtime.CloneTensor[float32](b.Image)
+	c.Mask, c.mask = runtime.CloneTensor[uint8](b.Mask)
+	c.Label, c.label = runtime.CloneTensor[int64](b.Label)
+	return c
 }
 
 // SmallLoader streams batches of Small, read through SmallSource, into preallocated

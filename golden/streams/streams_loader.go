@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
 )
@@ -169,7 +170,8 @@ type EMSamplesReader interface {
 }
 
 // EMBatch is one staged batch; n = len(Indices) is EMBatchSize except for
-// a short last batch. It is valid until the loop advances.
+// a short last batch. It is valid until the loop advances, and then reused:
+// keep a Clone to hold on to one.
 type EMBatch struct {
 	Indices []int          // dataset indices of the samples, in batch order
 	EmRaw   runtime.Tensor // key "em_raw": uint8, shape [n 32 32 32]
@@ -209,6 +211,20 @@ func (b *EMBatch) LmData() []uint16 {
 // DistData returns the staged samples of key "dist" as float32 values.
 func (b *EMBatch) DistData() []float32 {
 	return b.dist[:len(b.Indices)*emDistElems]
+}
+
+// Clone returns a copy of the batch in memory of its own. A loop reuses its
+// batches: the pointer it yields comes back later holding other samples, and
+// the data is overwritten once the loop advances. To keep a batch (in a list,
+// across iterations), keep its Clone. A clone lives on the host only: its
+// tensors' Device is 0 and its Staged is nil.
+func (b *EMBatch) Clone() *EMBatch {
+	c := &EMBatch{Indices: slices.Clone(b.Indices)}
+	c.EmRaw, c.emRaw = runtime.CloneTensor[uint8](b.EmRaw)
+	c.EmFine, c.emFine = runtime.CloneTensor[uint16](b.EmFine)
+	c.Lm, c.lm = runtime.CloneTensor[uint16](b.Lm)
+	c.Dist, c.dist = runtime.CloneTensor[float32](b.Dist)
+	return c
 }
 
 // EMLoader streams batches of EM, read through EMSource, into preallocated

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
 )
@@ -225,7 +226,8 @@ type TinySamplesReader interface {
 }
 
 // TinyBatch is one staged batch; n = len(Indices) is TinyBatchSize except for
-// a short last batch. It is valid until the loop advances.
+// a short last batch. It is valid until the loop advances, and then reused:
+// keep a Clone to hold on to one.
 type TinyBatch struct {
 	Indices []int          // dataset indices of the samples, in batch order
 	A       runtime.Tensor // key "a": float32, shape [n 4]
@@ -293,6 +295,24 @@ func (b *TinyBatch) GData() []int64 {
 // HData returns the staged samples of key "h" as float64 values.
 func (b *TinyBatch) HData() []float64 {
 	return b.h[:len(b.Indices)*tinyHElems]
+}
+
+// Clone returns a copy of the batch in memory of its own. A loop reuses its
+// batches: the pointer it yields comes back later holding other samples, and
+// the data is overwritten once the loop advances. To keep a batch (in a list,
+// across iterations), keep its Clone. A clone lives on the host only: its
+// tensors' Device is 0 and its Staged is nil.
+func (b *TinyBatch) Clone() *TinyBatch {
+	c := &TinyBatch{Indices: slices.Clone(b.Indices)}
+	c.A, c.a = runtime.CloneTensor[float32](b.A)
+	c.B, c.b = runtime.CloneTensor[float32](b.B)
+	c.C, c.c = runtime.CloneTensor[int32](b.C)
+	c.D, c.d = runtime.CloneTensor[int32](b.D)
+	c.E, c.e = runtime.CloneTensor[uint16](b.E)
+	c.F, c.f = runtime.CloneTensor[uint8](b.F)
+	c.G, c.g = runtime.CloneTensor[int64](b.G)
+	c.H, c.h = runtime.CloneTensor[float64](b.H)
+	return c
 }
 
 // TinyLoader streams batches of Tiny, read through TinySource, into preallocated

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/volume"
@@ -144,7 +145,8 @@ type CellsSamplesReader interface {
 }
 
 // CellsBatch is one staged batch; n = len(Indices) is CellsBatchSize except for
-// a short last batch. It is valid until the loop advances.
+// a short last batch. It is valid until the loop advances, and then reused:
+// keep a Clone to hold on to one.
 type CellsBatch struct {
 	Indices []int          // dataset indices of the samples, in batch order
 	Raw     runtime.Tensor // key "raw": uint8, shape [n 8 8 8]
@@ -170,6 +172,18 @@ func (b *CellsBatch) RawData() []uint8 {
 // LabelsData returns the staged samples of key "labels" as float32 values.
 func (b *CellsBatch) LabelsData() []float32 {
 	return b.labels[:len(b.Indices)*cellsLabelsElems]
+}
+
+// Clone returns a copy of the batch in memory of its own. A loop reuses its
+// batches: the pointer it yields comes back later holding other samples, and
+// the data is overwritten once the loop advances. To keep a batch (in a list,
+// across iterations), keep its Clone. A clone lives on the host only: its
+// tensors' Device is 0 and its Staged is nil.
+func (b *CellsBatch) Clone() *CellsBatch {
+	c := &CellsBatch{Indices: slices.Clone(b.Indices)}
+	c.Raw, c.raw = runtime.CloneTensor[uint8](b.Raw)
+	c.Labels, c.labels = runtime.CloneTensor[float32](b.Labels)
+	return c
 }
 
 // CellsLoader streams batches of Cells, read through CellsSource, into preallocated

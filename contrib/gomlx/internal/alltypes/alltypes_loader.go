@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
 )
@@ -295,7 +296,8 @@ type AllTypesSamplesReader interface {
 }
 
 // AllTypesBatch is one staged batch; n = len(Indices) is AllTypesBatchSize except for
-// a short last batch. It is valid until the loop advances.
+// a short last batch. It is valid until the loop advances, and then reused:
+// keep a Clone to hold on to one.
 type AllTypesBatch struct {
 	Indices []int          // dataset indices of the samples, in batch order
 	U8      runtime.Tensor // key "u8": uint8, shape [n 2]
@@ -398,6 +400,29 @@ func (b *AllTypesBatch) LabelData() []int64 {
 // OkData returns the staged samples of key "ok" as uint8 values.
 func (b *AllTypesBatch) OkData() []uint8 {
 	return b.ok[:len(b.Indices)*allTypesOkElems]
+}
+
+// Clone returns a copy of the batch in memory of its own. A loop reuses its
+// batches: the pointer it yields comes back later holding other samples, and
+// the data is overwritten once the loop advances. To keep a batch (in a list,
+// across iterations), keep its Clone. A clone lives on the host only: its
+// tensors' Device is 0 and its Staged is nil.
+func (b *AllTypesBatch) Clone() *AllTypesBatch {
+	c := &AllTypesBatch{Indices: slices.Clone(b.Indices)}
+	c.U8, c.u8 = runtime.CloneTensor[uint8](b.U8)
+	c.I8, c.i8 = runtime.CloneTensor[int8](b.I8)
+	c.U16, c.u16 = runtime.CloneTensor[uint16](b.U16)
+	c.I16, c.i16 = runtime.CloneTensor[int16](b.I16)
+	c.U32, c.u32 = runtime.CloneTensor[uint32](b.U32)
+	c.I32, c.i32 = runtime.CloneTensor[int32](b.I32)
+	c.U64, c.u64 = runtime.CloneTensor[uint64](b.U64)
+	c.F16, c.f16 = runtime.CloneTensor[uint16](b.F16)
+	c.Bf16, c.bf16 = runtime.CloneTensor[uint16](b.Bf16)
+	c.F32, c.f32 = runtime.CloneTensor[float32](b.F32)
+	c.F64, c.f64 = runtime.CloneTensor[float64](b.F64)
+	c.Label, c.label = runtime.CloneTensor[int64](b.Label)
+	c.Ok, c.ok = runtime.CloneTensor[uint8](b.Ok)
+	return c
 }
 
 // AllTypesLoader streams batches of AllTypes, read through AllTypesSource, into preallocated
