@@ -532,6 +532,12 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 			return
 		}
 		defer e.end()
+		if e.set.logEpochs {
+			before, t0 := e.Stats(), time.Now()
+			defer func() {
+				e.set.logger.Info(fmt.Sprintf("loadergen: %s epoch %d: %v", e.plan.Name, epoch, e.Stats().Since(before, time.Since(t0))))
+			}()
+		}
 		order, err := e.sampler.Order(epoch, e.order)
 		if err != nil {
 			yield(nil, err)

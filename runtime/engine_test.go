@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -664,5 +665,38 @@ func TestFirstFailureInBatchOrder(t *testing.T) {
 		if len(errs) != 1 || !errors.As(errs[0], &re) || re.Index != want {
 			t.Fatalf("errors %v; want one naming index %d, the first failing in batch order", errs, want)
 		}
+	}
+}
+
+// TestLogEpochs: with Options.LogEpochs each epoch ends with one line of
+// its rates, whose counts are the epoch's.
+func TestLogEpochs(t *testing.T) {
+	var log bytes.Buffer
+	e := newTestEngine(t, testPlan(4, LoaderDefaults{}), 10, Options{Workers: 2, LogEpochs: true, Logger: slog.New(slog.NewTextHandler(&log, nil))}, nil)
+	for epoch := range 2 {
+		for _, err := range e.Epoch(context.Background(), epoch, 0) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for epoch := range 2 {
+		want := fmt.Sprintf("epoch %d: 3 batches, 10 samples,", epoch)
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log has no %q:\n%s", want, log.String())
+		}
+	}
+}
+
+func TestRates(t *testing.T) {
+	before := Stats{Batches: 2, Samples: 8, Bytes: 1 << 20, Wait: time.Second}
+	after := Stats{Batches: 6, Samples: 24, Bytes: 5 << 20, Wait: 2 * time.Second}
+	r := after.Since(before, 4*time.Second)
+	want := Rates{Elapsed: 4 * time.Second, Batches: 4, Samples: 16, Bytes: 4 << 20, SamplesPerSecond: 4, BytesPerSecond: 1 << 20, WaitFraction: 0.25}
+	if r != want {
+		t.Errorf("Since = %+v, want %+v", r, want)
+	}
+	if got := r.String(); got != "4 batches, 16 samples, 4.0 MiB in 4s: 4 samples/s, 0.00 GB/s; the consumer waited 25% of the time" {
+		t.Errorf("String = %q", got)
 	}
 }

@@ -28,6 +28,9 @@ type Options struct {
 	LocalRank int
 
 	Logger *slog.Logger // nil: slog.Default()
+	// LogEpochs logs a line at the end of every epoch with its rates
+	// (Stats.Since): samples/s, GB/s and how long the loop waited.
+	LogEpochs bool
 	// Trace, when set, receives a Chrome trace-event JSON (open it in
 	// Perfetto or chrome://tracing): a track per worker with each run of
 	// samples it fills, one for the consumer's waits, and under CUDA one per
@@ -37,21 +40,23 @@ type Options struct {
 
 // settings are Options resolved against the plan and the environment.
 type settings struct {
-	device   string
-	workers  int
-	prefetch int
-	place    Placement
-	logger   *slog.Logger
+	device    string
+	workers   int
+	prefetch  int
+	place     Placement
+	logger    *slog.Logger
+	logEpochs bool
 }
 
 // resolve applies o over the plan's defaults, reading the launcher's
 // environment through getenv.
 func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 	s := settings{
-		device:   p.Device,
-		workers:  p.Loader.Workers,
-		prefetch: max(p.Loader.Prefetch, 1),
-		logger:   o.Logger,
+		device:    p.Device,
+		workers:   p.Loader.Workers,
+		prefetch:  max(p.Loader.Prefetch, 1),
+		logger:    o.Logger,
+		logEpochs: o.LogEpochs,
 	}
 	if o.Device != "" {
 		if _, _, err := ParseDevice(o.Device); err != nil {

@@ -108,11 +108,7 @@ func run(root string, epochs, workers int, tracePath string, stdout, stderr io.W
 		}
 		elapsed := time.Since(start)
 		pb.Finish()
-		s := l.Stats()
-		bytes, n := s.Bytes-before.Bytes, s.Samples-before.Samples
-		fmt.Fprintf(stdout, "epoch %d: %d batches, %d crops, %.1f MiB in %v: %.2f GB/s, %.0f crops/s (consumer waited %v)\n",
-			epoch+1, s.Batches-before.Batches, n, float64(bytes)/(1<<20), elapsed.Round(time.Millisecond),
-			float64(bytes)/elapsed.Seconds()/1e9, float64(n)/elapsed.Seconds(), (s.Wait - before.Wait).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "epoch %d: %v\n", epoch+1, l.Stats().Since(before, elapsed))
 	}
 	return nil
 }
