@@ -174,6 +174,8 @@ func (p Plan) Clone() Plan {
 func (p Plan) Summary(backend string) string {
 	batch := fmt.Sprintf("batch %d (%.1f MiB)", p.BatchSize, p.BatchMiB)
 	switch {
+	case !p.UseStreams && backend == "cuda" && p.Device == "cpu":
+		return fmt.Sprintf("%s, one CUDA stream: the loader was generated for device cpu, which plans no streams (generate it for cuda to plan them)", batch)
 	case !p.UseStreams:
 		return fmt.Sprintf("%s, streams off: %s", batch, p.Reason)
 	case backend != "cuda":
