@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/loadergen/loadergen/runtime"
 )
 
 // WriteTable prints the plan for people: each setting with where it came
@@ -34,12 +36,43 @@ func (p *Plan) WriteTable(w io.Writer) error {
 	return err
 }
 
-// WriteJSON prints the plan with the field names of the plan -json contract,
-// on one line, its text as written (no HTML escaping of "<" in reasons).
+// planJSON is what plan -json prints: the runtime plan's fields under the
+// names of the contract, and, added beside them, what the table shows and
+// the layout of a staging slot.
+type planJSON struct {
+	runtime.Plan
+	Keys      []keyJSON              `json:"keys"` // the plan's keys, each with its offset
+	SlotBytes int64                  `json:"slot_bytes"`
+	Loader    runtime.LoaderDefaults `json:"loader"`
+	Settings  []settingJSON          `json:"settings"`
+}
+
+type keyJSON struct {
+	runtime.Key
+	Offset int64 `json:"offset"` // start of the key's region in a staging slot
+}
+
+type settingJSON struct {
+	Name  string `json:"name"`  // as the header writes it: "max_streams"
+	Value string `json:"value"` // as the header writes it: "4"
+	From  string `json:"from"`  // "default", "schema FILE:LINE:COL", "environment VAR" or "flag -NAME"
+}
+
+// WriteJSON prints the plan with the field names of the plan -json contract
+// and the additions of planJSON, on one line, its text as written (no HTML
+// escaping of "<" in reasons).
 func (p *Plan) WriteJSON(w io.Writer) error {
+	out := planJSON{Plan: p.Runtime, SlotBytes: p.Runtime.SlotBytes, Loader: p.Runtime.Loader}
+	for _, k := range p.Runtime.Keys {
+		out.Keys = append(out.Keys, keyJSON{Key: k, Offset: k.Offset})
+	}
+	for i, v := range p.Thresholds.values() {
+		s := Settings[i]
+		out.Settings = append(out.Settings, settingJSON{Name: s.Header(), Value: v, From: p.Thresholds.From[s.Name]})
+	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(p.Runtime); err != nil {
+	if err := enc.Encode(out); err != nil {
 		return fmt.Errorf("plan json: %w", err)
 	}
 	return nil

@@ -89,7 +89,22 @@ func TestPlanJSON(t *testing.T) {
 					BatchBytes  int64  `json:"batch_bytes"`
 					Stream      int    `json:"stream"`
 					Priority    string `json:"priority"`
+					Offset      int64  `json:"offset"`
 				} `json:"keys"`
+				// Added beside the contract's fields: the table's settings and
+				// the slot layout.
+				SlotBytes int64 `json:"slot_bytes"`
+				Loader    struct {
+					Prefetch     int     `json:"prefetch"`
+					Workers      int     `json:"workers"`
+					Shuffle      bool    `json:"shuffle"`
+					Seed         uint64  `json:"seed"`
+					DropLast     bool    `json:"drop_last"`
+					MaxStagingMB float64 `json:"max_staging_mb"`
+				} `json:"loader"`
+				Settings []struct {
+					Name, Value, From string
+				} `json:"settings"`
 			}
 			dec := json.NewDecoder(strings.NewReader(out))
 			dec.DisallowUnknownFields()
@@ -104,10 +119,29 @@ func TestPlanJSON(t *testing.T) {
 				t.Errorf("plan %+v; want 54525952 bytes, 52 MiB, streams %v x %d, reason %q", got, tt.streams, tt.num, tt.reason)
 			}
 			if len(got.Keys) != 2 || got.Keys[0].Priority != "high" || got.Keys[1].Role != "target" ||
-				got.Keys[1].SampleBytes != 3145728 || !cmp.Equal(got.Keys[1].Shape, []int{3, 64, 64, 64}) {
+				got.Keys[1].SampleBytes != 3145728 || !cmp.Equal(got.Keys[1].Shape, []int{3, 64, 64, 64}) ||
+				got.Keys[0].Offset != 0 || got.Keys[1].Offset != 16*262144 {
 				t.Errorf("keys %+v", got.Keys)
 			}
-			for _, field := range []string{"name", "batch_size", "device", "batch_bytes", "batch_mib", "use_streams", "num_streams", "reason", "keys"} {
+			if got.SlotBytes != 54525952 || got.Loader.Prefetch != 2 || !got.Loader.Shuffle || got.Loader.MaxStagingMB != 16384 {
+				t.Errorf("slot bytes %d, loader %+v", got.SlotBytes, got.Loader)
+			}
+			from := map[string]string{}
+			for _, s := range got.Settings {
+				from[s.Name+"="+s.Value] = s.From
+			}
+			device := "device=cuda"
+			if tt.name == "device flag" {
+				device = "device=cpu"
+			}
+			if len(got.Settings) != 6 || from["max_staging_mb=16384"] != "default" || from[device] == "" {
+				t.Errorf("settings %+v", got.Settings)
+			}
+			if tt.name == "flag beats env" && from["min_batch_memory_mb=60"] != "flag -min-batch-memory-mb" ||
+				tt.name == "env max streams" && from["max_streams=1"] != "environment MAX_CONCURRENT_CUDA_STREAMS" {
+				t.Errorf("settings %+v: the flag or the environment is not the origin", got.Settings)
+			}
+			for _, field := range []string{"name", "batch_size", "device", "batch_bytes", "batch_mib", "use_streams", "num_streams", "reason", "keys", "slot_bytes", "loader", "settings"} {
 				if _, ok := raw[field]; !ok {
 					t.Errorf("plan -json lacks field %q", field)
 				}
