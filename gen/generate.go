@@ -195,19 +195,18 @@ func (g *emitter) plan(f *jen.File) {
 		)
 	}
 	l := rp.Loader
-	f.Commentf("%s is the plan as a value, for the runtime and for %s.", g.n.unexported("Plan"), g.n.exported("Loader.Plan"))
-	f.Var().Id(g.n.unexported("Plan")).Op("=").Add(g.rt("Plan")).Add(literal(
-		field{"Name", jen.Lit(rp.Name)},
-		field{"BatchSize", jen.Id(g.n.exported("BatchSize"))},
-		field{"Device", jen.Lit(rp.Device)},
-		field{"BatchBytes", jen.Id(g.n.exported("BatchBytes"))},
-		field{"BatchMiB", jen.Lit(rp.BatchMiB)},
-		field{"UseStreams", jen.Id(g.n.exported("UseStreams"))},
-		field{"NumStreams", jen.Id(g.n.exported("NumStreams"))},
-		field{"Reason", jen.Lit(rp.Reason)},
-		field{"Keys", jen.Index().Add(g.rt("Key")).Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, keys...)},
-		field{"SlotBytes", jen.Lit(int(rp.SlotBytes))},
-		field{"Loader", g.rt("LoaderDefaults").Add(literal(
+	fields := []field{
+		{"Name", jen.Lit(rp.Name)},
+		{"BatchSize", jen.Id(g.n.exported("BatchSize"))},
+		{"Device", jen.Lit(rp.Device)},
+		{"BatchBytes", jen.Id(g.n.exported("BatchBytes"))},
+		{"BatchMiB", jen.Lit(rp.BatchMiB)},
+		{"UseStreams", jen.Id(g.n.exported("UseStreams"))},
+		{"NumStreams", jen.Id(g.n.exported("NumStreams"))},
+		{"Reason", jen.Lit(rp.Reason)},
+		{"Keys", jen.Index().Add(g.rt("Key")).Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, keys...)},
+		{"SlotBytes", jen.Lit(int(rp.SlotBytes))},
+		{"Loader", g.rt("LoaderDefaults").Add(literal(
 			field{"Prefetch", jen.Lit(l.Prefetch)},
 			field{"Workers", jen.Lit(l.Workers)},
 			field{"Shuffle", jen.Lit(l.Shuffle)},
@@ -215,7 +214,16 @@ func (g *emitter) plan(f *jen.File) {
 			field{"DropLast", jen.Lit(l.DropLast)},
 			field{"MaxStagingMB", jen.Lit(l.MaxStagingMB)},
 		))},
-	))
+	}
+	if st := rp.Streams; st != (runtime.StreamSettings{}) {
+		fields = append(fields, field{"Streams", g.rt("StreamSettings").Add(literal(
+			field{"MinBatchSize", jen.Lit(st.MinBatchSize)},
+			field{"MinBatchMemoryMB", jen.Lit(st.MinBatchMemoryMB)},
+			field{"MaxStreams", jen.Lit(st.MaxStreams)},
+		))})
+	}
+	f.Commentf("%s is the plan as a value, for the runtime and for %s.", g.n.unexported("Plan"), g.n.exported("Loader.Plan"))
+	f.Var().Id(g.n.unexported("Plan")).Op("=").Add(g.rt("Plan")).Add(literal(fields...))
 }
 
 // sample renders

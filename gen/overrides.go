@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/schema"
 )
 
@@ -19,11 +20,12 @@ const (
 	DefaultMaxStagingMB     = 16 << 10 // 16 GiB
 )
 
-// Environment variables that override the schema's stream thresholds.
+// Environment variables that override the schema's stream thresholds
+// (runtime's, which warns when they are set as a loader runs).
 const (
-	EnvMinBatchSize     = "MIN_BATCH_SIZE_FOR_STREAMS"
-	EnvMinBatchMemoryMB = "MIN_BATCH_MEMORY_FOR_STREAMS_MB"
-	EnvMaxStreams       = "MAX_CONCURRENT_CUDA_STREAMS"
+	EnvMinBatchSize     = runtime.EnvMinBatchSize
+	EnvMinBatchMemoryMB = runtime.EnvMinBatchMemoryMB
+	EnvMaxStreams       = runtime.EnvMaxStreams
 )
 
 // Setting is one setting that flags (and some environment variables)
@@ -227,15 +229,24 @@ func (t Thresholds) values() []string {
 	}
 }
 
-// String is the form written into generated files and printed by plan:
-// "device=cuda min_batch_size=8 ... max_staging_mb=16384".
+// String is the form written into generated files: "device=cuda
+// min_batch_size=8 ... max_staging_mb=16384". For device cpu it leaves out
+// the stream settings, which decide nothing there, so that a stream
+// variable in a developer's shell does not make a cpu loader stale.
 func (t Thresholds) String() string {
-	parts := make([]string, len(Settings))
+	var parts []string
 	for i, v := range t.values() {
-		parts[i] = Settings[i].Header() + "=" + v
+		if !t.Device.CUDA && Settings[i].streams() {
+			continue
+		}
+		parts = append(parts, Settings[i].Header()+"="+v)
 	}
 	return strings.Join(parts, " ")
 }
+
+// streams reports whether the setting is one of the stream decision's,
+// which only a cuda plan uses.
+func (s Setting) streams() bool { return strings.HasPrefix(s.Field, "streams.") }
 
 // Describe lists each setting with its value and where it came from, one
 // per line, for plan.

@@ -56,6 +56,9 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 		return nil, fmt.Errorf("%s: %w (raise loader.max_staging_mb or -max-staging-mb, or shrink the batch)", stagingPos(ds, o), err)
 	}
 	rp.UseStreams, rp.Reason = decide(device, ds.BatchSize, rp.BatchMiB, t)
+	if t.Device.CUDA {
+		rp.Streams = runtime.StreamSettings{MinBatchSize: t.MinBatchSize, MinBatchMemoryMB: t.MinBatchMemoryMB, MaxStreams: t.MaxStreams}
+	}
 	rp.NumStreams = 1
 	if rp.UseStreams {
 		rp.NumStreams = min(t.MaxStreams, len(rp.Keys))

@@ -184,6 +184,9 @@ func NewEngine(p Plan, n int, o Options, fill FillFunc) (*Engine, error) {
 		e.workers.Wait()
 		close(e.stopped)
 	}()
+	for _, w := range p.generationEnv(os.Getenv) {
+		set.logger.Warn("loadergen: " + p.Name + " loader: " + w)
+	}
 	pl := set.place
 	set.logger.Info("loadergen: "+p.Name+" loader: "+e.plan.Summary(e.backend.name()),
 		"backend", e.backend.name(), "slots", nslots, "workers", set.workers, "samples", n,

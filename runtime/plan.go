@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -119,6 +120,55 @@ type Plan struct {
 	Keys       []Key          `json:"keys"`
 	SlotBytes  int64          `json:"-"` // one staging slot: keys at aligned offsets
 	Loader     LoaderDefaults `json:"-"`
+	// Streams are the thresholds the stream decision was made with, for a
+	// plan whose device is cuda; zero for cpu, where they decide nothing.
+	Streams StreamSettings `json:"-"`
+}
+
+// StreamSettings are the settings of the stream decision, as a loader was
+// generated with them.
+type StreamSettings struct {
+	MinBatchSize     int
+	MinBatchMemoryMB float64
+	MaxStreams       int
+}
+
+// The environment variables that set the stream thresholds when a loader
+// is generated (go generate), under the flags and over the schema. A
+// running loader does not read them: it warns when one is set, as the
+// plan was fixed when the loader was generated.
+const (
+	EnvMinBatchSize     = "MIN_BATCH_SIZE_FOR_STREAMS"
+	EnvMinBatchMemoryMB = "MIN_BATCH_MEMORY_FOR_STREAMS_MB"
+	EnvMaxStreams       = "MAX_CONCURRENT_CUDA_STREAMS"
+)
+
+// generationEnv returns a warning, one per variable, for each stream
+// variable set in getenv's environment to a value other than the plan's:
+// it would have changed the plan at go generate, and changes nothing now.
+func (p Plan) generationEnv(getenv func(string) string) []string {
+	var out []string
+	for _, v := range []struct {
+		env, setting string
+		baked        float64
+	}{
+		{EnvMinBatchSize, "min_batch_size", float64(p.Streams.MinBatchSize)},
+		{EnvMinBatchMemoryMB, "min_batch_memory_mb", p.Streams.MinBatchMemoryMB},
+		{EnvMaxStreams, "max_streams", float64(p.Streams.MaxStreams)},
+	} {
+		val := strings.TrimSpace(getenv(v.env))
+		if val == "" {
+			continue
+		}
+		switch f, err := strconv.ParseFloat(val, 64); {
+		case p.Device == "cpu":
+			out = append(out, fmt.Sprintf("environment %s=%s is read when a loader is generated (go generate), and this one was generated for device cpu, where %s decides nothing", v.env, val, v.setting))
+		case err != nil || f != v.baked:
+			out = append(out, fmt.Sprintf("environment %s=%s is read when the loader is generated (go generate), not when it runs: this loader was generated with %s=%s; set it when you run go generate to change the plan",
+				v.env, val, v.setting, strconv.FormatFloat(v.baked, 'f', -1, 64)))
+		}
+	}
+	return out
 }
 
 // KeyBytes is the plan's size arithmetic for one key of element type d

@@ -1,6 +1,11 @@
 package runtime
 
-import "testing"
+import (
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+)
 
 // TestSummary: the start-up line says what runs, whatever the plan and
 // the backend.
@@ -20,5 +25,43 @@ func TestSummary(t *testing.T) {
 		if got := tt.plan.Summary(tt.backend); got != tt.want {
 			t.Errorf("Summary(%q) of %+v =\n %q, want\n %q", tt.backend, tt.plan, got, tt.want)
 		}
+	}
+}
+
+// TestGenerationEnv: a stream variable set as a loader runs is named in a
+// warning with the value the loader was generated with; one set to that
+// same value, or none, gives no warning.
+func TestGenerationEnv(t *testing.T) {
+	cuda := Plan{Device: "cuda", Streams: StreamSettings{MinBatchSize: 8, MinBatchMemoryMB: 100, MaxStreams: 4}}
+	cpu := Plan{Device: "cpu"}
+	tests := []struct {
+		plan Plan
+		env  map[string]string
+		want []string
+	}{
+		{cuda, nil, nil},
+		{cuda, map[string]string{EnvMaxStreams: "4", EnvMinBatchMemoryMB: "100.0"}, nil},
+		{cuda, map[string]string{EnvMaxStreams: "2"}, []string{"environment MAX_CONCURRENT_CUDA_STREAMS=2 is read when the loader is generated (go generate), not when it runs: this loader was generated with max_streams=4; set it when you run go generate to change the plan"}},
+		{cuda, map[string]string{EnvMinBatchSize: "x"}, []string{"environment MIN_BATCH_SIZE_FOR_STREAMS=x is read when the loader is generated (go generate), not when it runs: this loader was generated with min_batch_size=8; set it when you run go generate to change the plan"}},
+		{cpu, map[string]string{EnvMinBatchMemoryMB: "1"}, []string{"environment MIN_BATCH_MEMORY_FOR_STREAMS_MB=1 is read when a loader is generated (go generate), and this one was generated for device cpu, where min_batch_memory_mb decides nothing"}},
+	}
+	for _, tt := range tests {
+		got := tt.plan.generationEnv(func(k string) string { return tt.env[k] })
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("plan on %s, environment %v:\n got %q\nwant %q", tt.plan.Device, tt.env, got, tt.want)
+		}
+	}
+}
+
+// TestLoaderWarnsOfGenerationEnv: a loader started with a stream variable
+// in its environment logs the warning.
+func TestLoaderWarnsOfGenerationEnv(t *testing.T) {
+	t.Setenv(EnvMaxStreams, "3")
+	var log strings.Builder
+	p := testPlan(4, LoaderDefaults{})
+	p.Device, p.Streams = "cuda", StreamSettings{MinBatchSize: 8, MinBatchMemoryMB: 100, MaxStreams: 4}
+	newTestEngine(t, p, 8, Options{Device: "cpu", Logger: slog.New(slog.NewTextHandler(&log, nil))}, nil)
+	if !strings.Contains(log.String(), "MAX_CONCURRENT_CUDA_STREAMS=3 is read when the loader is generated") {
+		t.Errorf("no warning in the log:\n%s", log.String())
 	}
 }

@@ -433,3 +433,28 @@ func TestInitMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckIgnoresStreamSettingsOnCPU: a stream variable in a developer's
+// shell changes nothing in a loader generated for device cpu (its header
+// leaves the stream settings out), so check passes; for device cuda it
+// changes the plan, and check fails naming it.
+func TestCheckIgnoresStreamSettingsOnCPU(t *testing.T) {
+	cpu := strings.Replace(designSchema, "device: cuda", "device: cpu", 1)
+	for _, tc := range []struct {
+		schema string
+		stale  bool
+	}{{cpu, false}, {designSchema, true}} {
+		dir := writeSchema(t, tc.schema)
+		if code, _, errOut := cli(t, dir, noEnv, "generate", "dataset.yaml"); code != 0 {
+			t.Fatalf("generate: exit %d: %s", code, errOut)
+		}
+		env := envOf(map[string]string{"MAX_CONCURRENT_CUDA_STREAMS": "2", "MIN_BATCH_MEMORY_FOR_STREAMS_MB": "1"})
+		code, _, errOut := cli(t, dir, env, "check", "dataset.yaml")
+		if got := code == 1; got != tc.stale {
+			t.Errorf("device %v: check exit %d, stale %v, want %v: %s", !tc.stale, code, got, tc.stale, errOut)
+		}
+		if tc.stale && !strings.Contains(errOut, "max_streams: the file was generated with 4, this run gives 2") {
+			t.Errorf("check does not name the setting: %s", errOut)
+		}
+	}
+}

@@ -82,6 +82,11 @@ var cellMapPlan = runtime.Plan{
 		DropLast:     false,
 		MaxStagingMB: 16384.0,
 	},
+	Streams: runtime.StreamSettings{
+		MinBatchSize:     8,
+		MinBatchMemoryMB: 100.0,
+		MaxStreams:       4,
+	},
 }
 
 // CellMapSample is one sample being filled. Every key's slice points into the

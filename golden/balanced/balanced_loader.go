@@ -151,6 +151,11 @@ var balancedPlan = runtime.Plan{
 		DropLast:     true,
 		MaxStagingMB: 16384.0,
 	},
+	Streams: runtime.StreamSettings{
+		MinBatchSize:     2,
+		MinBatchMemoryMB: 0.1,
+		MaxStreams:       3,
+	},
 }
 
 // BalancedSample is one sample being filled. Every key's slice points into the

@@ -103,6 +103,11 @@ var emPlan = runtime.Plan{
 		DropLast:     false,
 		MaxStagingMB: 16384.0,
 	},
+	Streams: runtime.StreamSettings{
+		MinBatchSize:     8,
+		MinBatchMemoryMB: 1.0,
+		MaxStreams:       2,
+	},
 }
 
 // EMSample is one sample being filled. Every key's slice points into the
