@@ -494,9 +494,7 @@ func (g *emitter) newLoader(f *jen.File) {
 		),
 		jen.Id("l").Op(":=").Op("&").Id(name).Values(jen.Dict{jen.Id("src"): jen.Id("src")}),
 		jen.Id("fill").Op(":=").Id("l").Dot("fill"),
-		jen.If(jen.List(jen.Id("many"), jen.Id("ok")).Op(":=").Id("src").Assert(jen.Id(g.n.exported("SamplesReader"))), jen.Id("ok")).Block(
-			jen.List(jen.Id("l").Dot("many"), jen.Id("fill")).Op("=").List(jen.Id("many"), jen.Id("l").Dot("fillSamples")),
-		),
+		g.pickFill(),
 		jen.List(jen.Id("e"), jen.Err()).Op(":=").Add(g.rt("NewEngine")).Call(
 			jen.Id(g.n.unexported("Plan")), jen.Id("src").Dot("Len").Call(), jen.Id("opts"), jen.Id("fill"),
 		),
@@ -524,6 +522,32 @@ func (g *emitter) newLoader(f *jen.File) {
 	f.Commentf("New%s starts a loader over src. The zero Options mean \"as the schema says\".", name)
 	f.Func().Id("New"+name).Params(jen.Id("src").Id(g.n.exported("Source")), jen.Id("opts").Add(g.rt("Options"))).
 		Params(jen.Op("*").Id(name), jen.Error()).Block(body...)
+}
+
+// pickFill renders the choice of fill: the source's ReadSamples when it is
+// a SamplesReader, and, when the schema has a file source, that source's
+// Gather when src is exactly it. A type embedding the file source to
+// augment in its own Read is not the file source: the loader calls its
+// Read, never the embedded Gather behind its back.
+//
+//	switch s := src.(type) {
+//	case *CellMapFiles: // the file source itself, not a type embedding it
+//		l.many, fill = cellMapSamplesFunc(s.Gather), l.fillSamples
+//	case CellMapSamplesReader:
+//		l.many, fill = s, l.fillSamples
+//	}
+func (g *emitter) pickFill() jen.Code {
+	cases := []jen.Code{}
+	if g.filesBacked() {
+		cases = append(cases, jen.Case(jen.Op("*").Id(g.n.exported("Files"))).Block(
+			jen.Comment("the file source itself, not a type embedding it"),
+			jen.List(jen.Id("l").Dot("many"), jen.Id("fill")).Op("=").List(jen.Id(g.n.unexported("SamplesFunc")).Call(jen.Id("s").Dot("Gather")), jen.Id("l").Dot("fillSamples")),
+		))
+	}
+	cases = append(cases, jen.Case(jen.Id(g.n.exported("SamplesReader"))).Block(
+		jen.List(jen.Id("l").Dot("many"), jen.Id("fill")).Op("=").List(jen.Id("s"), jen.Id("l").Dot("fillSamples")),
+	))
+	return jen.Switch(jen.Id("s").Op(":=").Id("src").Assert(jen.Type())).Block(cases...)
 }
 
 // slotViews are the statements setting batch s's typed views of its
@@ -773,7 +797,8 @@ func (g *emitter) openFiles(f *jen.File) {
 	)
 }
 
-// filesMethods renders Len, Read, ReadSamples and Close of the file source:
+// filesMethods renders Len, Read, Gather and Close of the file source, and
+// the adapter that makes Gather a SamplesReader for the loader:
 //
 //	func (f *CellMapFiles) Read(s *CellMapSample) error {
 //		if err := npy.Read(f.raw, s.Index, s.Raw); err != nil {
@@ -783,7 +808,7 @@ func (g *emitter) openFiles(f *jen.File) {
 //		return nil
 //	}
 //
-//	func (f *CellMapFiles) ReadSamples(s *CellMapSamples) (int, error) {
+//	func (f *CellMapFiles) Gather(s *CellMapSamples) (int, error) {
 //		n, err := len(s.Indices), error(nil)
 //		if k, e := npy.Gather(f.raw, s.Indices, s.Raw); e != nil {
 //			n, err = k, &runtime.KeyError{Key: "raw", Err: e}
@@ -826,10 +851,20 @@ func (g *emitter) filesMethods(f *jen.File) {
 		).Block(jen.List(jen.Id("n"), jen.Id("err")).Op("=").List(jen.Id("k"), jen.Op("&").Add(g.rt("KeyError")).Values(jen.Id("Key").Op(":").Lit(k.Name), jen.Id("Err").Op(":").Id("e")))))
 	}
 	gathers = append(gathers, jen.Return(jen.Id("n"), jen.Id("err")))
-	f.Comment("ReadSamples copies the samples of s from every key's file, one gather")
-	f.Comment("loop per key: the loader calls it instead of Read. On a failure, n is")
-	f.Comment("the first sample that some key could not read.")
-	f.Add(recv()).Id("ReadSamples").Params(jen.Id("s").Op("*").Id(g.n.exported("Samples"))).Params(jen.Int(), jen.Error()).Block(gathers...)
+	f.Comment("Gather copies the samples of s from every key's file, one gather loop per")
+	f.Comment("key: the loader calls it instead of Read when the source is exactly this")
+	f.Comment("one. On a failure, n is the first sample that some key could not read. A")
+	f.Comment("type that embeds the file source to augment its samples gets its own Read")
+	f.Comment("called; to keep the gather loop, it defines ReadSamples too, calling Gather")
+	f.Comment("and then augmenting each sample i with s.Rand(i).")
+	f.Add(recv()).Id("Gather").Params(jen.Id("s").Op("*").Id(g.n.exported("Samples"))).Params(jen.Int(), jen.Error()).Block(gathers...)
+
+	name := g.n.unexported("SamplesFunc")
+	f.Commentf("%s lets the file source's Gather serve as %s.", name, g.n.exported("SamplesReader"))
+	f.Type().Id(name).Func().Params(jen.Op("*").Id(g.n.exported("Samples"))).Params(jen.Int(), jen.Error())
+	f.Comment("ReadSamples calls the function.")
+	f.Func().Params(jen.Id("f").Id(name)).Id("ReadSamples").Params(jen.Id("s").Op("*").Id(g.n.exported("Samples"))).Params(jen.Int(), jen.Error()).Block(
+		jen.Return(jen.Id("f").Call(jen.Id("s"))))
 
 	f.Comment("Close unmaps every file.")
 	f.Add(recv()).Id("Close").Params().Error().Block(jen.Return(jen.Qual(npyPath, "CloseAll").Call(closes...)))

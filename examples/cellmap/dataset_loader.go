@@ -209,8 +209,9 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 	}
 	l := &CellMapLoader{src: src}
 	fill := l.fill
-	if many, ok := src.(CellMapSamplesReader); ok {
-		l.many, fill = many, l.fillSamples
+	switch s := src.(type) {
+	case CellMapSamplesReader:
+		l.many, fill = s, l.fillSamples
 	}
 	e, err := runtime.NewEngine(cellMapPlan, src.Len(), opts, fill)
 	if err != nil {

@@ -202,8 +202,12 @@ func NewFashionMNISTLoader(src FashionMNISTSource, opts runtime.Options) (*Fashi
 	}
 	l := &FashionMNISTLoader{src: src}
 	fill := l.fill
-	if many, ok := src.(FashionMNISTSamplesReader); ok {
-		l.many, fill = many, l.fillSamples
+	switch s := src.(type) {
+	case *FashionMNISTFiles:
+		// the file source itself, not a type embedding it
+		l.many, fill = fashionMNISTSamplesFunc(s.Gather), l.fillSamples
+	case FashionMNISTSamplesReader:
+		l.many, fill = s, l.fillSamples
 	}
 	e, err := runtime.NewEngine(fashionMNISTPlan, src.Len(), opts, fill)
 	if err != nil {
@@ -362,10 +366,13 @@ func (f *FashionMNISTFiles) Read(s *FashionMNISTSample) error {
 	return nil
 }
 
-// ReadSamples copies the samples of s from every key's file, one gather
-// loop per key: the loader calls it instead of Read. On a failure, n is
-// the first sample that some key could not read.
-func (f *FashionMNISTFiles) ReadSamples(s *FashionMNISTSamples) (int, error) {
+// Gather copies the samples of s from every key's file, one gather loop per
+// key: the loader calls it instead of Read when the source is exactly this
+// one. On a failure, n is the first sample that some key could not read. A
+// type that embeds the file source to augment its samples gets its own Read
+// called; to keep the gather loop, it defines ReadSamples too, calling Gather
+// and then augmenting each sample i with s.Rand(i).
+func (f *FashionMNISTFiles) Gather(s *FashionMNISTSamples) (int, error) {
 	n, err := len(s.Indices), error(nil)
 	if k, e := npy.Gather(f.image, s.Indices, s.Image); e != nil {
 		n, err = k, &runtime.KeyError{Key: "image", Err: e}
@@ -374,6 +381,14 @@ func (f *FashionMNISTFiles) ReadSamples(s *FashionMNISTSamples) (int, error) {
 		n, err = k, &runtime.KeyError{Key: "label", Err: e}
 	}
 	return n, err
+}
+
+// fashionMNISTSamplesFunc lets the file source's Gather serve as FashionMNISTSamplesReader.
+type fashionMNISTSamplesFunc func(*FashionMNISTSamples) (int, error)
+
+// ReadSamples calls the function.
+func (f fashionMNISTSamplesFunc) ReadSamples(s *FashionMNISTSamples) (int, error) {
+	return f(s)
 }
 
 // Close unmaps every file.

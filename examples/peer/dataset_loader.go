@@ -203,8 +203,9 @@ func NewPeerLoader(src PeerSource, opts runtime.Options) (*PeerLoader, error) {
 	}
 	l := &PeerLoader{src: src}
 	fill := l.fill
-	if many, ok := src.(PeerSamplesReader); ok {
-		l.many, fill = many, l.fillSamples
+	switch s := src.(type) {
+	case PeerSamplesReader:
+		l.many, fill = s, l.fillSamples
 	}
 	e, err := runtime.NewEngine(peerPlan, src.Len(), opts, fill)
 	if err != nil {

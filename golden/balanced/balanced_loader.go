@@ -338,8 +338,9 @@ func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoade
 	}
 	l := &BalancedLoader{src: src}
 	fill := l.fill
-	if many, ok := src.(BalancedSamplesReader); ok {
-		l.many, fill = many, l.fillSamples
+	switch s := src.(type) {
+	case BalancedSamplesReader:
+		l.many, fill = s, l.fillSamples
 	}
 	e, err := runtime.NewEngine(balancedPlan, src.Len(), opts, fill)
 	if err != nil {

@@ -251,8 +251,12 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 	}
 	l := &CellMapLoader{src: src}
 	fill := l.fill
-	if many, ok := src.(CellMapSamplesReader); ok {
-		l.many, fill = many, l.fillSamples
+	switch s := src.(type) {
+	case *CellMapFiles:
+		// the file source itself, not a type embedding it
+		l.many, fill = cellMapSamplesFunc(s.Gather), l.fillSamples
+	case CellMapSamplesReader:
+		l.many, fill = s, l.fillSamples
 	}
 	e, err := runtime.NewEngine(cellMapPlan, src.Len(), opts, fill)
 	if err != nil {
@@ -439,10 +443,13 @@ func (f *CellMapFiles) Read(s *CellMapSample) error {
 	return nil
 }
 
-// ReadSamples copies the samples of s from every key's file, one gather
-// loop per key: the loader calls it instead of Read. On a failure, n is
-// the first sample that some key could not read.
-func (f *CellMapFiles) ReadSamples(s *CellMapSamples) (int, error) {
+// Gather copies the samples of s from every key's file, one gather loop per
+// key: the loader calls it instead of Read when the source is exactly this
+// one. On a failure, n is the first sample that some key could not read. A
+// type that embeds the file source to augment its samples gets its own Read
+// called; to keep the gather loop, it defines ReadSamples too, calling Gather
+// and then augmenting each sample i with s.Rand(i).
+func (f *CellMapFiles) Gather(s *CellMapSamples) (int, error) {
 	n, err := len(s.Indices), error(nil)
 	if k, e := npy.Gather(f.raw, s.Indices, s.Raw); e != nil {
 		n, err = k, &runtime.KeyError{Key: "raw", Err: e}
@@ -457,6 +464,14 @@ func (f *CellMapFiles) ReadSamples(s *CellMapSamples) (int, error) {
 		n, err = k, &runtime.KeyError{Key: "weight", Err: e}
 	}
 	return n, err
+}
+
+// cellMapSamplesFunc lets the file source's Gather serve as CellMapSamplesReader.
+type cellMapSamplesFunc func(*CellMapSamples) (int, error)
+
+// ReadSamples calls the function.
+func (f cellMapSamplesFunc) ReadSamples(s *CellMapSamples) (int, error) {
+	return f(s)
 }
 
 // Close unmaps every file.

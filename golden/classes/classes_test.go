@@ -182,10 +182,10 @@ func TestFileShrinkNamesKeyAndSample(t *testing.T) {
 	}
 }
 
-// TestReadSamplesNamesTheFirstFailure: when keys fail at different samples
-// of a run, the file source's ReadSamples reports the earliest sample and
+// TestGatherNamesTheFirstFailure: when keys fail at different samples
+// of a run, the file source's Gather reports the earliest sample and
 // the key that failed on it, whatever the order of the keys.
-func TestReadSamplesNamesTheFirstFailure(t *testing.T) {
+func TestGatherNamesTheFirstFailure(t *testing.T) {
 	root, _ := writeDataset(t, 10)
 	files, err := OpenCellMapFiles(root)
 	if err != nil {
@@ -201,9 +201,9 @@ func TestReadSamplesNamesTheFirstFailure(t *testing.T) {
 	indices := []int{1, 4, 8}
 	s := &CellMapSamples{Indices: indices, Raw: make([]uint8, 3*cellMapRawElems), Labels: make([]float32, 3*cellMapLabelsElems),
 		Valid: make([]uint8, 3*cellMapValidElems), Weight: make([]float32, 3*cellMapWeightElems)}
-	n, err := files.ReadSamples(s)
+	n, err := files.Gather(s)
 	var ke *runtime.KeyError
 	if n != 1 || !errors.As(err, &ke) || ke.Key != "labels" || !strings.Contains(err.Error(), "sample 4 is no longer readable") {
-		t.Errorf("ReadSamples = %d, %v; want 1 and key labels failing on sample 4", n, err)
+		t.Errorf("Gather = %d, %v; want 1 and key labels failing on sample 4", n, err)
 	}
 }

@@ -223,8 +223,9 @@ func NewLargeLoader(src LargeSource, opts runtime.Options) (*LargeLoader, error)
 	}
 	l := &LargeLoader{src: src}
 	fill := l.fill
-	if many, ok := src.(LargeSamplesReader); ok {
-		l.many, fill = many, l.fillSamples
+	switch s := src.(type) {
+	case LargeSamplesReader:
+		l.many, fill = s, l.fillSamples
 	}
 	e, err := runtime.NewEngine(largePlan, src.Len(), opts, fill)
 	if err != nil {

@@ -202,8 +202,12 @@ func NewRowsLoader(src RowsSource, opts runtime.Options) (*RowsLoader, error) {
 	}
 	l := &RowsLoader{src: src}
 	fill := l.fill
-	if many, ok := src.(RowsSamplesReader); ok {
-		l.many, fill = many, l.fillSamples
+	switch s := src.(type) {
+	case *RowsFiles:
+		// the file source itself, not a type embedding it
+		l.many, fill = rowsSamplesFunc(s.Gather), l.fillSamples
+	case RowsSamplesReader:
+		l.many, fill = s, l.fillSamples
 	}
 	e, err := runtime.NewEngine(rowsPlan, src.Len(), opts, fill)
 	if err != nil {
@@ -362,10 +366,13 @@ func (f *RowsFiles) Read(s *RowsSample) error {
 	return nil
 }
 
-// ReadSamples copies the samples of s from every key's file, one gather
-// loop per key: the loader calls it instead of Read. On a failure, n is
-// the first sample that some key could not read.
-func (f *RowsFiles) ReadSamples(s *RowsSamples) (int, error) {
+// Gather copies the samples of s from every key's file, one gather loop per
+// key: the loader calls it instead of Read when the source is exactly this
+// one. On a failure, n is the first sample that some key could not read. A
+// type that embeds the file source to augment its samples gets its own Read
+// called; to keep the gather loop, it defines ReadSamples too, calling Gather
+// and then augmenting each sample i with s.Rand(i).
+func (f *RowsFiles) Gather(s *RowsSamples) (int, error) {
 	n, err := len(s.Indices), error(nil)
 	if k, e := npy.Gather(f.features, s.Indices, s.Features); e != nil {
 		n, err = k, &runtime.KeyError{Key: "features", Err: e}
@@ -374,6 +381,14 @@ func (f *RowsFiles) ReadSamples(s *RowsSamples) (int, error) {
 		n, err = k, &runtime.KeyError{Key: "label", Err: e}
 	}
 	return n, err
+}
+
+// rowsSamplesFunc lets the file source's Gather serve as RowsSamplesReader.
+type rowsSamplesFunc func(*RowsSamples) (int, error)
+
+// ReadSamples calls the function.
+func (f rowsSamplesFunc) ReadSamples(s *RowsSamples) (int, error) {
+	return f(s)
 }
 
 // Close unmaps every file.

@@ -223,8 +223,9 @@ func NewSmallLoader(src SmallSource, opts runtime.Options) (*SmallLoader, error)
 	}
 	l := &SmallLoader{src: src}
 	fill := l.fill
-	if many, ok := src.(SmallSamplesReader); ok {
-		l.many, fill = many, l.fillSamples
+	switch s := src.(type) {
+	case SmallSamplesReader:
+		l.many, fill = s, l.fillSamples
 	}
 	e, err := runtime.NewEngine(smallPlan, src.Len(), opts, fill)
 	if err != nil {

@@ -250,8 +250,9 @@ func NewEMLoader(src EMSource, opts runtime.Options) (*EMLoader, error) {
 	}
 	l := &EMLoader{src: src}
 	fill := l.fill
-	if many, ok := src.(EMSamplesReader); ok {
-		l.many, fill = many, l.fillSamples
+	switch s := src.(type) {
+	case EMSamplesReader:
+		l.many, fill = s, l.fillSamples
 	}
 	e, err := runtime.NewEngine(emPlan, src.Len(), opts, fill)
 	if err != nil {

@@ -333,8 +333,9 @@ func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 	}
 	l := &TinyLoader{src: src}
 	fill := l.fill
-	if many, ok := src.(TinySamplesReader); ok {
-		l.many, fill = many, l.fillSamples
+	switch s := src.(type) {
+	case TinySamplesReader:
+		l.many, fill = s, l.fillSamples
 	}
 	e, err := runtime.NewEngine(tinyPlan, src.Len(), opts, fill)
 	if err != nil {

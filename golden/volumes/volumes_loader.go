@@ -209,8 +209,9 @@ func NewCellsLoader(src CellsSource, opts runtime.Options) (*CellsLoader, error)
 	}
 	l := &CellsLoader{src: src}
 	fill := l.fill
-	if many, ok := src.(CellsSamplesReader); ok {
-		l.many, fill = many, l.fillSamples
+	switch s := src.(type) {
+	case CellsSamplesReader:
+		l.many, fill = s, l.fillSamples
 	}
 	e, err := runtime.NewEngine(cellsPlan, src.Len(), opts, fill)
 	if err != nil {

@@ -443,8 +443,9 @@ func NewAllTypesLoader(src AllTypesSource, opts runtime.Options) (*AllTypesLoade
 	}
 	l := &AllTypesLoader{src: src}
 	fill := l.fill
-	if many, ok := src.(AllTypesSamplesReader); ok {
-		l.many, fill = many, l.fillSamples
+	switch s := src.(type) {
+	case AllTypesSamplesReader:
+		l.many, fill = s, l.fillSamples
 	}
 	e, err := runtime.NewEngine(allTypesPlan, src.Len(), opts, fill)
 	if err != nil {
