@@ -236,7 +236,10 @@ func check(args []string, stdout, stderr io.Writer, getenv func(string) string) 
 	if string(old) == string(src) {
 		return nil
 	}
-	fmt.Fprint(stdout, unified.Diff(out, out+" (regenerated)", string(old), string(src)))
+	// a/ and b/ prefixes, as git diff writes them: plain git apply (or
+	// patch -p1), run where check ran, brings the file up to date.
+	label := filepath.ToSlash(out)
+	fmt.Fprint(stdout, unified.Diff("a/"+label, "b/"+label, string(old), string(src)))
 	fmt.Fprintf(stderr, "loadergen: %s is stale: run loadergen generate (go generate)\n", out)
 	for _, d := range p.Thresholds.StaleSettings(gen.HeaderSettings(old)) {
 		fmt.Fprintln(stderr, "loadergen:", d)

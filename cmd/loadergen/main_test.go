@@ -362,7 +362,7 @@ func TestPlanSaysWhereSettingsCameFrom(t *testing.T) {
 
 // TestCheckNamesTheSetting: a file generated with an environment override
 // is stale without it, and check says which setting differs; its diff
-// applies with git apply and patch without offsets.
+// applies with plain git apply and patch -p1, as printed, without offsets.
 func TestCheckNamesTheSetting(t *testing.T) {
 	dir := writeSchema(t, designSchema)
 	env := envOf(map[string]string{"MIN_BATCH_MEMORY_FOR_STREAMS_MB": "1", "MAX_CONCURRENT_CUDA_STREAMS": "1"})
@@ -386,10 +386,10 @@ func TestCheckNamesTheSetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tool := range [][]string{
-		{"git", "apply", "--check", "-p0", "--verbose", "fix.diff"},
-		{"patch", "-p0", "--dry-run", "--fuzz=0", "-i", "fix.diff"},
+		{"git", "apply", "--check", "--verbose", "fix.diff"},
+		{"patch", "-p1", "--dry-run", "--fuzz=0", "-i", "fix.diff"},
 	} {
-		if err := os.WriteFile(filepath.Join(dir, "fix.diff"), []byte(strings.Replace(diff, "dataset_loader.go (regenerated)", "dataset_loader.go", 1)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "fix.diff"), []byte(diff), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		cmd := exec.Command(tool[0], tool[1:]...)
