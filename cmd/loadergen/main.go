@@ -298,19 +298,21 @@ func scaffoldData(dir, name, pkg string) (templates.Data, error) {
 		return templates.Data{}, err
 	}
 	base := filepath.Base(abs)
-	pkgFrom, nameFrom := "-package", "-name"
+	// A value the user gave is named by its flag; a derived one says where
+	// it came from and which flag sets it instead.
+	pkgFrom, pkgHint, nameFrom, nameHint := "-package", "", "-name", ""
 	if pkg == "" {
-		pkg, pkgFrom = schema.PackageName(base), fmt.Sprintf("the package name derived from %q", base)
+		pkg, pkgFrom, pkgHint = schema.PackageName(base), fmt.Sprintf("the package name derived from %q", base), " (set -package)"
 	}
 	if name == "" {
-		name, nameFrom = schema.GoName(pkg), fmt.Sprintf("the name derived from package %q", pkg)
+		name, nameFrom, nameHint = schema.GoName(pkg), fmt.Sprintf("the name derived from package %q", pkg), " (set -name)"
 	}
 	var errs []error
 	if err := schema.CheckPackage(pkg); err != nil {
-		errs = append(errs, fmt.Errorf("%s: %w (set -package)", pkgFrom, err))
+		errs = append(errs, fmt.Errorf("%s: %w%s", pkgFrom, err, pkgHint))
 	}
 	if err := schema.CheckName(name); err != nil {
-		errs = append(errs, fmt.Errorf("%s: %w (set -name)", nameFrom, err))
+		errs = append(errs, fmt.Errorf("%s: %w%s", nameFrom, err, nameHint))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return templates.Data{}, fmt.Errorf("init %s: %w", dir, err)

@@ -414,6 +414,13 @@ func TestInitMessages(t *testing.T) {
 	if code != 1 || errOut != want {
 		t.Errorf("init ./2d: exit %d, stderr %q\nwant %q", code, errOut, want)
 	}
+	// A value given by flag is named by it, with no advice to set it.
+	code, _, errOut = cli(t, root, noEnv, "init", "-name", "foo", "-package", "9p", "./ok")
+	want = `loadergen: init ./ok: -package: "9p" is not a valid Go identifier` + "\n" +
+		`-name: "foo" is not exported (it must start with an upper-case letter)` + "\n"
+	if code != 1 || errOut != want {
+		t.Errorf("init -name foo -package 9p: exit %d, stderr %q\nwant %q", code, errOut, want)
+	}
 	for _, tt := range []struct {
 		gomod, want string
 	}{
