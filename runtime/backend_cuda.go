@@ -16,6 +16,10 @@ import (
 	"gorgonia.org/cu"
 )
 
+// CUDACompiled reports whether this build has the CUDA backend (-tags
+// cuda).
+const CUDACompiled = true
+
 // newBackend returns the CUDA backend for "cuda" and "cuda:N", and the CPU
 // backend for "cpu". "cuda" is GPU localRank of the node (modulo the
 // number of GPUs this process sees).
@@ -209,7 +213,10 @@ func (c *cudaBackend) start(slots int) error {
 	}
 	var err error
 	if c.dev, err = cu.GetDevice(c.ordinal); err != nil {
-		return fmt.Errorf("get device: %w", err)
+		if n, nerr := cu.NumDevices(); nerr == nil && c.ordinal >= n {
+			return fmt.Errorf("get device %d: %w: this machine has %d CUDA device(s), 0 to %d", c.ordinal, err, n, n-1)
+		}
+		return fmt.Errorf("get device %d: %w", c.ordinal, err)
 	}
 	if c.devName, err = c.dev.Name(); err != nil {
 		return fmt.Errorf("device name: %w", err)

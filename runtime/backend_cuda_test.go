@@ -479,6 +479,20 @@ func TestCUDALocalRankDevice(t *testing.T) {
 	}
 }
 
+// TestCUDAMissingDeviceSaysHowMany: a device ordinal past the machine's
+// devices is an error that says how many there are.
+func TestCUDAMissingDeviceSaysHowMany(t *testing.T) {
+	if !inChild(t, "CUDAEMU_DEVICES=2") {
+		return
+	}
+	p := cudaPlan(4)
+	p.Device = "cuda:5"
+	_, err := NewEngine(p, 8, Options{Logger: quiet}, func(*Run) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "get device 5: ") || !strings.Contains(err.Error(), "this machine has 2 CUDA device(s), 0 to 1") {
+		t.Fatalf("NewEngine on cuda:5 of 2 devices: %v", err)
+	}
+}
+
 // TestCUDARaceReports: the emulator fails the process when a consumer
 // reads a batch's device memory without waiting for its copies, and the
 // same consumer with Wait, or with WaitKey for the key it reads, passes.

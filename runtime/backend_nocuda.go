@@ -7,6 +7,11 @@ import (
 	"sync"
 )
 
+// CUDACompiled reports whether this build has the CUDA backend (-tags
+// cuda). A program may run on the CPU on purpose when it does not, rather
+// than have the loader warn that a cuda plan runs there.
+const CUDACompiled = false
+
 // noCUDA logs, once per process, that a loader asked for CUDA in a build
 // without it.
 var noCUDA sync.Once

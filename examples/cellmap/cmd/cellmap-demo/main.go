@@ -60,6 +60,12 @@ func run(root string, epochs, workers int, tracePath string, stdout, stderr io.W
 	}
 	defer src.Close()
 	opts := runtime.Options{Workers: workers, Logger: logger}
+	if !runtime.CUDACompiled {
+		// The schema plans for CUDA; this build runs the CPU backend, on
+		// purpose rather than as a fallback to warn about.
+		opts.Device = "cpu"
+		fmt.Fprintln(stdout, "backend: cpu (this build has no CUDA: build with -tags cuda to load batches to the GPU)")
+	}
 	if tracePath != "" {
 		f, err := os.Create(tracePath)
 		if err != nil {

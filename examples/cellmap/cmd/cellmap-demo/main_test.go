@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/loadergen/loadergen/runtime"
 )
 
 // TestPlainOutputWithoutTerminal: with stderr not a terminal the demo
@@ -18,5 +20,12 @@ func TestPlainOutputWithoutTerminal(t *testing.T) {
 	}
 	if n := strings.Count(stdout.String(), "\nepoch "); n != 2 || !strings.HasPrefix(stdout.String(), "wrote a synthetic CellMap-like zarr store") {
 		t.Errorf("stdout is not the data line and one line per epoch:\n%s", stdout.String())
+	}
+	// The main job's first screen must not look like a failure.
+	if strings.Contains(stderr.String(), "level=WARN") || strings.Contains(stderr.String(), "level=ERROR") {
+		t.Errorf("the demo warns:\n%s", stderr.String())
+	}
+	if !runtime.CUDACompiled && !strings.Contains(stdout.String(), "backend: cpu") {
+		t.Errorf("stdout does not say which backend runs:\n%s", stdout.String())
 	}
 }
