@@ -190,7 +190,7 @@ func TestGenerateAndCheck(t *testing.T) {
 	if code != 1 || !strings.Contains(stdout, "-\tCellMapUseStreams = false\n") {
 		t.Errorf("stale check: exit %d, diff:\n%s", code, stdout)
 	}
-	if !strings.HasPrefix(stdout, "--- dataset_loader.go\n+++ dataset_loader.go (regenerated)\n@@ ") {
+	if !strings.HasPrefix(stdout, "--- a/dataset_loader.go\n+++ b/dataset_loader.go\n@@ ") {
 		t.Errorf("diff is not unified:\n%s", stdout)
 	}
 	again, _ := os.ReadFile(out)
