@@ -2,7 +2,7 @@
 GO ?= go
 FUZZTIME ?= 10s
 
-.PHONY: build test fmt-check demo bench peer golden fuzz zarr-python zarr-fixtures cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
+.PHONY: build test fmt-check demo bench peer golden fuzz zarr-python zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
 
 build:
 	$(GO) build ./...
@@ -68,21 +68,28 @@ zarr-fixtures: zarr-python
 	@command -v zstd >/dev/null || { echo "zarr-fixtures needs the zstd command: sudo apt-get install zstd"; exit 1; }
 	/usr/bin/python3 testdata/zarr/make_fixtures.py
 
-## cuda-headers: CUDA 11.8 cuda.h and the libcuda link stub, into a cache outside the repo
+## cuda-headers: a cuda.h that gorgonia.org/cu builds against (Debian's CUDA 11.8, fetched into a cache outside the repo when there is none)
 cuda-headers:
-	@.ci/cuda-headers
+	@$(GO) run ./cmd/loadergen cuda-env -include
 
-# CUDA_ENV points cgo at the cached 11.8 headers and stub. A machine with its
-# own CUDA <= 12.x toolkit can instead run: make CUDA_ENV= cuda-build
-CUDA_ENV ?= cache=$$(.ci/cuda-headers) && export CGO_CFLAGS="-I$$cache/usr/include" CGO_LDFLAGS="-L$$cache/usr/lib/x86_64-linux-gnu/stubs" &&
+# CUDA_ENV points cgo at the cached 11.8 headers and at the driver stub
+# (.cuda/stub/libcuda.a, internal/cudastub): the cuda binaries load the
+# driver at run time, so they start on machines without one. A machine with
+# its own CUDA <= 12.x toolkit can instead run: make CUDA_ENV= cuda-build
+# (its binaries then need libcuda.so.1 to start).
+CUDA_ENV ?= inc=$$($(GO) run ./cmd/loadergen cuda-env -include) && export CGO_CFLAGS="-I$$inc" CGO_LDFLAGS="-L$(CURDIR)/.cuda/stub -ldl" &&
 # The packages with cuda-tagged tests; each links to .cuda/bin/PATH.test with
 # PATH's slashes as underscores (golden/small -> golden_small.test), and its
 # -race build to .cuda/race/. Both directories get a file packages, read by
 # .ci/cuda-run, with a line "golden_small.test golden/small" per binary.
 CUDA_PKGS = runtime $(wildcard golden/*) examples/cellmap
 
+## cudastub: the CUDA driver stub library the cuda build links, .cuda/stub/libcuda.a (internal/cudastub)
+cudastub:
+	@$(GO) run ./internal/cudastub/cmd/cudastub .cuda/stub
+
 ## cuda-build: vet the cuda-tagged build and link its test binaries, plain into .cuda/bin and -race into .cuda/race
-cuda-build:
+cuda-build: cudastub
 	@$(CUDA_ENV) set -e; \
 	$(GO) vet -tags cuda ./...; \
 	mkdir -p .cuda/bin .cuda/race; \

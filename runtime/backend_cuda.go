@@ -16,17 +16,28 @@ import (
 	"gorgonia.org/cu"
 )
 
-// CUDACompiled reports whether this build has the CUDA backend (-tags
-// cuda).
-const CUDACompiled = true
+// cudaFallback logs, once per process, that loaders asking for CUDA run on
+// the CPU, and why.
+var cudaFallback sync.Once
 
 // newBackend returns the CUDA backend for "cuda" and "cuda:N", and the CPU
 // backend for "cpu". "cuda" is GPU localRank of the node (modulo the
-// number of GPUs this process sees).
-func newBackend(device string, localRank int, p Plan, slots int, log *slog.Logger, stats *counters, trace *tracer) (backend, error) {
+// number of GPUs this process sees). When this process cannot use CUDA
+// (CUDAUsable), a CUDA device runs on the CPU backend with the reason
+// logged, or is an error when the caller requires the GPU.
+func newBackend(device string, localRank int, p Plan, slots int, require bool, log *slog.Logger, stats *counters, trace *tracer) (backend, error) {
 	ordinal, cuda, err := ParseDevice(device)
 	if err != nil || !cuda {
 		return cpuBackend{}, err
+	}
+	if err := CUDAUsable(); err != nil {
+		if require {
+			return nil, fmt.Errorf("%s: the GPU is required (%s) but cannot be used: %w", device, requireHow, err)
+		}
+		cudaFallback.Do(func() {
+			log.Warn("loadergen: CUDA cannot be used, running on CPU: "+err.Error(), "device", device)
+		})
+		return cpuBackend{}, nil
 	}
 	if ordinal < 0 {
 		n, err := cu.NumDevices()

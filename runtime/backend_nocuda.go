@@ -3,24 +3,29 @@
 package runtime
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 )
-
-// CUDACompiled reports whether this build has the CUDA backend (-tags
-// cuda). A program may run on the CPU on purpose when it does not, rather
-// than have the loader warn that a cuda plan runs there.
-const CUDACompiled = false
 
 // noCUDA logs, once per process, that a loader asked for CUDA in a build
 // without it.
 var noCUDA sync.Once
 
+// CUDAUsable says why this build cannot run the CUDA backend.
+func CUDAUsable() error { return errNoCUDABuild }
+
+var errNoCUDABuild = errors.New("this build has no CUDA backend (build with -tags cuda)")
+
 // newBackend returns the CPU backend: this build has no CUDA support. A plan
 // or option that asks for CUDA is logged once per process and run on the
-// CPU.
-func newBackend(device string, _ int, _ Plan, _ int, log *slog.Logger, _ *counters, _ *tracer) (backend, error) {
+// CPU, or is an error when the caller requires the GPU.
+func newBackend(device string, _ int, _ Plan, _ int, require bool, log *slog.Logger, _ *counters, _ *tracer) (backend, error) {
 	if _, cuda, _ := ParseDevice(device); cuda {
+		if require {
+			return nil, fmt.Errorf("%s: the GPU is required (%s) but cannot be used: %w", device, requireHow, errNoCUDABuild)
+		}
 		noCUDA.Do(func() {
 			log.Warn("loadergen: CUDA backend not compiled in (build with -tags cuda); running on CPU", "device", device)
 		})

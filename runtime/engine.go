@@ -164,7 +164,7 @@ func NewEngine(p Plan, n int, o Options, fill FillFunc) (*Engine, error) {
 	if o.Trace != nil {
 		e.trace = newTracer(o.Trace, p.Name, set.workers)
 	}
-	b, err := newBackend(set.device, set.place.LocalRank, e.plan, nslots, set.logger, &e.stats, e.trace)
+	b, err := newBackend(set.device, set.place.LocalRank, e.plan, nslots, set.requireGPU, set.logger, &e.stats, e.trace)
 	if err != nil {
 		return nil, errors.Join(err, e.shut())
 	}

@@ -28,6 +28,12 @@ type Options struct {
 	LocalRank int
 
 	Logger *slog.Logger // nil: slog.Default()
+	// RequireGPU makes a loader whose device is CUDA fail to start, naming
+	// the reason, when this process cannot use the GPU (CUDAUsable), rather
+	// than run on the CPU with the reason logged: a training job on a GPU
+	// node must not crawl on the CPU unnoticed. The environment variable
+	// LOADERGEN_REQUIRE_GPU=1 does the same.
+	RequireGPU bool
 	// LogEpochs logs a line at the end of every epoch with its rates
 	// (Stats.Since): samples/s, GB/s and how long the loop waited.
 	LogEpochs bool
@@ -40,13 +46,21 @@ type Options struct {
 
 // settings are Options resolved against the plan and the environment.
 type settings struct {
-	device    string
-	workers   int
-	prefetch  int
-	place     Placement
-	logger    *slog.Logger
-	logEpochs bool
+	device     string
+	workers    int
+	prefetch   int
+	place      Placement
+	logger     *slog.Logger
+	logEpochs  bool
+	requireGPU bool
 }
+
+// RequireGPUEnv names the environment variable that sets
+// Options.RequireGPU for every loader of a process ("1" or "true").
+const RequireGPUEnv = "LOADERGEN_REQUIRE_GPU"
+
+// requireHow says what requires the GPU, for errors.
+const requireHow = "Options.RequireGPU or " + RequireGPUEnv
 
 // resolve applies o over the plan's defaults, reading the launcher's
 // environment through getenv.
@@ -57,6 +71,14 @@ func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 		prefetch:  max(p.Loader.Prefetch, 1),
 		logger:    o.Logger,
 		logEpochs: o.LogEpochs,
+	}
+	switch v := getenv(RequireGPUEnv); v {
+	case "", "0", "false":
+		s.requireGPU = o.RequireGPU
+	case "1", "true":
+		s.requireGPU = true
+	default:
+		return s, fmt.Errorf("environment %s=%q: want 1 or 0", RequireGPUEnv, v)
 	}
 	if o.Device != "" {
 		if _, _, err := ParseDevice(o.Device); err != nil {

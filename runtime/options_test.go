@@ -36,3 +36,36 @@ func TestPrefetchKeepsTheStagingLimit(t *testing.T) {
 }
 
 func noEnv(string) string { return "" }
+
+// TestRequireGPUEnv: LOADERGEN_REQUIRE_GPU turns RequireGPU on and never
+// off; any other value is refused by name.
+func TestRequireGPUEnv(t *testing.T) {
+	p := testPlan(4, LoaderDefaults{})
+	for _, tt := range []struct {
+		env    string
+		option bool
+		want   bool
+		err    string
+	}{
+		{"", false, false, ""}, {"", true, true, ""}, {"0", true, true, ""}, {"false", false, false, ""},
+		{"1", false, true, ""}, {"true", false, true, ""},
+		{"yes", false, false, `environment LOADERGEN_REQUIRE_GPU="yes": want 1 or 0`},
+	} {
+		s, err := resolve(p, Options{RequireGPU: tt.option}, func(k string) string {
+			if k == RequireGPUEnv {
+				return tt.env
+			}
+			return ""
+		})
+		switch {
+		case tt.err != "":
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("%s=%q: error %v, want %s", RequireGPUEnv, tt.env, err, tt.err)
+			}
+		case err != nil:
+			t.Errorf("%s=%q: %v", RequireGPUEnv, tt.env, err)
+		case s.requireGPU != tt.want:
+			t.Errorf("%s=%q, RequireGPU %v: requireGPU = %v, want %v", RequireGPUEnv, tt.env, tt.option, s.requireGPU, tt.want)
+		}
+	}
+}

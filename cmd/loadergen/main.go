@@ -9,6 +9,7 @@
 //	loadergen plan [-json] [overrides] SCHEMA         print the plan, its settings and its reason
 //	loadergen check [-o FILE] [overrides] SCHEMA      exit 1 with a diff if FILE is stale
 //	loadergen init [-name N] [-package P] DIR         scaffold a schema and generate.go
+//	loadergen cuda-env [-include]                     print the cgo settings of a -tags cuda build
 //	loadergen version
 //
 // Overrides: -device -min-batch-size -min-batch-memory-mb -max-streams
@@ -40,6 +41,7 @@ const usage = `usage:
   loadergen plan [-json] [overrides] SCHEMA         print the plan, where each setting came from, and the stream decision
   loadergen check [-o FILE] [overrides] SCHEMA      exit 1 with a unified diff if FILE is stale
   loadergen init [-name N] [-package P] DIR         scaffold dataset.yaml and generate.go in DIR
+  loadergen cuda-env [-include]                     print CGO_CFLAGS and CGO_LDFLAGS for go build -tags cuda
   loadergen version
 overrides: -device -min-batch-size -min-batch-memory-mb -max-streams -assign -max-staging-mb
 flags may come before or after SCHEMA; -h after a command describes its flags
@@ -74,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		err = check(rest, stdout, stderr, getenv)
 	case "init":
 		err = scaffold(rest, stdout, stderr)
+	case "cuda-env":
+		err = cudaEnv(rest, stdout, stderr, getenv)
 	case "version":
 		err = printVersion(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":

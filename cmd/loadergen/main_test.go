@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -463,5 +465,51 @@ func TestCheckIgnoresStreamSettingsOnCPU(t *testing.T) {
 		if tc.stale && !strings.Contains(errOut, "max_streams: the file was generated with 4, this run gives 2") {
 			t.Errorf("check does not name the setting: %s", errOut)
 		}
+	}
+}
+
+// TestCUDAEnv: cuda-env takes the cuda.h of CUDA_HOME unless it is CUDA 13
+// or newer, then the cached Debian 11.8 header, and builds the driver stub
+// into the cache.
+func TestCUDAEnv(t *testing.T) {
+	if _, err := os.Stat("/usr/local/cuda/include/cuda.h"); err == nil {
+		t.Skip("/usr/local/cuda/include/cuda.h exists here and would be taken before the cache")
+	}
+	header := func(dir string, version int) string {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		text := fmt.Sprintf("#ifndef __cuda_cuda_h__\n#define CUDA_VERSION %d\n#endif\n", version)
+		if err := os.WriteFile(filepath.Join(dir, "cuda.h"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	cuda12 := t.TempDir()
+	inc12 := header(filepath.Join(cuda12, "include"), 12040)
+	cuda13 := t.TempDir()
+	header(filepath.Join(cuda13, "include"), 13000)
+	cache := t.TempDir()
+	cached := header(filepath.Join(cache, "cuda-11.8", "usr", "include"), 11080)
+
+	env := map[string]string{"CUDA_HOME": cuda12, "LOADERGEN_CACHE": cache}
+	if code, out, errs := cli(t, t.TempDir(), envOf(env), "cuda-env", "-include"); code != 0 || out != inc12+"\n" || errs != "" {
+		t.Errorf("CUDA 12.4: exit %d, stdout %q, stderr %q; want 0, %q, nothing", code, out, errs, inc12+"\n")
+	}
+	env["CUDA_HOME"] = cuda13
+	code, out, errs := cli(t, t.TempDir(), envOf(env), "cuda-env", "-include")
+	skip := "loadergen cuda-env: skipping " + filepath.Join(cuda13, "include") + ": CUDA 13.0 headers, which gorgonia.org/cu v0.9.6 does not build against\n"
+	if code != 0 || out != cached+"\n" || errs != skip {
+		t.Errorf("CUDA 13.0: exit %d, stdout %q, stderr %q; want 0, %q, %q", code, out, errs, cached+"\n", skip)
+	}
+
+	code, out, errs = cli(t, t.TempDir(), envOf(env), "cuda-env")
+	stub := filepath.Join(cache, "cudastub-"+goruntime.GOARCH)
+	want := fmt.Sprintf("export CGO_CFLAGS=%q\nexport CGO_LDFLAGS=%q\n", "-I"+cached, "-L"+stub+" -ldl")
+	if code != 0 || out != want {
+		t.Fatalf("cuda-env: exit %d, stdout %q, stderr %s; want 0, %q", code, out, errs, want)
+	}
+	if _, err := os.Stat(filepath.Join(stub, "libcuda.a")); err != nil {
+		t.Errorf("cuda-env built no stub: %v", err)
 	}
 }

@@ -60,11 +60,13 @@ func run(root string, epochs, workers int, tracePath string, stdout, stderr io.W
 	}
 	defer src.Close()
 	opts := runtime.Options{Workers: workers, Logger: logger}
-	if !runtime.CUDACompiled {
-		// The schema plans for CUDA; this build runs the CPU backend, on
-		// purpose rather than as a fallback to warn about.
+	if why := runtime.CUDAUsable(); why != nil {
+		// The schema plans for CUDA; where it cannot run, the demo picks the
+		// CPU backend on purpose rather than as a fallback to warn about.
 		opts.Device = "cpu"
-		fmt.Fprintln(stdout, "backend: cpu (this build has no CUDA: build with -tags cuda to load batches to the GPU)")
+		fmt.Fprintf(stdout, "backend: cpu (%v)\n", why)
+	} else {
+		fmt.Fprintln(stdout, "backend: cuda")
 	}
 	if tracePath != "" {
 		f, err := os.Create(tracePath)

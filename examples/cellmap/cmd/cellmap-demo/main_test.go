@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -25,7 +26,11 @@ func TestPlainOutputWithoutTerminal(t *testing.T) {
 	if strings.Contains(stderr.String(), "level=WARN") || strings.Contains(stderr.String(), "level=ERROR") {
 		t.Errorf("the demo warns:\n%s", stderr.String())
 	}
-	if !runtime.CUDACompiled && !strings.Contains(stdout.String(), "backend: cpu") {
+	backend := "backend: cuda\n"
+	if why := runtime.CUDAUsable(); why != nil {
+		backend = fmt.Sprintf("backend: cpu (%v)\n", why)
+	}
+	if !strings.Contains(stdout.String(), backend) {
 		t.Errorf("stdout does not say which backend runs:\n%s", stdout.String())
 	}
 }

@@ -1,0 +1,84 @@
+//go:build cuda
+
+package runtime
+
+// The cuda build links the driver stub of internal/cudastub, which opens
+// libcuda.so.1 at run time; these are its questions about what it found.
+
+/*
+#include <stdlib.h>
+int loadergen_cuda_state(int *code, const char **detail);
+int loadergen_cuda_has(const char *name);
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+// backendCalls are the driver functions the CUDA backend calls, by the
+// names cuda.h 11.8 gives their symbols: a driver that lacks one is too old
+// for the backend, which then does not start (TestBackendCallsAreListed
+// keeps the list inside internal/cudastub/symbols.txt).
+var backendCalls = []string{
+	"cuDeviceGet", "cuDeviceGetName", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2",
+	"cuCtxSetCurrent", "cuCtxGetStreamPriorityRange", "cuMemGetInfo_v2",
+	"cuStreamCreateWithPriority", "cuStreamDestroy_v2", "cuStreamWaitEvent", "cuStreamSynchronize",
+	"cuEventCreate", "cuEventDestroy_v2", "cuEventRecord", "cuEventSynchronize", "cuEventQuery", "cuEventElapsedTime",
+	"cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoH_v2", "cuMemHostAlloc", "cuMemFreeHost",
+}
+
+// initErrors names the cuInit results a machine without a usable GPU gives.
+var initErrors = map[int]string{
+	3:   "CUDA_ERROR_NOT_INITIALIZED",
+	35:  "CUDA_ERROR_INSUFFICIENT_DRIVER",
+	100: "CUDA_ERROR_NO_DEVICE",
+	101: "CUDA_ERROR_INVALID_DEVICE",
+	304: "CUDA_ERROR_OPERATING_SYSTEM",
+	803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+	804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+	999: "CUDA_ERROR_UNKNOWN",
+}
+
+// CUDAUsable returns nil when this process can run the CUDA backend, and
+// otherwise says why not: no driver, a driver whose cuInit failed (with its
+// code), no device, or a driver too old for a call the backend needs.
+func CUDAUsable() error {
+	var code C.int
+	var detail *C.char
+	switch C.loadergen_cuda_state(&code, &detail) {
+	case 1:
+		return fmt.Errorf("no CUDA driver: %s", C.GoString(detail))
+	case 2:
+		name := initErrors[int(code)]
+		if name == "" {
+			name = fmt.Sprintf("error %d", int(code))
+		}
+		if code == 100 {
+			return fmt.Errorf("no CUDA device (cuInit: %s)", name)
+		}
+		return fmt.Errorf("the CUDA driver failed to initialize: cuInit returned %s (%d)", name, int(code))
+	case 3:
+		return errors.New("the CUDA driver was not initialized")
+	}
+	for _, name := range backendCalls {
+		cs := C.CString(name)
+		has := C.loadergen_cuda_has(cs) != 0
+		C.free(unsafe.Pointer(cs))
+		if !has {
+			return fmt.Errorf("the CUDA driver lacks %s, which the loader needs: it is too old, update the NVIDIA driver", name)
+		}
+	}
+	n, err := cu.NumDevices()
+	switch {
+	case err != nil:
+		return fmt.Errorf("count CUDA devices: %w", err)
+	case n == 0:
+		return errors.New("no CUDA device")
+	}
+	return nil
+}
