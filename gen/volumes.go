@@ -2,8 +2,13 @@ package gen
 
 import (
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/dave/jennifer/jen"
+
+	"github.com/loadergen/loadergen/runtime/volume"
+	"github.com/loadergen/loadergen/schema"
 )
 
 const volumePath = "github.com/loadergen/loadergen/runtime/volume"
@@ -83,8 +88,9 @@ func (g *emitter) volumeSpec(f *jen.File) {
 		fields = append(fields, field{"Pad", jen.True()})
 	}
 	if fg := c.Foreground; fg != nil {
+		key := slices.IndexFunc(g.keys, func(k emitKey) bool { return k.Name == fg.Key }) // the schema checked it is there
 		fields = append(fields, field{"Foreground", jen.Op("&").Qual(volumePath, "Foreground").Values(
-			jen.Id("Key").Op(":").Lit(g.keyIndex(fg.Key)), jen.Id("Fraction").Op(":").Lit(fg.Fraction))})
+			jen.Id("Key").Op(":").Lit(key), jen.Id("Fraction").Op(":").Lit(fg.Fraction))})
 	}
 	if c.Mirror != nil {
 		fields = append(fields, field{"Mirror", floats(c.Mirror)})
@@ -111,29 +117,19 @@ func (g *emitter) hasClassAxis() bool {
 	return false
 }
 
-// keyIndex returns the plan position of the key named name.
-func (g *emitter) keyIndex(name string) int {
-	for i, k := range g.keys {
-		if k.Name == name {
-			return i
-		}
-	}
-	panic("gen: no key " + name) // the schema checked it
-}
-
 // volumeType renders
 //
 //	type CellMapVolume struct {
-//		Raw    string  // root of key "raw": em/fibsem-uint8
-//		Labels string  // root of key "labels": labels/{class}
+//		Raw    string  // root holding key "raw"'s array em/fibsem-uint8
+//		Labels string  // root holding key "labels"'s array labels/{class}
 //		Weight float64 // relative sampling weight; 0 means 1
 //	}
 func (g *emitter) volumeType(f *jen.File) {
 	fields := make([]jen.Code, 0, len(g.keys)+1)
 	for _, k := range g.keys {
-		fields = append(fields, jen.Id(k.Go).String().Commentf("root of key %q: %s", k.Name, k.zarr))
+		fields = append(fields, jen.Id(k.Go).String().Commentf("root holding key %q's array %s", k.Name, k.zarr))
 	}
-	fields = append(fields, jen.Id("Weight").Float64().Comment("relative sampling weight; 0 means 1"))
+	fields = append(fields, jen.Id(schema.VolumeWeight).Float64().Comment("relative sampling weight; 0 means 1"))
 	name := g.n.exported("Volume")
 	f.Commentf("%s is one dataset of %s: the directory holding each key's zarr", name, g.ds.Name)
 	f.Comment("hierarchy (one root for all keys is common) and its sampling weight.")
@@ -163,9 +159,13 @@ func (g *emitter) loadVolumes(f *jen.File) {
 	for i, k := range g.keys {
 		row = append(row, field{k.Go, jen.Id("r").Dot("Roots").Index(jen.Lit(i))})
 	}
-	row = append(row, field{"Weight", jen.Id("r").Dot("Weight")})
-	f.Commentf("Load%ss reads a CSV manifest: a header naming a column per key (%s)", name, g.keyList())
-	f.Comment("and optionally \"weight\", then a row per volume. Relative roots are")
+	row = append(row, field{schema.VolumeWeight, jen.Id("r").Dot("Weight")})
+	keys := make([]string, len(g.keys))
+	for i, k := range g.keys {
+		keys[i] = k.Name
+	}
+	f.Commentf("Load%ss reads a CSV manifest: a header naming a column per key (%s)", name, strings.Join(keys, ", "))
+	f.Commentf("and optionally %q, then a row per volume. Relative roots are", volume.WeightColumn)
 	f.Comment("relative to the manifest's directory.")
 	f.Func().Id("Load"+name+"s").Params(jen.Id("manifest").String()).Params(jen.Index().Id(name), jen.Error()).Block(
 		jen.List(jen.Id("rows"), jen.Err()).Op(":=").Qual(volumePath, "LoadManifest").Call(jen.Id("manifest"), jen.Id(g.n.unexported("VolumeSpec"))),
@@ -176,18 +176,6 @@ func (g *emitter) loadVolumes(f *jen.File) {
 		),
 		jen.Return(jen.Id("vols"), jen.Nil()),
 	)
-}
-
-// keyList names the keys for comments: "raw, labels".
-func (g *emitter) keyList() string {
-	s := ""
-	for i, k := range g.keys {
-		if i > 0 {
-			s += ", "
-		}
-		s += k.Name
-	}
-	return s
 }
 
 // volumesType renders
@@ -230,7 +218,7 @@ func (g *emitter) openVolumes(f *jen.File) {
 		jen.Id("rows").Op(":=").Make(jen.Index().Qual(volumePath, "Volume"), jen.Len(jen.Id("vols"))),
 		jen.For(jen.List(jen.Id("i"), jen.Id("v")).Op(":=").Range().Id("vols")).Block(
 			jen.Id("rows").Index(jen.Id("i")).Op("=").Qual(volumePath, "Volume").Values(
-				jen.Id("Roots").Op(":").Index().String().Values(roots...), jen.Id("Weight").Op(":").Id("v").Dot("Weight")),
+				jen.Id("Roots").Op(":").Index().String().Values(roots...), jen.Id("Weight").Op(":").Id("v").Dot(schema.VolumeWeight)),
 		),
 		jen.List(jen.Id("src"), jen.Err()).Op(":=").Qual(volumePath, "Open").Call(jen.Id(g.n.unexported("VolumeSpec")), jen.Id("rows"), jen.Qual("log/slog", "Default").Call()),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(g.errPrefix()+"Open"+name+": %w"), jen.Err()))),

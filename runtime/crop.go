@@ -20,9 +20,19 @@ type Crop struct {
 	Rot90     int    // then turn this many quarter turns in the rot90 plane.
 }
 
+// spatialAxes names the spatial axes of a volume key of the most axes.
+var spatialAxes = [...]string{"z", "y", "x"}
+
+// MaxSpatialRank is the most spatial axes a volume key has: z, y and x.
+const MaxSpatialRank = len(spatialAxes)
+
+// ClassPlaceholder in a volume key's zarr path stands for each class name:
+// a key with a class axis reads one array per class.
+const ClassPlaceholder = "{class}"
+
 // SpatialAxes names the spatial axes of volume keys of the given rank (1
-// to 3): z, y, x, the last ones for lower ranks.
+// to MaxSpatialRank): z, y, x, the last ones for lower ranks.
 func SpatialAxes(rank int) []string {
-	all := []string{"z", "y", "x"}
-	return all[len(all)-min(max(rank, 0), len(all)):]
+	all := spatialAxes // a copy, which the caller may change
+	return all[MaxSpatialRank-min(max(rank, 0), MaxSpatialRank):]
 }

@@ -1,6 +1,9 @@
 package runtime
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // DType is the element type of a key, as written in a schema.
 type DType uint8
@@ -98,6 +101,23 @@ func (d DType) ConstName() string {
 		return ""
 	}
 	return dtypeInfo[d].ident
+}
+
+// IsFloat reports whether d is a floating-point dtype (float16, bfloat16,
+// float32, float64).
+func (d DType) IsFloat() bool {
+	return d == Float16 || d == BFloat16 || d == Float32 || d == Float64
+}
+
+// IntRange is the range of values of an integer dtype: [-2^(b-1), 2^(b-1)-1]
+// for the signed ones, [0, 2^b-1] for the unsigned ones and bool's byte.
+func (d DType) IntRange() (lo int64, hi uint64) {
+	bits := 8 * d.Size()
+	switch d {
+	case Int8, Int16, Int32, Int64:
+		return -1 << (bits - 1), 1<<(bits-1) - 1
+	}
+	return 0, math.MaxUint64 >> (64 - bits)
 }
 
 // MarshalText writes the schema spelling, so plans print dtypes by name.

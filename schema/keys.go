@@ -124,7 +124,6 @@ func (p *parser) key(path string, kn, vn *yaml.Node, role runtime.Role) error {
 	if err := p.size(kn, kp, key); err != nil {
 		return err
 	}
-	p.keyNodes[key.Name] = kn
 	p.keyAt[key.Name] = len(p.ds.Keys)
 	p.ds.Keys = append(p.ds.Keys, key)
 	return nil
@@ -268,15 +267,24 @@ func (p *parser) size(kn *yaml.Node, path string, key Key) error {
 	return nil
 }
 
+// keyIndex returns the index in ds.Keys of the key named name, or an error
+// at n saying that no key has that name.
+func (p *parser) keyIndex(path string, n *yaml.Node, name string) (int, error) {
+	if i, ok := p.keyAt[name]; ok {
+		return i, nil
+	}
+	names := make([]string, len(p.ds.Keys))
+	for i, k := range p.ds.Keys {
+		names[i] = k.Name
+	}
+	return 0, p.errorf(n, path, "unknown key %s%s", quote(name), hint(name, names))
+}
+
 // priorities reads streams.priority into the declared keys.
 func (p *parser) priorities(path string, n *yaml.Node) error {
 	m, err := p.mapping(path, n)
 	if err != nil {
 		return err
-	}
-	names := make([]string, len(p.ds.Keys))
-	for i, k := range p.ds.Keys {
-		names[i] = k.Name
 	}
 	first := make(map[string]*yaml.Node, len(m.Content)/2)
 	for i := 0; i+1 < len(m.Content); i += 2 {
@@ -285,9 +293,9 @@ func (p *parser) priorities(path string, n *yaml.Node) error {
 		if k.Kind != yaml.ScalarNode || k.ShortTag() != strTag {
 			return p.errorf(kn, path, "expected a key name (a string), found %s", describe(k))
 		}
-		idx, declared := p.keyAt[k.Value]
-		if !declared {
-			return p.errorf(kn, path, "unknown key %s%s", quote(k.Value), hint(k.Value, names))
+		idx, err := p.keyIndex(path, kn, k.Value)
+		if err != nil {
+			return err
 		}
 		if prev, dup := first[k.Value]; dup {
 			return p.errorf(kn, path, "duplicate key %s (first at %d:%d)", quote(k.Value), prev.Line, prev.Column)

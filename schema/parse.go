@@ -59,12 +59,11 @@ func Load(file string) (*Dataset, error) {
 // found, pointing at the offending node.
 func Parse(file string, data []byte) (*Dataset, error) {
 	p := &parser{
-		file:     file,
-		keyAt:    make(map[string]int),
-		keyNodes: make(map[string]*yaml.Node),
-		members:  make(map[string]member),
-		views:    make(map[string]member),
-		at:       make(map[string]Pos),
+		file:    file,
+		keyAt:   make(map[string]int),
+		members: make(map[string]member),
+		views:   make(map[string]member),
+		at:      make(map[string]Pos),
 	}
 	root, err := p.decode(bytes.TrimPrefix(data, []byte("\ufeff")))
 	if err != nil {
@@ -79,14 +78,13 @@ func Parse(file string, data []byte) (*Dataset, error) {
 
 // parser holds the state of one Parse call.
 type parser struct {
-	file     string
-	ds       Dataset
-	keyAt    map[string]int        // key name -> index in ds.Keys
-	keyNodes map[string]*yaml.Node // key name -> its name node, for errors about the key
-	members  map[string]member     // generated batch member name -> key that owns it
-	views    map[string]member     // unexported view field name -> key that owns it
-	total    int64                 // batch bytes of the keys declared so far
-	at       map[string]Pos        // field path -> position of its value (Dataset.At)
+	file    string
+	ds      Dataset
+	keyAt   map[string]int    // key name -> index in ds.Keys
+	members map[string]member // generated batch member name -> key that owns it
+	views   map[string]member // unexported view field name -> key that owns it
+	total   int64             // batch bytes of the keys declared so far
+	at      map[string]Pos    // field path -> position of its value (Dataset.At)
 }
 
 // syntaxLine matches yaml.v3's syntax errors that carry a line number.
@@ -169,7 +167,7 @@ func (p *parser) dataset(root *yaml.Node) error {
 		func() error { return p.device(vals) },
 		func() error { return p.classes(vals) },
 		func() error { return p.allKeys(m, vals) },
-		func() error { return p.volumes(m, vals) },
+		func() error { return p.volumes(vals) },
 		func() error { return p.loader(vals) },
 		func() error { return p.streams(vals) },
 	}

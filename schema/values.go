@@ -74,7 +74,12 @@ func prefix(path string) string {
 
 // errorf returns an *Error at node n whose message starts with path.
 func (p *parser) errorf(n *yaml.Node, path, format string, args ...any) error {
-	return &Error{File: p.file, Line: n.Line, Col: n.Column, Msg: prefix(path) + fmt.Sprintf(format, args...)}
+	return p.errorAt(Pos{Line: n.Line, Col: n.Column}, path, format, args...)
+}
+
+// errorAt returns an *Error at pos whose message starts with path.
+func (p *parser) errorAt(pos Pos, path, format string, args ...any) error {
+	return &Error{File: p.file, Line: pos.Line, Col: pos.Col, Msg: prefix(path) + fmt.Sprintf(format, args...)}
 }
 
 // mapping returns the mapping n holds.

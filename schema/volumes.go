@@ -19,9 +19,6 @@ var (
 	augmentFields    = []string{"mirror", "transpose", "rot90"}
 )
 
-// ClassPlaceholder in a target's zarr path stands for each class name.
-const ClassPlaceholder = "{class}"
-
 // Crops says how samples are cut out of volumes: the sources of zarr keys
 // (DESIGN section 9).
 type Crops struct {
@@ -43,12 +40,9 @@ type Foreground struct {
 	Fraction float64 // in [0, 1]
 }
 
-// volumeWeight is the generated Volume struct's own field, beside one
-// field per key.
-const volumeWeight = "Weight"
-
-// maxSpatialRank bounds the spatial rank of zarr keys: z, y and x.
-const maxSpatialRank = 3
+// VolumeWeight is the Go name of the generated Volume struct's own field,
+// the volume's sampling weight, beside one field per key.
+const VolumeWeight = "Weight"
 
 // volumeKey reads the zarr, scale and fill fields of key (f holds the key's
 // fields) into key.
@@ -70,8 +64,9 @@ func (p *parser) volumeKey(kp string, f map[string]*yaml.Node, key *Key) error {
 		return err
 	}
 	rank := len(key.Shape)
-	if rank == 0 || rank > maxSpatialRank {
-		return p.errorf(f["shape"], kp+".shape", "a zarr key has 1 to %d spatial axes (z, y, x), this one %d", maxSpatialRank, rank)
+	if rank == 0 || rank > runtime.MaxSpatialRank {
+		return p.errorf(f["shape"], kp+".shape", "a zarr key has 1 to %d spatial axes (%s), this one %d",
+			runtime.MaxSpatialRank, strings.Join(runtime.SpatialAxes(runtime.MaxSpatialRank), ", "), rank)
 	}
 	if n, ok := f["scale"]; ok {
 		if key.Scale, err = p.scale(kp+".scale", n, rank); err != nil {
@@ -94,19 +89,19 @@ func (p *parser) zarrPath(path string, n *yaml.Node, classAxis bool) (string, er
 	if err != nil {
 		return "", err
 	}
-	switch has := strings.Contains(s, ClassPlaceholder); {
+	switch has := strings.Contains(s, runtime.ClassPlaceholder); {
 	case s == "":
 		return "", p.errorf(n, path, "must not be empty")
 	case hasControl(s):
 		return "", p.errorf(n, path, "%s contains a control character", quote(s))
 	case strings.Contains(s, `\`):
 		return "", p.errorf(n, path, "%s must use forward slashes", quote(s))
-	case !filepath.IsLocal(strings.ReplaceAll(s, ClassPlaceholder, "c")) || strings.HasSuffix(s, "/"):
+	case !filepath.IsLocal(strings.ReplaceAll(s, runtime.ClassPlaceholder, "c")) || strings.HasSuffix(s, "/"):
 		return "", p.errorf(n, path, "%s is not a plain relative path inside a volume's root", quote(s))
 	case classAxis && !has:
-		return "", p.errorf(n, path, "this target has a class axis, so its path must hold %s (one array per class, e.g. \"labels/%s\")", ClassPlaceholder, ClassPlaceholder)
+		return "", p.errorf(n, path, "this target has a class axis, so its path must hold %s (one array per class, e.g. \"labels/%s\")", runtime.ClassPlaceholder, runtime.ClassPlaceholder)
 	case !classAxis && has:
-		return "", p.errorf(n, path, "%s stands for a class, but this key has no class axis", ClassPlaceholder)
+		return "", p.errorf(n, path, "%s stands for a class, but this key has no class axis", runtime.ClassPlaceholder)
 	}
 	return s, nil
 }
@@ -133,8 +128,8 @@ func (p *parser) scale(path string, n *yaml.Node, rank int) ([]float64, error) {
 	return out, nil
 }
 
-// fill reads a fill value: a number the dtype holds exactly, or nan for a
-// float dtype.
+// fill reads a fill value: a number that fits the dtype (fillFits), or nan
+// for a float dtype.
 func (p *parser) fill(path string, n *yaml.Node, d runtime.DType) (float64, error) {
 	v := deref(n)
 	f := math.NaN()
@@ -150,16 +145,17 @@ func (p *parser) fill(path string, n *yaml.Node, d runtime.DType) (float64, erro
 	return f, nil
 }
 
-// fillFits reports whether a dtype holds fill value f exactly (NaN only in
-// floats).
+// fillFits says why fill value f does not fit dtype d, or returns nil: a
+// float dtype takes any value (rounded to it), NaN included; bool 0 or 1;
+// an integer dtype a whole number in its range.
 func fillFits(f float64, d runtime.DType) error {
 	switch {
 	case math.IsNaN(f):
-		if !isFloat(d) {
+		if !d.IsFloat() {
 			return fmt.Errorf("nan does not fit %v (only float dtypes have NaN)", d)
 		}
 		return nil
-	case isFloat(d):
+	case d.IsFloat():
 		return nil
 	case d == runtime.Bool:
 		if f != 0 && f != 1 {
@@ -167,30 +163,17 @@ func fillFits(f float64, d runtime.DType) error {
 		}
 		return nil
 	}
-	lo, hi := intRange(d)
+	ilo, ihi := d.IntRange()
+	lo, hi := float64(ilo), float64(ihi)
 	if f != math.Trunc(f) || f < lo || f > hi {
 		return fmt.Errorf("%v does not fit %v (whole numbers from %v to %v)", f, d, lo, hi)
 	}
 	return nil
 }
 
-func isFloat(d runtime.DType) bool {
-	return d == runtime.Float16 || d == runtime.BFloat16 || d == runtime.Float32 || d == runtime.Float64
-}
-
-// intRange is the range of an integer dtype, as float64s.
-func intRange(d runtime.DType) (lo, hi float64) {
-	bits := 8 * d.Size()
-	switch d {
-	case runtime.Int8, runtime.Int16, runtime.Int32, runtime.Int64:
-		return -math.Ldexp(1, bits-1), math.Ldexp(1, bits-1) - 1
-	}
-	return 0, math.Ldexp(1, bits) - 1
-}
-
 // volumes checks that keys read from one kind of source, that zarr keys
 // share their spatial rank, and that crops is there exactly when they are.
-func (p *parser) volumes(m *yaml.Node, vals map[string]*yaml.Node) error {
+func (p *parser) volumes(vals map[string]*yaml.Node) error {
 	var first *Key
 	for i := range p.ds.Keys {
 		k := &p.ds.Keys[i]
@@ -198,25 +181,24 @@ func (p *parser) volumes(m *yaml.Node, vals map[string]*yaml.Node) error {
 			first = k
 			continue
 		}
-		kn := p.keyNodes[k.Name]
 		switch {
 		case (k.Zarr != "") != (first.Zarr != ""):
-			return p.errorf(kn, "", "key %s reads %s but key %s reads %s; all keys of a dataset use the same kind of source",
+			return p.errorAt(k.Pos, "", "key %s reads %s but key %s reads %s; all keys of a dataset use the same kind of source",
 				quote(k.Name), sourceKind(*k), quote(first.Name), sourceKind(*first))
 		case k.Zarr != "" && len(k.Shape) != len(first.Shape):
-			return p.errorf(kn, "", "key %s has %d spatial axes but key %s has %d; the keys of a volume share their axes",
+			return p.errorAt(k.Pos, "", "key %s has %d spatial axes but key %s has %d; the keys of a volume share their axes",
 				quote(k.Name), len(k.Shape), quote(first.Name), len(first.Shape))
 		}
 	}
 	for _, k := range p.ds.Keys {
-		if k.Zarr != "" && k.GoName == volumeWeight {
-			return p.errorf(p.keyNodes[k.Name], "", "key %s has Go name %s, which the generated Volume struct's own %s field takes", quote(k.Name), volumeWeight, volumeWeight)
+		if k.Zarr != "" && k.GoName == VolumeWeight {
+			return p.errorAt(k.Pos, "", "key %s has Go name %s, which the generated Volume struct's own %s field takes", quote(k.Name), VolumeWeight, VolumeWeight)
 		}
 	}
 	cn, hasCrops := vals["crops"]
 	switch {
 	case first != nil && first.Zarr != "" && !hasCrops:
-		return p.errorf(p.keyNodes[first.Name], "", "zarr keys need a crops: section (at least per_epoch) saying how samples are cut from the volumes")
+		return p.errorAt(first.Pos, "", "zarr keys need a crops: section (at least per_epoch) saying how samples are cut from the volumes")
 	case hasCrops && (first == nil || first.Zarr == ""):
 		return p.errorf(cn, "crops", "applies to zarr keys only (no key has zarr:)")
 	case !hasCrops:
@@ -291,15 +273,11 @@ func (p *parser) foreground(n *yaml.Node) (*Foreground, error) {
 	if fg.Key, err = p.str(path+".key", kn); err != nil {
 		return nil, err
 	}
-	i, ok := p.keyAt[fg.Key]
-	switch {
-	case !ok:
-		names := make([]string, len(p.ds.Keys))
-		for j, k := range p.ds.Keys {
-			names[j] = k.Name
-		}
-		return nil, p.errorf(kn, path+".key", "unknown key %s%s", quote(fg.Key), hint(fg.Key, names))
-	case p.ds.Keys[i].Role != runtime.Target:
+	i, err := p.keyIndex(path+".key", kn, fg.Key)
+	if err != nil {
+		return nil, err
+	}
+	if p.ds.Keys[i].Role != runtime.Target {
 		return nil, p.errorf(kn, path+".key", "key %s is an input; crops are centred on a target's labelled voxels", quote(fg.Key))
 	}
 	fn, err := p.required(path, m, f, "fraction")

@@ -342,8 +342,8 @@ var peerVolumeSpec = volume.Spec{
 // PeerVolume is one dataset of Peer: the directory holding each key's zarr
 // hierarchy (one root for all keys is common) and its sampling weight.
 type PeerVolume struct {
-	Raw    string  // root of key "raw": raw
-	Labels string  // root of key "labels": labels/{class}
+	Raw    string  // root holding key "raw"'s array raw
+	Labels string  // root holding key "labels"'s array labels/{class}
 	Weight float64 // relative sampling weight; 0 means 1
 }
 

@@ -351,8 +351,8 @@ var cellsVolumeSpec = volume.Spec{
 // CellsVolume is one dataset of Cells: the directory holding each key's zarr
 // hierarchy (one root for all keys is common) and its sampling weight.
 type CellsVolume struct {
-	Raw    string  // root of key "raw": em/raw
-	Labels string  // root of key "labels": labels/{class}
+	Raw    string  // root holding key "raw"'s array em/raw
+	Labels string  // root holding key "labels"'s array labels/{class}
 	Weight float64 // relative sampling weight; 0 means 1
 }
 

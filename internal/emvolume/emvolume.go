@@ -6,7 +6,6 @@
 package emvolume
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -92,24 +91,24 @@ func (v Volume) raw() []byte {
 	return out
 }
 
-// labels returns class c's labels over crop: 1 where the raw voxel is
-// bright (>= 128) and its intensity falls in class c's band of [128, 256),
-// else 0.
+// labels returns class c's float32 labels over crop, as bytes: 1 where the
+// raw voxel is bright (>= 128) and its intensity falls in class c's band of
+// [128, 256), else 0.
 func (v Volume) labels(raw []byte, crop Crop, c int) []byte {
 	s, n := crop.Start, crop.Shape
-	out := make([]byte, 4*n[0]*n[1]*n[2])
+	out := make([]float32, n[0]*n[1]*n[2])
 	bands := len(v.AllClasses)
 	for z := range n[0] {
 		for y := range n[1] {
 			for x := range n[2] {
 				r := int(raw[((s[0]+z)*v.Shape[1]+s[1]+y)*v.Shape[2]+s[2]+x])
 				if r >= 128 && (r-128)*bands/128 == c {
-					binary.LittleEndian.PutUint32(out[4*((z*n[1]+y)*n[2]+x):], math.Float32bits(1))
+					out[(z*n[1]+y)*n[2]+x] = 1
 				}
 			}
 		}
 	}
-	return out
+	return runtime.Bytes(out)
 }
 
 // pyramid writes data (s0, of shape, starting at voxel start of the raw
@@ -139,29 +138,40 @@ func (v Volume) pyramid(dir string, d runtime.DType, data []byte, shape, start, 
 }
 
 // halve pools 2x2x2 voxels into one: the mean of uint8 raw, the maximum of
-// float32 labels. An odd last voxel is dropped.
+// float32 labels (data holds their bytes). An odd last voxel is dropped.
 func halve(d runtime.DType, data []byte, shape []int) ([]byte, []int) {
+	if d == runtime.Uint8 {
+		return pool(data, shape, func(v [8]uint8) uint8 {
+			var sum float64
+			for _, x := range v {
+				sum += float64(x)
+			}
+			return byte(math.Round(sum / 8))
+		})
+	}
+	res, out := pool(runtime.View[float32](data), shape, func(v [8]float32) float32 {
+		var peak float32
+		for _, x := range v {
+			peak = max(peak, x)
+		}
+		return peak
+	})
+	return runtime.Bytes(res), out
+}
+
+// pool returns the volume of half the shape whose every voxel is f of the
+// 2x2x2 voxels of data it covers, and that shape.
+func pool[T uint8 | float32](data []T, shape []int, f func([8]T) T) ([]T, []int) {
 	out := []int{shape[0] / 2, shape[1] / 2, shape[2] / 2}
-	size := d.Size()
-	res := make([]byte, size*out[0]*out[1]*out[2])
+	res := make([]T, out[0]*out[1]*out[2])
+	var v [8]T
 	for z := range out[0] {
 		for y := range out[1] {
 			for x := range out[2] {
-				var sum, peak float64
-				for i := range 8 {
-					at := ((2*z+i>>2)*shape[1]+2*y+i>>1&1)*shape[2] + 2*x + i&1
-					if d == runtime.Uint8 {
-						sum += float64(data[at])
-					} else {
-						peak = max(peak, float64(math.Float32frombits(binary.LittleEndian.Uint32(data[4*at:]))))
-					}
+				for i := range v {
+					v[i] = data[((2*z+i>>2)*shape[1]+2*y+i>>1&1)*shape[2]+2*x+i&1]
 				}
-				o := (z*out[1]+y)*out[2] + x
-				if d == runtime.Uint8 {
-					res[o] = byte(math.Round(sum / 8))
-				} else {
-					binary.LittleEndian.PutUint32(res[4*o:], math.Float32bits(float32(peak)))
-				}
+				res[(z*out[1]+y)*out[2]+x] = f(v)
 			}
 		}
 	}

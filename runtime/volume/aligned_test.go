@@ -2,11 +2,14 @@ package volume
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/loadergen/loadergen/internal/emvolume"
 	"github.com/loadergen/loadergen/runtime"
@@ -38,7 +41,7 @@ func cellSpec() Spec {
 	return Spec{
 		Keys: []Key{
 			{Name: "raw", Path: emvolume.RawPath, DType: runtime.Uint8, Shape: []int{8, 8, 8}, Scale: []float64{4, 4, 4}},
-			{Name: "labels", Path: emvolume.LabelPath + ClassPlaceholder, DType: runtime.Float32, Shape: []int{4, 4, 4}, Scale: []float64{8, 8, 8}, Fill: math.NaN(), ClassAxis: true},
+			{Name: "labels", Path: emvolume.LabelPath + runtime.ClassPlaceholder, DType: runtime.Float32, Shape: []int{4, 4, 4}, Scale: []float64{8, 8, 8}, Fill: math.NaN(), ClassAxis: true},
 		},
 		Classes:  []string{"mito", "er"},
 		PerEpoch: 50, Seed: 11,
@@ -197,6 +200,12 @@ func TestOpenRefuses(t *testing.T) {
 			}
 		})
 	}
+	for _, w := range []float64{-1, math.NaN(), math.Inf(1)} {
+		_, err := Open(cellSpec(), []Volume{{Roots: []string{root, root}, Weight: w}}, nil)
+		if want := fmt.Sprintf("volume 0 (%s): weight %v is not a number >= 0", root, w); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Open with weight %v: %v\nwant an error containing %q", w, err, want)
+		}
+	}
 }
 
 func TestLoadManifest(t *testing.T) {
@@ -213,8 +222,8 @@ func TestLoadManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Volume{{Roots: []string{filepath.Join(dir, "a.zarr"), filepath.Join(dir, "b.zarr")}, Weight: 2}, {Roots: []string{filepath.Join(dir, "c.zarr"), "/abs/c.zarr"}}}
-	if len(vols) != 2 || vols[0].Roots[0] != want[0].Roots[0] || vols[0].Roots[1] != want[0].Roots[1] || vols[0].Weight != 2 || vols[1].Roots[1] != "/abs/c.zarr" || vols[1].Weight != 0 {
-		t.Fatalf("LoadManifest = %+v, want %+v", vols, want)
+	if diff := cmp.Diff(want, vols); diff != "" {
+		t.Fatalf("LoadManifest (-want +got):\n%s", diff)
 	}
 	for _, bad := range []struct{ text, want string }{
 		{"", "empty; the first line names the columns: raw, labels, weight (optional)"},
@@ -224,6 +233,8 @@ func TestLoadManifest(t *testing.T) {
 		{"raw,labels\n", "no volumes, only the header"},
 		{"raw,labels\na,b\nc,\n", `m.csv:3: no root for key "labels"`},
 		{"raw,labels,weight\na,b,-1\n", `m.csv:2: weight "-1" is not a number >= 0`},
+		{"raw,labels,weight\na,b,nan\n", `m.csv:2: weight "nan" is not a number >= 0`},
+		{"raw,labels,weight\na,b,inf\n", `m.csv:2: weight "inf" is not a number >= 0 (a finite one; 0 means 1)`},
 		{"raw,labels\na,b,c\n", "wrong number of fields"},
 	} {
 		if _, err := LoadManifest(write(bad.text), cellSpec()); err == nil || !strings.Contains(err.Error(), bad.want) {

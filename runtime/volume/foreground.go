@@ -30,22 +30,19 @@ func (s *Source) labelled(v *vol, f int) ([]uint32, error) {
 			box[a] = (g.hi[a]-g.lo[a])*g.step[f][a] + 1
 		}
 	}
-	elems := 1
-	for _, n := range box {
-		elems *= n
-	}
 	size := key.DType.Size()
-	buf := make([]byte, elems*size)
+	bytes, _, ok := runtime.KeyBytes(key.DType, box, 1)
+	if !ok {
+		return nil, fmt.Errorf("foreground index of key %q: the byte size of a %v plane of %v overflows int64", key.Name, box, key.DType)
+	}
+	buf := make([]byte, bytes)
 	planes := int64(1)
 	for a := range outer {
 		planes *= int64(g.hi[a] - g.lo[a] + 1)
 	}
 	perPlane := g.count / planes
 	// Voxels outside the array (with pad) are not labelled.
-	lay := zarr.Layout{Strides: make([]int, rank), Outside: make([]byte, size)}
-	for a := range rank {
-		lay.Strides[a] = stride(box, a)
-	}
+	lay := zarr.Layout{Strides: cStrides(box), Outside: make([]byte, size)}
 	first := make([][]int, len(s.spec.Keys))
 	for k := range first {
 		first[k] = make([]int, rank)
@@ -86,15 +83,6 @@ func (s *Source) labelled(v *vol, f int) ([]uint32, error) {
 		}
 	}
 	return out, nil
-}
-
-// stride returns the C-order stride of axis a of shape.
-func stride(shape []int, a int) int {
-	s := 1
-	for _, n := range shape[a+1:] {
-		s *= n
-	}
-	return s
 }
 
 // labelledAt reports whether one element of dtype d is neither zero nor

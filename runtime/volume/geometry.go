@@ -28,14 +28,17 @@ type grid struct {
 	count      int64   // centres in all: the product of hi-lo+1
 }
 
-// relTol is how close two physical positions must be to count as equal.
+// relTol absorbs the rounding of the metadata's decimal voxel sizes and
+// offsets: two voxel sizes or offsets are equal within relTol of the
+// larger's magnitude (sameScale), and a ratio of voxel sizes or a position
+// in voxels is whole within relTol of an integer (near).
 const relTol = 1e-6
 
-// near reports whether x is within relTol of an integer, relative to
-// scale, and returns that integer.
-func near(x, scale float64) (int, bool) {
+// near reports whether x is within relTol of an integer, and returns that
+// integer.
+func near(x float64) (int, bool) {
 	r := math.Round(x)
-	return int(r), math.Abs(x-r) <= relTol*math.Max(1, scale)
+	return int(r), math.Abs(x-r) <= relTol
 }
 
 // newGrid computes the valid crop centres of a volume whose keys lie at
@@ -65,13 +68,13 @@ func newGrid(keys []Key, levels []level, pad bool) (*grid, error) {
 		lo, hi := math.MinInt, math.MaxInt
 		for k, key := range keys {
 			v := levels[k].scale[a]
-			step, ok := near(vc/v, 1)
+			step, ok := near(vc / v)
 			if !ok {
 				return nil, fmt.Errorf("along %s the voxel size of key %q (%g) does not divide that of key %q (%g): keys at different resolutions need nested voxel grids",
 					axes[a], key.Name, v, keys[coarse].Name, vc)
 			}
 			// Key k's box starts at voxel (centre - its centre at origin 0)/v.
-			b, ok := near((centre0-boxCentre(levels[k], key, a, 0))/v, 1)
+			b, ok := near((centre0 - boxCentre(levels[k], key, a, 0)) / v)
 			if !ok {
 				return nil, fmt.Errorf("along %s, with key %q's box at its voxel 0 (centre %g), key %q's box would start at voxel %g of its grid (voxel size %g, offset %g): the keys' boxes cannot share a centre on whole voxels",
 					axes[a], keys[coarse].Name, centre0, key.Name, (centre0-boxCentre(levels[k], key, a, 0))/v, v, levels[k].translation[a])
@@ -133,8 +136,8 @@ func (g *grid) tooSmall(keys []Key, levels []level, a int, pad bool) error {
 	return fmt.Errorf("too small for a crop along %s (%s); set crops.pad to pad crops past the edges", axis, strings.Join(sizes, "; "))
 }
 
-// origin writes key k's box origins for centre index c (a position in the
-// grid's C-order enumeration of valid centres).
+// origins writes every key's box origin (out[k] for key k) for centre
+// index c (a position in the grid's C-order enumeration of valid centres).
 func (g *grid) origins(c int64, out [][]int) {
 	for a := len(g.lo) - 1; a >= 0; a-- {
 		n := int64(g.hi[a] - g.lo[a] + 1)

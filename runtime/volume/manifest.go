@@ -82,8 +82,8 @@ func LoadManifest(file string, spec Spec) ([]Volume, error) {
 		}
 		if weight >= 0 {
 			if w := strings.TrimSpace(rec[weight]); w != "" {
-				if v.Weight, err = strconv.ParseFloat(w, 64); err != nil || v.Weight < 0 || v.Weight != v.Weight {
-					return nil, fmt.Errorf("%s:%d: weight %q is not a number >= 0", file, line, w)
+				if v.Weight, err = strconv.ParseFloat(w, 64); err != nil || checkWeight(v.Weight) != nil {
+					return nil, fmt.Errorf("%s:%d: weight %q %w", file, line, w, errWeight)
 				}
 			}
 		}

@@ -11,18 +11,17 @@ import (
 // state is one Read's scratch: the crop it draws and each key's layout.
 type state struct {
 	crop    runtime.Crop
-	src     []int  // output axis j shows input axis src[j]
-	flip    []bool // ... reversed when flip[j]
-	strides [][]int
-	out     []int  // a sample's C-order strides
-	prev    []int  // permute's copy of src
-	prevF   []bool // and of flip
+	src     []int   // output axis j shows input axis src[j]
+	flip    []bool  // ... reversed when flip[j]
+	strides [][]int // per key, the strides of its layout
+	prev    []int   // orientation's copy of src
+	prevF   []bool  // and of flip
 }
 
 func (s *Source) newState() *state {
 	rank := len(s.spec.Keys[0].Shape)
 	st := &state{crop: s.newCrop(), src: make([]int, rank), flip: make([]bool, rank), strides: make([][]int, len(s.spec.Keys)),
-		out: make([]int, rank), prev: make([]int, rank), prevF: make([]bool, rank)}
+		prev: make([]int, rank), prevF: make([]bool, rank)}
 	for k := range st.strides {
 		st.strides[k] = make([]int, rank)
 	}
@@ -56,22 +55,7 @@ func (s *Source) Read(r *rand.Rand, dst ...[]byte) error {
 	st := s.states.Get().(*state)
 	defer s.states.Put(st)
 	s.draw(r, &st.crop)
-	return s.read(st, dst)
-}
-
-// ReadCrop reads crop c (from Crop, or made by hand with the same shape)
-// into dst as Read would.
-func (s *Source) ReadCrop(c runtime.Crop, dst ...[]byte) error {
-	if c.Volume < 0 || c.Volume >= len(s.vols) {
-		return fmt.Errorf("crop of volume %d: the source has %d", c.Volume, len(s.vols))
-	}
-	st := s.states.Get().(*state)
-	defer s.states.Put(st)
-	saved := st.crop
-	st.crop = c
-	err := s.read(st, dst)
-	st.crop = saved
-	return err
+	return s.read(&st.crop, st, dst)
 }
 
 // draw picks a crop's volume, centre and augmentation from r, in a fixed
@@ -107,29 +91,25 @@ func (s *Source) draw(r *rand.Rand, c *runtime.Crop) {
 	}
 }
 
-// read reads every key's box of st.crop into dst.
-func (s *Source) read(st *state, dst [][]byte) error {
-	c := &st.crop
+// read reads every key's box of crop c into dst, with st as scratch.
+func (s *Source) read(c *runtime.Crop, st *state, dst [][]byte) error {
 	if len(dst) != len(s.spec.Keys) {
 		return fmt.Errorf("%d buffers for %d keys", len(dst), len(s.spec.Keys))
 	}
 	s.orientation(c, st)
 	v := s.vols[c.Volume]
 	for k, key := range s.spec.Keys {
-		start, elems := s.layout(k, st), 1
-		for _, n := range key.Shape {
-			elems *= n
-		}
-		if want := len(v.arrays[k]) * elems * key.DType.Size(); len(dst[k]) != want {
+		start, kl := s.layout(k, st), s.keys[k]
+		if want := len(v.arrays[k]) * kl.bytes; len(dst[k]) != want {
 			return fmt.Errorf("key %q: a buffer of %d bytes for a sample of %d", key.Name, len(dst[k]), want)
 		}
 		for ci, a := range v.arrays[k] {
-			buf := dst[k][ci*elems*key.DType.Size() : (ci+1)*elems*key.DType.Size()]
+			buf := dst[k][ci*kl.bytes : (ci+1)*kl.bytes]
 			if a == nil { // a class this volume lacks
-				repeat(buf, s.fills[k])
+				repeat(buf, kl.fill)
 				continue
 			}
-			l := zarr.Layout{Start: start, Strides: st.strides[k], Outside: s.fills[k]}
+			l := zarr.Layout{Start: start, Strides: st.strides[k], Outside: kl.fill}
 			if err := a.ReadLayout(buf, c.Origin[k], key.Shape, l); err != nil {
 				return &runtime.KeyError{Key: key.Name, Err: fmt.Errorf("volume %d (%s): %w", c.Volume, v.roots[k], err)}
 			}
@@ -176,13 +156,7 @@ func (s *Source) orientation(c *runtime.Crop, st *state) {
 // orientation) into the sample (in the crop's), from st.src and st.flip,
 // and returns the element the box's first corner goes to.
 func (s *Source) layout(k int, st *state) int {
-	shape := s.spec.Keys[k].Shape
-	out := st.out
-	n := 1
-	for j := len(shape) - 1; j >= 0; j-- {
-		out[j] = n
-		n *= shape[j]
-	}
+	shape, out := s.spec.Keys[k].Shape, s.keys[k].strides
 	start := 0
 	for j, a := range st.src {
 		if st.flip[j] {
@@ -193,6 +167,16 @@ func (s *Source) layout(k int, st *state) int {
 		}
 	}
 	return start
+}
+
+// cStrides returns the C-order strides of shape, in elements.
+func cStrides(shape []int) []int {
+	out, n := make([]int, len(shape)), 1
+	for j := len(shape) - 1; j >= 0; j-- {
+		out[j] = n
+		n *= shape[j]
+	}
+	return out
 }
 
 // repeat fills b with copies of value.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -21,14 +22,11 @@ import (
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
-// ClassPlaceholder in a key's path stands for each class name.
-const ClassPlaceholder = "{class}"
-
 // Spec is what a schema says of its volumes; generated code holds it as a
 // literal.
 type Spec struct {
 	Keys       []Key
-	Classes    []string // the class names {class} expands to
+	Classes    []string // the class names runtime.ClassPlaceholder expands to
 	PerEpoch   int      // samples in an epoch
 	Pad        bool     // crops may reach past an array's edge
 	Foreground *Foreground
@@ -41,7 +39,7 @@ type Spec struct {
 // Key is one key of a volume source.
 type Key struct {
 	Name      string
-	Path      string // relative to a volume's root; may hold {class}
+	Path      string // relative to a volume's root; may hold runtime.ClassPlaceholder
 	DType     runtime.DType
 	Shape     []int     // the crop's spatial shape, in voxels of the key's level
 	Scale     []float64 // the voxel size that picks a multiscale level; nil for a plain array at its own (1 per voxel)
@@ -63,19 +61,40 @@ type Volume struct {
 	Weight float64
 }
 
+// errWeight is checkWeight's complaint; it follows the weight as the
+// caller shows it.
+var errWeight = errors.New("is not a number >= 0 (a finite one; 0 means 1)")
+
+// checkWeight checks a volume's sampling weight: a finite number >= 0,
+// where 0 means 1.
+func checkWeight(w float64) error {
+	if w >= 0 && !math.IsInf(w, 1) { // NaN fails w >= 0
+		return nil
+	}
+	return errWeight
+}
+
 // Source reads crops of a set of volumes. Read and Crop are safe for
 // concurrent use.
 type Source struct {
-	spec  Spec
-	vols  []*vol
-	fills [][]byte // each key's fill value, one element
-	cum   []float64
+	spec Spec
+	keys []keyLayout // per key, in spec order
+	vols []*vol
+	cum  []float64
 	// fgCum weighs the volumes by their labelled centres; nil when there is
 	// no foreground, or no labelled voxel at all.
 	fgCum []float64
 	// states holds the scratch of Read: the crop and the layouts. Pool
 	// Get and Put do not allocate in steady state.
 	states sync.Pool
+}
+
+// keyLayout is what reading a key's box needs that depends on the spec
+// alone.
+type keyLayout struct {
+	fill    []byte // the key's fill value, one element
+	strides []int  // the C-order strides of the key's box (Shape), in elements
+	bytes   int    // the box's size in bytes: one class's, for a class axis
 }
 
 // vol is an opened volume.
@@ -91,14 +110,19 @@ type vol struct {
 // exists (a missing class is filled), holds the key's dtype, has the level
 // the key's scale names, and lies so that the keys' boxes can share a
 // centre on each key's voxel grid; a volume must hold a whole crop unless
-// spec.Pad. It logs on log one line saying what it opened.
+// spec.Pad. Unless log is nil, it logs there what it opened (an Info line),
+// and a Warn when no volume has a labelled voxel for foreground crops.
 func Open(spec Spec, vols []Volume, log *slog.Logger) (*Source, error) {
 	if len(vols) == 0 {
 		return nil, errors.New("no volumes")
 	}
-	s := &Source{spec: spec, fills: make([][]byte, len(spec.Keys))}
+	s := &Source{spec: spec, keys: make([]keyLayout, len(spec.Keys))}
 	for k, key := range spec.Keys {
-		s.fills[k] = zarr.FillValue(key.DType, key.Fill)
+		bytes, _, ok := runtime.KeyBytes(key.DType, key.Shape, 1)
+		if !ok {
+			return nil, fmt.Errorf("key %q: the byte size of a %v box of %v overflows int64", key.Name, key.Shape, key.DType)
+		}
+		s.keys[k] = keyLayout{fill: zarr.FillValue(key.DType, key.Fill), strides: cStrides(key.Shape), bytes: int(bytes)}
 	}
 	stores := map[string]*zarr.Store{}
 	missing := map[string]int{} // "key/class" -> volumes without it
@@ -131,8 +155,8 @@ func (s *Source) openVolume(v Volume, stores map[string]*zarr.Store, missing map
 	if len(v.Roots) != len(keys) {
 		return nil, fmt.Errorf("%d roots for %d keys", len(v.Roots), len(keys))
 	}
-	if v.Weight < 0 || math.IsNaN(v.Weight) || math.IsInf(v.Weight, 0) {
-		return nil, fmt.Errorf("weight %v (want a finite number >= 0; 0 means 1)", v.Weight)
+	if err := checkWeight(v.Weight); err != nil {
+		return nil, fmt.Errorf("weight %v %w", v.Weight, err)
 	}
 	ov := &vol{roots: v.Roots, arrays: make([][]*zarr.Array, len(keys)), weight: v.Weight}
 	if ov.weight == 0 {
@@ -155,7 +179,7 @@ func (s *Source) openVolume(v Volume, stores map[string]*zarr.Store, missing map
 		ov.arrays[k] = make([]*zarr.Array, len(classes))
 		found := -1
 		for c, class := range classes {
-			path := strings.ReplaceAll(key.Path, ClassPlaceholder, class)
+			path := strings.ReplaceAll(key.Path, runtime.ClassPlaceholder, class)
 			a, lvl, err := openLevel(store, path, key)
 			if errors.Is(err, fs.ErrNotExist) && key.ClassAxis {
 				missing[key.Name+"/"+class]++
@@ -274,15 +298,8 @@ func (s *Source) logOpened(log *slog.Logger, missing map[string]int) {
 	}
 	attrs := []any{"volumes", len(s.vols), "crop_centres", centres, "per_epoch", s.spec.PerEpoch}
 	if len(missing) > 0 {
-		names := slices.Sorted(func(yield func(string) bool) {
-			for k := range missing {
-				if !yield(k) {
-					return
-				}
-			}
-		})
 		var parts []string
-		for _, n := range names {
+		for _, n := range slices.Sorted(maps.Keys(missing)) {
 			parts = append(parts, fmt.Sprintf("%s in %d", n, missing[n]))
 		}
 		attrs = append(attrs, "missing_classes_filled", strings.Join(parts, ", "))
@@ -303,12 +320,9 @@ func (s *Source) Len() int { return s.spec.PerEpoch }
 // chunks stay in the shared cache until evicted.
 func (s *Source) Close() error { return nil }
 
-// pick returns the index of the first cumulative weight above u·total.
+// pick returns the index of the first cumulative weight above u·total
+// (the last one should rounding put u·total at the total).
 func pick(cum []float64, u float64) int {
 	x := u * cum[len(cum)-1]
-	i := sort.SearchFloat64s(cum, x)
-	for i < len(cum)-1 && cum[i] <= x {
-		i++
-	}
-	return i
+	return min(sort.Search(len(cum), func(i int) bool { return cum[i] > x }), len(cum)-1)
 }

@@ -48,7 +48,7 @@ func (n *numpyCheck) add(what, npy string, s *Source, c runtime.Crop, k, class i
 	if a := v.arrays[k][class]; a != nil {
 		root, path = v.roots[k], key.Path
 		if key.ClassAxis {
-			path = strings.ReplaceAll(key.Path, ClassPlaceholder, s.spec.Classes[class])
+			path = strings.ReplaceAll(key.Path, runtime.ClassPlaceholder, s.spec.Classes[class])
 		}
 		if lv := levelPath(s, c.Volume, k, class); lv != "" {
 			path = lv
@@ -58,14 +58,10 @@ func (n *numpyCheck) add(what, npy string, s *Source, c runtime.Crop, k, class i
 	if math.IsNaN(key.Fill) {
 		fill = "nan"
 	}
-	var rotAxes []int
-	if s.spec.Rot90 != nil {
-		rotAxes = s.spec.Rot90
-	}
 	n.cases = append(n.cases, map[string]any{
 		"what": what, "root": root, "path": path, "dtype": key.DType.String(),
 		"origin": c.Origin[k], "shape": key.Shape, "fill": fill,
-		"mirror": c.Mirror, "transpose": c.Transpose, "rot90": c.Rot90, "rot90_axes": rotAxes,
+		"mirror": c.Mirror, "transpose": c.Transpose, "rot90": c.Rot90, "rot90_axes": s.spec.Rot90,
 		"file": n.data.Name(), "offset": n.off, "npy": npy,
 	})
 	if _, err := n.data.Write(got); err != nil {
@@ -108,12 +104,6 @@ func (n *numpyCheck) run() {
 	t.Logf("numpy: %s", bytes.TrimSpace(out))
 }
 
-// fixtureCase is an entry of testdata/zarr/cases.json.
-type fixtureCase struct {
-	Name, Path, DType, Array, Error string
-	Multiscale                      []any
-}
-
 // sampleBufs returns one buffer per key of s for a whole sample.
 func sampleBufs(s *Source) [][]byte {
 	out := make([][]byte, len(s.spec.Keys))
@@ -130,8 +120,15 @@ func sampleBufs(s *Source) [][]byte {
 	return out
 }
 
+// readCrop reads crop c into dst as Read reads the crop it draws.
+func readCrop(s *Source, c runtime.Crop, dst [][]byte) error {
+	st := s.states.Get().(*state)
+	defer s.states.Put(st)
+	return s.read(&c, st, dst)
+}
+
 // readBoth reads sample (epoch, index) as the loader does (Read with the
-// sample's Rand) and through ReadCrop(Crop(epoch, index)), checks they
+// sample's Rand) and through readCrop(Crop(epoch, index)), checks they
 // agree, and returns the crop and its bytes.
 func readBoth(t *testing.T, s *Source, epoch, index int) (runtime.Crop, [][]byte) {
 	t.Helper()
@@ -143,12 +140,12 @@ func readBoth(t *testing.T, s *Source, epoch, index int) (runtime.Crop, [][]byte
 	}
 	c := s.Crop(epoch, index)
 	viaCrop := sampleBufs(s)
-	if err := s.ReadCrop(c, viaCrop...); err != nil {
+	if err := readCrop(s, c, viaCrop); err != nil {
 		t.Fatal(err)
 	}
 	for k := range viaRead {
 		if !bytes.Equal(viaRead[k], viaCrop[k]) {
-			t.Fatalf("sample %d of epoch %d: Read and ReadCrop(Crop(...)) differ for key %d", index, epoch, k)
+			t.Fatalf("sample %d of epoch %d: Read and readCrop(Crop(...)) differ for key %d", index, epoch, k)
 		}
 	}
 	return c, viaRead
@@ -190,14 +187,7 @@ func (a *augmentations) check(t *testing.T, rank int) {
 // every 3-d fixture array (every codec, order, separator and fill case),
 // and has numpy cut and augment the same boxes.
 func TestCropsMatchNumpy(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(fixtures, "cases.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cases []fixtureCase
-	if err := json.Unmarshal(b, &cases); err != nil {
-		t.Fatal(err)
-	}
+	cases := pyzarr.Cases(t, fixtures)
 	check := newNumpyCheck(t)
 	var seen augmentations
 	tested := 0

@@ -123,10 +123,26 @@ func open(dir string) (*peer.PeerVolumes, error) {
 	return peer.OpenPeerVolumes([]peer.PeerVolume{{Raw: dir, Labels: dir}})
 }
 
+// plan returns the generated loader's plan over src: dataset.yaml's seed
+// and keys' shapes, which the loader reads crops with.
+func plan(src *peer.PeerVolumes) (runtime.Plan, error) {
+	l, err := peer.NewPeerLoader(src, runtime.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return runtime.Plan{}, err
+	}
+	defer l.Close()
+	return l.Plan(), nil
+}
+
 // crops writes the epoch's crops (as runtime.Crop JSON, by index) and the
-// bytes the loader's source reads for the first k of them.
+// bytes the loader's source reads for the first k of them, seeded as the
+// loader seeds them.
 func crops(dir, jsonFile, binFile string, k int) error {
 	src, err := open(dir)
+	if err != nil {
+		return err
+	}
+	p, err := plan(src)
 	if err != nil {
 		return err
 	}
@@ -143,9 +159,9 @@ func crops(dir, jsonFile, binFile string, k int) error {
 	}
 	var out []byte
 	for i := range min(k, src.Len()) {
-		s := peer.PeerSample{Index: i, Epoch: 0, Raw: make([]uint8, 64*64*64), Labels: make([]uint8, 2*64*64*64)}
+		s := peer.PeerSample{Index: i, Epoch: 0, Raw: make([]uint8, p.Keys[0].SampleElems()), Labels: make([]uint8, p.Keys[1].SampleElems())}
 		var pcg rand.PCG
-		runtime.SeedSample(&pcg, runtime.EpochSeed(1, 0), i)
+		runtime.SeedSample(&pcg, runtime.EpochSeed(p.Loader.Seed, 0), i)
 		s.Rand = rand.New(&pcg)
 		if err := src.Read(&s); err != nil {
 			return err
@@ -183,10 +199,15 @@ func epoch(dir string) error {
 // fresh arrays on GOMAXPROCS goroutines, and prints crops per second: the
 // box-read ceiling of the loader's epoch.
 func boxes(dir string) error {
-	src, err := open(dir) // for the crops only: its arrays are not used
+	src, err := open(dir) // for the crops and the plan only: its arrays are not used
 	if err != nil {
 		return err
 	}
+	p, err := plan(src)
+	if err != nil {
+		return err
+	}
+	box := p.Keys[0].Shape // raw's, and each class's of labels
 	list := make([]runtime.Crop, src.Len())
 	for i := range list {
 		list[i] = src.Crop(0, i)
@@ -211,10 +232,10 @@ func boxes(dir string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 64*64*64)
+			buf := make([]byte, p.Keys[0].SampleBytes)
 			for i := w; i < len(list) && errs[w] == nil; i += g {
 				for k, a := range arrays {
-					if errs[w] = a.Read(buf, list[i].Origin[min(k, 1)], []int{64, 64, 64}); errs[w] != nil {
+					if errs[w] = a.Read(buf, list[i].Origin[min(k, 1)], box); errs[w] != nil {
 						return
 					}
 				}
