@@ -9,12 +9,14 @@ build:
 
 # The fuzz targets of make test (short runs) and make fuzz, as "package target".
 FUZZ_TARGETS = ./schema:FuzzParse ./gen:FuzzGenerate ./runtime/zarr/blosc:FuzzDecode \
-	./runtime/zarr:FuzzV2Metadata ./runtime/zarr:FuzzV3Metadata ./runtime/zarr:FuzzMultiscale
+	./runtime/zarr/blosc:FuzzEncode ./runtime/zarr:FuzzV2Metadata ./runtime/zarr:FuzzV3Metadata \
+	./runtime/zarr:FuzzMultiscale
 
-## test: format, vet, race-enabled tests (goldens included), stale-output check, short fuzz runs, the GoMLX modules, and the cuda-tagged tests on the emulated driver
+## test: format, vet, race-enabled tests (goldens included), the zarr reader's portable (purego) build, stale-output check, short fuzz runs, the GoMLX modules, and the cuda-tagged tests on the emulated driver
 test: fmt-check gomlx-test
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+	$(GO) test -tags purego -count=1 ./runtime/zarr/...
 	$(GO) run ./cmd/loadergen check examples/cellmap/dataset.yaml
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	$(MAKE) --no-print-directory cuda-emu-test
@@ -32,10 +34,10 @@ demo:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./golden/large ./golden/tiny ./golden/rows ./examples/cellmap
 	$(GO) test -run '^$$' -bench Generate -count 5 ./gen
-	$(GO) test -run '^$$' -bench BoxRead -benchmem -count 5 ./runtime/zarr | tee .bench-zarr.txt
+	$(GO) test -run '^$$' -bench 'BoxRead|CopyBox' -benchmem -count 5 ./runtime/zarr | tee .bench-zarr.txt
 	.ci/bench-ratios <.bench-zarr.txt
 
-## peer: the volume loader against PyTorch's DataLoader over zarr-python on the same crops (needs Debian's python3-zarr and python3-torch; minutes)
+## peer: the volume loader against PyTorch's DataLoader over zarr-python on the same crops (needs Debian's python3-zarr and python3-torch; about a minute)
 peer:
 	examples/peer/run.sh
 
@@ -68,16 +70,24 @@ zarr-fixtures: zarr-python
 	@command -v zstd >/dev/null || { echo "zarr-fixtures needs the zstd command: sudo apt-get install zstd"; exit 1; }
 	/usr/bin/python3 testdata/zarr/make_fixtures.py
 
+# CUDA_INCLUDE prints the directory of the cuda.h the cuda build and the
+# emulator compile against: $CUDA_HOME/include, /usr/local/cuda/include, or
+# Debian's CUDA 11.8 header, fetched into loadergen's cache when neither
+# has one below CUDA 13 (loadergen cuda-env).
+CUDA_INCLUDE = $(GO) run ./cmd/loadergen cuda-env -include
+
 ## cuda-headers: a cuda.h that gorgonia.org/cu builds against (Debian's CUDA 11.8, fetched into a cache outside the repo when there is none)
 cuda-headers:
-	@$(GO) run ./cmd/loadergen cuda-env -include
+	@$(CUDA_INCLUDE)
 
-# CUDA_ENV points cgo at the cached 11.8 headers and at the driver stub
+# CUDA_ENV points cgo at that cuda.h and at the driver stub
 # (.cuda/stub/libcuda.a, internal/cudastub): the cuda binaries load the
-# driver at run time, so they start on machines without one. A machine with
-# its own CUDA <= 12.x toolkit can instead run: make CUDA_ENV= cuda-build
-# (its binaries then need libcuda.so.1 to start).
-CUDA_ENV ?= inc=$$($(GO) run ./cmd/loadergen cuda-env -include) && export CGO_CFLAGS="-I$$inc" CGO_LDFLAGS="-L$(CURDIR)/.cuda/stub -ldl" &&
+# driver at run time, so they start on machines without one. The stub is
+# required, as the runtime calls functions only it defines; a machine with
+# its own CUDA 11.x or 12.x toolkit provides only the header (set CUDA_HOME
+# when it is not in /usr/local/cuda). A target that uses CUDA_ENV depends
+# on cudastub.
+CUDA_ENV = inc=$$($(CUDA_INCLUDE)) && export CGO_CFLAGS="-I$$inc" CGO_LDFLAGS="-L$(CURDIR)/.cuda/stub -ldl" &&
 # The packages with cuda-tagged tests; each links to .cuda/bin/PATH.test with
 # PATH's slashes as underscores (golden/small -> golden_small.test), and its
 # -race build to .cuda/race/. Both directories get a file packages, read by
@@ -124,7 +134,7 @@ cuda-emu-bench: cuda-build cudaemu
 	$(EMU_BENCH) -test.count 5
 
 ## cuda-mutations: remove ordering steps from the CUDA backend one at a time; the tests on the emulated driver must catch each
-cuda-mutations: cudaemu
+cuda-mutations: cudastub cudaemu
 	@$(CUDA_ENV) GO="$(GO)" .ci/cuda-mutations
 
 ## cuda-test: run the cuda-tagged tests against the real driver (needs an NVIDIA GPU)

@@ -30,9 +30,10 @@ func newBackend(device string, localRank int, p Plan, slots int, require bool, l
 	if err != nil || !cuda {
 		return cpuBackend{}, err
 	}
-	if err := CUDAUsable(); err != nil {
+	n, err := cudaDevices()
+	if err != nil {
 		if require {
-			return nil, fmt.Errorf("%s: the GPU is required (%s) but cannot be used: %w", device, requireHow, err)
+			return nil, errGPURequired(device, err)
 		}
 		cudaFallback.Do(func() {
 			log.Warn("loadergen: CUDA cannot be used, running on CPU: "+err.Error(), "device", device)
@@ -40,10 +41,6 @@ func newBackend(device string, localRank int, p Plan, slots int, require bool, l
 		return cpuBackend{}, nil
 	}
 	if ordinal < 0 {
-		n, err := cu.NumDevices()
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%s: no CUDA device (%v)", device, err)
-		}
 		ordinal = localRank % n
 	}
 	c := &cudaBackend{plan: p, ordinal: ordinal, stats: stats, trace: trace, reqs: make(chan cudaReq), resp: make(chan error)}

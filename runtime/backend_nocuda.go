@@ -4,7 +4,6 @@ package runtime
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 )
@@ -24,7 +23,7 @@ var errNoCUDABuild = errors.New("this build has no CUDA backend (build with -tag
 func newBackend(device string, _ int, _ Plan, _ int, require bool, log *slog.Logger, _ *counters, _ *tracer) (backend, error) {
 	if _, cuda, _ := ParseDevice(device); cuda {
 		if require {
-			return nil, fmt.Errorf("%s: the GPU is required (%s) but cannot be used: %w", device, requireHow, errNoCUDABuild)
+			return nil, errGPURequired(device, errNoCUDABuild)
 		}
 		noCUDA.Do(func() {
 			log.Warn("loadergen: CUDA backend not compiled in (build with -tags cuda); running on CPU", "device", device)

@@ -3,12 +3,15 @@
 package runtime
 
 import (
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 )
 
 // TestNoCUDABuild: a build without -tags cuda runs a CUDA plan on the CPU
-// with one warning, and refuses to start it when the GPU is required.
+// with one warning per process, and refuses to start it when the GPU is
+// required.
 func TestNoCUDABuild(t *testing.T) {
 	if err := CUDAUsable(); err != errNoCUDABuild {
 		t.Errorf("CUDAUsable() = %v, want %v", err, errNoCUDABuild)
@@ -20,8 +23,16 @@ func TestNoCUDABuild(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("RequireGPU: NewEngine error %v\nwant one containing %s", err, want)
 	}
-	e := newTestEngine(t, p, 8, Options{}, nil)
-	if got := collect(t, e, 0, 0); len(got) != 2 {
-		t.Errorf("without RequireGPU the CPU ran %d batches, want 2", len(got))
+	noCUDA = sync.Once{} // as if no loader of this process had asked for CUDA yet
+	var log strings.Builder
+	o := Options{Logger: slog.New(slog.NewTextHandler(&log, nil))}
+	for range 2 {
+		e := newTestEngine(t, p, 8, o, nil)
+		if got := collect(t, e, 0, 0); len(got) != 2 {
+			t.Errorf("without RequireGPU the CPU ran %d batches, want 2", len(got))
+		}
+	}
+	if n := strings.Count(log.String(), "level=WARN msg=\"loadergen: CUDA backend not compiled in (build with -tags cuda); running on CPU\" device=cuda:0"); n != 1 {
+		t.Errorf("two loaders logged the warning %d times, want once:\n%s", n, log.String())
 	}
 }

@@ -7,6 +7,7 @@ package runtime
 
 /*
 #include <stdlib.h>
+#include <cuda.h>
 int loadergen_cuda_state(int *code, const char **detail);
 int loadergen_cuda_has(const char *name);
 */
@@ -15,6 +16,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -34,51 +36,59 @@ var backendCalls = []string{
 
 // initErrors names the cuInit results a machine without a usable GPU gives.
 var initErrors = map[int]string{
-	3:   "CUDA_ERROR_NOT_INITIALIZED",
-	35:  "CUDA_ERROR_INSUFFICIENT_DRIVER",
-	100: "CUDA_ERROR_NO_DEVICE",
-	101: "CUDA_ERROR_INVALID_DEVICE",
-	304: "CUDA_ERROR_OPERATING_SYSTEM",
-	803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
-	804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
-	999: "CUDA_ERROR_UNKNOWN",
+	C.CUDA_ERROR_NOT_INITIALIZED:                "CUDA_ERROR_NOT_INITIALIZED",
+	C.CUDA_ERROR_NO_DEVICE:                      "CUDA_ERROR_NO_DEVICE",
+	C.CUDA_ERROR_INVALID_DEVICE:                 "CUDA_ERROR_INVALID_DEVICE",
+	C.CUDA_ERROR_OPERATING_SYSTEM:               "CUDA_ERROR_OPERATING_SYSTEM",
+	C.CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:         "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+	C.CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+	C.CUDA_ERROR_UNKNOWN:                        "CUDA_ERROR_UNKNOWN",
 }
 
 // CUDAUsable returns nil when this process can run the CUDA backend, and
 // otherwise says why not: no driver, a driver whose cuInit failed (with its
 // code), no device, or a driver too old for a call the backend needs.
 func CUDAUsable() error {
+	_, err := cudaDevices()
+	return err
+}
+
+// cudaDevices returns the number of CUDA devices, at least 1, or why this
+// process cannot run the CUDA backend (CUDAUsable). It asks the driver once:
+// what the driver found is fixed before main, when the stub loads it and
+// gorgonia.org/cu calls cuInit.
+var cudaDevices = sync.OnceValues(func() (int, error) {
 	var code C.int
 	var detail *C.char
 	switch C.loadergen_cuda_state(&code, &detail) {
 	case 1:
-		return fmt.Errorf("no CUDA driver: %s", C.GoString(detail))
+		return 0, fmt.Errorf("no CUDA driver: %s", C.GoString(detail))
 	case 2:
 		name := initErrors[int(code)]
 		if name == "" {
 			name = fmt.Sprintf("error %d", int(code))
 		}
-		if code == 100 {
-			return fmt.Errorf("no CUDA device (cuInit: %s)", name)
+		if code == C.CUDA_ERROR_NO_DEVICE {
+			return 0, fmt.Errorf("no CUDA device (cuInit: %s)", name)
 		}
-		return fmt.Errorf("the CUDA driver failed to initialize: cuInit returned %s (%d)", name, int(code))
+		return 0, fmt.Errorf("the CUDA driver failed to initialize: cuInit returned %s (%d)", name, int(code))
 	case 3:
-		return errors.New("the CUDA driver was not initialized")
+		return 0, errors.New("the CUDA driver was not initialized")
 	}
 	for _, name := range backendCalls {
 		cs := C.CString(name)
 		has := C.loadergen_cuda_has(cs) != 0
 		C.free(unsafe.Pointer(cs))
 		if !has {
-			return fmt.Errorf("the CUDA driver lacks %s, which the loader needs: it is too old, update the NVIDIA driver", name)
+			return 0, fmt.Errorf("the CUDA driver lacks %s, which the loader needs: it is too old, update the NVIDIA driver", name)
 		}
 	}
 	n, err := cu.NumDevices()
 	switch {
 	case err != nil:
-		return fmt.Errorf("count CUDA devices: %w", err)
+		return 0, fmt.Errorf("count CUDA devices: %w", err)
 	case n == 0:
-		return errors.New("no CUDA device")
+		return 0, errors.New("no CUDA device")
 	}
-	return nil
-}
+	return n, nil
+})

@@ -184,7 +184,7 @@ func NewEngine(p Plan, n int, o Options, fill FillFunc) (*Engine, error) {
 		e.workers.Wait()
 		close(e.stopped)
 	}()
-	for _, w := range p.generationEnv(os.Getenv) {
+	for _, w := range set.envWarns {
 		set.logger.Warn("loadergen: " + p.Name + " loader: " + w)
 	}
 	pl := set.place

@@ -53,17 +53,22 @@ type settings struct {
 	logger     *slog.Logger
 	logEpochs  bool
 	requireGPU bool
+	envWarns   []string // the plan's generationEnv warnings, logged at start
 }
 
 // RequireGPUEnv names the environment variable that sets
 // Options.RequireGPU for every loader of a process ("1" or "true").
 const RequireGPUEnv = "LOADERGEN_REQUIRE_GPU"
 
-// requireHow says what requires the GPU, for errors.
-const requireHow = "Options.RequireGPU or " + RequireGPUEnv
+// errGPURequired is the error of a loader whose CUDA device cannot be used,
+// for the reason why, when the caller requires the GPU.
+func errGPURequired(device string, why error) error {
+	return fmt.Errorf("%s: the GPU is required (Options.RequireGPU or %s) but cannot be used: %w", device, RequireGPUEnv, why)
+}
 
-// resolve applies o over the plan's defaults, reading the launcher's
-// environment through getenv.
+// resolve applies o over the plan's defaults, reading the environment
+// (RequireGPUEnv, the launcher's, and the stream variables that
+// generationEnv warns about) through getenv.
 func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 	s := settings{
 		device:    p.Device,
@@ -108,6 +113,7 @@ func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
+	s.envWarns = p.generationEnv(getenv)
 	return s, nil
 }
 

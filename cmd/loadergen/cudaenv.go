@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/loadergen/loadergen/internal/cudastub"
+	"github.com/loadergen/loadergen/internal/outfile"
 )
 
 // maxCUDAVersion bounds the cuda.h a cuda build accepts: gorgonia.org/cu
@@ -39,11 +40,7 @@ func cudaEnv(args []string, stdout, stderr io.Writer, getenv func(string) string
 		return nil
 	}
 	stub := filepath.Join(cacheRoot(getenv), "cudastub-"+goruntime.GOARCH)
-	cc := getenv("CC")
-	if cc == "" {
-		cc = "gcc"
-	}
-	if err := cudastub.Build(stub, goruntime.GOARCH, cc); err != nil {
+	if err := cudastub.Build(stub, goruntime.GOARCH, getenv("CC")); err != nil {
 		return fmt.Errorf("cuda-env: %w", err)
 	}
 	fmt.Fprintf(stdout, "export CGO_CFLAGS=%q\nexport CGO_LDFLAGS=%q\n", "-I"+include, "-L"+stub+" -ldl")
@@ -89,7 +86,7 @@ func cudaInclude(getenv func(string) string, stderr io.Writer) (string, error) {
 		return d, nil
 	}
 	fmt.Fprintf(stderr, "loadergen cuda-env: no cuda.h found; fetching Debian's CUDA 11.8 headers into %s\n", cache)
-	if err := fetchCUDAHeader(filepath.Dir(filepath.Dir(cache))); err != nil {
+	if err := fetchCUDAHeader(filepath.Join(cache, "cuda.h")); err != nil {
 		return "", fmt.Errorf("cuda-env: fetch Debian's CUDA 11.8 headers: %w", err)
 	}
 	return cache, nil
@@ -104,17 +101,18 @@ func cudaVersion(header string) (int, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "#define" && f[1] == "CUDA_VERSION" {
-			return strconv.Atoi(f[2])
+		if w := strings.Fields(sc.Text()); len(w) == 3 && w[0] == "#define" && w[1] == "CUDA_VERSION" {
+			return strconv.Atoi(w[2])
 		}
 	}
 	return 0, fmt.Errorf("%s defines no CUDA_VERSION", header)
 }
 
 // fetchCUDAHeader extracts usr/include/cuda.h of Debian bookworm's non-free
-// nvidia-cuda-dev (CUDA 11.8) into root. apt-get downloads the package
-// through a private sources list, from this machine's Debian archive.
-func fetchCUDAHeader(root string) error {
+// nvidia-cuda-dev (CUDA 11.8) to dst, written whole or not at all. apt-get
+// downloads the package through a private sources list, from this
+// machine's Debian archive.
+func fetchCUDAHeader(dst string) error {
 	uri, err := debianArchive()
 	if err != nil {
 		return err
@@ -153,7 +151,7 @@ func fetchCUDAHeader(root string) error {
 		cmd := exec.Command(s[0], s[1:]...)
 		cmd.Dir = work
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s: %v\n%s", strings.Join(s[:1], " "), err, out)
+			return fmt.Errorf("%s: %v\n%s", s[0], err, out)
 		}
 	}
 	debs, _ := filepath.Glob(filepath.Join(work, "nvidia-cuda-dev_*.deb"))
@@ -168,11 +166,11 @@ func fetchCUDAHeader(root string) error {
 	if err != nil {
 		return err
 	}
-	dst := filepath.Join(root, "usr", "include", "cuda.h")
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(dst, header, 0o644)
+	_, err = outfile.Write(dst, header)
+	return err
 }
 
 // debianArchive returns the URI of this machine's Debian archive (not its

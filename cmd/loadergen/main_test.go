@@ -459,8 +459,12 @@ func TestCheckIgnoresStreamSettingsOnCPU(t *testing.T) {
 		}
 		env := envOf(map[string]string{"MAX_CONCURRENT_CUDA_STREAMS": "2", "MIN_BATCH_MEMORY_FOR_STREAMS_MB": "1"})
 		code, _, errOut := cli(t, dir, env, "check", "dataset.yaml")
-		if got := code == 1; got != tc.stale {
-			t.Errorf("device %v: check exit %d, stale %v, want %v: %s", !tc.stale, code, got, tc.stale, errOut)
+		want := 0
+		if tc.stale {
+			want = 1
+		}
+		if code != want {
+			t.Errorf("stale %v: check exit %d, want %d: %s", tc.stale, code, want, errOut)
 		}
 		if tc.stale && !strings.Contains(errOut, "max_streams: the file was generated with 4, this run gives 2") {
 			t.Errorf("check does not name the setting: %s", errOut)

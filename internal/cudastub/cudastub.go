@@ -42,10 +42,10 @@ func Symbols() []string {
 	return out
 }
 
-// Sources returns the stub's source files for arch (GOARCH spelling):
+// sources returns the stub's source files for arch (GOARCH spelling):
 // resolver.c, table.c (the symbol names and the jump table) and
 // trampolines.S.
-func Sources(arch string) (map[string][]byte, error) {
+func sources(arch string) (map[string][]byte, error) {
 	var forwarded []string
 	for _, s := range Symbols() {
 		if !written[s] {
@@ -80,10 +80,13 @@ func Sources(arch string) (map[string][]byte, error) {
 }
 
 // Build writes the sources for arch into dir and compiles them with the C
-// compiler cc into dir/libcuda.a, the archive to put first on the linker's
-// path (CGO_LDFLAGS=-L dir) in place of the driver.
+// compiler cc ("" means gcc) into dir/libcuda.a, the archive to put first on
+// the linker's path (CGO_LDFLAGS=-L dir) in place of the driver.
 func Build(dir, arch, cc string) error {
-	srcs, err := Sources(arch)
+	if cc == "" {
+		cc = "gcc"
+	}
+	srcs, err := sources(arch)
 	if err != nil {
 		return err
 	}

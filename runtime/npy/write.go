@@ -46,9 +46,9 @@ type Writer struct {
 	path   string
 	tmp    *os.File
 	dtype  runtime.DType
-	shape  []int // shape[0] is -1 until Close when the leading dimension is counted
+	shape  []int // as given: shape[0] is -1 when the leading dimension is counted (header fills it in)
 	sample int64 // bytes per index of the leading dimension (the whole array for a 0-d one)
-	total  int64 // bytes the shape needs; -1 when counted
+	total  int64 // bytes the shape needs; -1 when counted from the data
 	wrote  int64 // data bytes written
 	err    error // the first failure: later calls return it
 }
@@ -56,6 +56,8 @@ type Writer struct {
 // Create starts writing an array of dtype and shape to path. A leading
 // dimension of -1 is counted from the bytes written and fixed at Close,
 // which then requires whole samples (the product of the other dimensions).
+// When another dimension is 0 a sample has no bytes to count: the array
+// holds none, and its leading dimension is 0.
 func Create(path string, dtype runtime.DType, shape []int) (*Writer, error) {
 	if !dtype.Valid() {
 		return nil, fmt.Errorf("writing %s: invalid dtype %v", path, dtype)
@@ -73,12 +75,15 @@ func Create(path string, dtype runtime.DType, shape []int) (*Writer, error) {
 			w.sample, ok = mulSize(w.sample, int64(d), ok)
 		}
 	}
-	if !counted {
+	switch {
+	case !counted:
 		n := int64(1)
 		if len(shape) > 0 {
 			n = int64(shape[0])
 		}
 		w.total, ok = mulSize(w.sample, n, ok)
+	case w.sample == 0:
+		w.total = 0
 	}
 	if !ok {
 		return nil, fmt.Errorf("writing %s: shape %s of %v overflows int%d", path, formatShape(shape), dtype, strconv.IntSize)
@@ -97,13 +102,16 @@ func Create(path string, dtype runtime.DType, shape []int) (*Writer, error) {
 }
 
 // header encodes the header for the shape as it stands: a counted leading
-// dimension as the samples written so far. Its length does not depend on
-// that dimension (numpy leaves it room for 21 digits), so Close can write
-// the final header over the first.
+// dimension as the samples written so far (0 when a sample has no bytes).
+// Its length does not depend on that dimension (numpy leaves it room for 21
+// digits), so Close can write the final header over the first.
 func (w *Writer) header() ([]byte, error) {
 	shape := slices.Clone(w.shape)
-	if w.total < 0 {
-		shape[0] = int(w.wrote / w.sample)
+	if len(shape) > 0 && shape[0] == -1 {
+		shape[0] = 0
+		if w.sample > 0 {
+			shape[0] = int(w.wrote / w.sample)
+		}
 	}
 	return encodeHeader(canonicalDescr[w.dtype], shape)
 }
@@ -135,7 +143,7 @@ func (w *Writer) Close() error {
 	switch {
 	case w.total >= 0 && w.wrote != w.total:
 		return w.fail(fmt.Errorf("data is %d bytes, shape %s of %v needs %d", w.wrote, formatShape(w.shape), w.dtype, w.total))
-	case w.total < 0 && w.sample > 0 && w.wrote%w.sample != 0:
+	case w.total < 0 && w.wrote%w.sample != 0:
 		return w.fail(fmt.Errorf("%d bytes are not whole samples of %d bytes (shape %s of %v)", w.wrote, w.sample, formatShape(w.shape), w.dtype))
 	}
 	hdr, err := w.header()

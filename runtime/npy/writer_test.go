@@ -29,6 +29,7 @@ func TestWriterStreams(t *testing.T) {
 		{"f4_counted", runtime.Float32, []int{-1, 2, 3}, 11},
 		{"i8_counted_1d", runtime.Int64, []int{-1}, 1234567},
 		{"u2_counted_empty", runtime.Uint16, []int{-1, 4}, 0},
+		{"u2_counted_empty_samples", runtime.Uint16, []int{-1, 0}, 0},
 	}
 	var checks []string
 	for _, a := range arrays {
@@ -59,7 +60,7 @@ func TestWriterStreams(t *testing.T) {
 			t.Fatal(err)
 		}
 		shape := append([]int{a.samples}, a.shape[1:]...)
-		checks = append(checks, fmt.Sprintf("(%q, %q, %s)", path, numpyType[a.dtype], strings.Trim(formatShape(shape), "")))
+		checks = append(checks, fmt.Sprintf("(%q, %q, %s)", path, numpyType[a.dtype], formatShape(shape)))
 	}
 	script := `
 import io, sys, numpy as np
@@ -97,6 +98,7 @@ func TestWriterRefuses(t *testing.T) {
 		{[]int{2, 3}, 5, "data is 5 bytes, shape (2, 3) of uint16 needs 12"},
 		{[]int{2, 3}, 13, "1 bytes written past the 12 that shape (2, 3) of uint16 holds"},
 		{[]int{-1, 3}, 7, "7 bytes are not whole samples of 6 bytes (shape (-1, 3) of uint16)"},
+		{[]int{-1, 0}, 2, "2 bytes written past the 0 that shape (-1, 0) of uint16 holds"},
 		{[]int{2, -1}, 0, "shape (2, -1) has a negative dimension"},
 	}
 	for _, tt := range tests {

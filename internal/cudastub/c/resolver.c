@@ -30,7 +30,6 @@ extern void *loadergen_cuda_table[];
 /* CUresult codes, as cuda.h numbers them (this file needs no cuda.h). */
 enum {
 	SUCCESS = 0,
-	ERROR_NO_DEVICE = 100,
 	ERROR_SHARED_OBJECT_INIT_FAILED = 303,
 	ERROR_NOT_FOUND = 500,
 };

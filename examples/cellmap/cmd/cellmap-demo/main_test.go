@@ -26,11 +26,15 @@ func TestPlainOutputWithoutTerminal(t *testing.T) {
 	if strings.Contains(stderr.String(), "level=WARN") || strings.Contains(stderr.String(), "level=ERROR") {
 		t.Errorf("the demo warns:\n%s", stderr.String())
 	}
-	backend := "backend: cuda\n"
+	name, backend := "cuda", "backend: cuda\n"
 	if why := runtime.CUDAUsable(); why != nil {
-		backend = fmt.Sprintf("backend: cpu (%v)\n", why)
+		name, backend = "cpu", fmt.Sprintf("backend: cpu (%v)\n", why)
 	}
 	if !strings.Contains(stdout.String(), backend) {
 		t.Errorf("stdout does not say which backend runs:\n%s", stdout.String())
+	}
+	// The loader's own start-up line must name the backend stdout names.
+	if !strings.Contains(stderr.String(), " backend="+name+" ") {
+		t.Errorf("stdout says %q, but the loader's start-up log does not say backend=%s:\n%s", strings.TrimSpace(backend), name, stderr.String())
 	}
 }

@@ -23,11 +23,7 @@ func main() {
 	if arch == "" {
 		arch = runtime.GOARCH
 	}
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "gcc"
-	}
-	if err := cudastub.Build(os.Args[1], arch, cc); err != nil {
+	if err := cudastub.Build(os.Args[1], arch, os.Getenv("CC")); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
