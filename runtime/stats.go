@@ -84,7 +84,7 @@ func (s Stats) Since(before Stats, elapsed time.Duration) Rates {
 }
 
 // String reads "32 batches, 256 samples, 160.0 MiB in 46ms: 5559 samples/s,
-// 3.64 GB/s; the consumer waited 12% of the time".
+// 3.64 GB/s; the consumer waited 80% of the time".
 func (r Rates) String() string {
 	return fmt.Sprintf("%d batches, %d samples, %.1f MiB in %v: %.0f samples/s, %.2f GB/s; the consumer waited %.0f%% of the time",
 		r.Batches, r.Samples, float64(r.Bytes)/(1<<20), r.Elapsed.Round(time.Millisecond),

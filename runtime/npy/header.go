@@ -42,6 +42,26 @@ var descrDType = map[string]runtime.DType{
 	"<V2": runtime.BFloat16, "|V2": runtime.BFloat16,
 }
 
+// Descr returns the numpy type string Write declares for d, e.g. "<f4" or
+// "|u1"; numpy has no bfloat16, so bfloat16 is "<u2".
+func Descr(d runtime.DType) string {
+	if !d.Valid() {
+		return ""
+	}
+	return canonicalDescr[d]
+}
+
+// KindDType returns the dtype a numpy type string names by its kind and
+// size, the part after the byte order ("f4", "u1", "b1"). Raw words ("V2")
+// name none.
+func KindDType(kindSize string) (runtime.DType, bool) {
+	if strings.HasPrefix(kindSize, "V") {
+		return 0, false
+	}
+	d, ok := descrDType["<"+kindSize]
+	return d, ok
+}
+
 // accepts reports whether a file with descr may back a key of dtype d.
 func accepts(d runtime.DType, descr string) bool {
 	found, ok := descrDType[descr]

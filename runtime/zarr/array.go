@@ -43,8 +43,11 @@ type Array struct {
 	// of the chunk grid (shards, when sharded).
 	unit, grid, shards []int
 	unitBytes          int
+	unitStrides        [maxRank]int // C-order element strides of a unit
 }
 
+// arrayIDs numbers opened arrays across every cache, so that arrays
+// sharing a Cache never share its keys.
 var arrayIDs atomic.Uint64
 
 // Array opens the array at path p of the store ("" for the root).
@@ -93,7 +96,7 @@ func (a *Array) parseV2(doc *metaDoc) error {
 	if err := a.checkFormat(doc, ".zarray"); err != nil {
 		return err
 	}
-	if err := a.parseShapes(doc, "shape", "chunks"); err != nil {
+	if err := a.parseShapes(doc, "shape", doc, "chunks"); err != nil {
 		return err
 	}
 	et, err := parseV2DType(doc.raw("dtype"))
@@ -117,10 +120,7 @@ func (a *Array) parseV2(doc *metaDoc) error {
 	switch order {
 	case "C":
 	case "F":
-		a.chain.order = make([]int, len(a.shape))
-		for i := range a.chain.order {
-			a.chain.order[i] = len(a.shape) - 1 - i
-		}
+		a.chain.order = reversedAxes(len(a.shape))
 		if isIdentity(a.chain.order) {
 			a.chain.order = nil
 		}
@@ -175,20 +175,22 @@ func (a *Array) parseV3(doc *metaDoc) error {
 	if a.dtype, err = parseV3DType(doc.raw("data_type")); err != nil {
 		return doc.errorf("data_type", "%v", err)
 	}
-	var grid struct {
-		Name   string `json:"name"`
-		Config struct {
-			ChunkShape json.RawMessage `json:"chunk_shape"`
-		} `json:"configuration"`
-	}
-	if err := doc.get("chunk_grid", &grid, true); err != nil {
+	grid, err := doc.object("chunk_grid")
+	if err != nil {
 		return err
 	}
-	if grid.Name != "regular" {
-		return doc.errorf("chunk_grid", "chunk_grid %q is not supported (regular is)", grid.Name)
+	var gridName string
+	if err := grid.get("name", &gridName, true); err != nil {
+		return err
 	}
-	doc.fields["chunk_grid.chunk_shape"] = field{raw: grid.Config.ChunkShape, off: doc.fields["chunk_grid"].off}
-	if err := a.parseShapes(doc, "shape", "chunk_grid.chunk_shape"); err != nil {
+	if gridName != "regular" {
+		return doc.errorf("chunk_grid", "chunk_grid %q is not supported (regular is)", gridName)
+	}
+	gridConfig, err := grid.object("configuration")
+	if err != nil {
+		return err
+	}
+	if err := a.parseShapes(doc, "shape", gridConfig, "chunk_shape"); err != nil {
 		return err
 	}
 	if a.fill, err = parseFill(doc.raw("fill_value"), a.dtype); err != nil {
@@ -250,12 +252,14 @@ func (a *Array) parseKeyEncoding(doc *metaDoc) error {
 	return nil
 }
 
-// parseShapes reads the array's shape and chunk shape from two fields.
-func (a *Array) parseShapes(doc *metaDoc, shapeKey, chunkKey string) error {
+// parseShapes reads the array's shape from field shapeKey of doc and its
+// chunk shape from field chunkKey of chunkDoc (the same document in v2, the
+// chunk grid's configuration in v3).
+func (a *Array) parseShapes(doc *metaDoc, shapeKey string, chunkDoc *metaDoc, chunkKey string) error {
 	if err := doc.get(shapeKey, &a.shape, true); err != nil {
 		return err
 	}
-	if err := doc.get(chunkKey, &a.chunk, true); err != nil {
+	if err := chunkDoc.get(chunkKey, &a.chunk, true); err != nil {
 		return err
 	}
 	if len(a.shape) > maxRank {
@@ -267,11 +271,11 @@ func (a *Array) parseShapes(doc *metaDoc, shapeKey, chunkKey string) error {
 		}
 	}
 	if len(a.chunk) != len(a.shape) {
-		return doc.errorf(chunkKey, "chunk shape %v has %d axes but shape %v has %d", a.chunk, len(a.chunk), a.shape, len(a.shape))
+		return chunkDoc.errorf(chunkKey, "chunk shape %v has %d axes but shape %v has %d", a.chunk, len(a.chunk), a.shape, len(a.shape))
 	}
 	for _, n := range a.chunk {
 		if n < 1 {
-			return doc.errorf(chunkKey, "chunk shape %v has a length below 1", a.chunk)
+			return chunkDoc.errorf(chunkKey, "chunk shape %v has a length below 1", a.chunk)
 		}
 	}
 	return nil
@@ -286,17 +290,19 @@ func (a *Array) setUnits() error {
 	}
 	a.grid = make([]int, len(a.shape))
 	a.shards = make([]int, len(a.shape))
-	units, bytes := uint64(1), uint64(a.dtype.Size())
 	for k, n := range a.shape {
 		a.grid[k] = (n + a.unit[k] - 1) / a.unit[k]
 		a.shards[k] = (n + a.chunk[k] - 1) / a.chunk[k]
-		units *= max(uint64(a.grid[k]), 1)
-		bytes *= uint64(a.unit[k])
-		if units > math.MaxInt64/2 || bytes > 1<<31 {
-			return fmt.Errorf("a chunk of %v or a grid of %v chunks is too large to read (chunks up to 2 GiB are)", a.unit, a.grid)
-		}
+	}
+	// The number of chunks is the byte size of a uint8 array with one
+	// element per chunk: one overflow-checked product.
+	units, _, unitsOK := runtime.KeyBytes(runtime.Uint8, a.grid, 1)
+	bytes, _, bytesOK := runtime.KeyBytes(a.dtype, a.unit, 1)
+	if !unitsOK || !bytesOK || units > math.MaxInt64/2 || bytes > 1<<31 {
+		return fmt.Errorf("a chunk of %v or a grid of %v chunks is too large to read (chunks up to 2 GiB are)", a.unit, a.grid)
 	}
 	a.unitBytes = int(bytes)
+	cStrides(a.unit, a.unitStrides[:len(a.unit)])
 	return nil
 }
 
@@ -339,12 +345,16 @@ func (e *ChunkError) Error() string {
 func (e *ChunkError) Unwrap() error { return e.Err }
 
 // key returns the storage key of the chunk (or shard) at grid index idx.
-func (a *Array) key(idx []int) string {
+func (a *Array) key(idx []int) string { return chunkKey(a.keyPrefix, a.keySep, idx) }
+
+// chunkKey spells the storage key of grid index idx: prefix ("c" in v3's
+// default encoding, else empty), then the indices, joined by sep.
+func chunkKey(prefix, sep string, idx []int) string {
 	var b strings.Builder
-	b.WriteString(a.keyPrefix)
+	b.WriteString(prefix)
 	for i, v := range idx {
-		if i > 0 || a.keyPrefix != "" {
-			b.WriteString(a.keySep)
+		if i > 0 || prefix != "" {
+			b.WriteString(sep)
 		}
 		b.WriteString(strconv.Itoa(v))
 	}
@@ -442,7 +452,7 @@ func (a *Array) loadChunk(idx []int) ([]byte, error) {
 func (a *Array) openStored(idx []int) (*os.File, int64, error) {
 	f, err := os.Open(filepath.Join(a.dir, filepath.FromSlash(a.key(idx))))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, a.missing(idx, nil)
+		return nil, 0, a.missing(idx)
 	}
 	if err != nil {
 		return nil, 0, a.chunkError(idx, nil, err)
@@ -476,9 +486,9 @@ func (a *Array) decode(c *chain, src []byte, idx, inner []int) ([]byte, error) {
 // missing handles a chunk or shard file that does not exist: the chunk was
 // never written and reads as the fill value, unless the array's directory
 // is gone too (a store removed or unmounted while in use).
-func (a *Array) missing(idx, inner []int) error {
+func (a *Array) missing(idx []int) error {
 	if _, err := os.Stat(a.dir); err != nil {
-		return a.chunkError(idx, inner, fmt.Errorf("the array's directory is gone: %w", err))
+		return a.chunkError(idx, nil, fmt.Errorf("the array's directory is gone: %w", err))
 	}
 	return nil
 }
@@ -531,13 +541,6 @@ func readFile(file string, buf []byte, off, n int64) ([]byte, error) {
 		return buf, err
 	}
 	defer f.Close()
-	if n < 0 {
-		st, err := f.Stat()
-		if err != nil {
-			return buf, err
-		}
-		n = st.Size()
-	}
 	return readAt(f, buf, off, n)
 }
 
@@ -546,7 +549,7 @@ func readAt(f *os.File, buf []byte, off, n int64) ([]byte, error) {
 	if n > 1<<31 {
 		return buf, fmt.Errorf("%d bytes is more than a chunk may hold", n)
 	}
-	buf = grow(buf, int(n))[:n]
+	buf = slices.Grow(buf[:0], int(n))[:n]
 	if _, err := f.ReadAt(buf, off); err != nil {
 		return buf, readError(err, off+n)
 	}

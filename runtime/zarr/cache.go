@@ -102,7 +102,7 @@ func NewCache(maxMiB int) *Cache {
 // sharedCache is the cache arrays use unless told otherwise.
 var sharedCache = sync.OnceValues(func() (*Cache, error) {
 	mib := DefaultCacheMiB
-	if v, ok := os.LookupEnv(CacheEnv); ok {
+	if v := os.Getenv(CacheEnv); v != "" { // empty is unset, as for every variable of loadergen
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 1<<30 {
 			return nil, fmt.Errorf("environment %s=%q: want a size in MiB from 0 to %d", CacheEnv, v, 1<<30)

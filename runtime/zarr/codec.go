@@ -111,7 +111,7 @@ var decoders = sync.Pool{New: func() any { return new(decoder) }}
 func (c *chain) decode(d *decoder, out, src []byte, shape []int, elem int) error {
 	stored := out
 	if c.order != nil {
-		d.stored = grow(d.stored, len(out))
+		d.stored = slices.Grow(d.stored[:0], len(out))
 		stored = d.stored[:len(out)]
 	}
 	if err := c.decodeBytes(d, stored, src); err != nil {
@@ -155,7 +155,7 @@ func (c *chain) decodeBytes(d *decoder, dst, src []byte) error {
 		}
 		out := dst
 		if size != len(dst) {
-			d.stage = grow(d.stage, size)
+			d.stage = slices.Grow(d.stage[:0], size)
 			out = d.stage[:size]
 		}
 		if err := decodeCompressed(d, cd.kind, out, buf); err != nil {
@@ -229,14 +229,13 @@ func transpose(out, stored []byte, shape, order []int, elem int) {
 	copyBox(out, region{strides: dst[:n]}, stored, region{strides: src[:n]}, shape, elem)
 }
 
-func grow(b []byte, n int) []byte {
-	if cap(b) < n {
-		return make([]byte, n)
-	}
-	return b
-}
-
 // ---------------------------------------------------------------- zarr v2
+
+// v2Compressors are the compressors of .zarray files this package reads,
+// by numcodecs' id.
+var v2Compressors = map[string]codecKind{
+	"blosc": codecBlosc, "zstd": codecZstd, "gzip": codecGzip, "zlib": codecZlib, "lz4": codecLZ4,
+}
 
 // v2Compressor reads a .zarray's compressor (null or {"id": ...}).
 func v2Compressor(raw json.RawMessage) ([]bytesCodec, error) {
@@ -249,9 +248,7 @@ func v2Compressor(raw json.RawMessage) ([]bytesCodec, error) {
 	if err := json.Unmarshal(raw, &c); err != nil || c.ID == "" {
 		return nil, fmt.Errorf("compressor %s: want null or an object with an \"id\"", raw)
 	}
-	kind, ok := map[string]codecKind{
-		"blosc": codecBlosc, "zstd": codecZstd, "gzip": codecGzip, "zlib": codecZlib, "lz4": codecLZ4,
-	}[c.ID]
+	kind, ok := v2Compressors[c.ID]
 	if !ok {
 		return nil, fmt.Errorf("compressor %q is not supported (blosc, zstd, gzip, zlib, lz4 and null are)", c.ID)
 	}
@@ -279,8 +276,15 @@ func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "
 
 // ---------------------------------------------------------------- zarr v3
 
-// v3Supported names the v3 codecs this package reads, for errors.
+// v3Supported names the v3 codecs this package reads, for errors: the
+// array-to-array and array-to-bytes ones, then v3BytesCodecs.
 const v3Supported = "transpose, bytes, sharding_indexed, blosc, gzip, zstd and crc32c"
+
+// v3BytesCodecs are the bytes-to-bytes codecs of zarr.json files this
+// package reads, by name.
+var v3BytesCodecs = map[string]codecKind{
+	"blosc": codecBlosc, "zstd": codecZstd, "gzip": codecGzip, "crc32c": codecCRC32C,
+}
 
 // v3Codec is one entry of a zarr.json codec list: {"name", "configuration"}
 // or, for a codec without configuration, its name alone.
@@ -359,9 +363,7 @@ func v3Chain(codecs []v3Codec, chunk []int, elem int, inShard bool) (chain, erro
 		return c, fmt.Errorf("codec %q where bytes or sharding_indexed must come (supported: %s)", ab.Name, v3Supported)
 	}
 	for _, bc := range codecs[i+1:] {
-		kind, ok := map[string]codecKind{
-			"blosc": codecBlosc, "zstd": codecZstd, "gzip": codecGzip, "crc32c": codecCRC32C,
-		}[bc.Name]
+		kind, ok := v3BytesCodecs[bc.Name]
 		if !ok {
 			return c, fmt.Errorf("codec %q is not supported (supported: %s)", bc.Name, v3Supported)
 		}
@@ -384,17 +386,13 @@ func transposeOrder(raw json.RawMessage, n int) ([]int, error) {
 	}
 	var name string
 	if json.Unmarshal(cfg.Order, &name) == nil {
-		order := make([]int, n)
-		for i := range order {
-			order[i] = i
-			if name == "F" {
-				order[i] = n - 1 - i
-			}
+		switch name {
+		case "C":
+			return identityAxes(n), nil
+		case "F":
+			return reversedAxes(n), nil
 		}
-		if name != "C" && name != "F" {
-			return nil, fmt.Errorf("codec transpose: order %q (want a permutation, \"C\" or \"F\")", name)
-		}
-		return order, nil
+		return nil, fmt.Errorf("codec transpose: order %q (want a permutation, \"C\" or \"F\")", name)
 	}
 	var order []int
 	if err := json.Unmarshal(cfg.Order, &order); err != nil || !isPermutation(order, n) {
@@ -488,4 +486,22 @@ func strictJSON(raw json.RawMessage, v any) error {
 		return fmt.Errorf("configuration %s: %w", raw, err)
 	}
 	return nil
+}
+
+// identityAxes is the axis order 0, 1, ..., n-1 (C order).
+func identityAxes(n int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	return order
+}
+
+// reversedAxes is the axis order n-1, ..., 1, 0 (F order).
+func reversedAxes(n int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = n - 1 - i
+	}
+	return order
 }

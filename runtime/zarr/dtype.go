@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/npy"
 )
 
 // elemType is an array's element type as stored: the dtype and whether the
@@ -16,14 +17,6 @@ import (
 type elemType struct {
 	dtype     runtime.DType
 	bigEndian bool
-}
-
-// v2Kinds maps a numpy type string's kind and size to a dtype.
-var v2Kinds = map[string]runtime.DType{
-	"b1": runtime.Bool,
-	"i1": runtime.Int8, "i2": runtime.Int16, "i4": runtime.Int32, "i8": runtime.Int64,
-	"u1": runtime.Uint8, "u2": runtime.Uint16, "u4": runtime.Uint32, "u8": runtime.Uint64,
-	"f2": runtime.Float16, "f4": runtime.Float32, "f8": runtime.Float64,
 }
 
 // parseV2DType reads a numpy type string such as "<f4", "|u1" or ">i2".
@@ -35,7 +28,7 @@ func parseV2DType(raw json.RawMessage) (elemType, error) {
 	if len(s) < 3 {
 		return elemType{}, fmt.Errorf("dtype %q is not a numpy type string", s)
 	}
-	d, ok := v2Kinds[s[1:]]
+	d, ok := npy.KindDType(s[1:])
 	if !ok {
 		return elemType{}, fmt.Errorf("dtype %q is not supported (numeric and bool types are: |b1, |i1, <i2 ... <f8)", s)
 	}
@@ -53,17 +46,13 @@ func parseV2DType(raw json.RawMessage) (elemType, error) {
 	return elemType{}, fmt.Errorf("dtype %q: byte order %q is none of <, > and |", s, s[0])
 }
 
-// v2DType returns the type string a v2 array of d declares.
+// v2DType returns the type string a v2 array of d declares: numpy's, and
+// none for bfloat16, which numpy lacks.
 func v2DType(d runtime.DType) string {
-	for k, v := range v2Kinds {
-		if v == d {
-			if d.Size() == 1 {
-				return "|" + k
-			}
-			return "<" + k
-		}
+	if d == runtime.BFloat16 {
+		return ""
 	}
-	return ""
+	return npy.Descr(d)
 }
 
 // parseV3DType reads a v3 data_type. Only the core's numeric and bool types
@@ -109,7 +98,7 @@ func parseFill(raw json.RawMessage, d runtime.DType) ([]byte, error) {
 		if d == runtime.Bool {
 			return fillBool(out, v, bad)
 		}
-		if isFloat(d) {
+		if d.IsFloat() {
 			f, err := strconv.ParseFloat(v.String(), 64)
 			if err != nil {
 				return nil, bad(err.Error())
@@ -119,7 +108,7 @@ func parseFill(raw json.RawMessage, d runtime.DType) ([]byte, error) {
 		}
 		return fillInt(out, d, v, bad)
 	case string:
-		if !isFloat(d) {
+		if !d.IsFloat() {
 			return nil, bad("a string fills only float arrays")
 		}
 		switch v {
@@ -143,10 +132,6 @@ func parseFill(raw json.RawMessage, d runtime.DType) ([]byte, error) {
 	return nil, bad("want a number, a boolean, a string or null")
 }
 
-func isFloat(d runtime.DType) bool {
-	return d == runtime.Float16 || d == runtime.BFloat16 || d == runtime.Float32 || d == runtime.Float64
-}
-
 func fillBool(out []byte, v json.Number, bad func(string) error) ([]byte, error) {
 	switch v.String() {
 	case "0":
@@ -158,18 +143,8 @@ func fillBool(out []byte, v json.Number, bad func(string) error) ([]byte, error)
 	return out, nil
 }
 
-// intRange is the range of each integer dtype.
-func intRange(d runtime.DType) (lo int64, hi uint64) {
-	bits := 8 * d.Size()
-	switch d {
-	case runtime.Int8, runtime.Int16, runtime.Int32, runtime.Int64:
-		return -1 << (bits - 1), 1<<(bits-1) - 1
-	}
-	return 0, 1<<bits - 1
-}
-
 func fillInt(out []byte, d runtime.DType, v json.Number, bad func(string) error) ([]byte, error) {
-	lo, hi := intRange(d)
+	lo, hi := d.IntRange()
 	if i, err := strconv.ParseInt(v.String(), 10, 64); err == nil {
 		if i < lo || (i > 0 && uint64(i) > hi) {
 			return nil, bad("out of the type's range")
@@ -191,7 +166,7 @@ func fillInt(out []byte, d runtime.DType, v json.Number, bad func(string) error)
 func FillValue(d runtime.DType, v float64) []byte {
 	out := make([]byte, d.Size())
 	switch {
-	case isFloat(d):
+	case d.IsFloat():
 		putFloat(out, d, v)
 	case v < 0:
 		putUint(out, uint64(int64(v)))

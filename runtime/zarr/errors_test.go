@@ -51,7 +51,8 @@ func TestMetadataErrors(t *testing.T) {
 			}
 		})
 	}
-	if n < 25 {
-		t.Fatalf("%d error cases", n)
+	errFiles, _ := filepath.Glob(filepath.Join(dir, "*.err"))
+	if n < 25 || len(errFiles) != n {
+		t.Fatalf("%d error cases and %d .err files: want at least 25, one file per case", n, len(errFiles))
 	}
 }

@@ -2,14 +2,13 @@ package zarr
 
 import (
 	"bytes"
-	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/loadergen/loadergen/internal/pyzarr"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/npy"
 )
@@ -20,32 +19,9 @@ import (
 const fixtures = "../../testdata/zarr"
 
 // fixtureCase is one entry of cases.json.
-type fixtureCase struct {
-	Name       string `json:"name"`
-	Path       string `json:"path"`
-	DType      string `json:"dtype"`
-	Array      string `json:"array"` // the array's path in the store, for a group
-	Error      string `json:"error"` // the error opening must give, for a refused array
-	Multiscale []struct {
-		Path        string    `json:"path"`
-		Scale       []float64 `json:"scale"`
-		Translation []float64 `json:"translation"`
-		Expected    string    `json:"expected"`
-	} `json:"multiscale"`
-}
+type fixtureCase = pyzarr.Case
 
-func fixtureCases(t testing.TB) []fixtureCase {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(fixtures, "cases.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cases []fixtureCase
-	if err := json.Unmarshal(b, &cases); err != nil {
-		t.Fatal(err)
-	}
-	return cases
-}
+func fixtureCases(t testing.TB) []fixtureCase { return pyzarr.Cases(t, fixtures) }
 
 // expected is numpy's reading of a fixture array.
 type expected struct {

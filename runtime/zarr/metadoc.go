@@ -113,6 +113,16 @@ func (d *metaDoc) has(key string) bool {
 // raw returns field key's JSON, or nil.
 func (d *metaDoc) raw(key string) json.RawMessage { return d.fields[key].raw }
 
+// object returns field key, a JSON object, as a document of its own whose
+// errors point inside it; a missing field is an error.
+func (d *metaDoc) object(key string) (*metaDoc, error) {
+	f, ok := d.fields[key]
+	if !ok {
+		return nil, d.errorf(key, "field %q is missing", key)
+	}
+	return parseDoc(d.file, d.text, f.off)
+}
+
 // get decodes field key into v; a missing field is an error when required.
 func (d *metaDoc) get(key string, v any, required bool) error {
 	f, ok := d.fields[key]

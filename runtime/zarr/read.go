@@ -86,8 +86,8 @@ func (a *Array) read(dst []byte, origin, shape []int, d region, outside []byte) 
 		fillBox(dst, d, shape, outside)
 	}
 	copy(idx[:n], c0[:n])
-	var unitStrides, part [maxRank]int
-	cStrides(a.unit, unitStrides[:n])
+	var part [maxRank]int
+	unitStrides := a.unitStrides[:n]
 	for {
 		e, err := a.cache.get(cacheKey{a.id, ravel(idx[:n], a.grid)}, a)
 		if err != nil {
@@ -95,7 +95,7 @@ func (a *Array) read(dst []byte, origin, shape []int, d region, outside []byte) 
 		}
 		// The chunk's part of the box: where it starts in the chunk and in
 		// the destination, and its shape.
-		src := region{strides: unitStrides[:n]}
+		src := region{strides: unitStrides}
 		to := region{start: d.start, strides: d.strides}
 		for k := range n {
 			c := idx[k] * a.unit[k]

@@ -54,9 +54,6 @@ func Open(dir string) (*Array, error) {
 	return s.Array("")
 }
 
-// Root returns the store's directory.
-func (s *Store) Root() string { return s.root }
-
 // readConsolidated loads .zmetadata, when present.
 func (s *Store) readConsolidated() error {
 	file := filepath.Join(s.root, ".zmetadata")

@@ -2,6 +2,7 @@ package zarr
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/bits"
 	"unsafe"
 )
@@ -215,6 +216,13 @@ func transposeBytes(m *[8]uint64) {
 	}
 }
 
+// runInside reports whether the n >= 1 elements at off, off+stride, ...
+// lie inside a buffer of size elements.
+func runInside(off, stride, n, size int) bool {
+	end := off + (n-1)*stride
+	return off >= 0 && off < size && end >= 0 && end < size
+}
+
 // copyRun copies n elements, strided in both buffers.
 func copyRun(dst []byte, do, ds int, src []byte, so, ss, n, elem int) {
 	if ss == 1 && ds == -1 {
@@ -223,9 +231,12 @@ func copyRun(dst []byte, do, ds int, src []byte, so, ss, n, elem int) {
 	}
 	switch elem {
 	case 1:
-		// read checked that every element lies inside dst and src, so this
-		// loop, the one of transposed uint8 crops, indexes through unsafe
-		// pointers: bounds checks cost as much as the copies.
+		// This loop, the one of transposed uint8 crops, indexes through
+		// unsafe pointers: a bounds check per byte costs as much as the
+		// copy. A run is linear, so checking its two ends checks it all.
+		if n > 0 && (!runInside(do, ds, n, len(dst)) || !runInside(so, ss, n, len(src))) {
+			panic(fmt.Sprintf("zarr: a run of %d bytes at %d (stride %d) into %d bytes, from %d (stride %d) of %d", n, do, ds, len(dst), so, ss, len(src)))
+		}
 		dp, sp := unsafe.Pointer(unsafe.SliceData(dst)), unsafe.Pointer(unsafe.SliceData(src))
 		for range n {
 			*(*byte)(unsafe.Add(dp, do)) = *(*byte)(unsafe.Add(sp, so))

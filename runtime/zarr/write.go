@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -80,8 +79,12 @@ type Writer struct {
 	dir   string
 	spec  ArraySpec
 	grid  []int
-	bytes int // of a chunk
+	bytes int    // of a chunk
+	fill  []byte // one element of the fill value, for edge chunks
 	zstd  *zstd.Encoder
+
+	// C-order element strides of the whole array and of a chunk.
+	arrayStrides, chunkStrides [maxRank]int
 }
 
 // bloscEncoders recycles Blosc encoders among concurrent WriteChunk calls.
@@ -90,9 +93,15 @@ var bloscEncoders = sync.Pool{New: func() any { return new(blosc.Encoder) }}
 // Create starts writing an array at dir, which must not hold a zarr node
 // already.
 func Create(dir string, spec ArraySpec) (*Writer, error) {
-	if err := spec.check(); err != nil {
+	sizes, err := spec.check()
+	if err != nil {
 		return nil, fmt.Errorf("zarr: create %s: %w", dir, err)
 	}
+	return create(dir, spec, sizes)
+}
+
+// create is Create for a spec that check accepted, giving sizes.
+func create(dir string, spec ArraySpec, sizes specSizes) (*Writer, error) {
 	for _, name := range []string{".zarray", ".zgroup", "zarr.json"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("zarr: create %s: it holds a %s already (remove it first)", dir, name)
@@ -101,11 +110,12 @@ func Create(dir string, spec ArraySpec) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("zarr: create %s: %w", dir, err)
 	}
-	w := &Writer{dir: dir, spec: spec, grid: make([]int, len(spec.Shape)), bytes: spec.DType.Size()}
+	w := &Writer{dir: dir, spec: spec, grid: make([]int, len(spec.Shape)), bytes: sizes.chunk, fill: sizes.fill}
 	for k, n := range spec.Shape {
 		w.grid[k] = (n + spec.Chunks[k] - 1) / spec.Chunks[k]
-		w.bytes *= spec.Chunks[k]
 	}
+	cStrides(spec.Shape, w.arrayStrides[:len(spec.Shape)])
+	cStrides(spec.Chunks, w.chunkStrides[:len(spec.Chunks)])
 	if spec.Compressor.id == "zstd" {
 		// Single-segment frames always record their content size, which
 		// numcodecs' decoder needs (the encoder leaves it out of small
@@ -120,41 +130,57 @@ func Create(dir string, spec ArraySpec) (*Writer, error) {
 	return w, nil
 }
 
-// check refuses specs that would not make a readable array.
-func (s *ArraySpec) check() error {
+// specSizes are what check derives from a spec: the bytes of a chunk and
+// of the whole array, and the fill value's bytes.
+type specSizes struct {
+	chunk, array int
+	fill         []byte
+}
+
+// check refuses specs that would not make a readable array, and sets the
+// default separator.
+func (s *ArraySpec) check() (specSizes, error) {
+	var z specSizes
 	if !s.DType.Valid() || v2DType(s.DType) == "" {
-		return fmt.Errorf("dtype %v has no zarr v2 type string", s.DType)
+		return z, fmt.Errorf("dtype %v has no zarr v2 type string", s.DType)
 	}
 	if len(s.Chunks) != len(s.Shape) || len(s.Shape) > maxRank {
-		return fmt.Errorf("shape %v and chunks %v: want the same number of axes, at most %d", s.Shape, s.Chunks, maxRank)
+		return z, fmt.Errorf("shape %v and chunks %v: want the same number of axes, at most %d", s.Shape, s.Chunks, maxRank)
 	}
-	bytes := int64(s.DType.Size())
 	for k := range s.Shape {
 		if s.Shape[k] < 0 || s.Chunks[k] < 1 {
-			return fmt.Errorf("shape %v and chunks %v: lengths must be >= 0 and chunks >= 1", s.Shape, s.Chunks)
+			return z, fmt.Errorf("shape %v and chunks %v: lengths must be >= 0 and chunks >= 1", s.Shape, s.Chunks)
 		}
-		if bytes *= int64(s.Chunks[k]); bytes > 1<<30 {
-			return fmt.Errorf("chunks %v: more than 1 GiB a chunk", s.Chunks)
-		}
+	}
+	chunk, _, ok := lgruntime.KeyBytes(s.DType, s.Chunks, 1)
+	if !ok || chunk > 1<<30 {
+		return z, fmt.Errorf("chunks %v: more than 1 GiB a chunk", s.Chunks)
+	}
+	array, _, ok := lgruntime.KeyBytes(s.DType, s.Shape, 1)
+	if !ok || array > math.MaxInt {
+		return z, fmt.Errorf("shape %v: too many bytes", s.Shape)
 	}
 	switch s.Separator {
 	case "":
 		s.Separator = "."
 	case ".", "/":
 	default:
-		return fmt.Errorf("separator %q (want \".\" or \"/\")", s.Separator)
+		return z, fmt.Errorf("separator %q (want \".\" or \"/\")", s.Separator)
 	}
-	if math.IsNaN(s.Fill) && !isFloat(s.DType) {
-		return fmt.Errorf("fill NaN for %v", s.DType)
+	if math.IsNaN(s.Fill) && !s.DType.IsFloat() {
+		return z, fmt.Errorf("fill NaN for %v", s.DType)
 	}
 	if s.Compressor.id == "zstd" && (s.Compressor.level < 1 || s.Compressor.level > 22) {
-		return fmt.Errorf("zstd level %d (want 1 to 22)", s.Compressor.level)
+		return z, fmt.Errorf("zstd level %d (want 1 to 22)", s.Compressor.level)
 	}
 	if s.Compressor.id == "gzip" && (s.Compressor.level < 1 || s.Compressor.level > 9) {
-		return fmt.Errorf("gzip level %d (want 1 to 9)", s.Compressor.level)
+		return z, fmt.Errorf("gzip level %d (want 1 to 9)", s.Compressor.level)
 	}
-	_, err := parseFill(s.fillJSON(), s.DType)
-	return err
+	fill, err := parseFill(s.fillJSON(), s.DType)
+	if err != nil {
+		return z, err
+	}
+	return specSizes{chunk: int(chunk), array: int(array), fill: fill}, nil
 }
 
 // fillJSON returns the .zarray spelling of the fill value.
@@ -172,9 +198,6 @@ func (s *ArraySpec) fillJSON() json.RawMessage {
 	b, _ := json.Marshal(s.Fill)
 	return b
 }
-
-// ChunkBytes returns the size of one chunk's data as WriteChunk takes it.
-func (w *Writer) ChunkBytes() int { return w.bytes }
 
 // WriteChunk writes the chunk at grid index idx. data holds the whole
 // chunk in C order, little-endian, edge chunks included (their part past
@@ -219,15 +242,7 @@ func (w *Writer) WriteChunk(idx []int, data []byte) error {
 	default:
 		enc = data
 	}
-	parts := make([]string, len(idx))
-	for k, i := range idx {
-		parts[k] = fmt.Sprint(i)
-	}
-	key := strings.Join(parts, w.spec.Separator)
-	if len(idx) == 0 {
-		key = "0"
-	}
-	file := filepath.Join(w.dir, filepath.FromSlash(key))
+	file := filepath.Join(w.dir, filepath.FromSlash(chunkKey("", w.spec.Separator, idx)))
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return fmt.Errorf("zarr: write %s: %w", w.dir, err)
 	}
@@ -265,17 +280,17 @@ func (w *Writer) release() {
 // WriteArray writes data, the whole array in C order, as the array spec
 // describes, chunking it on all processors.
 func WriteArray(dir string, spec ArraySpec, data []byte) error {
-	w, err := Create(dir, spec)
+	// Check the data against the spec before Create makes the directory.
+	sizes, err := spec.check()
+	if err != nil {
+		return fmt.Errorf("zarr: create %s: %w", dir, err)
+	}
+	if len(data) != sizes.array {
+		return fmt.Errorf("zarr: write %s: %d bytes of data for shape %v of %v (%d bytes)", dir, len(data), spec.Shape, spec.DType, sizes.array)
+	}
+	w, err := create(dir, spec, sizes)
 	if err != nil {
 		return err
-	}
-	total := spec.DType.Size()
-	for _, s := range spec.Shape {
-		total *= s
-	}
-	if len(data) != total {
-		w.release()
-		return fmt.Errorf("zarr: write %s: %d bytes of data for shape %v of %v (%d bytes)", dir, len(data), spec.Shape, spec.DType, total)
 	}
 	chunks := int64(1)
 	for _, g := range w.grid {
@@ -310,22 +325,19 @@ func WriteArray(dir string, spec ArraySpec, data []byte) error {
 // array data, padding an edge chunk with the fill value, using buf.
 func (w *Writer) writeFrom(data []byte, c int64, buf []byte) error {
 	rank := len(w.grid)
-	var idx, part, arrStrides, chunkStrides [maxRank]int
+	var idx, part [maxRank]int
 	unravel(c, w.grid, idx[:rank])
-	cStrides(w.spec.Shape, arrStrides[:rank])
-	cStrides(w.spec.Chunks, chunkStrides[:rank])
-	dst := region{strides: chunkStrides[:rank]}
-	src := region{strides: arrStrides[:rank]}
+	dst := region{strides: w.chunkStrides[:rank]}
+	src := region{strides: w.arrayStrides[:rank]}
 	edge := false
 	for k := range rank {
 		start := idx[k] * w.spec.Chunks[k]
 		part[k] = min(w.spec.Chunks[k], w.spec.Shape[k]-start)
-		src.start += start * arrStrides[k]
+		src.start += start * w.arrayStrides[k]
 		edge = edge || part[k] < w.spec.Chunks[k]
 	}
 	if edge {
-		fill, _ := parseFill(w.spec.fillJSON(), w.spec.DType)
-		fillBox(buf, dst, w.spec.Chunks, fill)
+		fillBox(buf, dst, w.spec.Chunks, w.fill)
 	}
 	copyBox(buf, dst, data, src, part[:rank], w.spec.DType.Size())
 	return w.WriteChunk(idx[:rank], buf)

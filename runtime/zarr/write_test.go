@@ -2,7 +2,9 @@ package zarr
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"math/rand/v2"
@@ -22,15 +24,16 @@ import (
 var writeCases = []struct {
 	name string
 	spec ArraySpec
+	fill string // the fill element the reader must find, little-endian hex
 }{
-	{"zstd_u1", ArraySpec{Shape: []int{17, 30, 41}, Chunks: []int{8, 16, 16}, DType: runtime.Uint8, Compressor: Zstd(6), Separator: "/"}},
-	{"blosc_u2", ArraySpec{Shape: []int{20, 33}, Chunks: []int{16, 16}, DType: runtime.Uint16, Compressor: BloscLZ4(), Fill: 7}},
-	{"blosc_big_chunk_f4", ArraySpec{Shape: []int{3, 300, 301}, Chunks: []int{2, 256, 256}, DType: runtime.Float32, Compressor: BloscLZ4(), Fill: math.NaN()}},
-	{"gzip_u4", ArraySpec{Shape: []int{10, 20, 30}, Chunks: []int{5, 8, 16}, DType: runtime.Uint32, Compressor: Gzip(6), Fill: 3}},
-	{"raw_i8", ArraySpec{Shape: []int{5, 7}, Chunks: []int{2, 3}, DType: runtime.Int64, Fill: -1}},
-	{"zstd_f8_1d", ArraySpec{Shape: []int{1000}, Chunks: []int{128}, DType: runtime.Float64, Compressor: Zstd(1), Fill: math.Inf(-1)}},
-	{"blosc_bool", ArraySpec{Shape: []int{9, 9, 9}, Chunks: []int{4, 4, 4}, DType: runtime.Bool, Compressor: BloscLZ4(), Fill: 1}},
-	{"zstd_i2_attrs", ArraySpec{Shape: []int{6, 10}, Chunks: []int{6, 10}, DType: runtime.Int16, Compressor: Zstd(3), Attributes: map[string]any{"note": "hello"}}},
+	{"zstd_u1", ArraySpec{Shape: []int{17, 30, 41}, Chunks: []int{8, 16, 16}, DType: runtime.Uint8, Compressor: Zstd(6), Separator: "/"}, "00"},
+	{"blosc_u2", ArraySpec{Shape: []int{20, 33}, Chunks: []int{16, 16}, DType: runtime.Uint16, Compressor: BloscLZ4(), Fill: 7}, "0700"},
+	{"blosc_big_chunk_f4", ArraySpec{Shape: []int{3, 300, 301}, Chunks: []int{2, 256, 256}, DType: runtime.Float32, Compressor: BloscLZ4(), Fill: math.NaN()}, "0000c07f"},
+	{"gzip_u4", ArraySpec{Shape: []int{10, 20, 30}, Chunks: []int{5, 8, 16}, DType: runtime.Uint32, Compressor: Gzip(6), Fill: 3}, "03000000"},
+	{"raw_i8", ArraySpec{Shape: []int{5, 7}, Chunks: []int{2, 3}, DType: runtime.Int64, Fill: -1}, "ffffffffffffffff"},
+	{"zstd_f8_1d", ArraySpec{Shape: []int{1000}, Chunks: []int{128}, DType: runtime.Float64, Compressor: Zstd(1), Fill: math.Inf(-1)}, "000000000000f0ff"},
+	{"blosc_bool", ArraySpec{Shape: []int{9, 9, 9}, Chunks: []int{4, 4, 4}, DType: runtime.Bool, Compressor: BloscLZ4(), Fill: 1}, "01"},
+	{"zstd_i2_attrs", ArraySpec{Shape: []int{6, 10}, Chunks: []int{6, 10}, DType: runtime.Int16, Compressor: Zstd(3), Attributes: map[string]any{"note": "hello"}}, "0000"},
 }
 
 // randomArray returns n elements of d, compressible in part.
@@ -76,9 +79,8 @@ func TestWriteReadBack(t *testing.T) {
 			if !bytes.Equal(got, data) {
 				t.Fatalf("read back differs at byte %d", firstDiff(got, data))
 			}
-			want, _ := parseFill((&c.spec).fillJSON(), c.spec.DType)
-			if !bytes.Equal(a.Fill(), want) {
-				t.Errorf("fill %x, want %x", a.Fill(), want)
+			if got := hex.EncodeToString(a.Fill()); got != c.fill {
+				t.Errorf("fill %s, want %s", got, c.fill)
 			}
 		})
 	}
@@ -131,7 +133,7 @@ func TestPythonReadsWhatWeWrite(t *testing.T) {
 		if err := npy.Write(filepath.Join(root, c.name+".npy"), c.spec.DType, c.spec.Shape, data); err != nil {
 			t.Fatal(err)
 		}
-		names = append(names, c.name)
+		names = append(names, c.name+":"+c.fill)
 	}
 	ms := Multiscale{Name: "raw", Axes: []Axis{{"z", "space", "nanometer"}, {"y", "space", "nanometer"}, {"x", "space", "nanometer"}}}
 	for l, shape := range [][]int{{16, 16, 16}, {8, 8, 8}} {
@@ -153,11 +155,14 @@ func TestPythonReadsWhatWeWrite(t *testing.T) {
 	script := `
 import sys, numpy as np, zarr
 root, names = sys.argv[1], sys.argv[2:]
-for n in names:
+for arg in names:
+    n, fill = arg.split(":")
     z = zarr.open(f"{root}/{n}", mode="r")
     want = np.load(f"{root}/{n}.npy")
     assert z.dtype == want.dtype, (n, z.dtype, want.dtype)
     assert z[...].tobytes() == want.tobytes(), n  # bytes: random floats hold NaNs
+    got = np.array(z.fill_value, dtype=z.dtype).astype(z.dtype.newbyteorder("<")).tobytes().hex()
+    assert got == fill, (n, "fill", got, fill)
     if n == "zstd_i2_attrs":
         assert z.attrs["note"] == "hello"
 g = zarr.open_group(f"{root}/ms", mode="r")
@@ -187,17 +192,19 @@ func TestWriteRefusesBadSpecs(t *testing.T) {
 		{ArraySpec{Shape: []int{4}, Chunks: []int{2}, DType: runtime.Uint8, Separator: ":"}, `separator ":"`},
 		{ArraySpec{Shape: []int{4}, Chunks: []int{2}, DType: runtime.Uint8, Compressor: Zstd(30)}, "zstd level 30"},
 		{ArraySpec{Shape: []int{1 << 20}, Chunks: []int{1 << 28}, DType: runtime.Float64}, "more than 1 GiB a chunk"},
+		{ArraySpec{Shape: []int{4, 4}, Chunks: []int{2, 1 << 62}, DType: runtime.Uint16}, "more than 1 GiB a chunk"},
 	}
-	for _, tt := range tests {
-		_, err := Create(filepath.Join(t.TempDir(), "a"), tt.spec)
+	dir := t.TempDir()
+	for i, tt := range tests {
+		_, err := Create(filepath.Join(dir, fmt.Sprint(i)), tt.spec)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Create(%+v): %v, want %q", tt.spec, err, tt.want)
 		}
 	}
-	if err := WriteArray(filepath.Join(t.TempDir(), "a"), ArraySpec{Shape: []int{4}, Chunks: []int{2}, DType: runtime.Uint16}, make([]byte, 7)); err == nil || !strings.Contains(err.Error(), "7 bytes of data") {
+	if err := WriteArray(filepath.Join(dir, "short"), ArraySpec{Shape: []int{4}, Chunks: []int{2}, DType: runtime.Uint16}, make([]byte, 7)); err == nil || !strings.Contains(err.Error(), "7 bytes of data") {
 		t.Errorf("WriteArray with short data: %v", err)
 	}
-	if entries, _ := os.ReadDir(t.TempDir()); len(entries) != 0 {
-		t.Error("a refused spec left files")
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a refused spec left %d files", len(entries))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // HeaderSize is the size of a Blosc 1 frame header.
@@ -171,7 +172,7 @@ func (d *Decoder) block(h Header, src []byte, off int, dst []byte, leftover bool
 	bitShuffled := h.Flags&flagBitShuffle != 0 && len(dst) >= h.TypeSize
 	out := dst
 	if shuffled || bitShuffled {
-		d.scratch = grow(d.scratch, len(dst))
+		d.scratch = slices.Grow(d.scratch[:0], len(dst))
 		out = d.scratch[:len(dst)]
 	}
 	nsplits := 1
@@ -215,11 +216,4 @@ func (d *Decoder) block(h Header, src []byte, off int, dst []byte, leftover bool
 func split(h Header, n int, leftover bool) bool {
 	return h.Flags&flagNoSplit == 0 && h.TypeSize <= maxSplits &&
 		n/h.TypeSize >= minSplitElems && !leftover
-}
-
-func grow(b []byte, n int) []byte {
-	if cap(b) < n {
-		return make([]byte, n)
-	}
-	return b
 }

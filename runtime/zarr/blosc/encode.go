@@ -3,6 +3,7 @@ package blosc
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/pierrec/lz4/v4"
 )
@@ -21,8 +22,8 @@ const maxEncode = 1 << 30
 // its data is stored uncompressed. An Encoder is not safe for concurrent
 // use; the zero value is ready.
 type Encoder struct {
-	lz4     lz4.Compressor
-	shuffed []byte // one shuffled block
+	lz4      lz4.Compressor
+	shuffled []byte // one shuffled block
 }
 
 // Encode appends a frame of src, whose elements are typeSize bytes wide, to
@@ -44,10 +45,10 @@ func (e *Encoder) Encode(dst, src []byte, typeSize int) ([]byte, error) {
 	for b := range nblocks {
 		binary.LittleEndian.PutUint32(dst[starts+4*b:], uint32(len(dst)-start))
 		raw := src[b*block : min((b+1)*block, len(src))]
-		e.shuffed = grow(e.shuffed, len(raw))
-		shuffle(e.shuffed[:len(raw)], raw, typeSize)
+		e.shuffled = slices.Grow(e.shuffled[:0], len(raw))
+		shuffle(e.shuffled[:len(raw)], raw, typeSize)
 		var err error
-		if dst, err = e.stream(dst, e.shuffed[:len(raw)]); err != nil {
+		if dst, err = e.stream(dst, e.shuffled[:len(raw)]); err != nil {
 			return dst[:start], err
 		}
 	}
