@@ -90,6 +90,12 @@ type Key struct {
 	Offset      int64    `json:"-"`            // start of this key in a staging slot
 	Stream      int      `json:"stream"`       // CUDA stream that carries the key
 	Priority    Priority `json:"priority"`     // priority of that stream's copies
+	// Ragged says that the first sample axis is a maximum: a sample holds
+	// up to Shape[0] rows, and the rows after its own are padding.
+	Ragged bool `json:"ragged,omitempty"`
+	// LengthsOf names the ragged key whose row counts this key holds, one
+	// int32 per sample; "" for a key of the schema.
+	LengthsOf string `json:"lengths_of,omitempty"`
 }
 
 // SampleElems is the number of elements in one sample of the key.
@@ -104,6 +110,15 @@ type LoaderDefaults struct {
 	Seed         uint64  `json:"seed"`           // seeds the shuffle and each sample's Rand
 	DropLast     bool    `json:"drop_last"`      // drop the short last batch and the shard remainder
 	MaxStagingMB float64 `json:"max_staging_mb"` // limit of (prefetch+1) x batch MiB; 0: none
+	Bucket       Bucket  `json:"bucket"`         // length bucketing; the zero value is off
+}
+
+// Bucket is length bucketing: within each window of Window batches of an
+// epoch's order, samples are grouped by their row count in the ragged key
+// Key, so that a batch holds similar lengths and little padding.
+type Bucket struct {
+	Key    string `json:"key,omitempty"`    // the ragged key; "" turns bucketing off
+	Window int    `json:"window,omitempty"` // batches per window, >= 1 when Key is set
 }
 
 // Plan is everything fixed at generation time: memory, the stream decision
