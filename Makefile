@@ -34,9 +34,11 @@ demo:
 	$(GO) run ./cmd/loadergen plan examples/cellmap/dataset.yaml
 	$(GO) run ./examples/cellmap/cmd/cellmap-demo -data .demo-data/cellmap -epochs 5 -trace .demo-data/trace.json
 
-## bench: the benchmarks behind docs/PERFORMANCE.md (5 runs each, for medians), and the zarr box reads' ratios
+## bench: the benchmarks behind docs/PERFORMANCE.md (5 runs each, for medians), the loaders against their copy loops and the zarr box reads against their ceilings
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./golden/large ./golden/tiny ./golden/rows ./examples/cellmap
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./golden/large ./golden/tiny ./golden/rows ./golden/tokens ./examples/cellmap | tee .bench-loaders.txt
+	.ci/bench-ratios <.bench-loaders.txt
+	$(GO) test -run '^$$' -bench Bucket -benchmem -count 5 ./runtime
 	$(GO) test -run '^$$' -bench Generate -count 5 ./gen
 	$(GO) test -run '^$$' -bench 'BoxRead|CopyBox' -benchmem -count 5 ./runtime/zarr | tee .bench-zarr.txt
 	.ci/bench-ratios <.bench-zarr.txt

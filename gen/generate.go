@@ -3,6 +3,7 @@ package gen
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,10 +27,8 @@ const (
 // emitter's comment shows what it renders for a dataset named CellMap.
 func Generate(p *Plan, source string) ([]byte, error) {
 	g := &emitter{ds: p.Dataset, rp: p.Runtime, n: newNames(p.Dataset)}
-	for i, k := range g.rp.Keys {
-		sk := g.ds.Keys[i]
-		g.keys = append(g.keys, emitKey{Key: k, keyNames: g.n.key(sk), file: sk.File, classAxis: sk.ClassAxis,
-			zarr: sk.Zarr, spatial: sk.Shape, scale: sk.Scale, fill: sk.Fill})
+	for _, k := range g.rp.Keys {
+		g.keys = append(g.keys, g.emitKey(k))
 	}
 	f := jen.NewFile(g.ds.Package)
 	f.ImportName(rtPath, "runtime")
@@ -43,6 +42,7 @@ func Generate(p *Plan, source string) ([]byte, error) {
 		g.versionGuard,
 		g.constants,
 		g.elems,
+		g.ragged,
 		g.plan,
 		g.sample,
 		g.source,
@@ -90,20 +90,50 @@ type emitter struct {
 	keys []emitKey // plan order
 }
 
-// emitKey is what the emitter needs of one key: its plan entry, its
-// generated identifiers and its .npy path ("" when it has none).
+// emitKey is what the emitter needs of one plan key: its plan entry, its
+// generated identifiers and what the schema says of its source.
 type emitKey struct {
 	runtime.Key
 	keyNames
-	file      string
-	classAxis bool // the sample shape starts with the class axis
+	file      string // the .npy path; "" when it has none
+	classAxis bool   // the sample shape starts with the class axis
 	// A zarr key's path, its spatial shape (the sample's without the class
 	// axis), voxel size and fill.
 	zarr    string
 	spatial []int
 	scale   []float64
 	fill    float64
+	// A ragged key's padding, CSR offsets file, and the names of its
+	// lengths key.
+	pad     float64
+	offsets string
+	lengths keyNames
 }
+
+// emitKey pairs plan key k with its schema key by name. A lengths key
+// (k.LengthsOf) gets the names schema.LengthsName gives it.
+func (g *emitter) emitKey(k runtime.Key) emitKey {
+	if k.LengthsOf != "" {
+		return emitKey{Key: k, keyNames: g.n.lengthsKey(g.schemaKey(k.LengthsOf))}
+	}
+	sk := g.schemaKey(k.Name)
+	ek := emitKey{Key: k, keyNames: g.n.key(sk), file: sk.File, classAxis: sk.ClassAxis,
+		zarr: sk.Zarr, spatial: sk.Shape, scale: sk.Scale, fill: sk.Fill, pad: sk.Pad, offsets: sk.Offsets}
+	if k.Ragged {
+		ek.lengths = g.n.lengthsKey(sk)
+	}
+	return ek
+}
+
+// schemaKey returns the schema's key of that name; NewPlan made the plan's
+// keys from them.
+func (g *emitter) schemaKey(name string) schema.Key {
+	i := slices.IndexFunc(g.ds.Keys, func(k schema.Key) bool { return k.Name == name })
+	return g.ds.Keys[i]
+}
+
+// rowElems is the number of elements in one row of a ragged key.
+func (k emitKey) rowElems() int { return k.SampleElems() / k.Shape[0] }
 
 // elemType is the Go element type of the key's typed views: []elemType.
 func (k emitKey) elemType() *jen.Statement { return jen.Id(k.DType.GoType()) }
@@ -169,8 +199,11 @@ func (g *emitter) elems(f *jen.File) {
 // describe is a key's sample as comments show it: "[3 64 64 64] float32",
 // "scalar int64".
 func describe(k runtime.Key) string {
-	if len(k.Shape) == 0 {
+	switch {
+	case len(k.Shape) == 0:
 		return "scalar " + k.DType.String()
+	case k.Ragged:
+		return fmt.Sprintf("up to %v %s, ragged", k.Shape, k.DType)
 	}
 	return fmt.Sprintf("%v %s", k.Shape, k.DType)
 }
@@ -182,19 +215,39 @@ func (g *emitter) plan(f *jen.File) {
 	rp := g.rp
 	keys := make([]jen.Code, len(rp.Keys))
 	for i, k := range rp.Keys {
-		keys[i] = literal(
-			field{"Name", jen.Lit(k.Name)},
-			field{"Role", g.rt(k.Role.ConstName())},
-			field{"DType", g.rt(k.DType.ConstName())},
-			field{"Shape", ints(k.Shape)},
-			field{"SampleBytes", jen.Lit(int(k.SampleBytes))},
-			field{"BatchBytes", jen.Lit(int(k.BatchBytes))},
-			field{"Offset", jen.Lit(int(k.Offset))},
-			field{"Stream", jen.Lit(k.Stream)},
-			field{"Priority", g.rt(k.Priority.ConstName())},
-		)
+		kf := []field{
+			{"Name", jen.Lit(k.Name)},
+			{"Role", g.rt(k.Role.ConstName())},
+			{"DType", g.rt(k.DType.ConstName())},
+			{"Shape", ints(k.Shape)},
+			{"SampleBytes", jen.Lit(int(k.SampleBytes))},
+			{"BatchBytes", jen.Lit(int(k.BatchBytes))},
+			{"Offset", jen.Lit(int(k.Offset))},
+			{"Stream", jen.Lit(k.Stream)},
+			{"Priority", g.rt(k.Priority.ConstName())},
+		}
+		if k.Ragged {
+			kf = append(kf, field{"Ragged", jen.True()})
+		}
+		if k.LengthsOf != "" {
+			kf = append(kf, field{"LengthsOf", jen.Lit(k.LengthsOf)})
+		}
+		keys[i] = literal(kf...)
 	}
 	l := rp.Loader
+	loader := []field{
+		{"Prefetch", jen.Lit(l.Prefetch)},
+		{"Workers", jen.Lit(l.Workers)},
+		{"Shuffle", jen.Lit(l.Shuffle)},
+		{"Seed", jen.Op(strconv.FormatUint(l.Seed, 10))}, // untyped: seeds past MaxInt64 too
+		{"DropLast", jen.Lit(l.DropLast)},
+		{"MaxStagingMB", jen.Lit(l.MaxStagingMB)},
+	}
+	if l.Bucket.Key != "" {
+		loader = append(loader, field{"Bucket", g.rt("Bucket").Values(jen.Dict{
+			jen.Id("Key"): jen.Lit(l.Bucket.Key), jen.Id("Window"): jen.Lit(l.Bucket.Window),
+		})})
+	}
 	fields := []field{
 		{"Name", jen.Lit(rp.Name)},
 		{"BatchSize", jen.Id(g.n.exported("BatchSize"))},
@@ -206,14 +259,7 @@ func (g *emitter) plan(f *jen.File) {
 		{"Reason", jen.Lit(rp.Reason)},
 		{"Keys", jen.Index().Add(g.rt("Key")).Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, keys...)},
 		{"SlotBytes", jen.Lit(int(rp.SlotBytes))},
-		{"Loader", g.rt("LoaderDefaults").Add(literal(
-			field{"Prefetch", jen.Lit(l.Prefetch)},
-			field{"Workers", jen.Lit(l.Workers)},
-			field{"Shuffle", jen.Lit(l.Shuffle)},
-			field{"Seed", jen.Op(strconv.FormatUint(l.Seed, 10))}, // untyped: seeds past MaxInt64 too
-			field{"DropLast", jen.Lit(l.DropLast)},
-			field{"MaxStagingMB", jen.Lit(l.MaxStagingMB)},
-		))},
+		{"Loader", g.rt("LoaderDefaults").Add(literal(loader...))},
 	}
 	if st := rp.Streams; st != (runtime.StreamSettings{}) {
 		fields = append(fields, field{"Streams", g.rt("StreamSettings").Add(literal(
@@ -250,13 +296,22 @@ func (g *emitter) sample(f *jen.File) {
 		jen.Line(),
 	}
 	for _, k := range g.keys {
-		fields = append(fields, jen.Id(k.Go).Index().Add(k.elemType()).Comment(sampleComment(k)))
+		if k.LengthsOf == "" {
+			fields = append(fields, jen.Id(k.Go).Index().Add(k.elemType()).Comment(sampleComment(k)))
+		}
 	}
 	fields = append(fields, jen.Line(), jen.Id("pcg").Qual(randPath, "PCG").Comment("Rand's source, seeded for each sample"))
 	name := g.n.exported("Sample")
 	f.Commentf("%s is one sample being filled. Every key's slice points into the", name)
 	f.Comment("staging buffer and must be written in full: it is not zeroed, and holds")
 	f.Comment("an older batch.")
+	if len(g.raggedKeys()) > 0 {
+		f.Comment("")
+		f.Comment("A ragged key's slice is empty, with capacity for its most rows: Read")
+		f.Comment("appends the sample's rows (append(s.Tokens, row...)), and the loader")
+		f.Comment("pads the rest and records the count in the batch's lengths. More rows")
+		f.Comment("than the maximum are an error naming the key and the sample.")
+	}
 	f.Type().Id(name).Struct(fields...)
 }
 
@@ -267,6 +322,8 @@ func sampleComment(k emitKey) string {
 	switch {
 	case len(k.Shape) == 0:
 		s += " (one element)"
+	case k.Ragged:
+		s += "; append rows"
 	case k.classAxis:
 		s += ", C order, class axis first"
 	default:
@@ -291,12 +348,21 @@ func (g *emitter) source(f *jen.File) {
 	name, sample := g.n.exported("Source"), g.n.exported("Sample")
 	f.Commentf("%s reads the samples of the %s dataset. Read is called", name, g.ds.Name)
 	f.Comment("concurrently from the loader's workers, for different samples.")
-	f.Type().Id(name).Interface(
+	methods := []jen.Code{
 		jen.Comment("Len returns the number of samples."),
 		jen.Id("Len").Params().Int(),
 		jen.Comment("Read fills every key of sample s.Index (PyTorch's __getitem__)."),
 		jen.Id("Read").Params(jen.Id("s").Op("*").Id(sample)).Error(),
-	)
+	}
+	if k := g.bucketKey(); k != nil {
+		methods = append(methods,
+			jen.Commentf("%s returns how many rows sample index has in key %q, without", rowsMethod(*k), k.Name),
+			jen.Comment("reading it: the loader asks once per sample, at start, to group"),
+			jen.Comment("samples of similar lengths into batches (loader.bucket)."),
+			jen.Id(rowsMethod(*k)).Params(jen.Id("index").Int()).Int(),
+		)
+	}
+	f.Type().Id(name).Interface(methods...)
 }
 
 // samples renders
@@ -318,7 +384,14 @@ func (g *emitter) samples(f *jen.File) {
 		jen.Line(),
 	}
 	for _, k := range g.keys {
-		fields = append(fields, jen.Id(k.Go).Index().Add(k.elemType()).Commentf("key %q: len(Indices) x %s", k.Name, describe(k.Key)))
+		comment := fmt.Sprintf("key %q: len(Indices) x %s", k.Name, describe(k.Key))
+		switch {
+		case k.Ragged:
+			comment += ", each sample's rows at the start of its slot"
+		case k.LengthsOf != "":
+			comment = fmt.Sprintf("rows of each sample of key %q: ReadSamples sets them", k.LengthsOf)
+		}
+		fields = append(fields, jen.Id(k.Go).Index().Add(k.elemType()).Comment(comment))
 	}
 	fields = append(fields, jen.Line(),
 		jen.Id("rand").Op("*").Qual(randPath, "Rand").Comment("what Rand returns, over pcg"),
@@ -329,6 +402,12 @@ func (g *emitter) samples(f *jen.File) {
 	f.Comment("call. Every key's slice holds len(Indices) samples back to back in C")
 	f.Comment("order and points into the staging buffer: write every element, it holds")
 	f.Comment("an older batch.")
+	if len(g.raggedKeys()) > 0 {
+		f.Comment("")
+		f.Comment("A ragged key's slice holds each sample's slot of its most rows: write")
+		f.Comment("a sample's rows at the start of its slot and their count in the key's")
+		f.Comment("lengths; the loader pads the rest of the slot.")
+	}
 	f.Type().Id(name).Struct(fields...)
 }
 
@@ -389,7 +468,14 @@ func (g *emitter) batch(f *jen.File) {
 	fields := []jen.Code{jen.Id("Indices").Index().Int().Comment("dataset indices of the samples, in batch order")}
 	for _, k := range g.keys {
 		shape := append([]any{"n"}, intsAny(k.Shape)...)
-		fields = append(fields, jen.Id(k.Go).Add(g.rt("Tensor")).Commentf("key %q: %s, shape %v", k.Name, k.DType, shape))
+		comment := fmt.Sprintf("key %q: %s, shape %v", k.Name, k.DType, shape)
+		switch {
+		case k.Ragged:
+			comment += fmt.Sprintf(", each sample padded to %d rows", k.Shape[0])
+		case k.LengthsOf != "":
+			comment = fmt.Sprintf("rows of each sample of key %q: int32, shape [n]", k.LengthsOf)
+		}
+		fields = append(fields, jen.Id(k.Go).Add(g.rt("Tensor")).Comment(comment))
 	}
 	fields = append(fields, jen.Line(), jen.Id("staged").Op("*").Add(g.rt("Batch")).Comment("the runtime's batch in the same slot"))
 	for _, k := range g.keys {
@@ -423,7 +509,11 @@ func (g *emitter) staged(f *jen.File) {
 //	}
 func (g *emitter) dataMethods(f *jen.File) {
 	for _, k := range g.keys {
-		f.Commentf("%sData returns the staged samples of key %q as %s values.", k.Go, k.Name, k.DType.GoType())
+		if k.LengthsOf != "" {
+			f.Commentf("%sData returns the row count of each sample of key %q.", k.Go, k.LengthsOf)
+		} else {
+			f.Commentf("%sData returns the staged samples of key %q as %s values.", k.Go, k.Name, k.DType.GoType())
+		}
 		f.Func().Params(jen.Id("b").Op("*").Id(g.n.exported("Batch"))).Id(k.Go + "Data").Params().Index().Add(k.elemType()).Block(
 			jen.Return(jen.Id("b").Dot(k.view).Index(jen.Empty(), jen.Len(jen.Id("b").Dot("Indices")).Op("*").Id(k.elems))),
 		)
@@ -495,9 +585,7 @@ func (g *emitter) newLoader(f *jen.File) {
 		jen.Id("l").Op(":=").Op("&").Id(name).Values(jen.Dict{jen.Id("src"): jen.Id("src")}),
 		jen.Id("fill").Op(":=").Id("l").Dot("fill"),
 		g.pickFill(),
-		jen.List(jen.Id("e"), jen.Err()).Op(":=").Add(g.rt("NewEngine")).Call(
-			jen.Id(g.n.unexported("Plan")), jen.Id("src").Dot("Len").Call(), jen.Id("opts"), jen.Id("fill"),
-		),
+		g.startEngine(),
 		jen.If(jen.Err().Op("!=").Nil()).Block(
 			jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(errf("%w"), jen.Err())),
 		),
@@ -522,6 +610,22 @@ func (g *emitter) newLoader(f *jen.File) {
 	f.Commentf("New%s starts a loader over src. The zero Options mean \"as the schema says\".", name)
 	f.Func().Id("New"+name).Params(jen.Id("src").Id(g.n.exported("Source")), jen.Id("opts").Add(g.rt("Options"))).
 		Params(jen.Op("*").Id(name), jen.Error()).Block(body...)
+}
+
+// startEngine renders the engine's start,
+//
+//	e, err := runtime.NewEngine(cellMapPlan, src.Len(), opts, fill)
+//
+// or with length bucketing
+//
+//	e, err := runtime.NewBucketEngine(cellMapPlan, src.Len(), src.TokensRows, opts, fill)
+func (g *emitter) startEngine() jen.Code {
+	plan, n := jen.Id(g.n.unexported("Plan")), jen.Id("src").Dot("Len").Call()
+	call := g.rt("NewEngine").Call(plan, n, jen.Id("opts"), jen.Id("fill"))
+	if k := g.bucketKey(); k != nil {
+		call = g.rt("NewBucketEngine").Call(plan, n, jen.Id("src").Dot(rowsMethod(*k)), jen.Id("opts"), jen.Id("fill"))
+	}
+	return jen.List(jen.Id("e"), jen.Err()).Op(":=").Add(call)
 }
 
 // pickFill renders the choice of fill: the source's ReadSamples when it is
@@ -586,12 +690,20 @@ func (g *emitter) fill(f *jen.File) {
 		g.rt("SeedSample").Call(jen.Op("&").Id("s").Dot("pcg"), jen.Id("seed"), jen.Id("s").Dot("Index")),
 	}
 	for _, k := range g.keys {
-		loop = append(loop, jen.Id("s").Dot(k.Go).Op("=").Id("b").Dot(k.view).
-			Index(jen.Id("pos").Op("*").Id(k.elems), jen.Empty()).Index(jen.Empty(), jen.Id(k.elems)))
+		slot := jen.Id("b").Dot(k.view).Index(jen.Id("pos").Op("*").Id(k.elems), jen.Empty())
+		switch {
+		case k.Ragged:
+			loop = append(loop, jen.Id("s").Dot(k.Go).Op("=").Add(slot).Index(jen.Empty(), jen.Lit(0), jen.Id(k.elems)))
+		case k.LengthsOf == "":
+			loop = append(loop, jen.Id("s").Dot(k.Go).Op("=").Add(slot).Index(jen.Empty(), jen.Id(k.elems)))
+		}
 	}
 	loop = append(loop, jen.If(jen.Err().Op(":=").Id("l").Dot("src").Dot("Read").Call(jen.Id("s")), jen.Err().Op("!=").Nil()).Block(
 		jen.Return(jen.Err()),
 	))
+	for i, k := range g.raggedKeys() {
+		loop = append(loop, g.padRows(k, i == 0)...)
+	}
 	f.Comment("fill reads the samples of run r through the source, each into its place")
 	f.Comment("in the staging slot; r.Done tells the runtime which sample failed.")
 	f.Func().Params(jen.Id("l").Op("*").Id(g.n.exported("Loader"))).Id("fill").Params(jen.Id("r").Op("*").Add(g.rt("Run"))).Error().Block(
@@ -636,6 +748,15 @@ func (g *emitter) fillSamples(f *jen.File) {
 		jen.If(jen.Err().Op("==").Nil().Op("&&").Id("done").Op("!=").Id("n")).Block(
 			jen.Err().Op("=").Qual("fmt", "Errorf").Call(jen.Lit(g.errPrefix()+"ReadSamples filled %d of %d samples and returned no error"), jen.Id("done"), jen.Id("n")),
 		),
+	)
+	if ragged := g.raggedKeys(); len(ragged) > 0 {
+		pads := make([]jen.Code, len(ragged))
+		for i, k := range ragged {
+			pads[i] = g.padSamples(k)
+		}
+		body = append(body, jen.If(jen.Err().Op("==").Nil()).Block(pads...))
+	}
+	body = append(body,
 		jen.Id("r").Dot("Done").Op("=").Id("done").Comment("on an error, the sample that failed"),
 		jen.Return(jen.Err()),
 	)
@@ -720,12 +841,24 @@ func (g *emitter) forwards(f *jen.File) {
 }
 
 func (g *emitter) filesBacked() bool {
-	for _, k := range g.keys {
+	for _, k := range g.fileKeys() {
 		if k.file == "" {
 			return false
 		}
 	}
 	return true
+}
+
+// fileKeys are the keys the file source reads: the schema's, without the
+// lengths of ragged keys, which come from their offsets files.
+func (g *emitter) fileKeys() []emitKey {
+	var out []emitKey
+	for _, k := range g.keys {
+		if k.LengthsOf == "" {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // fileSpecs renders
@@ -740,14 +873,21 @@ func (g *emitter) filesBacked() bool {
 //		...
 //	}}
 func (g *emitter) fileSpecs(f *jen.File) {
-	specs := make([]jen.Code, len(g.keys))
-	for i, k := range g.keys {
-		specs[i] = literal(
-			field{"Key", jen.Lit(k.Name)},
-			field{"File", jen.Lit(k.file)},
+	keys := g.fileKeys()
+	specs := make([]jen.Code, len(keys))
+	for i, k := range keys {
+		fields := []field{
+			{"Key", jen.Lit(k.Name)},
+			{"File", jen.Lit(k.file)},
+		}
+		if k.offsets != "" {
+			fields = append(fields, field{"Offsets", jen.Lit(k.offsets)})
+		}
+		fields = append(fields,
 			field{"DType", g.rt(k.DType.ConstName())},
 			field{"Sample", ints(k.Shape)},
 		)
+		specs[i] = literal(fields...)
 	}
 	f.Commentf("%s are the .npy files of %s, relative to the data root.", g.n.unexported("FileSpecs"), g.ds.Name)
 	f.Var().Id(g.n.unexported("FileSpecs")).Op("=").Index().Qual(npyPath, "Spec").Values(specs...)
@@ -760,8 +900,9 @@ func (g *emitter) fileSpecs(f *jen.File) {
 //		labels *npy.File
 //	}
 func (g *emitter) filesType(f *jen.File) {
-	fields := make([]jen.Code, len(g.keys))
-	for i, k := range g.keys {
+	keys := g.fileKeys()
+	fields := make([]jen.Code, len(keys))
+	for i, k := range keys {
 		fields[i] = jen.Id(k.view).Op("*").Qual(npyPath, "File")
 	}
 	name := g.n.exported("Files")
@@ -784,12 +925,19 @@ func (g *emitter) filesType(f *jen.File) {
 //	}
 func (g *emitter) openFiles(f *jen.File) {
 	name := g.n.exported("Files")
-	opened := make([]field, len(g.keys))
-	for i, k := range g.keys {
+	keys := g.fileKeys()
+	opened := make([]field, len(keys))
+	for i, k := range keys {
 		opened[i] = field{k.view, jen.Id("files").Index(jen.Lit(i))}
 	}
 	f.Commentf("Open%s opens and checks the .npy file of every key under root:", name)
-	f.Comment("dtype, C order, shape [N, sample...] and size, and the same N for all.")
+	if len(g.raggedKeys()) > 0 {
+		f.Comment("dtype, C order, shape [N, sample...] and size, and the same N for all;")
+		f.Comment("a ragged key's rows [R, row...] and its offsets, N+1 of them, rising")
+		f.Comment("from 0 to R, no sample over the key's most rows.")
+	} else {
+		f.Comment("dtype, C order, shape [N, sample...] and size, and the same N for all.")
+	}
 	f.Func().Id("Open"+name).Params(jen.Id("root").String()).Params(jen.Op("*").Id(name), jen.Error()).Block(
 		jen.List(jen.Id("files"), jen.Err()).Op(":=").Qual(npyPath, "OpenAll").Call(jen.Id("root"), jen.Id(g.n.unexported("FileSpecs"))),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
@@ -820,16 +968,30 @@ func (g *emitter) openFiles(f *jen.File) {
 //	}
 func (g *emitter) filesMethods(f *jen.File) {
 	recv := func() *jen.Statement { return jen.Func().Params(jen.Id("f").Op("*").Id(g.n.exported("Files"))) }
+	keys := g.fileKeys()
 	f.Comment("Len returns the number of samples, the leading dimension of every file.")
-	f.Add(recv()).Id("Len").Params().Int().Block(jen.Return(jen.Id("f").Dot(g.keys[0].view).Dot("Len").Call()))
+	f.Add(recv()).Id("Len").Params().Int().Block(jen.Return(jen.Id("f").Dot(keys[0].view).Dot("Len").Call()))
 
-	reads := make([]jen.Code, 0, len(g.keys)+1)
-	closes := make([]jen.Code, len(g.keys))
-	for i, k := range g.keys {
-		reads = append(reads, jen.If(
-			jen.Err().Op(":=").Qual(npyPath, "Read").Call(jen.Id("f").Dot(k.view), jen.Id("s").Dot("Index"), jen.Id("s").Dot(k.Go)),
-			jen.Err().Op("!=").Nil(),
-		).Block(jen.Return(jen.Op("&").Add(g.rt("KeyError")).Values(jen.Id("Key").Op(":").Lit(k.Name), jen.Id("Err").Op(":").Err()))))
+	keyErr := func(k emitKey, err jen.Code) jen.Code {
+		return jen.Op("&").Add(g.rt("KeyError")).Values(jen.Id("Key").Op(":").Lit(k.Name), jen.Id("Err").Op(":").Add(err))
+	}
+	reads := make([]jen.Code, 0, len(keys)+2)
+	closes := make([]jen.Code, len(keys))
+	if len(g.raggedKeys()) > 0 {
+		reads = append(reads, jen.Var().Err().Error())
+	}
+	for i, k := range keys {
+		if k.Ragged {
+			reads = append(reads, jen.If(
+				jen.List(jen.Id("s").Dot(k.Go), jen.Err()).Op("=").Qual(npyPath, "AppendRows").Call(jen.Id("f").Dot(k.view), jen.Id("s").Dot("Index"), jen.Id("s").Dot(k.Go)),
+				jen.Err().Op("!=").Nil(),
+			).Block(jen.Return(keyErr(k, jen.Err()))))
+		} else {
+			reads = append(reads, jen.If(
+				jen.Err().Op(":=").Qual(npyPath, "Read").Call(jen.Id("f").Dot(k.view), jen.Id("s").Dot("Index"), jen.Id("s").Dot(k.Go)),
+				jen.Err().Op("!=").Nil(),
+			).Block(jen.Return(keyErr(k, jen.Err()))))
+		}
 		closes[i] = jen.Id("f").Dot(k.view)
 	}
 	reads = append(reads, jen.Return(jen.Nil()))
@@ -840,15 +1002,21 @@ func (g *emitter) filesMethods(f *jen.File) {
 	// that n ends as the first sample some key failed on, as Read's would.
 	// The first key gathers them all: its slices need no cutting.
 	gathers := []jen.Code{jen.List(jen.Id("n"), jen.Id("err")).Op(":=").List(jen.Len(jen.Id("s").Dot("Indices")), jen.Error().Call(jen.Nil()))}
-	for i, k := range g.keys {
+	for i, k := range keys {
 		indices, dst := jen.Id("s").Dot("Indices"), jen.Id("s").Dot(k.Go)
+		lengths := jen.Id("s").Dot(k.lengths.Go)
 		if i > 0 {
 			indices, dst = indices.Index(jen.Empty(), jen.Id("n")), dst.Index(jen.Empty(), jen.Id("n").Op("*").Id(k.elems))
+			lengths = lengths.Index(jen.Empty(), jen.Id("n"))
+		}
+		call := jen.Qual(npyPath, "Gather").Call(jen.Id("f").Dot(k.view), indices, dst)
+		if k.Ragged {
+			call = jen.Qual(npyPath, "GatherRows").Call(jen.Id("f").Dot(k.view), indices, dst, lengths)
 		}
 		gathers = append(gathers, jen.If(
-			jen.List(jen.Id("k"), jen.Id("e")).Op(":=").Qual(npyPath, "Gather").Call(jen.Id("f").Dot(k.view), indices, dst),
+			jen.List(jen.Id("k"), jen.Id("e")).Op(":=").Add(call),
 			jen.Id("e").Op("!=").Nil(),
-		).Block(jen.List(jen.Id("n"), jen.Id("err")).Op("=").List(jen.Id("k"), jen.Op("&").Add(g.rt("KeyError")).Values(jen.Id("Key").Op(":").Lit(k.Name), jen.Id("Err").Op(":").Id("e")))))
+		).Block(jen.List(jen.Id("n"), jen.Id("err")).Op("=").List(jen.Id("k"), keyErr(k, jen.Id("e")))))
 	}
 	gathers = append(gathers, jen.Return(jen.Id("n"), jen.Id("err")))
 	f.Comment("Gather copies the samples of s from every key's file, one gather loop per")
@@ -865,6 +1033,11 @@ func (g *emitter) filesMethods(f *jen.File) {
 	f.Comment("ReadSamples calls the function.")
 	f.Func().Params(jen.Id("f").Id(name)).Id("ReadSamples").Params(jen.Id("s").Op("*").Id(g.n.exported("Samples"))).Params(jen.Int(), jen.Error()).Block(
 		jen.Return(jen.Id("f").Call(jen.Id("s"))))
+
+	if k := g.bucketKey(); k != nil {
+		f.Commentf("%s returns how many rows sample index has in key %q, from its offsets.", rowsMethod(*k), k.Name)
+		f.Add(recv()).Id(rowsMethod(*k)).Params(jen.Id("index").Int()).Int().Block(jen.Return(jen.Id("f").Dot(k.view).Dot("Rows").Call(jen.Id("index"))))
+	}
 
 	f.Comment("Close unmaps every file.")
 	f.Add(recv()).Id("Close").Params().Error().Block(jen.Return(jen.Qual(npyPath, "CloseAll").Call(closes...)))

@@ -27,3 +27,10 @@ type keyNames struct {
 func (n names) key(k schema.Key) keyNames {
 	return keyNames{Go: k.GoName, view: schema.ViewName(k.GoName), elems: n.unexported(k.GoName + "Elems")}
 }
+
+// lengthsKey are the identifiers of the lengths of ragged key k: the batch
+// field TokensLengths, its view tokensLengths, cellMapTokensLengthsElems.
+func (n names) lengthsKey(k schema.Key) keyNames {
+	g := schema.LengthsName(k.GoName)
+	return keyNames{Go: g, view: schema.ViewName(g), elems: n.unexported(g + "Elems")}
+}

@@ -37,15 +37,22 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 		Device:    device.String(),
 		Loader:    ds.Loader,
 	}
+	var data []runtime.Key // the schema's keys; rp.Keys adds their lengths
 	for _, k := range ds.Keys {
 		key, ok := layoutKey(ds, k)
 		if ok {
 			rp.BatchBytes, ok = runtime.AddBytes(rp.BatchBytes, key.BatchBytes)
 		}
+		if ok && k.Ragged {
+			var lk runtime.Key
+			if lk, ok = lengthsKey(key, ds.BatchSize); ok {
+				rp.BatchBytes, ok = runtime.AddBytes(rp.BatchBytes, lk.BatchBytes)
+			}
+		}
 		if !ok {
 			return nil, fmt.Errorf("key %q: batch bytes overflow int64, which schema.Parse rejects: the dataset did not come through it", k.Name)
 		}
-		rp.Keys = append(rp.Keys, key)
+		data = append(data, key)
 	}
 	if rp.BatchBytes > math.MaxInt64/2 {
 		return nil, fmt.Errorf("%s: batch of %d bytes is too large to stage", ds.Where("batch_size"), rp.BatchBytes)
@@ -61,9 +68,16 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 	}
 	rp.NumStreams = 1
 	if rp.UseStreams {
-		rp.NumStreams = min(t.MaxStreams, len(rp.Keys))
+		rp.NumStreams = min(t.MaxStreams, len(data))
 	}
-	assign(rp.Keys, rp.NumStreams, t.Assign)
+	assign(data, rp.NumStreams, t.Assign)
+	for _, key := range data {
+		rp.Keys = append(rp.Keys, key)
+		if key.Ragged {
+			lk, _ := lengthsKey(key, ds.BatchSize) // fits: checked above
+			rp.Keys = append(rp.Keys, lk)
+		}
+	}
 	rp.SlotBytes = runtime.Layout(rp.Keys)
 	return &Plan{Dataset: ds, Thresholds: t, Runtime: rp}, nil
 }
@@ -76,7 +90,19 @@ func layoutKey(ds *schema.Dataset, k schema.Key) (key runtime.Key, ok bool) {
 	sample, batch, ok := runtime.KeyBytes(k.DType, shape, ds.BatchSize)
 	return runtime.Key{
 		Name: k.Name, Role: k.Role, DType: k.DType, Shape: shape,
-		SampleBytes: sample, BatchBytes: batch, Priority: k.Priority,
+		SampleBytes: sample, BatchBytes: batch, Priority: k.Priority, Ragged: k.Ragged,
+	}, ok
+}
+
+// lengthsKey is the key that holds the row counts of the ragged key k, one
+// int32 per sample: staged after k, on k's stream at k's priority, so that
+// its copy goes to the device with k's. ok is false when its batch bytes
+// overflow int64.
+func lengthsKey(k runtime.Key, batchSize int) (key runtime.Key, ok bool) {
+	sample, batch, ok := runtime.KeyBytes(runtime.Int32, nil, batchSize)
+	return runtime.Key{
+		Name: runtime.LengthsKey(k.Name), Role: k.Role, DType: runtime.Int32, Shape: []int{},
+		SampleBytes: sample, BatchBytes: batch, Stream: k.Stream, Priority: k.Priority, LengthsOf: k.Name,
 	}, ok
 }
 

@@ -224,3 +224,41 @@ func TestPlanOfHandBuiltDataset(t *testing.T) {
 		t.Errorf("NewPlan: %v, want %s", err, want)
 	}
 }
+
+// TestRaggedLengths: each ragged key is followed by its lengths key (int32,
+// one per sample, its role, stream and priority), which the batch bytes
+// count but the stream count and assignment do not.
+func TestRaggedLengths(t *testing.T) {
+	const keys = "  a: {shape: [64], dtype: float32, ragged: true}\n  b: {shape: [8], dtype: uint8}\n  c: {shape: [32, 2], dtype: int16, ragged: true}\n"
+	p, err := planOf(t, keys, "device: cuda\nstreams: {min_batch_memory_mb: 0, max_streams: 8, assign: balanced, priority: {c: high}}\n", Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct {
+		Name, LengthsOf string
+		Ragged          bool
+		DType           runtime.DType
+		Shape           []int
+		Stream          int
+		Priority        runtime.Priority
+		BatchBytes      int64
+	}
+	var got []key
+	for _, k := range p.Runtime.Keys {
+		got = append(got, key{k.Name, k.LengthsOf, k.Ragged, k.DType, k.Shape, k.Stream, k.Priority, k.BatchBytes})
+	}
+	// Three streams for three keys; balanced: a (4096) -> s0, c (2048) -> s1, b (128) -> s2.
+	want := []key{
+		{"a", "", true, runtime.Float32, []int{64}, 0, runtime.Normal, 4096},
+		{"a.lengths", "a", false, runtime.Int32, []int{}, 0, runtime.Normal, 64},
+		{"b", "", false, runtime.Uint8, []int{8}, 2, runtime.Normal, 128},
+		{"c", "", true, runtime.Int16, []int{32, 2}, 1, runtime.High, 2048},
+		{"c.lengths", "c", false, runtime.Int32, []int{}, 1, runtime.High, 64},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("keys (-want +got):\n%s", diff)
+	}
+	if p.Runtime.NumStreams != 3 || p.Runtime.BatchBytes != 4096+64+128+2048+64 {
+		t.Errorf("%d streams, %d batch bytes", p.Runtime.NumStreams, p.Runtime.BatchBytes)
+	}
+}

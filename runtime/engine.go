@@ -7,6 +7,7 @@ import (
 	"iter"
 	"os"
 	goruntime "runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,7 +84,14 @@ type Engine struct {
 	backend backend
 	slots   []slot
 	order   []int // the epoch's order, consumer's scratch, reused
-	sample  int64 // bytes of one sample, all keys
+	// lengths are the bucket key's row counts per sample, fixed at start;
+	// nil without bucketing. grouping is the consumer's scratch for it.
+	lengths  []int32
+	grouping []int
+	// lengthKeys are the plan indices of the ragged keys' lengths, whose
+	// staged counts the consumer adds to the stats.
+	lengthKeys []int
+	sample     int64 // bytes of one sample, all keys
 	// runs holds each filler's Run, reused for every run it fills: worker w
 	// writes runs[w], the consumer the last one.
 	runs []Own[Run]
@@ -133,11 +141,48 @@ type slot struct {
 // staging slots and starts the worker pool. n is the dataset size; fill
 // fills runs of samples.
 func NewEngine(p Plan, n int, o Options, fill FillFunc) (*Engine, error) {
-	if fill == nil {
-		return nil, errors.New("engine: nil fill function")
+	if b := p.Loader.Bucket.Key; b != "" {
+		return nil, fmt.Errorf("engine: the plan buckets samples by the lengths of key %q: start it with NewBucketEngine", b)
 	}
 	if n < 0 {
 		return nil, fmt.Errorf("engine: source has negative length %d", n)
+	}
+	return newEngine(p, n, nil, o, fill)
+}
+
+// NewBucketEngine is NewEngine for a plan with length bucketing
+// (Loader.Bucket): rows(i) is the row count of sample i in the bucket key,
+// asked once per sample here, each in [0, the key's maximum rows].
+func NewBucketEngine(p Plan, n int, rows func(index int) int, o Options, fill FillFunc) (*Engine, error) {
+	b := p.Loader.Bucket
+	k := slices.IndexFunc(p.Keys, func(k Key) bool { return k.Name == b.Key })
+	switch {
+	case b.Key == "":
+		return nil, errors.New("engine: NewBucketEngine: the plan has no bucket key")
+	case k < 0 || !p.Keys[k].Ragged:
+		return nil, fmt.Errorf("engine: bucket key %q is not a ragged key of the plan", b.Key)
+	case b.Window < 1:
+		return nil, fmt.Errorf("engine: bucket window %d is not >= 1", b.Window)
+	case n < 0:
+		return nil, fmt.Errorf("engine: source has negative length %d", n)
+	}
+	maxRows := p.Keys[k].Shape[0]
+	lengths := make([]int32, n)
+	for i := range lengths {
+		l := rows(i)
+		if l < 0 || l > maxRows {
+			return nil, fmt.Errorf("engine: sample %d has %d rows in key %q, not in [0, %d]", i, l, b.Key, maxRows)
+		}
+		lengths[i] = int32(l)
+	}
+	return newEngine(p, n, lengths, o, fill)
+}
+
+// newEngine starts an engine over n samples; lengths are the bucket key's
+// row counts, or nil without bucketing.
+func newEngine(p Plan, n int, lengths []int32, o Options, fill FillFunc) (*Engine, error) {
+	if fill == nil {
+		return nil, errors.New("engine: nil fill function")
 	}
 	set, err := resolve(p, o, os.Getenv)
 	if err != nil {
@@ -151,14 +196,18 @@ func NewEngine(p Plan, n int, o Options, fill FillFunc) (*Engine, error) {
 			N: n, Shuffle: p.Loader.Shuffle, Seed: p.Loader.Seed,
 			Rank: set.place.Rank, WorldSize: set.place.WorldSize, DropLast: p.Loader.DropLast,
 		},
+		lengths: lengths,
 		runs:    make([]Own[Run], set.workers+1), // the last is the consumer's
 		done:    make(chan struct{}),
 		stopped: make(chan struct{}),
 	}
 	e.order = make([]int, n+e.sampler.Samples())
 	e.stats.copy = make([]atomic.Int64, max(e.plan.NumStreams, 1))
-	for _, k := range e.plan.Keys {
+	for i, k := range e.plan.Keys {
 		e.sample += k.SampleBytes
+		if k.LengthsOf != "" {
+			e.lengthKeys = append(e.lengthKeys, i)
+		}
 	}
 	nslots := set.prefetch + 1
 	if o.Trace != nil {
@@ -546,6 +595,9 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 			yield(nil, err)
 			return
 		}
+		if e.lengths != nil {
+			e.grouping = e.plan.Loader.Bucket.Group(order, e.lengths, e.plan.BatchSize, e.plan.Loader.Seed, epoch, e.sampler.Rank, e.grouping)
+		}
 		nb := e.Len()
 		if start < 0 || start > nb {
 			yield(nil, fmt.Errorf("start batch %d is not in [0, %d]", start, nb))
@@ -613,6 +665,9 @@ func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed bool,
 	e.stats.batches.Add(1)
 	e.stats.samples.Add(int64(sl.n))
 	e.stats.bytes.Add(int64(sl.n) * e.sample)
+	for _, k := range e.lengthKeys {
+		e.stats.countRows(View[int32](sl.staging[k])[:sl.n])
+	}
 	return &sl.batch, true, nil
 }
 

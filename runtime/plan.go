@@ -104,13 +104,13 @@ func (k Key) SampleElems() int { return int(k.SampleBytes) / k.DType.Size() }
 // LoaderDefaults are the schema's loader settings; Options override the
 // prefetch and workers at run time.
 type LoaderDefaults struct {
-	Prefetch     int     `json:"prefetch"`       // batches staged ahead of the one in use
-	Workers      int     `json:"workers"`        // 0 means GOMAXPROCS
-	Shuffle      bool    `json:"shuffle"`        // shuffle each epoch
-	Seed         uint64  `json:"seed"`           // seeds the shuffle and each sample's Rand
-	DropLast     bool    `json:"drop_last"`      // drop the short last batch and the shard remainder
-	MaxStagingMB float64 `json:"max_staging_mb"` // limit of (prefetch+1) x batch MiB; 0: none
-	Bucket       Bucket  `json:"bucket"`         // length bucketing; the zero value is off
+	Prefetch     int     `json:"prefetch"`        // batches staged ahead of the one in use
+	Workers      int     `json:"workers"`         // 0 means GOMAXPROCS
+	Shuffle      bool    `json:"shuffle"`         // shuffle each epoch
+	Seed         uint64  `json:"seed"`            // seeds the shuffle and each sample's Rand
+	DropLast     bool    `json:"drop_last"`       // drop the short last batch and the shard remainder
+	MaxStagingMB float64 `json:"max_staging_mb"`  // limit of (prefetch+1) x batch MiB; 0: none
+	Bucket       Bucket  `json:"bucket,omitzero"` // length bucketing; the zero value is off
 }
 
 // Bucket is length bucketing: within each window of Window batches of an

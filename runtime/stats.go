@@ -23,11 +23,29 @@ type Stats struct {
 	// waiting for a slot's copies before workers refill it. Near zero when
 	// copies keep up; it grows when the device is the bottleneck.
 	HostStall time.Duration
+	// Rows and Spanned measure the padding of ragged keys, summed over
+	// them and the batches handed out: Rows counts the samples' own rows,
+	// Spanned each batch's samples times its longest sample's rows, the
+	// rows a model computes on when it cuts the batch at its longest
+	// sample (the staged batch always holds the key's maximum). Both are 0
+	// without ragged keys.
+	Rows, Spanned int64
+}
+
+// Padding is the fraction of Spanned rows that are padding: 0 when every
+// batch's samples have equal lengths (or there are no ragged keys). Length
+// bucketing (loader.bucket) lowers it.
+func (s Stats) Padding() float64 {
+	if s.Spanned == 0 {
+		return 0
+	}
+	return float64(s.Spanned-s.Rows) / float64(s.Spanned)
 }
 
 type counters struct {
 	batches, samples, bytes atomic.Int64
 	wait, busy, stall       atomic.Int64   // nanoseconds
+	rows, spanned           atomic.Int64   // Stats.Rows and Spanned
 	copy                    []atomic.Int64 // nanoseconds, per stream
 }
 
@@ -40,6 +58,8 @@ func (c *counters) snapshot() Stats {
 		WorkerBusy: time.Duration(c.busy.Load()),
 		Copy:       make([]time.Duration, len(c.copy)),
 		HostStall:  time.Duration(c.stall.Load()),
+		Rows:       c.rows.Load(),
+		Spanned:    c.spanned.Load(),
 	}
 	for i := range c.copy {
 		s.Copy[i] = time.Duration(c.copy[i].Load())
@@ -59,6 +79,9 @@ type Rates struct {
 	// the loader: near 0 when the loader keeps ahead of it, near 1 when the
 	// loader is what the loop waits for.
 	WaitFraction float64
+	// Padding is Stats.Padding over the interval: of the rows up to each
+	// batch's longest sample of a ragged key, the fraction that is padding.
+	Padding float64
 }
 
 // Since returns the rates of s's counts since before, elapsed apart:
@@ -74,6 +97,7 @@ func (s Stats) Since(before Stats, elapsed time.Duration) Rates {
 		Batches: s.Batches - before.Batches,
 		Samples: s.Samples - before.Samples,
 		Bytes:   s.Bytes - before.Bytes,
+		Padding: Stats{Rows: s.Rows - before.Rows, Spanned: s.Spanned - before.Spanned}.Padding(),
 	}
 	if sec := elapsed.Seconds(); sec > 0 {
 		r.SamplesPerSecond = float64(r.Samples) / sec
@@ -84,9 +108,26 @@ func (s Stats) Since(before Stats, elapsed time.Duration) Rates {
 }
 
 // String reads "32 batches, 256 samples, 160.0 MiB in 46ms: 5559 samples/s,
-// 3.64 GB/s; the consumer waited 80% of the time".
+// 3.64 GB/s; the consumer waited 80% of the time", and with ragged keys
+// "; padding 12% of the rows".
 func (r Rates) String() string {
-	return fmt.Sprintf("%d batches, %d samples, %.1f MiB in %v: %.0f samples/s, %.2f GB/s; the consumer waited %.0f%% of the time",
+	s := fmt.Sprintf("%d batches, %d samples, %.1f MiB in %v: %.0f samples/s, %.2f GB/s; the consumer waited %.0f%% of the time",
 		r.Batches, r.Samples, float64(r.Bytes)/(1<<20), r.Elapsed.Round(time.Millisecond),
 		r.SamplesPerSecond, r.BytesPerSecond/1e9, 100*r.WaitFraction)
+	if r.Padding > 0 {
+		s += fmt.Sprintf("; padding %.0f%% of the rows", 100*r.Padding)
+	}
+	return s
+}
+
+// countRows adds one batch's row counts of a ragged key to Rows and
+// Spanned.
+func (c *counters) countRows(lengths []int32) {
+	var sum, longest int64
+	for _, l := range lengths {
+		sum += int64(l)
+		longest = max(longest, int64(l))
+	}
+	c.rows.Add(sum)
+	c.spanned.Add(longest * int64(len(lengths)))
 }

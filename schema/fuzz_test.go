@@ -2,8 +2,10 @@ package schema
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/loadergen/loadergen/runtime"
@@ -35,6 +37,7 @@ func FuzzParse(f *testing.F) {
 		"[]",
 		"a: &a [*a]\n",
 		"version: 1\ninputs: &i {x: {shape: [1], dtype: bool}}\ntargets: *i\n",
+		"version: 1\npackage: p\nname: P\nbatch_size: 2\ninputs:\n  t: {shape: [4], dtype: int8, ragged: true, pad: -1, file: t.npy, offsets: o.npy}\nloader: {bucket: {key: t}}\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -64,6 +67,22 @@ func FuzzParse(f *testing.F) {
 				if d < 1 {
 					t.Fatalf("key %q has shape %v", k.Name, k.Shape)
 				}
+			}
+			switch {
+			case k.Ragged && (len(k.Shape) == 0 || k.Zarr != "" || k.ClassAxis || k.Shape[0] > math.MaxInt32):
+				t.Fatalf("ragged key %q has shape %v, zarr %q, class axis %v", k.Name, k.Shape, k.Zarr, k.ClassAxis)
+			case k.Ragged && (k.File == "") != (k.Offsets == ""):
+				t.Fatalf("ragged key %q has file %q and offsets %q", k.Name, k.File, k.Offsets)
+			case k.Ragged && elementFits(k.Pad, k.DType) != nil:
+				t.Fatalf("ragged key %q has pad %v, which %v", k.Name, k.Pad, elementFits(k.Pad, k.DType))
+			case !k.Ragged && (k.Pad != 0 || k.Offsets != ""):
+				t.Fatalf("key %q is not ragged but has pad %v and offsets %q", k.Name, k.Pad, k.Offsets)
+			}
+		}
+		if b := ds.Loader.Bucket; b.Key != "" {
+			i := slices.IndexFunc(ds.Keys, func(k Key) bool { return k.Name == b.Key })
+			if i < 0 || !ds.Keys[i].Ragged || b.Window < 1 {
+				t.Fatalf("bucket %+v: not a ragged key, or window < 1", b)
 			}
 		}
 	})

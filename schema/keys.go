@@ -28,12 +28,88 @@ var reservedViews = map[string]string{
 	"staged": "the batch's own field staged",
 }
 
-// member is a generated batch member (the key's field, or its Data method)
-// and the key it belongs to.
+// member is a generated batch member (or the view of a field), what it is
+// to its key, and the key it belongs to.
 type member struct {
-	key    string
-	pos    Pos
-	method bool
+	key  string
+	pos  Pos
+	kind memberKind
+}
+
+// memberKind is what a generated batch member is to its key.
+type memberKind int
+
+const (
+	keyField      memberKind = iota // the key's field: its Go name
+	dataMethod                      // GoName+"Data"(): the key's typed view
+	lengthsField                    // LengthsName(GoName): a ragged key's lengths
+	lengthsMethod                   // LengthsName(GoName)+"Data"(): their typed view
+)
+
+// name is the Go name of the member of this kind of the key with Go name g.
+func (k memberKind) name(g string) string {
+	switch k {
+	case dataMethod:
+		return g + "Data"
+	case lengthsField:
+		return LengthsName(g)
+	case lengthsMethod:
+		return LengthsName(g) + "Data"
+	}
+	return g
+}
+
+// field reports whether members of this kind are batch fields, each with
+// a view (ViewName), rather than methods.
+func (k memberKind) field() bool { return k == keyField || k == lengthsField }
+
+// claims says how key, whose member of this kind is name, takes it: the
+// subject of a collision message.
+func (k memberKind) claims(key, name string) string {
+	switch k {
+	case dataMethod:
+		return fmt.Sprintf("key %s needs the batch method %s()", quote(key), name)
+	case lengthsField:
+		return fmt.Sprintf("key %s is ragged and needs the batch field %s for its lengths", quote(key), name)
+	case lengthsMethod:
+		return fmt.Sprintf("key %s is ragged and needs the batch method %s() for the typed view of its lengths", quote(key), name)
+	}
+	return fmt.Sprintf("key %s has Go name %s", quote(key), quote(name))
+}
+
+// claimsView says how key takes the view name view of its member of this
+// (field) kind.
+func (k memberKind) claimsView(key, view string) string {
+	if k == lengthsField {
+		return fmt.Sprintf("key %s is ragged and needs the view name %s (the unexported batch field of its lengths' typed view)", quote(key), quote(view))
+	}
+	return fmt.Sprintf("key %s has view name %s (the unexported batch field of its typed view)", quote(key), quote(view))
+}
+
+// describe names the member m, whose Go name is name, as the object of a
+// collision message, with where its key is declared.
+func (m member) describe(name string) string {
+	var what string
+	switch m.kind {
+	case keyField:
+		what = fmt.Sprintf("the Go name of key %s", quote(m.key))
+	case dataMethod:
+		what = fmt.Sprintf("the batch method %s() of key %s", name, quote(m.key))
+	case lengthsField:
+		what = fmt.Sprintf("the batch field %s, the lengths of ragged key %s", name, quote(m.key))
+	case lengthsMethod:
+		what = fmt.Sprintf("the batch method %s(), the typed view of the lengths of ragged key %s", name, quote(m.key))
+	}
+	return fmt.Sprintf("%s (declared at %d:%d)", what, m.pos.Line, m.pos.Col)
+}
+
+// describeView names the view m as the object of a collision message.
+func (m member) describeView() string {
+	what := "key " + quote(m.key)
+	if m.kind == lengthsField {
+		what = "the lengths' view of ragged key " + quote(m.key)
+	}
+	return fmt.Sprintf("%s (declared at %d:%d)", what, m.pos.Line, m.pos.Col)
 }
 
 // allKeys reads inputs, then targets, and checks that there is a key.
@@ -121,6 +197,14 @@ func (p *parser) key(path string, kn, vn *yaml.Node, role runtime.Role) error {
 	if err := p.volumeKey(kp, f, &key); err != nil {
 		return err
 	}
+	if err := p.raggedKey(kp, f, &key); err != nil {
+		return err
+	}
+	if key.Ragged {
+		if err := p.claim(path, kn, key, lengthsField, lengthsMethod); err != nil {
+			return err
+		}
+	}
 	if err := p.size(kn, kp, key); err != nil {
 		return err
 	}
@@ -129,48 +213,64 @@ func (p *parser) key(path string, kn, vn *yaml.Node, role runtime.Role) error {
 	return nil
 }
 
-// declare checks that key's name is new, that its Go name is a valid
-// exported identifier, that the batch members generated for it (the field
-// GoName and the method GoName+"Data") collide with no other member, and
-// that its view (the unexported field ViewName(GoName)) collides with no
-// other key's view and none of the batch's own unexported fields.
+// declare checks that key's name is new and that its Go name is a valid
+// exported identifier, and claims the batch members every key gets: the
+// field GoName and the method GoName+"Data". A ragged key's lengths are
+// claimed once ragged is read (key).
 func (p *parser) declare(path string, kn *yaml.Node, key Key) error {
 	if i, dup := p.keyAt[key.Name]; dup {
 		prev := p.ds.Keys[i].Pos
 		return p.errorf(kn, path, "key %s already declared at %d:%d", quote(key.Name), prev.Line, prev.Col)
 	}
-	g := key.GoName
-	switch {
-	case !token.IsIdentifier(g) || !token.IsExported(g):
+	if g := key.GoName; !token.IsIdentifier(g) || !token.IsExported(g) {
 		return p.errorf(kn, path, "key %s has Go name %s, which is not a valid exported Go identifier", quote(key.Name), quote(g))
-	case reserved[g] != "":
-		return p.errorf(kn, path, "key %s has Go name %s, which is reserved for %s", quote(key.Name), quote(g), reserved[g])
 	}
-	if o, ok := p.members[g]; ok {
-		if o.method {
-			return p.errorf(kn, path, "key %s has Go name %s, which collides with the batch method %s() of key %s (declared at %d:%d)",
-				quote(key.Name), quote(g), g, quote(o.key), o.pos.Line, o.pos.Col)
+	return p.claim(path, kn, key, keyField, dataMethod)
+}
+
+// claim takes the batch members of the given kinds for key, after checking
+// that none is reserved or another key's member, and then that the view of
+// each field (the unexported field ViewName) is neither reserved nor
+// another key's view. Errors are at the key's name kn.
+func (p *parser) claim(path string, kn *yaml.Node, key Key, kinds ...memberKind) error {
+	for _, kind := range kinds {
+		name := kind.name(key.GoName)
+		if r := reserved[name]; r != "" {
+			return p.errorf(kn, path, "%s, which is reserved for %s", kind.claims(key.Name, name), r)
 		}
-		return p.errorf(kn, path, "key %s has Go name %s, the same as key %s (declared at %d:%d)",
-			quote(key.Name), quote(g), quote(o.key), o.pos.Line, o.pos.Col)
+		if o, ok := p.members[name]; ok {
+			if kind == keyField && o.kind == keyField {
+				return p.errorf(kn, path, "%s, the same as key %s (declared at %d:%d)", kind.claims(key.Name, name), quote(o.key), o.pos.Line, o.pos.Col)
+			}
+			return p.errorf(kn, path, "%s, which collides with %s", kind.claims(key.Name, name), o.describe(name))
+		}
+		p.members[name] = member{key: key.Name, pos: key.Pos, kind: kind}
 	}
-	method := g + "Data"
-	if o, ok := p.members[method]; ok {
-		return p.errorf(kn, path, "key %s needs the batch method %s(), which collides with the Go name of key %s (declared at %d:%d)",
-			quote(key.Name), method, quote(o.key), o.pos.Line, o.pos.Col)
+	for _, kind := range kinds {
+		if !kind.field() {
+			continue
+		}
+		view := ViewName(kind.name(key.GoName))
+		if r := reservedViews[view]; r != "" {
+			return p.errorf(kn, path, "%s, which is reserved for %s", kind.claimsView(key.Name, view), r)
+		}
+		if o, ok := p.views[view]; ok {
+			return p.errorf(kn, path, "%s, the same as %s", kind.claimsView(key.Name, view), o.describeView())
+		}
+		p.views[view] = member{key: key.Name, pos: key.Pos, kind: kind}
 	}
-	view := ViewName(g)
-	if r := reservedViews[view]; r != "" {
-		return p.errorf(kn, path, "key %s has view name %s (the unexported batch field of its typed view), which is reserved for %s",
-			quote(key.Name), quote(view), r)
+	return nil
+}
+
+// onlyFor returns an error at the first of the fields names that the key
+// (whose fields f holds) writes: they apply to one kind of key (kind, such
+// as "zarr keys"), and this key lacks what makes one (lacks, "zarr:").
+func (p *parser) onlyFor(kp string, f map[string]*yaml.Node, names []string, kind, lacks string) error {
+	for _, name := range names {
+		if n, ok := f[name]; ok {
+			return p.errorf(n, kp+"."+name, "applies to %s only (this key has no %s)", kind, lacks)
+		}
 	}
-	if o, ok := p.views[view]; ok {
-		return p.errorf(kn, path, "key %s has view name %s (the unexported batch field of its typed view), the same as key %s (declared at %d:%d)",
-			quote(key.Name), quote(view), quote(o.key), o.pos.Line, o.pos.Col)
-	}
-	p.members[g] = member{key: key.Name, pos: key.Pos}
-	p.members[method] = member{key: key.Name, pos: key.Pos, method: true}
-	p.views[view] = member{key: key.Name, pos: key.Pos}
 	return nil
 }
 
@@ -249,9 +349,10 @@ func (p *parser) dataFile(path string, n *yaml.Node) (string, error) {
 	return s, nil
 }
 
-// size checks that a full batch of key, and of all keys so far, has a byte
-// size that fits in an int64 (runtime.KeyBytes and AddBytes, which the
-// generator lays the keys out with).
+// size checks that a full batch of key (with its lengths when it is
+// ragged), and of all keys so far, has a byte size that fits in an int64
+// (runtime.KeyBytes and AddBytes, which the generator lays the keys out
+// with).
 func (p *parser) size(kn *yaml.Node, path string, key Key) error {
 	desc := fmt.Sprintf("batch_size %d", p.ds.BatchSize)
 	if key.ClassAxis {
@@ -261,7 +362,17 @@ func (p *parser) size(kn *yaml.Node, path string, key Key) error {
 	if !ok {
 		return p.errorf(kn, path, "batch bytes overflow int64 (%s x shape %v x %d-byte %s)", desc, key.Shape, key.DType.Size(), key.DType)
 	}
-	if p.total, ok = runtime.AddBytes(p.total, bytes); !ok {
+	if key.Ragged {
+		var lengths int64
+		if _, lengths, ok = runtime.KeyBytes(lengthsDType, nil, p.ds.BatchSize); !ok {
+			return p.errorf(kn, path, "batch bytes of its lengths overflow int64 (batch_size %d x %d-byte %s)", p.ds.BatchSize, lengthsDType.Size(), lengthsDType)
+		}
+		bytes, ok = runtime.AddBytes(bytes, lengths)
+	}
+	if ok {
+		p.total, ok = runtime.AddBytes(p.total, bytes)
+	}
+	if !ok {
 		return p.errorf(kn, path, "total batch bytes of all keys overflow int64")
 	}
 	return nil

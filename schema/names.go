@@ -60,6 +60,13 @@ func ViewName(goName string) string {
 	return v
 }
 
+// LengthsName is the Go name of a ragged key's lengths, the batch field of
+// its int32 row counts (and, with "Data", their typed view): Tokens ->
+// TokensLengths.
+func LengthsName(goName string) string {
+	return goName + "Lengths"
+}
+
 // CheckPackage reports why s cannot be the package clause of a Go file.
 func CheckPackage(s string) error {
 	switch {

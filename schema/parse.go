@@ -26,13 +26,17 @@ const (
 // Default loader and stream settings of a schema that leaves them out.
 const (
 	defaultPrefetch = 2
+	// defaultBucketWindow is loader.bucket.window when the schema gives a
+	// bucket key but no window: batches whose samples are sorted by length
+	// together, Hugging Face's megabatch of 50 batches (group_by_length).
+	defaultBucketWindow = 50
 )
 
 // The fields of each mapping of a schema, in documentation order.
 var (
 	topFields    = []string{"version", "package", "name", "batch_size", "device", "classes", "inputs", "targets", "crops", "loader", "streams"}
-	keyFields    = []string{"shape", "dtype", "file", "class_axis", "zarr", "scale", "fill"}
-	loaderFields = []string{"prefetch", "workers", "shuffle", "seed", "drop_last", "max_staging_mb"}
+	keyFields    = []string{"shape", "dtype", "file", "class_axis", "zarr", "scale", "fill", "ragged", "pad", "offsets"}
+	loaderFields = []string{"prefetch", "workers", "shuffle", "seed", "drop_last", "max_staging_mb", "bucket"}
 	streamFields = []string{"min_batch_size", "min_batch_memory_mb", "max_streams", "assign", "priority"}
 )
 
@@ -134,7 +138,7 @@ func (p *parser) syntaxError(err error) error {
 
 // dataset checks the top-level mapping and fills p.ds. Fields are checked
 // in a fixed order (that of topFields), so that the keys exist before
-// streams.priority names them.
+// loader.bucket and streams.priority name them.
 func (p *parser) dataset(root *yaml.Node) error {
 	m := deref(root)
 	if m.Kind != yaml.MappingNode {
@@ -341,6 +345,9 @@ func (p *parser) loader(vals map[string]*yaml.Node) error {
 			return p.errorf(n, "loader.max_staging_mb", "%v", err)
 		}
 		p.ds.MaxStagingMB = &v
+	}
+	if n, ok := f["bucket"]; ok {
+		return p.bucket(n)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,30 @@ func TestPositions(t *testing.T) {
 		"inputs.raw.shape":      "d.yaml:8:19",
 		"loader.prefetch":       "d.yaml:12:13",
 		"loader.max_staging_mb": "d.yaml",
+	} {
+		if got := ds.Where(path); got != want {
+			t.Errorf("Where(%q) = %s, want %s", path, got, want)
+		}
+	}
+}
+
+// TestRaggedPositions: the ragged fields and loader.bucket's are in
+// Dataset.At, for the stages after Parse to point at.
+func TestRaggedPositions(t *testing.T) {
+	const schema = "version: 1\npackage: demo\nname: Demo\nbatch_size: 2\ninputs:\n" +
+		"  tokens: {shape: [512], dtype: int32, ragged: true, pad: -1, file: t.npy, offsets: o.npy}\n" +
+		"loader:\n  bucket: {key: tokens, window: 3}\n"
+	ds, err := Parse("r.yaml", []byte(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"inputs.tokens.ragged":  "r.yaml:6:48",
+		"inputs.tokens.pad":     "r.yaml:6:59",
+		"inputs.tokens.offsets": "r.yaml:6:85",
+		"loader.bucket":         "r.yaml:8:11",
+		"loader.bucket.key":     "r.yaml:8:17",
+		"loader.bucket.window":  "r.yaml:8:33",
 	} {
 		if got := ds.Where(path); got != want {
 			t.Errorf("Where(%q) = %s, want %s", path, got, want)
@@ -186,6 +211,61 @@ targets:
 				Loader: runtime.LoaderDefaults{Prefetch: 2},
 			},
 		},
+		{
+			name: "ragged_bucket",
+			schema: `version: 1
+package: demo
+name: Demo
+batch_size: 8
+classes: [cat, dog]
+inputs:
+  tokens: {shape: [512], dtype: int32, ragged: true, pad: -1, file: tokens.npy, offsets: tokens_offsets.npy}
+  image: {shape: [3, 32, 32], dtype: uint8, file: image.npy}
+targets:
+  boxes: {shape: [100, 4], dtype: float32, class_axis: false, ragged: true, pad: nan, file: boxes.npy, offsets: boxes_offsets.npy}
+loader:
+  shuffle: true
+  bucket: {key: tokens, window: 20}
+`,
+			want: &Dataset{
+				File: "ragged_bucket.yaml", Package: "demo", Name: "Demo", BatchSize: 8,
+				Classes: []string{"cat", "dog"},
+				Keys: []Key{
+					{Name: "tokens", GoName: "Tokens", Role: runtime.Input, Shape: []int{512}, DType: runtime.Int32,
+						File: "tokens.npy", Ragged: true, Pad: -1, Offsets: "tokens_offsets.npy", Pos: Pos{Line: 7, Col: 3}},
+					{Name: "image", GoName: "Image", Role: runtime.Input, Shape: []int{3, 32, 32}, DType: runtime.Uint8,
+						File: "image.npy", Pos: Pos{Line: 8, Col: 3}},
+					{Name: "boxes", GoName: "Boxes", Role: runtime.Target, Shape: []int{100, 4}, DType: runtime.Float32,
+						File: "boxes.npy", Ragged: true, Pad: math.NaN(), Offsets: "boxes_offsets.npy", Pos: Pos{Line: 10, Col: 3}},
+				},
+				Loader: runtime.LoaderDefaults{Prefetch: 2, Shuffle: true, Bucket: runtime.Bucket{Key: "tokens", Window: 20}},
+			},
+		},
+		{
+			name: "ragged_defaults",
+			schema: `version: 1
+package: demo
+name: Demo
+batch_size: 8
+inputs:
+  tokens: {shape: [512], dtype: int32, ragged: true}
+  mask: {shape: [512], dtype: bool, ragged: false}
+targets:
+  boxes: {shape: [100, 4], dtype: float16, ragged: true, pad: .nan}
+loader:
+  bucket: {key: boxes}
+`,
+			want: &Dataset{
+				File: "ragged_defaults.yaml", Package: "demo", Name: "Demo", BatchSize: 8,
+				Keys: []Key{
+					{Name: "tokens", GoName: "Tokens", Role: runtime.Input, Shape: []int{512}, DType: runtime.Int32, Ragged: true, Pos: Pos{Line: 6, Col: 3}},
+					{Name: "mask", GoName: "Mask", Role: runtime.Input, Shape: []int{512}, DType: runtime.Bool, Pos: Pos{Line: 7, Col: 3}},
+					{Name: "boxes", GoName: "Boxes", Role: runtime.Target, Shape: []int{100, 4}, DType: runtime.Float16,
+						Ragged: true, Pad: math.NaN(), Pos: Pos{Line: 9, Col: 3}},
+				},
+				Loader: runtime.LoaderDefaults{Prefetch: 2, Bucket: runtime.Bucket{Key: "boxes", Window: 50}},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,7 +273,7 @@ targets:
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, got, ignoreAt); diff != "" {
+			if diff := cmp.Diff(tt.want, got, ignoreAt, cmpopts.EquateNaNs()); diff != "" {
 				t.Errorf("Parse mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -220,6 +300,9 @@ func TestViewName(t *testing.T) {
 		if got := ViewName(in); got != want {
 			t.Errorf("ViewName(%q) = %q, want %q", in, got, want)
 		}
+	}
+	if got := LengthsName("Tokens"); got != "TokensLengths" {
+		t.Errorf("LengthsName(%q) = %q, want %q", "Tokens", got, "TokensLengths")
 	}
 	if got := Unexport("CellMap"); got != "cellMap" {
 		t.Errorf("Unexport(%q) = %q, want %q", "CellMap", got, "cellMap")

@@ -8,6 +8,8 @@ import (
 	"unicode"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/loadergen/loadergen/runtime"
 )
 
 // Resolved YAML tags of scalar nodes.
@@ -224,6 +226,58 @@ func (p *parser) number(path string, n *yaml.Node) (float64, error) {
 		return 0, p.errorf(n, path, "must be a finite number, got %s", literal(v.Value))
 	}
 	return f, nil
+}
+
+// element reads one element value of dtype d as a schema writes it (a
+// zarr key's fill, a ragged key's pad): a number that d can hold
+// (elementFits), or nan (YAML's .nan too) for a float dtype.
+func (p *parser) element(path string, n *yaml.Node, d runtime.DType) (float64, error) {
+	v := deref(n)
+	f := math.NaN()
+	isNaN := v.Kind == yaml.ScalarNode && (v.ShortTag() == strTag || v.ShortTag() == floatTag) &&
+		strings.EqualFold(strings.TrimPrefix(v.Value, "."), "nan")
+	if !isNaN {
+		var err error
+		if f, err = p.number(path, n); err != nil {
+			return 0, p.errorf(n, path, "expected a number or nan, found %s", describe(v))
+		}
+	}
+	if err := elementFits(f, d); err != nil {
+		return 0, p.errorf(n, path, "%s %v", literal(v.Value), err)
+	}
+	return f, nil
+}
+
+// elementFits says why the element value f does not fit dtype d (the
+// predicate of "VALUE does not fit d"), or returns nil: a float dtype takes
+// any value (rounded to it), NaN included; bool 0 or 1; an integer dtype a
+// whole number in its range.
+func elementFits(f float64, d runtime.DType) error {
+	switch {
+	case math.IsNaN(f):
+		if !d.IsFloat() {
+			return fmt.Errorf("does not fit %v (only float dtypes have NaN)", d)
+		}
+		return nil
+	case d.IsFloat():
+		return nil
+	case d == runtime.Bool:
+		if f != 0 && f != 1 {
+			return fmt.Errorf("does not fit bool (0 or 1)")
+		}
+		return nil
+	}
+	lo, hi := d.IntRange()
+	// float64(hi) rounds 2^63-1 and 2^64-1 up to a power of two, which
+	// the dtype cannot hold.
+	over := f > float64(hi) || hi > 1<<53 && f >= float64(hi)
+	switch {
+	case hi > 1<<53 && f == float64(hi):
+		return fmt.Errorf("does not fit %v (whole numbers from %d to %d; read as a float64, it is %.0f)", d, lo, hi, f)
+	case f != math.Trunc(f) || f < float64(lo) || over:
+		return fmt.Errorf("does not fit %v (whole numbers from %d to %d)", d, lo, hi)
+	}
+	return nil
 }
 
 // boolean returns the bool n holds.

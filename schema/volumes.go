@@ -2,7 +2,6 @@ package schema
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -49,12 +48,7 @@ const VolumeWeight = "Weight"
 func (p *parser) volumeKey(kp string, f map[string]*yaml.Node, key *Key) error {
 	zn, ok := f["zarr"]
 	if !ok {
-		for _, name := range []string{"scale", "fill"} {
-			if n, ok := f[name]; ok {
-				return p.errorf(n, kp+"."+name, "applies to zarr keys only (this key has no zarr:)")
-			}
-		}
-		return nil
+		return p.onlyFor(kp, f, []string{"scale", "fill"}, "zarr keys", "zarr:")
 	}
 	if _, ok := f["file"]; ok {
 		return p.errorf(zn, kp+".zarr", "a key reads from file: or from zarr:, not both")
@@ -74,7 +68,7 @@ func (p *parser) volumeKey(kp string, f map[string]*yaml.Node, key *Key) error {
 		}
 	}
 	if n, ok := f["fill"]; ok {
-		if key.Fill, err = p.fill(kp+".fill", n, key.DType); err != nil {
+		if key.Fill, err = p.element(kp+".fill", n, key.DType); err != nil {
 			return err
 		}
 	}
@@ -126,49 +120,6 @@ func (p *parser) scale(path string, n *yaml.Node, rank int) ([]float64, error) {
 		}
 	}
 	return out, nil
-}
-
-// fill reads a fill value: a number that fits the dtype (fillFits), or nan
-// for a float dtype.
-func (p *parser) fill(path string, n *yaml.Node, d runtime.DType) (float64, error) {
-	v := deref(n)
-	f := math.NaN()
-	if v.Kind != yaml.ScalarNode || v.ShortTag() != strTag || !strings.EqualFold(v.Value, "nan") {
-		var err error
-		if f, err = p.number(path, n); err != nil {
-			return 0, p.errorf(n, path, "expected a number or nan, found %s", describe(v))
-		}
-	}
-	if err := fillFits(f, d); err != nil {
-		return 0, p.errorf(n, path, "%v", err)
-	}
-	return f, nil
-}
-
-// fillFits says why fill value f does not fit dtype d, or returns nil: a
-// float dtype takes any value (rounded to it), NaN included; bool 0 or 1;
-// an integer dtype a whole number in its range.
-func fillFits(f float64, d runtime.DType) error {
-	switch {
-	case math.IsNaN(f):
-		if !d.IsFloat() {
-			return fmt.Errorf("nan does not fit %v (only float dtypes have NaN)", d)
-		}
-		return nil
-	case d.IsFloat():
-		return nil
-	case d == runtime.Bool:
-		if f != 0 && f != 1 {
-			return fmt.Errorf("%v does not fit bool (0 or 1)", f)
-		}
-		return nil
-	}
-	ilo, ihi := d.IntRange()
-	lo, hi := float64(ilo), float64(ihi)
-	if f != math.Trunc(f) || f < lo || f > hi {
-		return fmt.Errorf("%v does not fit %v (whole numbers from %v to %v)", f, d, lo, hi)
-	}
-	return nil
 }
 
 // volumes checks that keys read from one kind of source, that zarr keys

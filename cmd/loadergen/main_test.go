@@ -92,17 +92,24 @@ func TestPlanJSON(t *testing.T) {
 					Stream      int    `json:"stream"`
 					Priority    string `json:"priority"`
 					Offset      int64  `json:"offset"`
+					// Only for a ragged key and the key of its lengths.
+					Ragged    bool   `json:"ragged"`
+					LengthsOf string `json:"lengths_of"`
 				} `json:"keys"`
 				// Added beside the contract's fields: the table's settings and
 				// the slot layout.
 				SlotBytes int64 `json:"slot_bytes"`
 				Loader    struct {
-					Prefetch     int     `json:"prefetch"`
-					Workers      int     `json:"workers"`
-					Shuffle      bool    `json:"shuffle"`
-					Seed         uint64  `json:"seed"`
-					DropLast     bool    `json:"drop_last"`
-					MaxStagingMB float64 `json:"max_staging_mb"`
+					Prefetch     int      `json:"prefetch"`
+					Workers      int      `json:"workers"`
+					Shuffle      bool     `json:"shuffle"`
+					Seed         uint64   `json:"seed"`
+					DropLast     bool     `json:"drop_last"`
+					MaxStagingMB float64  `json:"max_staging_mb"`
+					Bucket       struct { // only with length bucketing
+						Key    string `json:"key"`
+						Window int    `json:"window"`
+					} `json:"bucket"`
 				} `json:"loader"`
 				Settings []struct {
 					Name, Value, From string

@@ -5,7 +5,7 @@
 # are relative to the repository root.
 
 GOMLX_MODULES = contrib/gomlx examples/fashionmnist examples/recipes
-GOMLX_SCHEMAS = contrib/gomlx/internal/alltypes/alltypes.yaml examples/fashionmnist/dataset.yaml
+GOMLX_SCHEMAS = contrib/gomlx/internal/alltypes/alltypes.yaml contrib/gomlx/internal/ragged/ragged.yaml examples/fashionmnist/dataset.yaml
 FASHION_MNIST_DEBIAN = /usr/share/datasets/fashion-mnist
 FASHION_MNIST_SRC ?= $(FASHION_MNIST_DEBIAN)
 FASHION_MNIST_FLAGS ?=

@@ -5,6 +5,12 @@
 // one sample at a time. Write creates files, for tests and tools; Create
 // writes them in parts, for datasets larger than memory.
 //
+// A ragged key's samples have row counts of their own. Its data is stored
+// as token datasets store it (CSR): one file holds every sample's rows back
+// to back, and a 1-D int64 file holds N+1 row offsets, sample i being rows
+// offsets[i] up to offsets[i+1]. OpenRagged opens the pair; AppendRows and
+// GatherRows copy samples out of it.
+//
 // Format versions 1.0, 2.0 and 3.0 are read; Write produces version 1.0 with
 // the data aligned to 64 bytes, byte for byte what numpy.save writes. Only
 // C-ordered, little-endian arrays of these dtypes are accepted:
@@ -55,10 +61,16 @@ type Spec struct {
 	// File is the path of the key's file relative to the data root, as the
 	// schema writes it (slash-separated); OpenAll uses it.
 	File string
+	// Offsets, when set, makes the key ragged: File holds the rows of every
+	// sample back to back, with shape [R, Sample[1:]...] for R rows in all,
+	// and Offsets is the path, relative to the data root and slash-separated
+	// like File, of the 1-D little-endian int64 .npy of the N+1 row offsets.
+	// Sample[0] is then the most rows one sample may have.
+	Offsets string
 	// DType is the key's element type.
 	DType runtime.DType
 	// Sample is the shape of one sample, class axis included; the file's
-	// shape must be [N, Sample...].
+	// shape must be [N, Sample...] (see Offsets for a ragged key).
 	Sample []int
 }
 
@@ -71,31 +83,109 @@ type Spec struct {
 // files by rename, which leaves an open File on the old contents.
 type File struct {
 	path        string
-	n           int    // leading dimension
-	sampleBytes int    // bytes per sample
+	n           int    // samples: the leading dimension, or the offsets' length - 1
+	sampleBytes int    // bytes per sample; a ragged sample's at its maximum rows
+	maxRows     int    // Sample[0] (1 when Sample is empty): a fixed sample's rows, a ragged one's most
 	data        []byte // the data section, a view into mapping
 	mapping     []byte // what mapFile returned; nil when nothing is mapped
 	closed      bool
+
+	// A ragged file's offsets are read into memory once, at open (8 bytes a
+	// sample: 80 MB for 10M samples), rather than mapped: values checked at
+	// open cannot change under a running loader, and Rows needs no fault
+	// guard. offsets is nil for a fixed file.
+	offsets     []int64
+	offsetsPath string
+	rowBytes    int // bytes per row of a ragged file
 }
 
 // Open opens the .npy file at path, checks it against spec and maps its
 // data. Every refusal is an error that names path and says what was expected
-// and what was found.
+// and what was found. A ragged spec (Offsets set) is refused: OpenRagged
+// opens it.
 func Open(path string, spec Spec) (*File, error) {
+	if spec.Offsets != "" {
+		return nil, fmt.Errorf("%s: schema key %q is ragged (offsets %s): open it with OpenRagged", path, spec.Key, spec.Offsets)
+	}
+	if err := checkSpec(spec); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	f, err := openData(path, spec, "N")
+	if err != nil {
+		return nil, err
+	}
+	f.maxRows = 1
+	if len(spec.Sample) > 0 {
+		f.maxRows = spec.Sample[0]
+	}
+	return f, nil
+}
+
+// OpenRagged opens a ragged key: the .npy file at dataPath, whose shape must
+// be [R, spec.Sample[1:]...], and the 1-D int64 .npy file at offsetsPath of
+// N+1 row offsets into it. The offsets must start at 0, never decrease and
+// end at R, and no sample may have more than spec.Sample[0] rows. spec.Offsets
+// is not read: offsetsPath is the file. Errors name the file they are about.
+func OpenRagged(dataPath, offsetsPath string, spec Spec) (*File, error) {
+	if err := checkSpec(spec); err != nil {
+		return nil, fmt.Errorf("%s: %w", dataPath, err)
+	}
+	if len(spec.Sample) == 0 {
+		return nil, fmt.Errorf("%s: ragged key %q has no sample axis: Sample[0] is the most rows of a sample", dataPath, spec.Key)
+	}
+	maxRows := spec.Sample[0]
+	if maxRows > math.MaxInt32 {
+		return nil, fmt.Errorf("%s: ragged key %q allows %d rows a sample, more than an int32 length holds", dataPath, spec.Key, maxRows)
+	}
+	rows := spec
+	rows.Sample = spec.Sample[1:]
+	f, err := openData(dataPath, rows, "rows")
+	if err != nil {
+		return nil, err
+	}
+	slot, ok := mulSize(int64(f.sampleBytes), int64(maxRows), true)
+	if !ok {
+		f.Close()
+		return nil, fmt.Errorf("%s: a sample of %d rows of %d bytes overflows int%d", dataPath, maxRows, f.sampleBytes, strconv.IntSize)
+	}
+	osf, err := os.Open(offsetsPath)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	defer osf.Close()
+	offsets, err := readOffsets(osf, f, spec.Key, maxRows)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", offsetsPath, err)
+	}
+	f.n, f.rowBytes, f.sampleBytes, f.maxRows = len(offsets)-1, f.sampleBytes, int(slot), maxRows
+	f.offsets, f.offsetsPath = offsets, offsetsPath
+	return f, nil
+}
+
+// checkSpec checks what Open and OpenRagged need of any spec.
+func checkSpec(spec Spec) error {
 	if !spec.DType.Valid() {
-		return nil, fmt.Errorf("%s: schema key %q has invalid dtype %v", path, spec.Key, spec.DType)
+		return fmt.Errorf("schema key %q has invalid dtype %v", spec.Key, spec.DType)
 	}
 	for _, d := range spec.Sample {
 		if d < 0 {
-			return nil, fmt.Errorf("%s: schema key %q has a negative sample dimension %s", path, spec.Key, formatShape(spec.Sample))
+			return fmt.Errorf("schema key %q has a negative sample dimension %s", spec.Key, formatShape(spec.Sample))
 		}
 	}
+	return nil
+}
+
+// openData opens and maps the data file at path, whose shape must be
+// [lead, spec.Sample...]; lead names the leading dimension in messages.
+func openData(path string, spec Spec, lead string) (*File, error) {
 	osf, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer osf.Close() // the mapping outlives the descriptor
-	f, err := open(osf, spec)
+	f, err := open(osf, spec, lead)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -103,58 +193,14 @@ func Open(path string, spec Spec) (*File, error) {
 	return f, nil
 }
 
-// open does Open's work on an open file; its errors do not name the path.
-func open(osf *os.File, spec Spec) (*File, error) {
-	st, err := osf.Stat()
+// open does openData's work on an open file; its errors do not name the
+// path.
+func open(osf *os.File, spec Spec, lead string) (*File, error) {
+	h, dataOff, size, err := readHeader(osf)
 	if err != nil {
 		return nil, err
 	}
-	size := st.Size()
-	var pre [12]byte // magic, version, header length (2 or 4 bytes)
-	n, err := osf.ReadAt(pre[:], 0)
-	if err != nil && err != io.EOF {
-		return nil, fmt.Errorf("reading header: %w", err)
-	}
-	if n < len(magic) || string(pre[:len(magic)]) != magic {
-		return nil, fmt.Errorf("not a .npy file: it does not start with %q", magic)
-	}
-	if n < 8 {
-		return nil, fmt.Errorf("file is %d bytes, too short for a .npy header", size)
-	}
-	major, minor := pre[6], pre[7]
-	var hdrStart int
-	switch {
-	case major == 1 && minor == 0:
-		hdrStart = 10
-	case (major == 2 || major == 3) && minor == 0:
-		hdrStart = 12
-	default:
-		return nil, fmt.Errorf("unsupported .npy format version %d.%d (loadergen reads 1.0, 2.0 and 3.0)", major, minor)
-	}
-	if n < hdrStart {
-		return nil, fmt.Errorf("file is %d bytes, too short for a version %d.0 header", size, major)
-	}
-	var hdrLen int64
-	if major == 1 {
-		hdrLen = int64(binary.LittleEndian.Uint16(pre[8:]))
-	} else {
-		hdrLen = int64(binary.LittleEndian.Uint32(pre[8:]))
-	}
-	dataOff := int64(hdrStart) + hdrLen
-	if dataOff > size {
-		return nil, fmt.Errorf("header length %d runs past the end of the file (%d bytes)", hdrLen, size)
-	}
-	raw := make([]byte, hdrLen)
-	if _, err := osf.ReadAt(raw, int64(hdrStart)); err != nil {
-		return nil, fmt.Errorf("reading header: %w", err)
-	}
-	// Versions 1 and 2 are latin-1, version 3 UTF-8; the parser only needs
-	// ASCII, which both encode alike.
-	h, err := parseHeader(string(raw))
-	if err != nil {
-		return nil, fmt.Errorf("header is not parseable: %w: %s", err, quoteHeader(raw))
-	}
-	sampleBytes, total, err := check(h, spec, dataOff)
+	sampleBytes, total, err := check(h, spec, lead, dataOff)
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +218,113 @@ func open(osf *os.File, spec Spec) (*File, error) {
 	return f, nil
 }
 
+// readOffsets reads and checks the offsets file of the ragged file data,
+// whose key allows maxRows rows a sample; its errors do not name the path.
+// A 1-D array is the same bytes in either order, so fortran_order is not
+// looked at.
+func readOffsets(osf *os.File, data *File, key string, maxRows int) ([]int64, error) {
+	h, dataOff, size, err := readHeader(osf)
+	if err != nil {
+		return nil, err
+	}
+	if h.descr != "<i8" {
+		found := "a structured dtype"
+		if !h.structured {
+			found = "dtype '" + h.descr + "'"
+			if d, ok := descrDType[h.descr]; ok {
+				found += " (" + d.String() + ")"
+			}
+		}
+		return nil, fmt.Errorf("offsets have %s, want int64 ('<i8')", found)
+	}
+	if len(h.shape) != 1 || h.shape[0] < 1 {
+		return nil, fmt.Errorf("offsets have shape %s, want (N+1,): one dimension, at least 1 entry", formatShape(h.shape))
+	}
+	total, ok := mulSize(8, h.shape[0], true)
+	if !ok || total > math.MaxInt-dataOff {
+		return nil, fmt.Errorf("shape %s of int64 overflows int%d", formatShape(h.shape), strconv.IntSize)
+	}
+	if total != size-dataOff {
+		return nil, fmt.Errorf("file is %d bytes, header and shape %s need %d", size, formatShape(h.shape), dataOff+total)
+	}
+	offsets := make([]int64, h.shape[0])
+	if _, err := osf.ReadAt(runtime.Bytes(offsets), dataOff); err != nil {
+		return nil, fmt.Errorf("reading offsets: %w", err)
+	}
+	last := len(offsets) - 1
+	switch {
+	case offsets[0] != 0:
+		return nil, fmt.Errorf("offsets[0] is %d, want 0", offsets[0])
+	case offsets[last] != int64(data.n):
+		return nil, fmt.Errorf("offsets[%d] (the last) is %d, but %s holds %d rows", last, offsets[last], data.path, data.n)
+	}
+	for i := range last {
+		rows := offsets[i+1] - offsets[i]
+		if rows < 0 {
+			return nil, fmt.Errorf("offsets decrease at index %d: offsets[%d] = %d after offsets[%d] = %d", i+1, i+1, offsets[i+1], i, offsets[i])
+		}
+		if rows > int64(maxRows) {
+			return nil, fmt.Errorf("sample %d has %d rows (offsets[%d] = %d, offsets[%d] = %d), key %q allows at most %d", i, rows, i, offsets[i], i+1, offsets[i+1], key, maxRows)
+		}
+	}
+	return offsets, nil
+}
+
+// readHeader reads the preamble and header of an open .npy file and returns
+// the header, where the data starts and the file's size; its errors do not
+// name the path.
+func readHeader(osf *os.File) (h header, dataOff, size int64, err error) {
+	st, err := osf.Stat()
+	if err != nil {
+		return h, 0, 0, err
+	}
+	size = st.Size()
+	var pre [12]byte // magic, version, header length (2 or 4 bytes)
+	n, err := osf.ReadAt(pre[:], 0)
+	if err != nil && err != io.EOF {
+		return h, 0, 0, fmt.Errorf("reading header: %w", err)
+	}
+	if n < len(magic) || string(pre[:len(magic)]) != magic {
+		return h, 0, 0, fmt.Errorf("not a .npy file: it does not start with %q", magic)
+	}
+	if n < 8 {
+		return h, 0, 0, fmt.Errorf("file is %d bytes, too short for a .npy header", size)
+	}
+	major, minor := pre[6], pre[7]
+	var hdrStart int
+	switch {
+	case major == 1 && minor == 0:
+		hdrStart = 10
+	case (major == 2 || major == 3) && minor == 0:
+		hdrStart = 12
+	default:
+		return h, 0, 0, fmt.Errorf("unsupported .npy format version %d.%d (loadergen reads 1.0, 2.0 and 3.0)", major, minor)
+	}
+	if n < hdrStart {
+		return h, 0, 0, fmt.Errorf("file is %d bytes, too short for a version %d.0 header", size, major)
+	}
+	var hdrLen int64
+	if major == 1 {
+		hdrLen = int64(binary.LittleEndian.Uint16(pre[8:]))
+	} else {
+		hdrLen = int64(binary.LittleEndian.Uint32(pre[8:]))
+	}
+	dataOff = int64(hdrStart) + hdrLen
+	if dataOff > size {
+		return h, 0, 0, fmt.Errorf("header length %d runs past the end of the file (%d bytes)", hdrLen, size)
+	}
+	raw := make([]byte, hdrLen)
+	if _, err := osf.ReadAt(raw, int64(hdrStart)); err != nil {
+		return h, 0, 0, fmt.Errorf("reading header: %w", err)
+	}
+	// Versions 1 and 2 are latin-1, version 3 UTF-8; the parser only needs
+	// ASCII, which both encode alike.
+	if h, err = parseHeader(string(raw)); err != nil {
+		return h, 0, 0, fmt.Errorf("header is not parseable: %w: %s", err, quoteHeader(raw))
+	}
+	return h, dataOff, size, nil
+}
+
 // quoteHeader quotes a header for a message: without its padding, and only
 // its first 200 bytes.
 func quoteHeader(raw []byte) string {
@@ -183,8 +336,9 @@ func quoteHeader(raw []byte) string {
 }
 
 // check validates a parsed header against spec and returns the bytes per
-// sample and in all; the data starts at dataOff.
-func check(h header, spec Spec, dataOff int64) (sampleBytes, total int64, err error) {
+// sample and in all; the data starts at dataOff. The shape must be
+// [lead, spec.Sample...]; lead names the leading dimension in messages.
+func check(h header, spec Spec, lead string, dataOff int64) (sampleBytes, total int64, err error) {
 	want := fmt.Sprintf("schema key %q expects %v (%s)", spec.Key, spec.DType, expectedDescr(spec.DType))
 	switch found, known := descrDType[h.descr]; {
 	case h.structured:
@@ -202,7 +356,7 @@ func check(h header, spec Spec, dataOff int64) (sampleBytes, total int64, err er
 	if h.fortran {
 		return 0, 0, errors.New("Fortran-ordered array: loadergen reads C order (re-save with numpy.ascontiguousarray)")
 	}
-	wantShape := "(N"
+	wantShape := "(" + lead
 	for _, d := range spec.Sample {
 		wantShape += ", " + strconv.Itoa(d)
 	}
@@ -248,22 +402,42 @@ func mulSize(a, b int64, ok bool) (int64, bool) {
 	return a * b, ok
 }
 
-// Len returns N, the number of samples (the leading dimension).
+// Len returns N, the number of samples: the leading dimension, or one less
+// than the offsets of a ragged file.
 func (f *File) Len() int { return f.n }
+
+// Ragged reports whether f is a ragged file, opened by OpenRagged.
+func (f *File) Ragged() bool { return f.offsets != nil }
+
+// Rows returns the row count of sample i, which must be in [0, Len()): a
+// ragged file's from its offsets, a fixed file's Sample[0] (1 when Sample is
+// empty), since its samples have every row. It is cheap, allocates nothing
+// and does not check that f is open.
+func (f *File) Rows(i int) int {
+	if f.offsets == nil {
+		return f.maxRows
+	}
+	return int(f.offsets[i+1] - f.offsets[i])
+}
 
 // Path returns the path the file was opened with.
 func (f *File) Path() string { return f.path }
 
-// SampleBytes returns the size of one sample in bytes.
+// SampleBytes returns the size of one sample in bytes; a ragged file's at
+// its most rows (Sample[0]), one slot of GatherRows.
 func (f *File) SampleBytes() int { return f.sampleBytes }
 
-// Data returns the raw bytes of every sample, back to back: a read-only
-// view into the mapping, valid only until Close.
+// Data returns the raw bytes of every sample (every row of a ragged file),
+// back to back: a read-only view into the mapping, valid only until Close.
 func (f *File) Data() []byte { return f.data }
 
 // Sample returns the raw bytes of sample i. They are a view into the
-// mapping: read-only, and valid only until Close.
+// mapping: read-only, and valid only until Close. A ragged file has no
+// fixed-size samples: Sample refuses it.
 func (f *File) Sample(i int) ([]byte, error) {
+	if f.offsets != nil {
+		return nil, f.notFixed("Sample")
+	}
 	if !f.readable(i) {
 		return nil, f.unreadable(i)
 	}
@@ -283,14 +457,29 @@ func (f *File) unreadable(i int) error {
 	return fmt.Errorf("%s: sample index %d out of range [0, %d)", f.path, i, f.n)
 }
 
+// notFixed is the error for op, which reads fixed-size samples, on a ragged
+// file.
+func (f *File) notFixed(op string) error {
+	return fmt.Errorf("%s: %s reads fixed-size samples, but the file is ragged (offsets %s): use AppendRows or GatherRows", f.path, op, f.offsetsPath)
+}
+
+// notRagged is the error for op, which reads ragged samples, on a fixed
+// file.
+func (f *File) notRagged(op string) error {
+	return fmt.Errorf("%s: %s reads ragged samples, but the file has fixed-size samples (no offsets): use Read or Gather", f.path, op)
+}
+
 // Read copies sample i into dst without allocating. dst must hold exactly
 // SampleBytes bytes; T should be the Go type of the file's dtype
-// (runtime.DType.GoType).
+// (runtime.DType.GoType). A ragged file is refused: see AppendRows.
 //
 // If the file shrinks while it is mapped, the copy faults; Read turns that
 // fault into an error for this sample (through debug.SetPanicOnFault)
 // instead of letting it kill the process.
 func Read[T runtime.Element](f *File, i int, dst []T) (err error) {
+	if f.offsets != nil {
+		return f.notFixed("Read")
+	}
 	size := int(unsafe.Sizeof(*new(T)))
 	b := runtime.Bytes(dst)
 	if len(b) != f.sampleBytes {
@@ -327,8 +516,11 @@ func (f *File) fault(v any, i int) error {
 // exactly len(indices) samples. It returns how many samples it copied in
 // full before an error (a bad index, or the file shrinking while mapped,
 // turned into an error as Read does, with one fault guard for the whole
-// call).
+// call). A ragged file is refused: see GatherRows.
 func Gather[T runtime.Element](f *File, indices []int, dst []T) (n int, err error) {
+	if f.offsets != nil {
+		return 0, f.notFixed("Gather")
+	}
 	b := runtime.Bytes(dst)
 	if len(b) != len(indices)*f.sampleBytes {
 		return 0, fmt.Errorf("%s: destination is %d bytes, %d samples are %d", f.path, len(b), len(indices), len(indices)*f.sampleBytes)
@@ -350,8 +542,80 @@ func Gather[T runtime.Element](f *File, indices []int, dst []T) (n int, err erro
 	return n, nil
 }
 
+// AppendRows appends the rows of sample i of a ragged file to dst and
+// returns the extended slice. It never allocates: when cap(dst)-len(dst)
+// is too small for the sample it returns an error instead of growing dst,
+// which may point into staging memory that a new array would silently
+// leave. A row must be whole elements of T. On an error dst is returned
+// unchanged; a fault (the file shrank while mapped) is an error, as in Read.
+func AppendRows[T runtime.Element](f *File, i int, dst []T) (res []T, err error) {
+	if f.offsets == nil {
+		return dst, f.notRagged("AppendRows")
+	}
+	if !f.readable(i) {
+		return dst, f.unreadable(i)
+	}
+	size := int(unsafe.Sizeof(*new(T)))
+	if f.rowBytes%size != 0 {
+		return dst, fmt.Errorf("%s: a row is %d bytes, not whole elements of %d bytes", f.path, f.rowBytes, size)
+	}
+	start, end := int(f.offsets[i]), int(f.offsets[i+1])
+	need := (end - start) * f.rowBytes / size
+	if room := cap(dst) - len(dst); need > room {
+		return dst, fmt.Errorf("%s: sample %d is %d rows (%d elements), dst has room for %d elements", f.path, i, end-start, need, room)
+	}
+	defer func(old bool) {
+		debug.SetPanicOnFault(old)
+		if v := recover(); v != nil {
+			res, err = dst, f.fault(v, i)
+		}
+	}(debug.SetPanicOnFault(true))
+	res = dst[:len(dst)+need]
+	copy(runtime.Bytes(res[len(dst):]), f.data[start*f.rowBytes:end*f.rowBytes])
+	return res, nil
+}
+
+// GatherRows copies the rows of samples indices[0], indices[1], ... of a
+// ragged file into dst without allocating: the gather loop of a whole-batch
+// read. dst holds one slot of SampleBytes bytes (Sample[0] rows) per index;
+// sample indices[k] goes to the start of slot k, its row count to
+// lengths[k], and the rest of the slot is left as it was, for the caller to
+// pad. It returns how many samples it copied before an error (a bad index,
+// or a fault, turned into an error as Read does, with one fault guard for
+// the whole call).
+func GatherRows[T runtime.Element](f *File, indices []int, dst []T, lengths []int32) (n int, err error) {
+	if f.offsets == nil {
+		return 0, f.notRagged("GatherRows")
+	}
+	b := runtime.Bytes(dst)
+	slot := f.sampleBytes
+	if len(b) != len(indices)*slot {
+		return 0, fmt.Errorf("%s: destination is %d bytes, %d slots of %d rows are %d", f.path, len(b), len(indices), f.maxRows, len(indices)*slot)
+	}
+	if len(lengths) != len(indices) {
+		return 0, fmt.Errorf("%s: lengths holds %d entries for %d samples", f.path, len(lengths), len(indices))
+	}
+	defer func(old bool) {
+		debug.SetPanicOnFault(old)
+		if v := recover(); v != nil {
+			err = f.fault(v, indices[n])
+		}
+	}(debug.SetPanicOnFault(true))
+	for ; n < len(indices); n++ {
+		i := indices[n]
+		if !f.readable(i) {
+			return n, f.unreadable(i)
+		}
+		start, end := int(f.offsets[i]), int(f.offsets[i+1])
+		copy(b[n*slot:], f.data[start*f.rowBytes:end*f.rowBytes])
+		lengths[n] = int32(end - start)
+	}
+	return n, nil
+}
+
 // Close unmaps the data. It is idempotent; slices Sample returned must not
-// be used afterwards.
+// be used afterwards. A ragged file's offsets stay in memory, so Len, Rows
+// and Ragged still answer.
 func (f *File) Close() error {
 	if f.closed {
 		return nil
@@ -368,14 +632,27 @@ func (f *File) Close() error {
 	return nil
 }
 
-// OpenAll opens the file of every spec under root and checks that they all
-// hold the same number of samples. On any refusal it closes what it opened.
+// OpenAll opens the files of every spec under root, with OpenRagged for a
+// ragged spec and Open for the others, and checks that they all hold the
+// same number of samples. On any refusal it closes what it opened.
 func OpenAll(root string, specs []Spec) ([]*File, error) {
 	files := make([]*File, 0, len(specs))
 	for _, spec := range specs {
-		f, err := Open(filepath.Join(root, filepath.FromSlash(spec.File)), spec)
+		path := filepath.Join(root, filepath.FromSlash(spec.File))
+		var f *File
+		var err error
+		if spec.Offsets == "" {
+			f, err = Open(path, spec)
+		} else {
+			f, err = OpenRagged(path, filepath.Join(root, filepath.FromSlash(spec.Offsets)), spec)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
-			err = &runtime.KeyError{Key: spec.Key, Err: fmt.Errorf("%w (the schema's file %q under the data root %s)", err, spec.File, root)}
+			name := spec.File
+			var pe *fs.PathError
+			if errors.As(err, &pe) && pe.Path != path {
+				name = spec.Offsets
+			}
+			err = &runtime.KeyError{Key: spec.Key, Err: fmt.Errorf("%w (the schema's file %q under the data root %s)", err, name, root)}
 		}
 		if err != nil {
 			CloseAll(files...)
@@ -383,13 +660,22 @@ func OpenAll(root string, specs []Spec) ([]*File, error) {
 		}
 		if len(files) > 0 && f.Len() != files[0].Len() {
 			err := fmt.Errorf("%s holds %d samples of key %q, but %s holds %d of key %q: every key needs the same N",
-				f.Path(), f.Len(), spec.Key, files[0].Path(), files[0].Len(), specs[0].Key)
+				f.lenPath(), f.Len(), spec.Key, files[0].lenPath(), files[0].Len(), specs[0].Key)
 			CloseAll(append(files, f)...)
 			return nil, err
 		}
 		files = append(files, f)
 	}
 	return files, nil
+}
+
+// lenPath returns the path of the file whose shape gives Len: a ragged
+// file's offsets.
+func (f *File) lenPath() string {
+	if f.offsets != nil {
+		return f.offsetsPath
+	}
+	return f.path
 }
 
 // CloseAll closes every file and returns the first error.

@@ -55,3 +55,25 @@ func TestGatherShrinksWhileMapped(t *testing.T) {
 		t.Fatalf("Gather after truncation: %d, %v", n, err)
 	}
 }
+
+// TestRaggedShrinksWhileMapped: AppendRows and GatherRows of rows that a
+// truncation removed report the sample, GatherRows with how many samples it
+// copied before.
+func TestRaggedShrinksWhileMapped(t *testing.T) {
+	const per = 1 << 16 // rows of one byte: each sample is 16 pages
+	data, offsets := writeRagged(t, t.TempDir(), "x", runtime.Uint8, nil, make([]byte, 4*per), []int64{0, per, 2 * per, 3 * per, 4 * per})
+	f := mustOpenRagged(t, data, offsets, Spec{Key: "x", DType: runtime.Uint8, Sample: []int{per}})
+	if err := os.Truncate(data, 2*per); err != nil {
+		t.Fatal(err)
+	}
+	want := data + ": sample 3 is no longer readable: the file shrank while mapped"
+	dst := make([]uint8, 1, 1+per)
+	got, err := AppendRows(f, 3, dst)
+	if err == nil || !strings.Contains(err.Error(), want) || len(got) != 1 {
+		t.Errorf("AppendRows after truncation: len %d, %v", len(got), err)
+	}
+	n, err := GatherRows(f, []int{0, 3, 1}, make([]uint8, 3*per), make([]int32, 3))
+	if n != 1 || err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("GatherRows after truncation: %d, %v", n, err)
+	}
+}

@@ -1,7 +1,6 @@
 package zarr
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -103,7 +102,7 @@ func parseFill(raw json.RawMessage, d runtime.DType) ([]byte, error) {
 			if err != nil {
 				return nil, bad(err.Error())
 			}
-			putFloat(out, d, f)
+			copy(out, d.Encode(f))
 			return out, nil
 		}
 		return fillInt(out, d, v, bad)
@@ -113,11 +112,11 @@ func parseFill(raw json.RawMessage, d runtime.DType) ([]byte, error) {
 		}
 		switch v {
 		case "NaN":
-			putFloat(out, d, math.NaN())
+			copy(out, d.Encode(math.NaN()))
 		case "Infinity":
-			putFloat(out, d, math.Inf(1))
+			copy(out, d.Encode(math.Inf(1)))
 		case "-Infinity":
-			putFloat(out, d, math.Inf(-1))
+			copy(out, d.Encode(math.Inf(-1)))
 		default:
 			// Zarr v3 writes exact bit patterns as hex: "0x7fc00000".
 			hex, ok := strings.CutPrefix(v, "0x")
@@ -160,74 +159,9 @@ func fillInt(out []byte, d runtime.DType, v json.Number, bad func(string) error)
 	return out, nil
 }
 
-// FillValue returns v as one element of d, little-endian: the value of a
-// float dtype rounded to it, of an integer or bool dtype converted as Go
-// converts a float64 (the caller checks that d holds v).
-func FillValue(d runtime.DType, v float64) []byte {
-	out := make([]byte, d.Size())
-	switch {
-	case d.IsFloat():
-		putFloat(out, d, v)
-	case v < 0:
-		putUint(out, uint64(int64(v)))
-	default:
-		putUint(out, uint64(v))
-	}
-	return out
-}
-
 // putUint stores the low len(out) bytes of v, little-endian.
 func putUint(out []byte, v uint64) {
 	for i := range out {
 		out[i] = byte(v >> (8 * i))
 	}
-}
-
-// putFloat stores f as one element of the float dtype d.
-func putFloat(out []byte, d runtime.DType, f float64) {
-	switch d {
-	case runtime.Float64:
-		binary.LittleEndian.PutUint64(out, math.Float64bits(f))
-	case runtime.Float32:
-		binary.LittleEndian.PutUint32(out, math.Float32bits(float32(f)))
-	case runtime.BFloat16:
-		binary.LittleEndian.PutUint16(out, bfloat16Bits(float32(f)))
-	case runtime.Float16:
-		binary.LittleEndian.PutUint16(out, float16Bits(f))
-	}
-}
-
-// bfloat16Bits rounds f to bfloat16 (the top half of a float32), to nearest even.
-func bfloat16Bits(f float32) uint16 {
-	b := math.Float32bits(f)
-	if f != f {
-		return uint16(b>>16) | 0x40 // keep NaN a quiet NaN
-	}
-	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
-}
-
-// float16Bits rounds f to IEEE half precision, to nearest even, with
-// subnormals, infinities and NaN.
-func float16Bits(f float64) uint16 {
-	b := math.Float64bits(f)
-	sign := uint16(b>>48) & 0x8000
-	switch {
-	case f != f:
-		return sign | 0x7e00
-	case math.IsInf(f, 0):
-		return sign | 0x7c00
-	}
-	a := math.Abs(f)
-	if a >= 65520 { // rounds past the largest half, 65504
-		return sign | 0x7c00
-	}
-	if a < 0x1p-14 { // subnormal: a multiple of 2^-24
-		return sign | uint16(math.RoundToEven(a*0x1p24))
-	}
-	exp := math.Ilogb(a)
-	mant := math.RoundToEven((a/math.Ldexp(1, exp) - 1) * 1024)
-	if mant == 1024 {
-		exp, mant = exp+1, 0
-	}
-	return sign | uint16(exp+15)<<10 | uint16(mant)
 }

@@ -3,7 +3,8 @@
 
 Run from anywhere: python3 testdata/npy/make_fixtures.py
 The tests only read the files written here; they never run this script.
-Every accepted fixture holds arange values (a bool one holds i % 3 == 0).
+Every accepted fixture holds arange values (a bool one holds i % 3 == 0,
+an offsets one the running sum of its samples' row counts).
 """
 import os
 
@@ -38,3 +39,18 @@ save("bigendian_f4_3x2.npy", np.arange(6, dtype=">f4").reshape(3, 2))
 save("scalar_f4.npy", np.float32(1.5))
 save("structured_3.npy", np.zeros(3, dtype=[("a", "<f4"), ("b", "<i2")]))
 save("object_2.npy", np.array([None, 1], dtype=object))
+
+# Ragged (CSR) files: every sample's rows back to back, and the int64 row
+# offsets of each sample. The tokens' samples have 3, 0, 5, 1 and 4 rows,
+# the boxes' 2, 1, 0 and 3.
+save("csr_tokens.npy", np.arange(13, dtype=np.int32))
+save("csr_tokens_offsets.npy", np.cumsum([0, 3, 0, 5, 1, 4], dtype=np.int64))
+save("csr_boxes.npy", np.arange(24, dtype=np.float32).reshape(6, 4))
+save("csr_boxes_offsets.npy", np.cumsum([0, 2, 1, 0, 3], dtype=np.int64))
+
+# Offsets loadergen refuses, for csr_tokens.npy.
+save("csr_offsets_decreasing.npy", np.array([0, 3, 2, 8, 9, 13], dtype=np.int64))
+save("csr_offsets_last.npy", np.array([0, 3, 3, 8, 9, 12], dtype=np.int64))
+save("csr_offsets_first.npy", np.array([1, 3, 3, 8, 9, 13], dtype=np.int64))
+save("csr_offsets_i4.npy", np.array([0, 3, 3, 8, 9, 13], dtype=np.int32))
+save("csr_offsets_2d.npy", np.array([[0, 3, 3], [8, 9, 13]], dtype=np.int64))

@@ -1,0 +1,131 @@
+package gen
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/loadergen/loadergen/runtime"
+)
+
+// raggedKeys are the ragged keys among g.keys.
+func (g *emitter) raggedKeys() []emitKey {
+	var out []emitKey
+	for _, k := range g.keys {
+		if k.Ragged {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// rows is the constant holding a ragged key's maximum rows, and pad the
+// variable holding its padding: cellMapTokensRows, cellMapTokensPad.
+func (g *emitter) rows(k emitKey) string { return g.n.unexported(k.Go + "Rows") }
+func (g *emitter) pad(k emitKey) string  { return g.n.unexported(k.Go + "Pad") }
+
+// ragged renders, when the schema has ragged keys,
+//
+//	const (
+//		cellMapTokensRows = 512 // the most rows a sample of key "tokens" has
+//	)
+//
+//	var (
+//		cellMapTokensPad = int32(-1)
+//	)
+func (g *emitter) ragged(f *jen.File) {
+	keys := g.raggedKeys()
+	if len(keys) == 0 {
+		return
+	}
+	rows := make([]jen.Code, len(keys))
+	pads := make([]jen.Code, len(keys))
+	for i, k := range keys {
+		rows[i] = jen.Id(g.rows(k)).Op("=").Lit(k.Shape[0]).Commentf("the most rows a sample of key %q has", k.Name)
+		value, note := padValue(k.DType, k.pad)
+		pads[i] = jen.Id(g.pad(k)).Op("=").Add(value)
+		if note != "" {
+			pads[i] = jen.Add(pads[i]).Comment(note)
+		}
+	}
+	f.Comment("The ragged keys: the loader pads each sample's rows to the maximum, and")
+	f.Comment("records the count in the key's lengths.")
+	f.Const().Defs(rows...)
+	f.Comment("Padding of the ragged keys: every element past a sample's rows holds it.")
+	f.Var().Defs(pads...)
+}
+
+// padValue renders pad as a value of d's Go type, and a note for the
+// comment beside it, where the value needs one: int32(-1),
+// float32(math.NaN()), uint16(0xbc00) with "-1 as float16".
+func padValue(d runtime.DType, pad float64) (jen.Code, string) {
+	switch d {
+	case runtime.Float32, runtime.Float64:
+		switch {
+		case math.IsNaN(pad):
+			return jen.Id(d.GoType()).Call(jen.Qual("math", "NaN").Call()), ""
+		case math.IsInf(pad, 0):
+			return jen.Id(d.GoType()).Call(jen.Qual("math", "Inf").Call(jen.Lit(int(math.Copysign(1, pad))))), ""
+		}
+		return jen.Id(d.GoType()).Call(jen.Op(strconv.FormatFloat(pad, 'g', -1, 64))), ""
+	case runtime.Float16, runtime.BFloat16:
+		bits := binary.LittleEndian.Uint16(d.Encode(pad))
+		return jen.Id("uint16").Call(jen.Op(fmt.Sprintf("%#04x", bits))), fmt.Sprintf("%s as %s", strconv.FormatFloat(pad, 'g', -1, 64), d)
+	}
+	return jen.Id(d.GoType()).Call(jen.Op(strconv.FormatFloat(pad, 'f', -1, 64))), ""
+}
+
+// padRows renders, after Read, the padding of ragged key k of the sample
+// at pos and the record of its rows (first: the first ragged key, which
+// declares rows and err):
+//
+//	rows, err := runtime.PadRows("tokens", b.tokens[pos*cellMapTokensElems:][:cellMapTokensElems], s.Tokens, cellMapTokensRows, cellMapTokensPad)
+//	if err != nil {
+//		return err
+//	}
+//	b.tokensLengths[pos] = rows
+func (g *emitter) padRows(k emitKey, first bool) []jen.Code {
+	op := "="
+	if first {
+		op = ":="
+	}
+	slot := jen.Id("b").Dot(k.view).Index(jen.Id("pos").Op("*").Id(k.elems), jen.Empty()).Index(jen.Empty(), jen.Id(k.elems))
+	return []jen.Code{
+		jen.List(jen.Id("rows"), jen.Err()).Op(op).Add(g.rt("PadRows")).Call(jen.Lit(k.Name), slot, jen.Id("s").Dot(k.Go), jen.Id(g.rows(k)), jen.Id(g.pad(k))),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+		jen.Id("b").Dot(k.lengths.view).Index(jen.Id("pos")).Op("=").Id("rows"),
+	}
+}
+
+// padSamples renders, after ReadSamples, the padding of ragged key k of
+// the samples it filled:
+//
+//	if k, e := runtime.PadSamples("tokens", s.Tokens[:done*cellMapTokensElems], s.TokensLengths[:done], cellMapTokensRows, cellMapTokensPad); e != nil {
+//		done, err = k, e
+//	}
+func (g *emitter) padSamples(k emitKey) jen.Code {
+	return jen.If(
+		jen.List(jen.Id("k"), jen.Id("e")).Op(":=").Add(g.rt("PadSamples")).Call(jen.Lit(k.Name),
+			jen.Id("s").Dot(k.Go).Index(jen.Empty(), jen.Id("done").Op("*").Id(k.elems)),
+			jen.Id("s").Dot(k.lengths.Go).Index(jen.Empty(), jen.Id("done")),
+			jen.Id(g.rows(k)), jen.Id(g.pad(k))),
+		jen.Id("e").Op("!=").Nil(),
+	).Block(jen.List(jen.Id("done"), jen.Err()).Op("=").List(jen.Id("k"), jen.Id("e")))
+}
+
+// bucketKey is the key whose lengths bucketing groups by, or nil.
+func (g *emitter) bucketKey() *emitKey {
+	for i, k := range g.keys {
+		if k.Name == g.rp.Loader.Bucket.Key && g.rp.Loader.Bucket.Key != "" {
+			return &g.keys[i]
+		}
+	}
+	return nil
+}
+
+// rowsMethod is the Source method that tells the bucket key's rows of a
+// sample without reading it: TokensRows.
+func rowsMethod(k emitKey) string { return k.Go + "Rows" }

@@ -1,0 +1,122 @@
+package runtime
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestPadRows: rows appended in place, rows of a slice of Read's own, and
+// the errors for too many rows and partial rows.
+func TestPadRows(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		got   func(slot []int16) []int16
+		rows  int32
+		want  []int16
+		error string
+	}{
+		{"appended", func(s []int16) []int16 { return append(s[:0], 1, 2, 3, 4) }, 2, []int16{1, 2, 3, 4, 9, 9}, ""},
+		{"none", func(s []int16) []int16 { return s[:0] }, 0, []int16{9, 9, 9, 9, 9, 9}, ""},
+		{"full", func(s []int16) []int16 { return append(s[:0], 1, 2, 3, 4, 5, 6) }, 3, []int16{1, 2, 3, 4, 5, 6}, ""},
+		{"own slice", func([]int16) []int16 { return []int16{7, 8} }, 1, []int16{7, 8, 9, 9, 9, 9}, ""},
+		{"too many", func(s []int16) []int16 { return append(s[:0], 1, 2, 3, 4, 5, 6, 7, 8) }, 0, nil, `key "k": 4 rows, more than the maximum 3`},
+		{"partial row", func(s []int16) []int16 { return append(s[:0], 1, 2, 3) }, 0, nil, `key "k": 3 elements are not whole rows of 2`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			slot := []int16{-5, -5, -5, -5, -5, -5}
+			rows, err := PadRows("k", slot, c.got(slot), 3, int16(9))
+			if c.error != "" {
+				if err == nil || err.Error() != c.error {
+					t.Fatalf("error %v, want %q", err, c.error)
+				}
+				return
+			}
+			if err != nil || rows != c.rows || !slices.Equal(slot, c.want) {
+				t.Fatalf("rows %d, slot %v, error %v; want %d and %v", rows, slot, err, c.rows, c.want)
+			}
+		})
+	}
+}
+
+// TestPadSamples pads each slot past its count, with NaN and with a zero
+// (a memory clear), keeps -0.0's sign bit, and stops at a bad count.
+func TestPadSamples(t *testing.T) {
+	nan := float32(math.NaN())
+	negZero := float32(math.Copysign(0, -1))
+	for _, pad := range []float32{nan, 0, negZero} {
+		data := []float32{1, 1, 1, 1, 2, 2, 2, 2}
+		if n, err := PadSamples("k", data, []int32{1, 2}, 4, pad); n != 2 || err != nil {
+			t.Fatalf("pad %v: %d, %v", pad, n, err)
+		}
+		for i, v := range data {
+			want := pad
+			if i == 0 || i == 4 || i == 5 {
+				want = data[i]
+			}
+			if math.Float32bits(v) != math.Float32bits(want) && !(v != v && want != want) {
+				t.Fatalf("pad %v: element %d is %v, want %v", pad, i, v, want)
+			}
+		}
+	}
+	n, err := PadSamples("k", make([]float32, 12), []int32{1, 5, 0}, 4, 0)
+	if n != 1 || err == nil || !strings.Contains(err.Error(), `key "k": ReadSamples set 5 rows, not in [0, 4]`) {
+		t.Fatalf("%d, %v", n, err)
+	}
+}
+
+// TestPadding: Stats.Padding is the padding up to each batch's longest
+// sample, over the batches counted.
+func TestPadding(t *testing.T) {
+	var c counters
+	c.countRows([]int32{4, 2, 2}) // 8 of 12
+	c.countRows([]int32{1, 1})    // 2 of 2
+	if s := c.snapshot(); s.Rows != 10 || s.Spanned != 14 || math.Abs(s.Padding()-4.0/14) > 1e-12 {
+		t.Fatalf("rows %d, spanned %d, padding %v", s.Rows, s.Spanned, s.Padding())
+	}
+	if p := (Stats{}).Padding(); p != 0 {
+		t.Fatalf("no ragged keys: padding %v", p)
+	}
+}
+
+// TestNewBucketEngine refuses plans and row counts that cannot bucket.
+func TestNewBucketEngine(t *testing.T) {
+	plan := func(b Bucket) Plan {
+		return Plan{Name: "P", BatchSize: 2, Device: "cpu", Keys: []Key{
+			{Name: "t", DType: Int32, Shape: []int{4}, SampleBytes: 16, BatchBytes: 32, Ragged: true},
+			{Name: "t.lengths", DType: Int32, Shape: []int{}, SampleBytes: 4, BatchBytes: 8, Offset: 256, LengthsOf: "t"},
+			{Name: "f", DType: Int32, Shape: []int{4}, SampleBytes: 16, BatchBytes: 32, Offset: 512},
+		}, SlotBytes: 768, Loader: LoaderDefaults{Prefetch: 1, Workers: 1, Bucket: b}}
+	}
+	fill := func(*Run) error { return nil }
+	rows := func(i int) int { return i }
+	for _, c := range []struct {
+		name  string
+		b     Bucket
+		n     int
+		error string
+	}{
+		{"no key", Bucket{}, 3, "the plan has no bucket key"},
+		{"fixed key", Bucket{Key: "f", Window: 1}, 3, `bucket key "f" is not a ragged key`},
+		{"window", Bucket{Key: "t"}, 3, "bucket window 0 is not >= 1"},
+		{"too long", Bucket{Key: "t", Window: 2}, 6, `sample 5 has 5 rows in key "t", not in [0, 4]`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := NewBucketEngine(plan(c.b), c.n, rows, Options{Logger: quiet}, fill)
+			if err == nil {
+				e.Close()
+				t.Fatal("started")
+			}
+			if !strings.Contains(err.Error(), c.error) {
+				t.Fatalf("error %q does not say %q", err, c.error)
+			}
+		})
+	}
+	if e, err := NewEngine(plan(Bucket{Key: "t", Window: 1}), 3, Options{Logger: quiet}, fill); err == nil || !strings.Contains(err.Error(), "NewBucketEngine") {
+		if e != nil {
+			e.Close()
+		}
+		t.Fatalf("NewEngine of a bucketing plan: %v", err)
+	}
+}
