@@ -21,8 +21,12 @@ func (p *Plan) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "key\trole\tdtype\tsample shape\tbatch bytes\tMiB\tstream\tpriority\t")
 	for _, k := range rp.Keys {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%.1f\t%d\t%s\t\n",
-			k.Name, k.Role, k.DType, k.Shape, k.BatchBytes, float64(k.BatchBytes)/(1<<20), k.Stream, k.Priority)
+		shape := fmt.Sprint(k.Shape)
+		if k.Ragged {
+			shape = "up to " + shape // the first axis is a maximum
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.1f\t%d\t%s\t\n",
+			k.Name, k.Role, k.DType, shape, k.BatchBytes, float64(k.BatchBytes)/(1<<20), k.Stream, k.Priority)
 	}
 	fmt.Fprintf(tw, "total\t\t\t\t%d\t%.1f\t\t\t\n", rp.BatchBytes, rp.BatchMiB)
 	if err := tw.Flush(); err != nil {
