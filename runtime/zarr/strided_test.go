@@ -74,3 +74,28 @@ func TestCopyBoxLayouts(t *testing.T) {
 		}
 	}
 }
+
+// TestReverseRun mirrors runs of every length up to 100 elements of each
+// size, past the word loops' unrolled and single-word steps and their
+// tails, and compares with an element-wise copy.
+func TestReverseRun(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 7))
+	for _, elem := range []int{1, 2, 4, 8} {
+		for n := range 101 {
+			src := make([]byte, (n+3)*elem)
+			for i := range src {
+				src[i] = byte(rng.Uint32())
+			}
+			got := make([]byte, (n+5)*elem)
+			want := make([]byte, len(got))
+			so, do := 2, n+1 // the run's last element lands at do-(n-1)
+			reverseRun(got, do, src, so, n, elem)
+			for i := range n {
+				copy(want[(do-i)*elem:(do-i+1)*elem], src[(so+i)*elem:(so+i+1)*elem])
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("elem %d, %d elements: reverseRun differs from an element-wise copy", elem, n)
+			}
+		}
+	}
+}
