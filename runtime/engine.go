@@ -144,9 +144,6 @@ func NewEngine(p Plan, n int, o Options, fill FillFunc) (*Engine, error) {
 	if b := p.Loader.Bucket.Key; b != "" {
 		return nil, fmt.Errorf("engine: the plan buckets samples by the lengths of key %q: start it with NewBucketEngine", b)
 	}
-	if n < 0 {
-		return nil, fmt.Errorf("engine: source has negative length %d", n)
-	}
 	return newEngine(p, n, nil, o, fill)
 }
 
@@ -178,11 +175,31 @@ func NewBucketEngine(p Plan, n int, rows func(index int) int, o Options, fill Fi
 	return newEngine(p, n, lengths, o, fill)
 }
 
+// checkLengthKeys checks that each lengths key of p holds one int32 per
+// sample and follows the ragged key it names, as gen lays them out.
+func checkLengthKeys(p Plan) error {
+	for i, k := range p.Keys {
+		if k.LengthsOf == "" {
+			continue
+		}
+		if k.DType != Int32 || len(k.Shape) != 0 || i == 0 || p.Keys[i-1].Name != k.LengthsOf || !p.Keys[i-1].Ragged {
+			return fmt.Errorf("engine: key %q holds the lengths of %q, but is not a scalar int32 key after that ragged key", k.Name, k.LengthsOf)
+		}
+	}
+	return nil
+}
+
 // newEngine starts an engine over n samples; lengths are the bucket key's
 // row counts, or nil without bucketing.
 func newEngine(p Plan, n int, lengths []int32, o Options, fill FillFunc) (*Engine, error) {
 	if fill == nil {
 		return nil, errors.New("engine: nil fill function")
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("engine: source has negative length %d", n)
+	}
+	if err := checkLengthKeys(p); err != nil {
+		return nil, err
 	}
 	set, err := resolve(p, o, os.Getenv)
 	if err != nil {
@@ -596,7 +613,13 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 			return
 		}
 		if e.lengths != nil {
-			e.grouping = e.plan.Loader.Bucket.Group(order, e.lengths, e.plan.BatchSize, e.plan.Loader.Seed, epoch, e.sampler.Rank, e.grouping)
+			grouped := order
+			if e.sampler.DropLast {
+				// Cut the dropped tail first: grouping would make it the
+				// longest samples of the last window, every epoch.
+				grouped = order[:e.Len()*e.plan.BatchSize]
+			}
+			e.grouping = e.plan.Loader.Bucket.Group(grouped, e.lengths, e.plan.BatchSize, e.plan.Loader.Seed, epoch, e.sampler.Rank, e.grouping)
 		}
 		nb := e.Len()
 		if start < 0 || start > nb {

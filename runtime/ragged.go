@@ -28,7 +28,7 @@ func PadRows[T Element](key string, slot, got []T, maxRows int, pad T) (int32, e
 	if n > 0 && unsafe.SliceData(got) != unsafe.SliceData(slot) {
 		copy(slot, got)
 	}
-	fill(slot[n:], pad)
+	setAll(slot[n:], pad)
 	return int32(n / rowElems), nil
 }
 
@@ -48,14 +48,14 @@ func PadSamples[T Element](key string, data []T, lengths []int32, maxRows int, p
 		if l < 0 || int(l) > maxRows {
 			return i, &KeyError{Key: key, Err: fmt.Errorf("ReadSamples set %d rows, not in [0, %d]", l, maxRows)}
 		}
-		fill(data[i*slot+int(l)*rowElems:(i+1)*slot], pad)
+		setAll(data[i*slot+int(l)*rowElems:(i+1)*slot], pad)
 	}
 	return len(lengths), nil
 }
 
-// fill sets every element of s to v: a memory clear when v's bits are all
-// zero (not for -0.0, which has a sign bit), else doubling copies.
-func fill[T Element](s []T, v T) {
+// setAll sets every element of s to v: a memory clear when v's bits are
+// all zero (not for -0.0, which has a sign bit), else doubling copies.
+func setAll[T Element](s []T, v T) {
 	if len(s) == 0 {
 		return
 	}

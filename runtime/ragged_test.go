@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"math"
 	"slices"
 	"strings"
@@ -118,5 +119,57 @@ func TestNewBucketEngine(t *testing.T) {
 			e.Close()
 		}
 		t.Fatalf("NewEngine of a bucketing plan: %v", err)
+	}
+}
+
+// TestBucketDropLast: with drop_last, the samples an epoch drops are the
+// sampler's random tail, cut before grouping, not the longest samples of
+// the last window.
+func TestBucketDropLast(t *testing.T) {
+	const n, batch = 22, 4
+	p := Plan{Name: "P", BatchSize: batch, Device: "cpu", Keys: []Key{
+		{Name: "t", DType: Int32, Shape: []int{8}, SampleBytes: 32, BatchBytes: 128, Ragged: true},
+		{Name: "t.lengths", DType: Int32, Shape: []int{}, SampleBytes: 4, BatchBytes: 16, Offset: 256, LengthsOf: "t"},
+	}, SlotBytes: 512, Loader: LoaderDefaults{Prefetch: 1, Workers: 1, Shuffle: true, Seed: 3, DropLast: true,
+		Bucket: Bucket{Key: "t", Window: 3}}}
+	e, err := NewBucketEngine(p, n, func(i int) int { return i % 9 }, Options{Logger: quiet}, func(*Run) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	s := Sampler{N: n, Shuffle: true, Seed: 3, WorldSize: 1, DropLast: true}
+	for epoch := range 5 {
+		order, err := s.Order(epoch, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := slices.Sorted(slices.Values(order[:e.Len()*batch]))
+		var got []int
+		for b, err := range e.Epoch(context.Background(), epoch, 0) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, b.Indices...)
+		}
+		if slices.Sort(got); !slices.Equal(got, want) {
+			t.Fatalf("epoch %d loaded %v, want the sampler's first %d: %v", epoch, got, len(want), want)
+		}
+	}
+}
+
+// TestLengthKeysChecked: a hand-built plan whose lengths key is not a
+// scalar int32 after its ragged key is refused, not read out of shape.
+func TestLengthKeysChecked(t *testing.T) {
+	p := Plan{Name: "P", BatchSize: 2, Device: "cpu", Keys: []Key{
+		{Name: "t", DType: Int32, Shape: []int{8}, SampleBytes: 32, BatchBytes: 64, Ragged: true},
+		{Name: "t.lengths", DType: Uint8, Shape: []int{}, SampleBytes: 1, BatchBytes: 2, Offset: 256, LengthsOf: "t"},
+	}, SlotBytes: 512, Loader: LoaderDefaults{Prefetch: 1, Workers: 1}}
+	e, err := NewEngine(p, 4, Options{Logger: quiet}, func(*Run) error { return nil })
+	if err == nil {
+		e.Close()
+		t.Fatal("started")
+	}
+	if want := `key "t.lengths" holds the lengths of "t", but is not a scalar int32 key`; !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not say %q", err, want)
 	}
 }

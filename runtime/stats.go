@@ -45,7 +45,7 @@ func (s Stats) Padding() float64 {
 type counters struct {
 	batches, samples, bytes atomic.Int64
 	wait, busy, stall       atomic.Int64   // nanoseconds
-	rows, spanned           atomic.Int64   // Stats.Rows and Spanned
+	rows, spanned           atomic.Int64   // Stats.Rows and Spanned; added by the consumer in await
 	copy                    []atomic.Int64 // nanoseconds, per stream
 }
 
