@@ -36,11 +36,13 @@ demo:
 
 ## bench: the benchmarks behind docs/PERFORMANCE.md (5 runs each, for medians), the loaders against their copy loops and the zarr box reads against their ceilings
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./golden/large ./golden/tiny ./golden/rows ./golden/tokens ./examples/cellmap | tee .bench-loaders.txt
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./golden/large ./golden/tiny ./golden/rows ./golden/tokens ./examples/cellmap >.bench-loaders.txt || { cat .bench-loaders.txt; exit 1; }
+	cat .bench-loaders.txt
 	.ci/bench-ratios <.bench-loaders.txt
 	$(GO) test -run '^$$' -bench Bucket -benchmem -count 5 ./runtime
 	$(GO) test -run '^$$' -bench Generate -count 5 ./gen
-	$(GO) test -run '^$$' -bench 'BoxRead|CopyBox' -benchmem -count 5 ./runtime/zarr | tee .bench-zarr.txt
+	$(GO) test -run '^$$' -bench 'BoxRead|CopyBox' -benchmem -count 5 ./runtime/zarr >.bench-zarr.txt || { cat .bench-zarr.txt; exit 1; }
+	cat .bench-zarr.txt
 	.ci/bench-ratios <.bench-zarr.txt
 
 ## peer: the volume loader against PyTorch's DataLoader over zarr-python on the same crops (needs Debian's python3-zarr and python3-torch; about a minute)

@@ -132,9 +132,6 @@ func (g *emitter) schemaKey(name string) schema.Key {
 	return g.ds.Keys[i]
 }
 
-// rowElems is the number of elements in one row of a ragged key.
-func (k emitKey) rowElems() int { return k.SampleElems() / k.Shape[0] }
-
 // elemType is the Go element type of the key's typed views: []elemType.
 func (k emitKey) elemType() *jen.Statement { return jen.Id(k.DType.GoType()) }
 
@@ -1004,13 +1001,15 @@ func (g *emitter) filesMethods(f *jen.File) {
 	gathers := []jen.Code{jen.List(jen.Id("n"), jen.Id("err")).Op(":=").List(jen.Len(jen.Id("s").Dot("Indices")), jen.Error().Call(jen.Nil()))}
 	for i, k := range keys {
 		indices, dst := jen.Id("s").Dot("Indices"), jen.Id("s").Dot(k.Go)
-		lengths := jen.Id("s").Dot(k.lengths.Go)
 		if i > 0 {
 			indices, dst = indices.Index(jen.Empty(), jen.Id("n")), dst.Index(jen.Empty(), jen.Id("n").Op("*").Id(k.elems))
-			lengths = lengths.Index(jen.Empty(), jen.Id("n"))
 		}
 		call := jen.Qual(npyPath, "Gather").Call(jen.Id("f").Dot(k.view), indices, dst)
 		if k.Ragged {
+			lengths := jen.Id("s").Dot(k.lengths.Go)
+			if i > 0 {
+				lengths = lengths.Index(jen.Empty(), jen.Id("n"))
+			}
 			call = jen.Qual(npyPath, "GatherRows").Call(jen.Id("f").Dot(k.view), indices, dst, lengths)
 		}
 		gathers = append(gathers, jen.If(

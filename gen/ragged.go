@@ -59,23 +59,32 @@ func (g *emitter) ragged(f *jen.File) {
 }
 
 // padValue renders pad as a value of d's Go type, and a note for the
-// comment beside it, where the value needs one: int32(-1),
-// float32(math.NaN()), uint16(0xbc00) with "-1 as float16".
+// comment beside it where the value needs one: int32(-1), float32(-1),
+// float32(math.NaN()); as bits where a constant cannot say it (-0, a value
+// that rounds to an infinity, a 16-bit float): math.Float32frombits(0x80000000)
+// with "-0 as float32", uint16(0xbc00) with "-1 as float16".
 func padValue(d runtime.DType, pad float64) (jen.Code, string) {
-	switch d {
-	case runtime.Float32, runtime.Float64:
-		switch {
-		case math.IsNaN(pad):
-			return jen.Id(d.GoType()).Call(jen.Qual("math", "NaN").Call()), ""
-		case math.IsInf(pad, 0):
-			return jen.Id(d.GoType()).Call(jen.Qual("math", "Inf").Call(jen.Lit(int(math.Copysign(1, pad))))), ""
-		}
-		return jen.Id(d.GoType()).Call(jen.Op(strconv.FormatFloat(pad, 'g', -1, 64))), ""
-	case runtime.Float16, runtime.BFloat16:
-		bits := binary.LittleEndian.Uint16(d.Encode(pad))
-		return jen.Id("uint16").Call(jen.Op(fmt.Sprintf("%#04x", bits))), fmt.Sprintf("%s as %s", strconv.FormatFloat(pad, 'g', -1, 64), d)
+	text := strconv.FormatFloat(pad, 'g', -1, 64)
+	if !d.IsFloat() {
+		return jen.Id(d.GoType()).Call(jen.Op(strconv.FormatFloat(pad, 'f', -1, 64))), ""
 	}
-	return jen.Id(d.GoType()).Call(jen.Op(strconv.FormatFloat(pad, 'f', -1, 64))), ""
+	if math.IsNaN(pad) {
+		return jen.Id(d.GoType()).Call(jen.Qual("math", "NaN").Call()), ""
+	}
+	bits := d.Encode(pad)
+	switch d {
+	case runtime.Float16, runtime.BFloat16:
+		return jen.Id("uint16").Call(jen.Op(fmt.Sprintf("%#04x", binary.LittleEndian.Uint16(bits)))), text + " as " + d.String()
+	case runtime.Float32:
+		if v := math.Float32frombits(binary.LittleEndian.Uint32(bits)); math.IsInf(float64(v), 0) || math.Signbit(pad) && pad == 0 {
+			return jen.Qual("math", "Float32frombits").Call(jen.Op(fmt.Sprintf("%#08x", binary.LittleEndian.Uint32(bits)))), fmt.Sprintf("%s as float32: %v", text, v)
+		}
+	case runtime.Float64:
+		if math.Signbit(pad) && pad == 0 {
+			return jen.Qual("math", "Float64frombits").Call(jen.Op(fmt.Sprintf("%#016x", binary.LittleEndian.Uint64(bits)))), text + " as float64"
+		}
+	}
+	return jen.Id(d.GoType()).Call(jen.Op(text)), ""
 }
 
 // padRows renders, after Read, the padding of ragged key k of the sample
@@ -118,8 +127,12 @@ func (g *emitter) padSamples(k emitKey) jen.Code {
 
 // bucketKey is the key whose lengths bucketing groups by, or nil.
 func (g *emitter) bucketKey() *emitKey {
+	name := g.rp.Loader.Bucket.Key
+	if name == "" {
+		return nil
+	}
 	for i, k := range g.keys {
-		if k.Name == g.rp.Loader.Bucket.Key && g.rp.Loader.Bucket.Key != "" {
+		if k.Name == name {
 			return &g.keys[i]
 		}
 	}

@@ -268,14 +268,11 @@ func elementFits(f float64, d runtime.DType) error {
 		return nil
 	}
 	lo, hi := d.IntRange()
-	// float64(hi) rounds 2^63-1 and 2^64-1 up to a power of two, which
-	// the dtype cannot hold.
-	over := f > float64(hi) || hi > 1<<53 && f >= float64(hi)
 	switch {
-	case hi > 1<<53 && f == float64(hi):
-		return fmt.Errorf("does not fit %v (whole numbers from %d to %d; read as a float64, it is %.0f)", d, lo, hi, f)
-	case f != math.Trunc(f) || f < float64(lo) || over:
+	case f != math.Trunc(f) || f < float64(lo) || f > float64(hi):
 		return fmt.Errorf("does not fit %v (whole numbers from %d to %d)", d, lo, hi)
+	case math.Abs(f) >= 1<<53: // 2^53+1 reads as 2^53, so 2^53 itself is not sure either
+		return fmt.Errorf("does not fit %v exactly: a schema number is read as a float64, which tells whole numbers apart only below 2^53", d)
 	}
 	return nil
 }

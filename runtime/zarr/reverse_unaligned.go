@@ -8,7 +8,8 @@ import (
 )
 
 // reverseBytes copies the first n - n%8 bytes from src[so] on to dst
-// backwards from dst[do], 8 at a time, and returns how many it copied.
+// backwards from dst[do], a word of 8 at a time (four words a turn while
+// 32 remain), and returns how many it copied.
 // These hosts load and store unaligned words natively, so after checking
 // the run's ends once it moves words through unsafe pointers: per-word
 // bounds checks would cost as much as the moves.
