@@ -163,14 +163,16 @@ func copyPlane(dst []byte, do, dt, dj int, src []byte, so, st, nt, nj int) {
 			_, _ = dst[do+c[0]*dt+c[1]*dj], src[so+c[0]*st+c[1]]
 		}
 	}
-	for i0 := 0; i0+8 <= nt; i0 += 8 {
-		for j0 := 0; j0 < full; j0 += 8 {
+	for j0 := 0; j0 < full; j0 += 8 {
+		for i0 := 0; i0+8 <= nt; i0 += 8 {
 			if dt == 1 {
 				transposeBlock(dst, do+i0+j0*dj, dj, src, so+i0*st+j0, st)
 			} else { // rows in reverse make each column's bytes run backwards
 				transposeBlock(dst, do-i0-7+j0*dj, dj, src, so+(i0+7)*st+j0, -st)
 			}
 		}
+	}
+	for i0 := 0; i0+8 <= nt; i0 += 8 {
 		for j := full; j < nj; j++ {
 			for r := range 8 {
 				dst[do+(i0+r)*dt+j*dj] = src[so+(i0+r)*st+j]
