@@ -204,7 +204,9 @@ void vc_copy(struct vclock *dst, const struct vclock *src)
 {
 	dst->n = 0;
 	vc_grow(dst, src->n);
-	memcpy(dst->c, src->c, src->n * sizeof *src->c);
+	if (src->n) { /* an empty clock may have no array: memcpy wants pointers */
+		memcpy(dst->c, src->c, src->n * sizeof *src->c);
+	}
 }
 
 void vc_free(struct vclock *v)

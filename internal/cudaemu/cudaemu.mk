@@ -10,7 +10,7 @@
 CUDAEMU_DIR := internal/cudaemu
 CUDAEMU_OUT := .cuda/emu
 CUDAEMU_LIB := $(CUDAEMU_OUT)/libcuda.so.1
-CUDAEMU_SRC := $(addprefix $(CUDAEMU_DIR)/,core.c ctx.c stream.c memory.c kernel.c)
+CUDAEMU_SRC := $(addprefix $(CUDAEMU_DIR)/,core.c ctx.c stream.c memory.c kernel.c graph.c)
 CUDAEMU_CC ?= gcc
 CUDAEMU_CFLAGS ?= -std=c11 -D_GNU_SOURCE -O2 -g -pthread -Wall -Wextra -Wshadow -Werror
 # The driver symbols, each "impl" or "stub" for the emulator.
@@ -22,8 +22,12 @@ CUDAEMU_SYMBOLS := internal/cudastub/symbols.txt
 # backend: the same library without cuMemHostAlloc exported (the runtime's
 # TestCUDAUnusable loads it through LOADERGEN_CUDA_DRIVER).
 CUDAEMU_OLD := .cuda/emu-old/libcuda.so.1
+# CUDAEMU_NOGRAPHS is the emulator as a driver without graphs: the same
+# library without the cuGraph* calls exported (the runtime's
+# TestCUDAGraphsFallBack loads it through LOADERGEN_CUDA_DRIVER).
+CUDAEMU_NOGRAPHS := .cuda/emu-nographs/libcuda.so.1
 
-cudaemu: $(CUDAEMU_LIB) $(CUDAEMU_OLD)
+cudaemu: $(CUDAEMU_LIB) $(CUDAEMU_OLD) $(CUDAEMU_NOGRAPHS)
 
 # $(call cudaemu_link,EXPORTS) links the emulator into $@ as libcuda.so.1,
 # exporting what the version script EXPORTS names; the recipe's shell
@@ -52,13 +56,18 @@ $(CUDAEMU_OLD): $(CUDAEMU_LIB)
 	grep -v '^  cuMemHostAlloc;$$' $(CUDAEMU_OUT)/exports.map >$(dir $@)exports.map && \
 	$(call cudaemu_link,$(dir $@)exports.map)
 
+$(CUDAEMU_NOGRAPHS): $(CUDAEMU_LIB)
+	@inc=$$($(CUDA_INCLUDE)) && mkdir -p $(dir $@) && \
+	grep -v '^  cuGraph' $(CUDAEMU_OUT)/exports.map >$(dir $@)exports.map && \
+	$(call cudaemu_link,$(dir $@)exports.map)
+
 $(CUDAEMU_OUT)/selftest: $(CUDAEMU_DIR)/selftest.c $(CUDAEMU_LIB)
 	@inc=$$($(CUDA_INCLUDE)) && \
 	$(CUDAEMU_CC) $(CUDAEMU_CFLAGS) -I"$$inc" -o $@ $(CUDAEMU_DIR)/selftest.c \
 		-L$(CUDAEMU_OUT) -lcuda -Wl,-rpath,'$$ORIGIN'
 
 # Quiet on success (one line); on failure, every check's PASS/FAIL line.
-cudaemu-test: $(CUDAEMU_OUT)/selftest $(CUDAEMU_OLD)
+cudaemu-test: $(CUDAEMU_OUT)/selftest $(CUDAEMU_OLD) $(CUDAEMU_NOGRAPHS)
 	@out=$$($(CUDAEMU_OUT)/selftest 2>&1) || { echo "$$out"; echo "cudaemu-test: self-tests FAILED"; exit 1; }; \
 	$(CUDAEMU_DIR)/check-symbols.sh $(CUDAEMU_LIB) $(CUDAEMU_SYMBOLS) && \
 	echo "cudaemu-test: $$(echo "$$out" | grep -c '^PASS') self-tests passed; symbols checked"

@@ -97,7 +97,9 @@ struct kernel;
 struct op {
 	struct op *next;
 	enum op_kind kind;
-	const char *what;      /* names it in reports: "kernel spin", "cuMemcpyHtoDAsync" */
+	const char *what;      /* names it in reports: "kernel spin", "copy (cuMemcpyHtoDAsync)" */
+	const char *call;      /* H2D: the API call that queued it, for race (a)
+	                          reports: "cuMemcpyHtoDAsync" or "cuGraphLaunch" */
 	struct hsnap *inherit; /* host clock when enqueued */
 	struct mark *mark;     /* OP_RECORD completes it; OP_WAIT waits for it */
 	enum copy_dir dir;     /* OP_COPY */
@@ -114,6 +116,14 @@ struct op {
 };
 
 struct ctx;
+
+/* A CUDA event. Guarded by g.mu. */
+struct event {
+	uintptr_t handle;
+	struct ctx *ctx;
+	unsigned flags;
+	struct mark *last; /* latest record, NULL before the first */
+};
 
 /*
  * A stream: a FIFO of ops run in order by one POSIX thread, its worker.
@@ -238,7 +248,10 @@ struct emu {
 
 extern struct emu g;
 
-enum hkind { HK_CTX = 0xc1, HK_STREAM = 0x51, HK_EVENT = 0xe1, HK_MODULE = 0x3d, HK_FUNC = 0xf1 };
+enum hkind {
+	HK_CTX = 0xc1, HK_STREAM = 0x51, HK_EVENT = 0xe1, HK_MODULE = 0x3d, HK_FUNC = 0xf1,
+	HK_GRAPH = 0x9a, HK_GNODE = 0x9b, HK_GEXEC = 0x9e,
+};
 
 /* core.c */
 void emu_lock(void);
@@ -283,10 +296,15 @@ struct stream *stream_new(struct ctx *c, unsigned flags, int priority, bool lega
 void stream_kill(struct stream *s);
 struct op *op_new(enum op_kind kind, const char *what);
 void enqueue(struct stream *s, struct op *o);
+struct mark *stream_tail(struct stream *s);
+void push_wait(struct stream *s, struct mark *m, const char *what);
+void mark_put(struct mark *m);
 void stream_sync(struct stream *s, enum waitmode mode);
 void ctx_sync(struct ctx *c, enum waitmode mode);
 enum waitmode ctx_waitmode(const struct ctx *c);
 void events_drop_ctx(const struct ctx *c);
+CUresult event_lookup(CUevent h, struct event **out);
+struct mark *event_push_record(struct event *e, struct stream *s, const char *what);
 
 /* memory.c */
 struct alloc *stream_access(struct stream *s, CUdeviceptr p, size_t n, bool write, const char *what);
@@ -294,6 +312,11 @@ void alloc_unbusy(struct alloc *a);
 void run_copy(struct stream *s, struct op *o);
 void run_memset(struct stream *s, struct op *o);
 void memory_drop_ctx(struct ctx *c);
+bool host_pinned(const void *p, size_t n);
+bool fail_copy_now(const char *call);
+CUresult htod_check(const struct ctx *c, CUdeviceptr dst, const void *src, size_t n);
+void htod_enqueue(struct stream *s, CUdeviceptr dst, const void *src, size_t n, const char *what,
+		  const char *call);
 
 /* kernel.c */
 void run_kernel(struct stream *s, struct op *o);

@@ -251,7 +251,9 @@ static void module_free(struct module *m)
 		free(m->entries[i].name);
 	}
 	free(m->entries);
-	handle_drop(m->handle);
+	if (m->handle) { /* 0: a module_load that failed before making one */
+		handle_drop(m->handle);
+	}
 	free(m);
 }
 

@@ -396,9 +396,9 @@ static void check_staged(struct stream *s, const struct op *o, const struct copy
 		return;
 	}
 	char b[40];
-	race_report("host buffer 0x%lx (%zu bytes) changed between cuMemcpyHtoDAsync on %s and the end "
+	race_report("host buffer 0x%lx (%zu bytes) changed between %s on %s and the end "
 		    "of its copy to device 0x%llx (%s)",
-		    (unsigned long)o->host, o->bytes, accessor_name(s->id, b, sizeof b), o->dst,
+		    (unsigned long)o->host, o->bytes, o->call, accessor_name(s->id, b, sizeof b), o->dst,
 		    hs->copied != o->issue_hash ? "the device received bytes written after the call"
 					    : "it was rewritten while the copy was still in flight");
 }
@@ -696,12 +696,16 @@ EMU_API CUresult CUDAAPI cuMemFreeHost(void *p)
 
 /* ---- copy API ---- */
 
+/* Whether all of [p, p+n) lies in one cuMemHostAlloc allocation. */
+bool host_pinned(const void *p, size_t n) { return pinned_find(p, n) != NULL; }
+
 /*
  * CUDAEMU_FAIL_COPY=N: the Nth cuMemcpyHtoDAsync call since the variable
  * last changed (or a primary context was activated) fails. Read on every
- * call: tests change it mid-process.
+ * call: tests change it mid-process. A memcpy node of a cuGraphLaunch
+ * counts as a call; call names it in the note (NULL: a plain call).
  */
-static bool fail_copy_now(void)
+bool fail_copy_now(const char *call)
 {
 	const char *v = getenv("CUDAEMU_FAIL_COPY");
 	if (!v) {
@@ -721,36 +725,35 @@ static bool fail_copy_now(void)
 	if (!*v || *end || n <= 0 || g.fail_copy_calls != n) {
 		return false;
 	}
-	emu_note("CUDAEMU_FAIL_COPY=%ld: cuMemcpyHtoDAsync call %ld fails with CUDA_ERROR_UNKNOWN", n, n);
+	emu_note("CUDAEMU_FAIL_COPY=%ld: cuMemcpyHtoDAsync call %ld%s%s%s fails with CUDA_ERROR_UNKNOWN", n, n,
+		 call ? " (" : "", call ? call : "", call ? ")" : "");
 	return true;
 }
 
-/*
- * From pinned memory the copy reads the host buffer when it runs. From
- * pageable memory the call waits for the stream's earlier work, stages the
- * bytes and returns; the DMA then proceeds from the staging copy.
- */
-static CUresult htod_async(CUdeviceptr dst, const void *src, size_t n, CUstream h)
+/* The arguments of a host-to-device copy into c's memory, as cuMemcpyHtoDAsync checks them. */
+CUresult htod_check(const struct ctx *c, CUdeviceptr dst, const void *src, size_t n)
 {
-	struct ctx *c;
-	struct stream *s;
-	CUresult r = cur_ctx(&c);
-	if (r == CUDA_SUCCESS && fail_copy_now()) {
-		r = CUDA_ERROR_UNKNOWN;
+	if (!src) {
+		return CUDA_ERROR_INVALID_VALUE;
 	}
-	if (r == CUDA_SUCCESS) {
-		r = stream_resolve(h, c, &s);
+	return check_device_range(c, dst, n);
+}
+
+/*
+ * Queues a checked host-to-device copy on s (nothing if n is 0); what
+ * names the op, call the API call, in reports. From pinned memory the copy
+ * reads the host buffer when it runs. From pageable memory this waits for
+ * the stream's earlier work (releasing g.mu), stages the bytes and
+ * returns; the DMA then proceeds from the staging copy.
+ */
+void htod_enqueue(struct stream *s, CUdeviceptr dst, const void *src, size_t n, const char *what,
+		  const char *call)
+{
+	if (n == 0) {
+		return;
 	}
-	if (r == CUDA_SUCCESS && !src) {
-		r = CUDA_ERROR_INVALID_VALUE;
-	}
-	if (r == CUDA_SUCCESS) {
-		r = check_device_range(c, dst, n);
-	}
-	if (r != CUDA_SUCCESS || n == 0) {
-		return r;
-	}
-	struct op *o = op_new(OP_COPY, "copy (cuMemcpyHtoDAsync)");
+	struct op *o = op_new(OP_COPY, what);
+	o->call = call;
 	o->dir = H2D;
 	o->dst = dst;
 	o->bytes = n;
@@ -759,12 +762,31 @@ static CUresult htod_async(CUdeviceptr dst, const void *src, size_t n, CUstream 
 		o->pinned = true;
 		o->issue_hash = hash_bytes(src, n);
 	} else {
-		stream_sync(s, ctx_waitmode(c));
+		stream_sync(s, ctx_waitmode(s->ctx));
 		o->host = xcalloc(1, n);
 		memcpy(o->host, src, n);
 	}
 	enqueue(s, o);
-	return CUDA_SUCCESS;
+}
+
+static CUresult htod_async(CUdeviceptr dst, const void *src, size_t n, CUstream h)
+{
+	struct ctx *c;
+	struct stream *s;
+	CUresult r = cur_ctx(&c);
+	if (r == CUDA_SUCCESS && fail_copy_now(NULL)) {
+		r = CUDA_ERROR_UNKNOWN;
+	}
+	if (r == CUDA_SUCCESS) {
+		r = stream_resolve(h, c, &s);
+	}
+	if (r == CUDA_SUCCESS) {
+		r = htod_check(c, dst, src, n);
+	}
+	if (r == CUDA_SUCCESS) {
+		htod_enqueue(s, dst, src, n, "copy (cuMemcpyHtoDAsync)", "cuMemcpyHtoDAsync");
+	}
+	return r;
 }
 
 EMU_API CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,

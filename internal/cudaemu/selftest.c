@@ -1048,6 +1048,488 @@ static bool check_host_joins(void)
 	return true;
 }
 
+/* ---- graphs ---- */
+
+/* The CUDA_MEMCPY3D of a 1-D copy of n bytes from host src to device dst. */
+static CUDA_MEMCPY3D htod_params(CUdeviceptr dst, const void *src, size_t n)
+{
+	CUDA_MEMCPY3D p;
+	memset(&p, 0, sizeof p);
+	p.srcMemoryType = CU_MEMORYTYPE_HOST;
+	p.srcHost = src;
+	p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	p.dstDevice = dst;
+	p.WidthInBytes = n;
+	p.Height = 1;
+	p.Depth = 1;
+	return p;
+}
+
+/* Appends a copy node to the chain gr whose last node is *last (NULL while empty). */
+static CUresult chain_copy(CUgraph gr, CUgraphNode *last, CUdeviceptr dst, const void *src, size_t n)
+{
+	CUDA_MEMCPY3D p = htod_params(dst, src, n);
+	CUgraphNode node;
+	CUresult r = cuGraphAddMemcpyNode(&node, gr, last, *last ? 1 : 0, &p, ctx);
+	if (r == CUDA_SUCCESS) {
+		*last = node;
+	}
+	return r;
+}
+
+/* Appends an event record node to the chain gr whose last node is *last. */
+static CUresult chain_record(CUgraph gr, CUgraphNode *last, CUevent e)
+{
+	CUgraphNode node;
+	CUresult r = cuGraphAddEventRecordNode(&node, gr, last, *last ? 1 : 0, e);
+	if (r == CUDA_SUCCESS) {
+		*last = node;
+	}
+	return r;
+}
+
+/*
+ * An executable graph of [record start, copy a to da, record key, copy b
+ * to db, record ready], the runtime's per-(slot, stream) chain.
+ */
+static bool copy_chain(CUgraphExec *x, CUevent ev[3], CUdeviceptr da, const void *a, CUdeviceptr db,
+		       const void *b, size_t n)
+{
+	CUgraph gr;
+	CUgraphNode last = NULL;
+	for (int i = 0; i < 3; i++) {
+		CK(cuEventCreate(&ev[i], CU_EVENT_DEFAULT));
+	}
+	CK(cuGraphCreate(&gr, 0));
+	CK(chain_record(gr, &last, ev[0]));
+	CK(chain_copy(gr, &last, da, a, n));
+	CK(chain_record(gr, &last, ev[1]));
+	CK(chain_copy(gr, &last, db, b, n));
+	CK(chain_record(gr, &last, ev[2]));
+	CK(cuGraphInstantiateWithFlags(x, gr, 0));
+	CK(cuGraphDestroy(gr));
+	return true;
+}
+
+/*
+ * A launch queues the chain on the stream and returns: the copies land,
+ * the events complete in node order and time the copies (1 MiB at 0.1
+ * GB/s: 10.5 ms each); launches queue behind each other; the copies read
+ * the host buffers when they run.
+ */
+static bool check_graph_launch(void)
+{
+	enum { SIZE = 1 << 20 };
+	CUstream s;
+	CUdeviceptr da, db;
+	void *ha, *hb;
+	CUevent ev[3];
+	CUgraphExec x;
+	float ms[3];
+	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &da, &ha, SIZE, 'a')) {
+		return false;
+	}
+	CK(cuMemAlloc(&db, SIZE));
+	hb = pinned(SIZE, 'b');
+	EXPECT(hb, "cuMemHostAlloc failed");
+	if (!copy_chain(&x, ev, da, ha, db, hb, SIZE)) {
+		return false;
+	}
+	double t0 = now();
+	CK(cuGraphLaunch(x, s));
+	CK(cuGraphLaunch(x, s));
+	double issued = now() - t0;
+	WANT(cuEventQuery(ev[2]), CUDA_ERROR_NOT_READY);
+	CK(cuEventSynchronize(ev[2]));
+	double t = now() - t0;
+	EXPECT(issued < 0.02, "two launches took %.3f s to return, want at once", issued);
+	EXPECT(t > 0.040, "two launches of two 10.5 ms copies completed in %.3f s", t);
+	CK(cuEventQuery(ev[0]));
+	CK(cuEventQuery(ev[1]));
+	CK(cuEventElapsedTime(&ms[0], ev[0], ev[1]));
+	CK(cuEventElapsedTime(&ms[1], ev[1], ev[2]));
+	CK(cuEventElapsedTime(&ms[2], ev[0], ev[2]));
+	EXPECT(ms[0] > 9.5 && ms[1] > 9.5 && ms[2] < 80, "start-key %.2f ms, key-ready %.2f ms, start-ready %.2f ms: "
+	       "want about 10.5, 10.5 and 21 (the second launch's records)", ms[0], ms[1], ms[2]);
+	EXPECT(device_is(da, SIZE, 'a') && device_is(db, SIZE, 'b'), "the copies did not land");
+	memset(ha, 'c', SIZE); /* synchronized: the launches' copies are done */
+	memset(hb, 'd', SIZE);
+	CK(cuGraphLaunch(x, s));
+	for (;;) { /* later records first: a completed one implies the earlier ones completed */
+		CUresult ready = cuEventQuery(ev[2]), key = cuEventQuery(ev[1]), start = cuEventQuery(ev[0]);
+		EXPECT(ready != CUDA_SUCCESS || key == CUDA_SUCCESS, "ready completed before key");
+		EXPECT(key != CUDA_SUCCESS || start == CUDA_SUCCESS, "key completed before start");
+		if (ready == CUDA_SUCCESS) {
+			break;
+		}
+		usleep(200);
+	}
+	EXPECT(device_is(da, SIZE, 'c') && device_is(db, SIZE, 'd'), "the third launch copied stale bytes");
+	CK(cuGraphExecDestroy(x));
+	EXPECT_NO_RACES();
+	return true;
+}
+
+/*
+ * Arguments are checked at the add as cuMemcpyHtoDAsync and cuEventRecord
+ * check theirs; shapes other than a chain of host-to-device 1-D copies and
+ * event records, and instantiation flags, are CUDA_ERROR_NOT_SUPPORTED
+ * with a note; destroyed handles are refused; a launch whose memory or
+ * event went away since the add queues nothing.
+ */
+static bool check_graph_refusals(void)
+{
+	enum { SIZE = 4096 };
+	CUgraph gr, other, spare;
+	CUgraphNode n1, n2, n3, on, deps[2];
+	CUgraphExec x;
+	CUevent e, gone;
+	CUstream s;
+	CUdeviceptr d, freed;
+	void *h, *hfreed;
+	float ms;
+	WANT(cuGraphCreate(&gr, 0), CUDA_ERROR_NOT_INITIALIZED);
+	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &d, &h, SIZE, 1)) {
+		return false;
+	}
+	CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
+	CK(cuGraphCreate(&gr, 0));
+	CK(cuGraphCreate(&other, 0));
+	WANT(cuGraphCreate(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+	WANT(cuGraphCreate(&spare, 1), CUDA_ERROR_INVALID_VALUE);
+	CUDA_MEMCPY3D p = htod_params(d, h, SIZE);
+	CK(cuGraphAddMemcpyNode(&n1, gr, NULL, 0, &p, ctx));
+	CK(cuGraphAddEventRecordNode(&n2, gr, &n1, 1, e));
+	/* shapes other than a chain */
+	deps[0] = n1;
+	deps[1] = n2;
+	WANT(cuGraphAddEventRecordNode(&n3, gr, deps, 2, e), CUDA_ERROR_NOT_SUPPORTED); /* two dependencies */
+	WANT(cuGraphAddEventRecordNode(&n3, gr, NULL, 0, e), CUDA_ERROR_NOT_SUPPORTED); /* a second root */
+	WANT(cuGraphAddMemcpyNode(&n3, gr, &n1, 1, &p, ctx), CUDA_ERROR_NOT_SUPPORTED); /* a fork after n1 */
+	/* copies other than host-to-device 1-D */
+	CUDA_MEMCPY3D q = p;
+	q.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+	q.srcDevice = d;
+	q.dstMemoryType = CU_MEMORYTYPE_HOST;
+	q.dstHost = h;
+	WANT(cuGraphAddMemcpyNode(&n3, gr, &n2, 1, &q, ctx), CUDA_ERROR_NOT_SUPPORTED); /* device to host */
+	q = p;
+	q.WidthInBytes = SIZE / 2;
+	q.Height = 2;
+	q.srcPitch = q.dstPitch = SIZE / 2;
+	WANT(cuGraphAddMemcpyNode(&n3, gr, &n2, 1, &q, ctx), CUDA_ERROR_NOT_SUPPORTED); /* 2-D */
+	/* invalid arguments */
+	q = p;
+	q.srcMemoryType = (CUmemorytype)0;
+	WANT(cuGraphAddMemcpyNode(&n3, gr, &n2, 1, &q, ctx), CUDA_ERROR_INVALID_VALUE);
+	q = htod_params(d + SIZE - 8, h, 16);
+	WANT(cuGraphAddMemcpyNode(&n3, gr, &n2, 1, &q, ctx), CUDA_ERROR_INVALID_VALUE); /* runs past the end */
+	q = p;
+	q.dstXInBytes = 8; /* honoured: the copy runs past the end */
+	WANT(cuGraphAddMemcpyNode(&n3, gr, &n2, 1, &q, ctx), CUDA_ERROR_INVALID_VALUE);
+	q = htod_params(d, NULL, SIZE);
+	WANT(cuGraphAddMemcpyNode(&n3, gr, &n2, 1, &q, ctx), CUDA_ERROR_INVALID_VALUE);
+	WANT(cuGraphAddMemcpyNode(&n3, gr, &n2, 1, NULL, ctx), CUDA_ERROR_INVALID_VALUE);
+	WANT(cuGraphAddMemcpyNode(NULL, gr, &n2, 1, &p, ctx), CUDA_ERROR_INVALID_VALUE);
+	WANT(cuGraphAddMemcpyNode(&n3, gr, NULL, 1, &p, ctx), CUDA_ERROR_INVALID_VALUE);
+	WANT(cuGraphAddMemcpyNode(&n3, gr, &n2, 1, &p, (CUcontext)0x1234), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(cuGraphAddMemcpyNode(&n3, (CUgraph)0xdead00, &n2, 1, &p, ctx), CUDA_ERROR_INVALID_HANDLE);
+	WANT(cuGraphAddEventRecordNode(&n3, gr, &n2, 1, (CUevent)0xdead00), CUDA_ERROR_INVALID_HANDLE);
+	WANT(cuGraphAddEventRecordNode(NULL, gr, &n2, 1, e), CUDA_ERROR_INVALID_VALUE);
+	CK(cuGraphAddEventRecordNode(&on, other, NULL, 0, e));
+	WANT(cuGraphAddEventRecordNode(&n3, gr, &on, 1, e), CUDA_ERROR_INVALID_VALUE); /* another graph's node */
+	deps[0] = deps[1] = n2;
+	WANT(cuGraphAddEventRecordNode(&n3, gr, deps, 2, e), CUDA_ERROR_INVALID_VALUE); /* duplicates */
+	CK(cuGraphAddMemcpyNode(&n3, gr, &n2, 1, &p, ctx)); /* the refused adds left the chain as it was */
+	/* instantiation */
+	WANT(cuGraphInstantiateWithFlags(&x, gr, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH),
+	     CUDA_ERROR_NOT_SUPPORTED);
+	WANT(cuGraphInstantiateWithFlags(&x, gr, 2), CUDA_ERROR_INVALID_VALUE); /* no such flag */
+	WANT(cuGraphInstantiateWithFlags(NULL, gr, 0), CUDA_ERROR_INVALID_VALUE);
+	WANT(cuGraphInstantiateWithFlags(&x, (CUgraph)0xdead00, 0), CUDA_ERROR_INVALID_HANDLE);
+	CK(cuGraphInstantiateWithFlags(&x, gr, 0));
+	WANT(cuGraphLaunch((CUgraphExec)0xdead00, s), CUDA_ERROR_INVALID_HANDLE);
+	WANT(cuGraphLaunch(x, (CUstream)0xdead00), CUDA_ERROR_INVALID_HANDLE);
+	CK(cuCtxSetCurrent(NULL));
+	WANT(cuGraphLaunch(x, s), CUDA_ERROR_INVALID_CONTEXT);
+	CK(cuCtxSetCurrent(ctx));
+	CK(cuGraphLaunch(x, NULL)); /* the NULL stream */
+	CK(cuCtxSynchronize());
+	CK(cuEventQuery(e));
+	/* destroyed handles */
+	CK(cuGraphExecDestroy(x));
+	WANT(cuGraphExecDestroy(x), CUDA_ERROR_INVALID_HANDLE);
+	WANT(cuGraphLaunch(x, s), CUDA_ERROR_INVALID_HANDLE);
+	CK(cuGraphDestroy(gr));
+	WANT(cuGraphDestroy(gr), CUDA_ERROR_INVALID_HANDLE);
+	WANT(cuGraphAddEventRecordNode(&n3, gr, &n2, 1, e), CUDA_ERROR_INVALID_HANDLE);
+	WANT(cuGraphInstantiateWithFlags(&x, gr, 0), CUDA_ERROR_INVALID_HANDLE);
+	WANT(cuGraphAddEventRecordNode(&n3, other, &n1, 1, e), CUDA_ERROR_INVALID_VALUE); /* a destroyed node */
+	/* memory or events gone since the add: the launch queues nothing (the first node records gone) */
+	CK(cuMemAlloc(&freed, SIZE));
+	hfreed = pinned(SIZE, 2);
+	EXPECT(hfreed, "cuMemHostAlloc failed");
+	CUevent ev[3];
+	if (!copy_chain(&x, ev, d, h, freed, h, SIZE)) {
+		return false;
+	}
+	CK(cuMemFree(freed));
+	WANT(cuGraphLaunch(x, s), CUDA_ERROR_INVALID_VALUE);
+	if (!copy_chain(&x, ev, d, h, d, hfreed, SIZE)) {
+		return false;
+	}
+	CK(cuMemFreeHost(hfreed));
+	WANT(cuGraphLaunch(x, s), CUDA_ERROR_INVALID_VALUE);
+	CK(cuEventCreate(&gone, CU_EVENT_DEFAULT));
+	CK(cuGraphCreate(&spare, 0));
+	n3 = NULL;
+	CK(chain_copy(spare, &n3, d, h, SIZE));
+	CK(chain_record(spare, &n3, gone));
+	CK(cuGraphInstantiateWithFlags(&x, spare, 0));
+	CK(cuEventDestroy(gone));
+	WANT(cuGraphLaunch(x, s), CUDA_ERROR_INVALID_HANDLE);
+	CK(cuStreamSynchronize(s));
+	WANT(cuEventElapsedTime(&ms, ev[0], ev[0]), CUDA_ERROR_INVALID_HANDLE); /* never recorded */
+	const char *out = emu_output();
+	EXPECT(count(out, "only chains are modelled") == 3 && strstr(out, "only host-to-device copies") &&
+	       strstr(out, "only 1-D copies") && strstr(out, "flags 0x1 are not modelled") &&
+	       strstr(out, "has been freed since"), "missing notes");
+	return true;
+}
+
+/*
+ * An executable graph is a snapshot: nodes added later do not run,
+ * destroying the graph does not affect it, and destroying it with a
+ * launch queued lets the launch finish. srcXInBytes and dstXInBytes offset
+ * the copy.
+ */
+static bool check_graph_exec_snapshot(void)
+{
+	enum { SIZE = 4 << 20, SMALL = 4096 };
+	CUstream s;
+	CUdeviceptr da, db, dc;
+	void *ha, *hb;
+	CUgraph gr;
+	CUgraphExec x;
+	CUgraphNode last = NULL;
+	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &da, &ha, SIZE, 'a')) {
+		return false;
+	}
+	CK(cuMemAlloc(&db, SIZE));
+	CK(cuMemAlloc(&dc, SMALL));
+	CK(cuMemsetD8(dc, 0, SMALL));
+	hb = pinned(SIZE, 'b');
+	unsigned char *hc = pinned(SMALL, 0);
+	EXPECT(hb && hc, "cuMemHostAlloc failed");
+	for (int i = 0; i < SMALL; i++) {
+		hc[i] = (unsigned char)(i * 7 + 1);
+	}
+	CK(cuGraphCreate(&gr, 0));
+	CK(chain_copy(gr, &last, da, ha, SIZE)); /* 42 ms */
+	CUDA_MEMCPY3D p = htod_params(dc, hc, 1000);
+	p.srcXInBytes = 100;
+	p.dstXInBytes = 200;
+	CK(cuGraphAddMemcpyNode(&last, gr, &last, 1, &p, ctx));
+	CK(cuGraphInstantiateWithFlags(&x, gr, 0));
+	CK(chain_copy(gr, &last, db, hb, SIZE)); /* after the instantiation */
+	CK(cuGraphDestroy(gr));
+	CK(cuCtxSynchronize());
+	CK(cuGraphLaunch(x, s));
+	CK(cuGraphExecDestroy(x));
+	WANT(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
+	CK(cuStreamSynchronize(s));
+	EXPECT(device_is(da, SIZE, 'a'), "the launch of the destroyed executable graph did not copy");
+	EXPECT(device_is(db, SIZE, 0xa5), "a node added after the instantiation ran");
+	unsigned char back[SMALL];
+	CK(cuMemcpyDtoH(back, dc, SMALL));
+	for (int i = 0; i < SMALL; i++) {
+		int want = i >= 200 && i < 1200 ? hc[i - 100] : 0;
+		EXPECT(back[i] == want, "device byte %d is %d, want %d (srcXInBytes 100, dstXInBytes 200)", i, back[i],
+		       want);
+	}
+	EXPECT_NO_RACES();
+	return true;
+}
+
+/* Race (a) on a graph's copy: its pinned source rewritten before the copy ran. */
+static bool check_graph_race_staged(void)
+{
+	enum { SLOW = 4 << 20, SIZE = 4096 };
+	CUstream s;
+	CUdeviceptr slow, d;
+	void *big, *h;
+	CUgraph gr;
+	CUgraphExec x;
+	CUgraphNode last = NULL;
+	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &slow, &big, SLOW, 0)) {
+		return false;
+	}
+	CK(cuMemAlloc(&d, SIZE));
+	h = pinned(SIZE, 'A');
+	EXPECT(h, "cuMemHostAlloc failed");
+	CK(cuGraphCreate(&gr, 0));
+	CK(chain_copy(gr, &last, d, h, SIZE));
+	CK(cuGraphInstantiateWithFlags(&x, gr, 0));
+	CK(cuMemcpyHtoDAsync(slow, big, SLOW, s)); /* 40 ms at 0.1 GB/s */
+	CK(cuGraphLaunch(x, s));
+	memset(h, 'B', SIZE);
+	CK(cuStreamSynchronize(s));
+	EXPECT(device_is(d, SIZE, 'B'), "the device did not get the bytes present when the copy ran");
+	char want[300];
+	snprintf(want, sizeof want, "host buffer 0x%lx (4096 bytes) changed between cuGraphLaunch on stream 0x%lx "
+		 "and the end of its copy to device 0x%llx (the device received bytes written after the call)",
+		 (unsigned long)h, (unsigned long)s, (unsigned long long)d);
+	EXPECT_ONE_REPORT(want);
+	return true;
+}
+
+/* Race (b) on a graph's copy: a kernel on another stream reads its destination without an event between. */
+static bool check_graph_race_unordered(void)
+{
+	enum { SIZE = 4096 };
+	CUstream loader, consumer;
+	CUdeviceptr buf, out;
+	CUgraph gr;
+	CUgraphExec x;
+	CUgraphNode last = NULL;
+	if (!setup_spin(&loader, &consumer, &buf, &out, SIZE)) {
+		return false;
+	}
+	void *h = pinned(SIZE, 1);
+	EXPECT(h, "cuMemHostAlloc failed");
+	CK(cuGraphCreate(&gr, 0));
+	CK(chain_copy(gr, &last, buf, h, SIZE));
+	CK(cuGraphInstantiateWithFlags(&x, gr, 0));
+	CK(cuGraphLaunch(x, loader));
+	CK(spin(consumer, 50 * 1000 * 1000, buf, out, SIZE));
+	CK(cuStreamSynchronize(consumer));
+	char want[320];
+	snprintf(want, sizeof want, "device 0x%llx+4096: kernel spin on stream 0x%lx reads, but the copy "
+		 "(graph node of cuGraphLaunch) on stream 0x%lx writing it is not ordered before it (missing "
+		 "cuStreamWaitEvent?)",
+		 (unsigned long long)buf, (unsigned long)consumer, (unsigned long)loader);
+	EXPECT_ONE_REPORT(want);
+	return true;
+}
+
+/*
+ * CUDAEMU_FAIL_COPY counts a graph's copies as cuMemcpyHtoDAsync calls:
+ * the launch returns CUDA_ERROR_UNKNOWN with the nodes before the failing
+ * copy queued, and none after it.
+ */
+static bool check_graph_fail_copy(void)
+{
+	enum { SIZE = 64 };
+	CUstream s;
+	CUdeviceptr da, db;
+	void *ha, *hb;
+	CUevent ev[3];
+	CUgraphExec x;
+	float ms;
+	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &da, &ha, SIZE, 1)) {
+		return false;
+	}
+	CK(cuMemAlloc(&db, SIZE));
+	hb = pinned(SIZE, 2);
+	EXPECT(hb, "cuMemHostAlloc failed");
+	if (!copy_chain(&x, ev, da, ha, db, hb, SIZE)) {
+		return false;
+	}
+	setenv("CUDAEMU_FAIL_COPY", "2", 1);
+	WANT(cuGraphLaunch(x, s), CUDA_ERROR_UNKNOWN); /* copy b is call 2 */
+	CK(cuStreamSynchronize(s));
+	EXPECT(device_is(da, SIZE, 1), "the copy before the failing one did not run");
+	EXPECT(device_is(db, SIZE, 0xa5), "the failing copy ran");
+	CK(cuEventElapsedTime(&ms, ev[0], ev[1]));                             /* start and key recorded */
+	WANT(cuEventElapsedTime(&ms, ev[0], ev[2]), CUDA_ERROR_INVALID_HANDLE); /* ready never recorded */
+	CK(cuGraphLaunch(x, s));                                                /* calls 3 and 4 */
+	CK(cuStreamSynchronize(s));
+	EXPECT(device_is(db, SIZE, 2), "the next launch did not copy");
+	CK(cuEventElapsedTime(&ms, ev[0], ev[2]));
+	setenv("CUDAEMU_FAIL_COPY", "3", 1);
+	CK(cuMemcpyHtoDAsync(da, ha, SIZE, s));        /* call 1 */
+	WANT(cuGraphLaunch(x, s), CUDA_ERROR_UNKNOWN); /* calls 2 (a) and 3 (b, fails) */
+	CK(cuStreamSynchronize(s));
+	EXPECT(count(emu_output(), "(a memcpy node of cuGraphLaunch) fails with CUDA_ERROR_UNKNOWN") == 2,
+	       "want 2 notes");
+	return true;
+}
+
+/*
+ * Launches of one executable graph are ordered even on two streams (the
+ * second waits for the first: no race on the buffer both write, and with
+ * two engines twice a copy's time); launches of two instantiations of one
+ * graph are not.
+ */
+static bool check_graph_two_streams(void)
+{
+	enum { SIZE = 4 << 20 };
+	CUstream s1, s2;
+	CUdeviceptr d;
+	void *h;
+	CUgraph gr;
+	CUgraphExec x, y;
+	CUgraphNode last = NULL;
+	if (!setup() || !stream_buffers(&s1, CU_STREAM_NON_BLOCKING, &d, &h, SIZE, 5)) {
+		return false;
+	}
+	CK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+	CK(cuGraphCreate(&gr, 0));
+	CK(chain_copy(gr, &last, d, h, SIZE)); /* 42 ms at 0.1 GB/s */
+	CK(cuGraphInstantiateWithFlags(&x, gr, 0));
+	CK(cuGraphInstantiateWithFlags(&y, gr, 0));
+	double t0 = now();
+	CK(cuGraphLaunch(x, s1));
+	CK(cuGraphLaunch(x, s2));
+	CK(cuStreamSynchronize(s2));
+	double t = now() - t0;
+	CK(cuStreamQuery(s1));
+	EXPECT(t > 0.080, "the second launch of one executable graph completed after %.3f s, want after the "
+	       "first (2 x 42 ms)", t);
+	EXPECT_NO_RACES();
+	t0 = now();
+	CK(cuGraphLaunch(x, s1));
+	CK(cuGraphLaunch(y, s2));
+	CK(cuCtxSynchronize());
+	t = now() - t0;
+	EXPECT(t < 0.080, "launches of two executable graphs took %.3f s, want them concurrent (42 ms)", t);
+	EXPECT_ONE_REPORT("copy (graph node of cuGraphLaunch) on stream");
+	return true;
+}
+
+/* A copy node from pageable memory stages it at the launch, which first waits for the stream. */
+static bool check_graph_pageable(void)
+{
+	enum { SIZE = 4 << 20, SMALL = 4096 };
+	CUstream s;
+	CUdeviceptr big, d;
+	void *h;
+	CUgraph gr;
+	CUgraphExec x;
+	CUgraphNode last = NULL;
+	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &big, &h, SIZE, 0)) {
+		return false;
+	}
+	CK(cuMemAlloc(&d, SMALL));
+	unsigned char *pageable = malloc(SMALL);
+	EXPECT(pageable, "malloc failed");
+	memset(pageable, 'p', SMALL);
+	CK(cuGraphCreate(&gr, 0));
+	CK(chain_copy(gr, &last, d, pageable, SMALL));
+	CK(cuGraphInstantiateWithFlags(&x, gr, 0));
+	CK(cuMemcpyHtoDAsync(big, h, SIZE, s)); /* 40 ms */
+	double t0 = now();
+	CK(cuGraphLaunch(x, s));
+	double t = now() - t0;
+	memset(pageable, 'q', SMALL); /* the bytes were staged: allowed */
+	CK(cuStreamSynchronize(s));
+	EXPECT(t > 0.03, "the launch returned after %.3f s, before the stream's earlier copy", t);
+	EXPECT(device_is(d, SMALL, 'p'), "the device did not get the staged bytes");
+	EXPECT_NO_RACES();
+	free(pageable);
+	return true;
+}
+
 /* ---- driver ---- */
 
 struct check {
@@ -1091,6 +1573,15 @@ static const struct check checks[] = {
 	{"copy_latency", "CUDAEMU_COPY_LATENCY_US=50000", check_copy_latency, 0},
 	{"copy_after_free_host", "CUDAEMU_DEVICES=2 " SLOW_COPIES, check_copy_after_free_host, 0},
 	{"host_joins", "CUDAEMU_ON_RACE=log", check_host_joins, 0},
+	{"graph_launch", SLOW_COPIES, check_graph_launch, 0},
+	{"graph_refusals", "", check_graph_refusals, 0},
+	{"graph_exec_snapshot", SLOW_COPIES, check_graph_exec_snapshot, 0},
+	{"graph_race_staged", SLOW_COPIES, check_graph_race_staged, 0},
+	{"graph_race_unordered", "CUDAEMU_ON_RACE=log", check_graph_race_unordered, 0},
+	{"graph_fail_copy", "", check_graph_fail_copy, 0},
+	{"graph_two_streams", "CUDAEMU_COPY_GBPS=0.1 CUDAEMU_COPY_ENGINES=2 CUDAEMU_ON_RACE=log",
+	 check_graph_two_streams, 0},
+	{"graph_pageable", SLOW_COPIES, check_graph_pageable, 0},
 };
 
 static void set_env(const char *settings)

@@ -9,14 +9,6 @@
 #include <stdlib.h>
 #include <sys/prctl.h>
 
-/* A CUDA event. Guarded by g.mu. */
-struct event {
-	uintptr_t handle;
-	struct ctx *ctx;
-	unsigned flags;
-	struct mark *last; /* latest record, NULL before the first */
-};
-
 static void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -33,7 +25,7 @@ static struct mark *mark_new(void)
 	return m;
 }
 
-static void mark_put(struct mark *m)
+void mark_put(struct mark *m)
 {
 	if (m && --m->refs == 0) {
 		vc_free(&m->clock);
@@ -120,7 +112,7 @@ static void push_op(struct stream *s, struct op *o)
 }
 
 /* A mark that completes once everything queued on s so far has run. */
-static struct mark *stream_tail(struct stream *s)
+struct mark *stream_tail(struct stream *s)
 {
 	struct mark *m = mark_new();
 	if (s->enqueued == s->completed) {
@@ -135,9 +127,9 @@ static struct mark *stream_tail(struct stream *s)
 }
 
 /* Queues a wait for m on s, taking over the caller's reference. */
-static void push_wait(struct stream *s, struct mark *m)
+void push_wait(struct stream *s, struct mark *m, const char *what)
 {
-	struct op *o = op_new(OP_WAIT, "implicit NULL-stream wait");
+	struct op *o = op_new(OP_WAIT, what);
 	o->mark = m;
 	push_op(s, o);
 }
@@ -155,13 +147,13 @@ void enqueue(struct stream *s, struct op *o)
 			if (!(b->flags & CU_STREAM_NON_BLOCKING) && b->enqueued > b->legacy_synced) {
 				struct mark *m = stream_tail(b);
 				b->legacy_synced = b->enqueued;
-				push_wait(s, m);
+				push_wait(s, m, "implicit NULL-stream wait");
 			}
 		}
 	} else if (!(s->flags & CU_STREAM_NON_BLOCKING) && c->legacy->enqueued > s->legacy_seen) {
 		struct mark *m = stream_tail(c->legacy);
 		s->legacy_seen = c->legacy->enqueued;
-		push_wait(s, m);
+		push_wait(s, m, "implicit NULL-stream wait");
 	}
 	o->inherit = host_snapshot();
 	push_op(s, o);
@@ -491,7 +483,7 @@ EMU_API CUresult CUDAAPI cuStreamSynchronize(CUstream hStream)
 
 /* ---- events ---- */
 
-static CUresult event_lookup(CUevent h, struct event **out)
+CUresult event_lookup(CUevent h, struct event **out)
 {
 	if (!g.initialized) {
 		return CUDA_ERROR_NOT_INITIALIZED;
@@ -591,6 +583,22 @@ EMU_API CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent)
 	return r;
 }
 
+/*
+ * Queues a record of e on s (of e's context): it supersedes e's earlier
+ * records. Returns the record's mark, which e holds a reference to.
+ */
+struct mark *event_push_record(struct event *e, struct stream *s, const char *what)
+{
+	struct mark *m = mark_new();
+	struct op *o = op_new(OP_RECORD, what);
+	o->mark = m;
+	m->refs++;
+	mark_put(e->last);
+	e->last = m;
+	enqueue(s, o);
+	return m;
+}
+
 static CUresult event_record(CUevent hEvent, CUstream hStream)
 {
 	struct ctx *c;
@@ -606,17 +614,10 @@ static CUresult event_record(CUevent hEvent, CUstream hStream)
 	if (r == CUDA_SUCCESS && e->ctx != s->ctx) {
 		r = CUDA_ERROR_INVALID_HANDLE;
 	}
-	if (r != CUDA_SUCCESS) {
-		return r;
+	if (r == CUDA_SUCCESS) {
+		event_push_record(e, s, "cuEventRecord");
 	}
-	struct mark *m = mark_new();
-	struct op *o = op_new(OP_RECORD, "cuEventRecord");
-	o->mark = m;
-	m->refs++;
-	mark_put(e->last);
-	e->last = m;
-	enqueue(s, o);
-	return CUDA_SUCCESS;
+	return r;
 }
 
 EMU_API CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream)
