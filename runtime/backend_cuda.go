@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	goruntime "runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -25,7 +27,7 @@ var cudaFallback sync.Once
 // number of GPUs this process sees). When this process cannot use CUDA
 // (CUDAUsable), a CUDA device runs on the CPU backend with the reason
 // logged, or is an error when the caller requires the GPU.
-func newBackend(device string, localRank int, p Plan, slots int, require bool, log *slog.Logger, stats *counters, trace *tracer) (backend, error) {
+func newBackend(device string, localRank int, p Plan, slots int, require, graphs bool, log *slog.Logger, stats *counters, trace *tracer) (backend, error) {
 	ordinal, cuda, err := ParseDevice(device)
 	if err != nil || !cuda {
 		return cpuBackend{}, err
@@ -43,8 +45,9 @@ func newBackend(device string, localRank int, p Plan, slots int, require bool, l
 	if ordinal < 0 {
 		ordinal = localRank % n
 	}
-	c := &cudaBackend{plan: p, ordinal: ordinal, stats: stats, trace: trace, reqs: make(chan cudaReq), resp: make(chan error)}
+	c := &cudaBackend{plan: p, ordinal: ordinal, stats: stats, trace: trace, graphs: graphs, reqs: make(chan cudaReq), resp: make(chan error)}
 	c.order = issueOrder(p.Keys)
+	c.launches = launchOrder(p, c.order)
 	started := make(chan error)
 	go c.loop(slots, started)
 	if err := <-started; err != nil {
@@ -55,8 +58,11 @@ func newBackend(device string, localRank int, p Plan, slots int, require bool, l
 			trace.meta("thread_name", streamTrack+i, fmt.Sprintf("CUDA stream %d (copies, at device time)", i))
 		}
 	}
+	if c.noGraphs != nil {
+		log.Info("loadergen: CUDA graphs off, copies issued one call each: "+c.noGraphs.Error(), "device", device)
+	}
 	log.Info("loadergen: CUDA backend", "device", device, "ordinal", ordinal, "name", c.devName, "streams", len(c.streams),
-		"batch_mib", fmt.Sprintf("%.1f", p.BatchMiB), "slots", slots)
+		"batch_mib", fmt.Sprintf("%.1f", p.BatchMiB), "slots", slots, "graphs", c.graphs)
 	return c, nil
 }
 
@@ -72,6 +78,38 @@ func issueOrder(keys []Key) []int {
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(keys[a].Priority.order(), keys[b].Priority.order()) })
 	return order
+}
+
+// streamKeys names the keys copied on stream st, for errors: `key "b"`,
+// `keys "a", "c"`.
+func (c *cudaBackend) streamKeys(st int) string {
+	var names []string
+	for _, k := range c.order {
+		if c.plan.Keys[k].Stream == st {
+			names = append(names, strconv.Quote(c.plan.Keys[k].Name))
+		}
+	}
+	if len(names) == 1 {
+		return "key " + names[0]
+	}
+	return "keys " + strings.Join(names, ", ")
+}
+
+// launchOrder is the order of the streams' launches: by the issue order of
+// their first key, then any stream without keys.
+func launchOrder(p Plan, order []int) []int {
+	var streams []int
+	for _, k := range order {
+		if st := p.Keys[k].Stream; !slices.Contains(streams, st) {
+			streams = append(streams, st)
+		}
+	}
+	for st := range p.NumStreams {
+		if !slices.Contains(streams, st) {
+			streams = append(streams, st)
+		}
+	}
+	return streams
 }
 
 // order ranks the priorities, high first: the order of a batch's copies
@@ -97,8 +135,22 @@ func (p Priority) order() int {
 // devicePtr) once newBackend has returned, which its wait for the goroutine's
 // start-up orders after the writes that made them.
 type cudaBackend struct {
-	plan    Plan
-	order   []int // issueOrder of the keys
+	plan  Plan
+	order []int // issueOrder of the keys
+	// graphs says that each full batch's copies go out as one graph launch
+	// per stream (Options.NoCUDAGraphs unset and the driver able); start,
+	// on the CUDA goroutine, clears it with the reason in noGraphs when the
+	// driver is not, before newBackend reads them.
+	graphs   bool
+	noGraphs error
+	// launches is the order of the streams' graph launches (and ready
+	// records): by the issue order of their first key, so that
+	// high-priority keys go first. Fixed before the goroutine starts.
+	launches []int
+	// calls counts the driver calls of the last issue, for the tests and
+	// benchmarks: the CUDA goroutine writes it, and a call's reply orders
+	// a read after that write.
+	calls   int
 	ordinal int
 	devName string
 	stats   *counters // copy time and host stall go here
@@ -150,6 +202,10 @@ type cudaSlot struct {
 	done  []cu.Event
 	nDone int
 	batch int // batch number of the last copies, for the trace
+	// graphs holds, per stream, the executable graph of a full batch's
+	// start record, copies, key records and ready record; nil when the
+	// backend issues its copies call by call.
+	graphs []cudaGraph
 }
 
 type cudaOp uint8
@@ -264,7 +320,51 @@ func (c *cudaBackend) start(slots int) error {
 			return fmt.Errorf("staging slot %d: %w", s, err)
 		}
 	}
+	if c.graphs {
+		return c.makeGraphs()
+	}
 	return nil
+}
+
+// makeGraphs builds each slot's graphs, one per stream: the start record,
+// each of the stream's keys' copy of a full batch and key record in issue
+// order, and the ready record, as issue queues them call by call. A driver
+// without graphs turns them off (noGraphs); other failures are errors.
+func (c *cudaBackend) makeGraphs() error {
+	for s := range c.slots {
+		sl := &c.slots[s]
+		for i := range c.streams {
+			steps := []graphStep{{event: sl.start[i]}}
+			for _, k := range c.order {
+				if key := c.plan.Keys[k]; key.Stream == i {
+					steps = append(steps, graphStep{dst: sl.device + cu.DevicePtr(key.Offset), src: unsafe.Pointer(&sl.host[key.Offset]), n: key.BatchBytes},
+						graphStep{event: sl.key[k]})
+				}
+			}
+			g, err := newGraph(append(steps, graphStep{event: sl.ready[i]}))
+			if errors.Is(err, errNoGraphs) {
+				c.graphs, c.noGraphs = false, err
+				return c.destroyGraphs()
+			}
+			if err != nil {
+				return fmt.Errorf("staging slot %d, stream %d: %w", s, i, err)
+			}
+			sl.graphs = append(sl.graphs, g)
+		}
+	}
+	return nil
+}
+
+// destroyGraphs frees every slot's graphs.
+func (c *cudaBackend) destroyGraphs() error {
+	var errs []error
+	for s := range c.slots {
+		for _, g := range c.slots[s].graphs {
+			errs = append(errs, g.destroy())
+		}
+		c.slots[s].graphs = nil
+	}
+	return errors.Join(errs...)
 }
 
 // make allocates a slot's memory and events; on failure the slot holds what
@@ -379,24 +479,31 @@ func (c *cudaBackend) issue(s, n, batch int) error {
 		return fmt.Errorf("cuda backend: slot %d filled while its copies are outstanding", s)
 	}
 	sl.batch = batch
+	c.calls = 0
 	for _, st := range c.streams {
 		for _, done := range sl.done[:sl.nDone] {
+			c.calls++
 			if err := st.Wait(done, 0); err != nil {
 				return fmt.Errorf("wait for the consumer: %w", err)
 			}
 		}
 	}
 	sl.nDone = 0
+	if sl.graphs != nil && n == c.plan.BatchSize {
+		return c.launch(sl)
+	}
 	for i, st := range c.streams {
 		if err := sl.start[i].Record(st); err != nil {
 			return fmt.Errorf("record start event: %w", err)
 		}
 	}
+	c.calls += len(c.streams)
 	sl.state = copying
 	var copyErr error
 	for _, k := range c.order {
 		key, st := c.plan.Keys[k], c.streams[c.plan.Keys[k].Stream]
 		src := unsafe.Pointer(&sl.host[key.Offset])
+		c.calls += 2
 		if err := cu.MemcpyHtoDAsync(sl.device+cu.DevicePtr(key.Offset), src, int64(n)*key.SampleBytes, st); err != nil {
 			copyErr = fmt.Errorf("copy key %q: %w", key.Name, err)
 			break
@@ -406,16 +513,39 @@ func (c *cudaBackend) issue(s, n, batch int) error {
 			break
 		}
 	}
-	for i, st := range c.streams {
-		if err := sl.ready[i].Record(st); err != nil {
-			// Without a ready event nothing says when the queued copies end:
-			// wait for them here, and leave their time uncounted.
-			err = errors.Join(copyErr, fmt.Errorf("record ready event: %w", err), c.syncStreams())
+	return errors.Join(copyErr, c.recordReady(sl, c.launches))
+}
+
+// recordReady records slot sl's ready event on each of the streams, after
+// the copies queued there. Without a ready event nothing says when the
+// queued copies end: then it waits for them here, and leaves their time
+// uncounted.
+func (c *cudaBackend) recordReady(sl *cudaSlot, streams []int) error {
+	for _, i := range streams {
+		c.calls++
+		if err := sl.ready[i].Record(c.streams[i]); err != nil {
 			sl.state = idle
-			return err
+			return errors.Join(fmt.Errorf("record ready event: %w", err), c.syncStreams())
 		}
 	}
-	return copyErr
+	return nil
+}
+
+// launch queues a full batch of slot sl as one graph launch per stream.
+// When a launch fails, the streams from it on get their ready events call
+// by call, so that reuse still waits for whatever was queued; the batch
+// fails, and its copy times are not to be trusted.
+func (c *cudaBackend) launch(sl *cudaSlot) error {
+	sl.state = copying
+	for j, i := range c.launches {
+		c.calls++
+		err := sl.graphs[i].launch(c.streams[i])
+		if err == nil {
+			continue
+		}
+		return errors.Join(fmt.Errorf("copy %s (one graph launch on stream %d): %w", c.streamKeys(i), i, err), c.recordReady(sl, c.launches[j:]))
+	}
+	return nil
 }
 
 // settleMode is what settle does about copies still running.
@@ -502,7 +632,7 @@ func (c *cudaBackend) syncStreams() error {
 // start created and releases the primary context. It tolerates a
 // half-finished start.
 func (c *cudaBackend) release() error {
-	errs := []error{c.syncStreams()}
+	errs := []error{c.syncStreams(), c.destroyGraphs()}
 	for s := range c.slots {
 		sl := &c.slots[s]
 		errs = append(errs, c.settle(s, ifDone))

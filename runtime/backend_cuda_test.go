@@ -8,11 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	goruntime "runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -339,7 +342,8 @@ func TestCUDACopyFailsPartWay(t *testing.T) {
 	// The second copy queued is key b (low priority, issued after a) of
 	// the batch whose workers finished first.
 	errs := collectErr(e)
-	if len(errs) != 1 || !regexp.MustCompile(`^batch \d+: copy key "b": `).MatchString(errs[0].Error()) {
+	// With graphs (the default) the copy fails inside stream 1's launch.
+	if len(errs) != 1 || !regexp.MustCompile(`^batch \d+: copy key "b"( \(one graph launch on stream 1\))?: `).MatchString(errs[0].Error()) {
 		t.Fatalf("first epoch: %v; want the failed copy of key b", errs)
 	}
 	before := e.Stats().Copy
@@ -540,5 +544,101 @@ func TestCUDAPriorityOrdersCopies(t *testing.T) {
 				t.Errorf("key b still copying when the kernel on key a was done: %v, want %v", got, tt.pending)
 			}
 		})
+	}
+}
+
+// newTestBackend starts the CUDA backend of p with 2 slots directly, for
+// tests that count its driver calls.
+func newTestBackend(t testing.TB, p Plan, graphs bool) *cudaBackend {
+	t.Helper()
+	st := &counters{copy: make([]atomic.Int64, p.NumStreams)}
+	b, err := newBackend(p.Device, 0, p, 2, true, graphs, quiet, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.close() })
+	return b.(*cudaBackend)
+}
+
+// issueCalls fills slot 0 with a batch of n samples and returns the driver
+// calls its copies took, then waits for them.
+func issueCalls(t testing.TB, c *cudaBackend, n int) int {
+	t.Helper()
+	if err := c.filled(0, 0, n); err != nil {
+		t.Fatal(err)
+	}
+	calls := c.calls // the call's reply orders this read after the CUDA goroutine's write
+	if err := c.reuse(0); err != nil {
+		t.Fatal(err)
+	}
+	return calls
+}
+
+// TestCUDAGraphCalls: with graphs, a full batch is one launch per stream;
+// a short last batch, and every batch with graphs off, is a start and a
+// ready record per stream and a copy and a key record per key.
+func TestCUDAGraphCalls(t *testing.T) {
+	for _, keys := range []int{1, 4, 8} {
+		for _, graphs := range []bool{true, false} {
+			t.Run(fmt.Sprintf("keys=%d/graphs=%v", keys, graphs), func(t *testing.T) {
+				sizes := make([]int64, keys)
+				for i := range sizes {
+					sizes[i] = int64(64 * (i + 1))
+				}
+				streams := min(keys, 2)
+				c := newTestBackend(t, benchPlan(sizes, streams), graphs)
+				if c.graphs != graphs {
+					t.Fatalf("graphs %v (%v), want %v", c.graphs, c.noGraphs, graphs)
+				}
+				perCall := 2*streams + 2*keys
+				full := perCall
+				if graphs {
+					full = streams
+				}
+				if got := issueCalls(t, c, 16); got != full {
+					t.Errorf("full batch: %d driver calls, want %d", got, full)
+				}
+				if got := issueCalls(t, c, 5); got != perCall {
+					t.Errorf("short batch: %d driver calls, want %d", got, perCall)
+				}
+			})
+		}
+	}
+}
+
+// TestCUDAGraphsFallBack: on a driver without the graph calls (the
+// emulator built without them), the backend issues every batch call by
+// call, says so once at start, and the batches still arrive.
+func TestCUDAGraphsFallBack(t *testing.T) {
+	lib, err := filepath.Abs("../.cuda/emu-nographs/libcuda.so.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv(childEnv) == "" {
+		needsEmulator(t, "it loads the emulator built without graphs")
+		if _, err := os.Stat(lib); err != nil {
+			t.Fatalf("%v (make cudaemu builds it)", err)
+		}
+	}
+	if !inChild(t, "LOADERGEN_CUDA_DRIVER="+lib) {
+		return
+	}
+	var log bytes.Buffer
+	p := benchPlan([]int64{64, 128}, 2)
+	st := &counters{copy: make([]atomic.Int64, p.NumStreams)}
+	b, err := newBackend(p.Device, 0, p, 2, true, true, slog.New(slog.NewTextHandler(&log, nil)), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := b.(*cudaBackend)
+	defer c.close()
+	if c.graphs || !errors.Is(c.noGraphs, errNoGraphs) {
+		t.Fatalf("graphs %v, reason %v; want off for want of graphs", c.graphs, c.noGraphs)
+	}
+	if n := strings.Count(log.String(), "CUDA graphs off, copies issued one call each"); n != 1 {
+		t.Errorf("the fallback is logged %d times, want once:\n%s", n, log.String())
+	}
+	if got := issueCalls(t, c, 16); got != 2*2+2*2 {
+		t.Errorf("a full batch took %d driver calls, want 8, call by call", got)
 	}
 }

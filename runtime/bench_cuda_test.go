@@ -237,3 +237,36 @@ func BenchmarkCUDAOverlap(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCUDAIssue: the host's cost of issuing one full batch's copies,
+// with one graph launch per stream and call by call, for 1, 4 and 8 keys
+// of 64 KiB on 2 streams (1 for one key): driver calls and host
+// microseconds per batch (the request to the CUDA goroutine included),
+// then a wait for the copies outside the timing.
+func BenchmarkCUDAIssue(b *testing.B) {
+	for _, keys := range []int{1, 4, 8} {
+		for _, graphs := range []bool{false, true} {
+			b.Run(fmt.Sprintf("keys=%d/graphs=%v", keys, graphs), func(b *testing.B) {
+				sizes := make([]int64, keys)
+				for i := range sizes {
+					sizes[i] = 4 << 10 // a batch of 16 is 64 KiB a key
+				}
+				c := newTestBackend(b, benchPlan(sizes, min(keys, 2)), graphs)
+				if c.graphs != graphs {
+					b.Skipf("graphs unavailable: %v", c.noGraphs)
+				}
+				var host time.Duration
+				calls := 0
+				for b.Loop() {
+					t0 := time.Now()
+					check(b, c.filled(0, 0, 16))
+					host += time.Since(t0)
+					calls = c.calls
+					check(b, c.reuse(0))
+				}
+				b.ReportMetric(float64(calls), "calls/batch")
+				b.ReportMetric(float64(host.Microseconds())/float64(b.N), "host-us/batch")
+			})
+		}
+	}
+}

@@ -230,7 +230,7 @@ func newEngine(p Plan, n int, lengths []int32, o Options, fill FillFunc) (*Engin
 	if o.Trace != nil {
 		e.trace = newTracer(o.Trace, p.Name, set.workers)
 	}
-	b, err := newBackend(set.device, set.place.LocalRank, e.plan, nslots, set.requireGPU, set.logger, &e.stats, e.trace)
+	b, err := newBackend(set.device, set.place.LocalRank, e.plan, nslots, set.requireGPU, set.graphs, set.logger, &e.stats, e.trace)
 	if err != nil {
 		return nil, errors.Join(err, e.shut())
 	}

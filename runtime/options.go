@@ -34,6 +34,12 @@ type Options struct {
 	// node must not crawl on the CPU unnoticed. The environment variable
 	// LOADERGEN_REQUIRE_GPU=1 does the same.
 	RequireGPU bool
+	// NoCUDAGraphs issues each batch's copies to the GPU call by call, as
+	// drivers without graphs need, instead of one graph launch per stream
+	// (the CUDA backend builds a graph of each slot's copies and event
+	// records once). The environment variable LOADERGEN_CUDA_GRAPHS=0 does
+	// the same.
+	NoCUDAGraphs bool
 	// LogEpochs logs a line at the end of every epoch with its rates
 	// (Stats.Since): samples/s, GB/s and how long the loop waited.
 	LogEpochs bool
@@ -53,12 +59,18 @@ type settings struct {
 	logger     *slog.Logger
 	logEpochs  bool
 	requireGPU bool
+	graphs     bool     // the CUDA backend launches graphs (not Options.NoCUDAGraphs, nor CUDAGraphsEnv=0)
 	envWarns   []string // the plan's generationEnv warnings, logged at start
 }
 
 // RequireGPUEnv names the environment variable that sets
 // Options.RequireGPU for every loader of a process ("1" or "true").
 const RequireGPUEnv = "LOADERGEN_REQUIRE_GPU"
+
+// CUDAGraphsEnv names the environment variable that turns the CUDA
+// backend's graphs off for every loader of a process ("0" or "false"), as
+// Options.NoCUDAGraphs does for one.
+const CUDAGraphsEnv = "LOADERGEN_CUDA_GRAPHS"
 
 // errGPURequired is the error of a loader whose CUDA device cannot be used,
 // for the reason why, when the caller requires the GPU.
@@ -84,6 +96,13 @@ func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 		s.requireGPU = true
 	default:
 		return s, fmt.Errorf("environment %s=%q: want 1 or 0", RequireGPUEnv, v)
+	}
+	switch v := getenv(CUDAGraphsEnv); v {
+	case "", "1", "true":
+		s.graphs = !o.NoCUDAGraphs
+	case "0", "false":
+	default:
+		return s, fmt.Errorf("environment %s=%q: want 1 or 0", CUDAGraphsEnv, v)
 	}
 	if o.Device != "" {
 		if _, _, err := ParseDevice(o.Device); err != nil {
