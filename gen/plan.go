@@ -5,7 +5,6 @@ package gen
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 
@@ -54,8 +53,8 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 		}
 		data = append(data, key)
 	}
-	if rp.BatchBytes > math.MaxInt64/2 {
-		return nil, fmt.Errorf("%s: batch of %d bytes is too large to stage", ds.Where("batch_size"), rp.BatchBytes)
+	if rp.BatchBytes > runtime.MaxSlotBytes {
+		return nil, tooLarge(ds, rp.BatchBytes)
 	}
 	rp.BatchMiB = float64(rp.BatchBytes) / (1 << 20)
 	rp.Loader.MaxStagingMB = t.MaxStagingMB
@@ -78,8 +77,17 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 			rp.Keys = append(rp.Keys, lk)
 		}
 	}
-	rp.SlotBytes = runtime.Layout(rp.Keys)
+	if rp.SlotBytes = runtime.Layout(rp.Keys); rp.SlotBytes > runtime.MaxSlotBytes {
+		return nil, tooLarge(ds, rp.SlotBytes)
+	}
 	return &Plan{Dataset: ds, Thresholds: t, Runtime: rp}, nil
+}
+
+// tooLarge is the error of a plan whose staging slot of bytes (the batch,
+// its keys at aligned offsets) exceeds what a loader can stage.
+func tooLarge(ds *schema.Dataset, bytes int64) error {
+	return fmt.Errorf("%s: a batch of %d bytes is more than a loader stages at once (%d bytes, 64 TiB): shrink the batch or its keys",
+		ds.Where("batch_size"), bytes, int64(runtime.MaxSlotBytes))
 }
 
 // layoutKey computes the sample shape and sizes of one key:

@@ -262,3 +262,20 @@ func TestRaggedLengths(t *testing.T) {
 		t.Errorf("%d streams, %d batch bytes", p.Runtime.NumStreams, p.Runtime.BatchBytes)
 	}
 }
+
+// TestSlotLimit: a plan whose staging slot is over runtime.MaxSlotBytes is
+// refused at the batch size, not generated into a loader that cannot
+// start; one at the limit is planned.
+func TestSlotLimit(t *testing.T) {
+	const extra = "loader: {max_staging_mb: 1000000000000}\n"
+	// 16 x 2^42 = 2^46 bytes: the limit.
+	if _, err := planOf(t, "  a: {shape: [4398046511104], dtype: uint8}\n", extra, Overrides{}); err != nil {
+		t.Fatalf("a slot at the limit: %v", err)
+	}
+	// 16 x 2^43 = 2^47 bytes.
+	_, err := planOf(t, "  a: {shape: [8796093022208], dtype: uint8}\n", extra, Overrides{})
+	want := "p.yaml:4:13: a batch of 140737488355328 bytes is more than a loader stages at once (70368744177664 bytes, 64 TiB): shrink the batch or its keys"
+	if err == nil || err.Error() != want {
+		t.Fatalf("NewPlan: %v, want %q", err, want)
+	}
+}

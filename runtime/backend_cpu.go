@@ -9,13 +9,9 @@ import (
 // element type and for SIMD copies.
 const cacheLine = 64
 
-// maxSlotBytes bounds one staging slot (64 TiB), far above any real batch,
-// so that size arithmetic below cannot overflow.
-const maxSlotBytes = 1 << 46
-
 // alignedBytes returns n zeroed bytes whose first byte is cacheLine-aligned.
 func alignedBytes(n int64) ([]byte, error) {
-	if n < 0 || n > maxSlotBytes {
+	if n < 0 || n > MaxSlotBytes {
 		return nil, fmt.Errorf("staging slot of %d bytes is out of range", n)
 	}
 	// Allocating uint64s guarantees 8-byte alignment; the slack moves the

@@ -17,13 +17,13 @@ func TestBucketGroup(t *testing.T) {
 		n, world, rank int
 		batch, window  int
 	}{
-		{n: 1003, world: 1, batch: 8, window: 4},        // 3 left for the short batch
-		{n: 1024, world: 1, batch: 8, window: 4},        // no short batch
-		{n: 100, world: 1, batch: 32, window: 50},       // one window, shorter than 50 batches
-		{n: 10, world: 1, batch: 32, window: 2},         // no full batch
-		{n: 0, world: 1, batch: 4, window: 2},           // empty order
-		{n: 50, world: 3, rank: 2, batch: 4, window: 2}, // padded by wrapping: repeated indices
-		{n: 300, world: 1, batch: 7, window: 1 << 62},   // one window over the whole order
+		{n: 1003, world: 1, batch: 8, window: 4},          // 3 left for the short batch
+		{n: 1024, world: 1, batch: 8, window: 4},          // no short batch
+		{n: 100, world: 1, batch: 32, window: 50},         // one window, shorter than 50 batches
+		{n: 10, world: 1, batch: 32, window: 2},           // no full batch
+		{n: 0, world: 1, batch: 4, window: 2},             // empty order
+		{n: 50, world: 3, rank: 2, batch: 4, window: 2},   // padded by wrapping: repeated indices
+		{n: 300, world: 1, batch: 7, window: math.MaxInt}, // one window over the whole order
 	}
 	for _, tt := range tests {
 		name := fmt.Sprintf("n=%d world=%d batch=%d window=%d", tt.n, tt.world, tt.batch, tt.window)

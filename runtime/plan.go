@@ -195,15 +195,16 @@ func (p Plan) generationEnv(getenv func(string) string) []string {
 func KeyBytes(d DType, shape []int, batchSize int) (sample, batch int64, ok bool) {
 	sample, ok = int64(d.Size()), true
 	for _, n := range shape {
-		sample, ok = mulBytes(sample, n, ok)
+		sample, ok = MulBytes(sample, int64(n), ok)
 	}
-	batch, ok = mulBytes(sample, batchSize, ok)
+	batch, ok = MulBytes(sample, int64(batchSize), ok)
 	return sample, batch, ok
 }
 
-// mulBytes is a*b and whether ok still holds: neither negative, and the
-// product within int64.
-func mulBytes(a int64, b int, ok bool) (int64, bool) {
+// MulBytes is a*b and whether ok still holds: neither negative, and the
+// product within int64. It is the one overflow-checked multiply of sizes:
+// plans (KeyBytes) and .npy files (runtime/npy) both use it.
+func MulBytes(a, b int64, ok bool) (int64, bool) {
 	if !ok || a < 0 || b < 0 {
 		return 0, false
 	}
@@ -219,6 +220,12 @@ func AddBytes(a, b int64) (int64, bool) {
 	}
 	return 0, false
 }
+
+// MaxSlotBytes is the largest staging slot (a batch of every key, at its
+// aligned offsets) a loader stages: 64 TiB, far above any real batch, so
+// that the size arithmetic of the backends cannot overflow. gen.NewPlan
+// refuses a larger plan, so that no generated loader fails to start for it.
+const MaxSlotBytes = 1 << 46
 
 // SlotAlign is the alignment of each key's region inside a staging slot. It
 // matches the allocation granularity of CUDA device memory.

@@ -390,16 +390,11 @@ func check(h header, spec Spec, lead string, dataOff int64) (sampleBytes, total 
 	return sampleBytes, total, nil
 }
 
-// mulSize returns a*b and whether ok still holds: the product of non-negative
-// a and b must not exceed math.MaxInt.
+// mulSize is runtime.MulBytes bounded by math.MaxInt as well: a file's
+// sizes index slices, whose int is 32 bits on some hosts.
 func mulSize(a, b int64, ok bool) (int64, bool) {
-	if a == 0 || b == 0 {
-		return 0, ok
-	}
-	if a > math.MaxInt/b {
-		return 0, false
-	}
-	return a * b, ok
+	p, ok := runtime.MulBytes(a, b, ok)
+	return p, ok && p <= math.MaxInt
 }
 
 // Len returns N, the number of samples: the leading dimension, or one less
