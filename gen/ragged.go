@@ -110,7 +110,10 @@ func (g *emitter) padRows(k emitKey, first bool) []jen.Code {
 }
 
 // padSamples renders, after ReadSamples, the padding of ragged key k of
-// the samples it filled:
+// the samples before the earliest failure so far (done is the batch's n
+// for the first ragged key; a later key checks only the samples before
+// the sample an earlier key refused, so that done ends at the first bad
+// sample, as the file source's Gather does):
 //
 //	if k, e := runtime.PadSamples("tokens", s.Tokens[:done*cellMapTokensElems], s.TokensLengths[:done], cellMapTokensRows, cellMapTokensPad); e != nil {
 //		done, err = k, e
