@@ -464,6 +464,10 @@ func (e *Engine) finish(s int) {
 		}
 	}
 	sl.ready <- struct{}{}
+	// The send made the consumer runnable on this processor, next in line;
+	// yield, or it waits until this filler blocks, which a worker moving on
+	// to the next batch may not do for a whole batch's fill.
+	goruntime.Gosched()
 }
 
 // help lets the consumer, waiting for the batch in slot s, fill the runs no

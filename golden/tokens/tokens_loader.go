@@ -98,7 +98,7 @@ var tokensPlan = runtime.Plan{
 	},
 	SlotBytes: 66048,
 	Loader: runtime.LoaderDefaults{
-		Prefetch:     8,
+		Prefetch:     2,
 		Workers:      0,
 		Shuffle:      true,
 		Seed:         5,
