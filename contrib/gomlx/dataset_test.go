@@ -26,7 +26,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // quiet keeps the loaders' start-up lines out of the test output.
-var quiet = runtime.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+var quiet = runtime.Options{Logger: slog.New(slog.DiscardHandler)}
 
 // every fills each element j of sample i with i*10+j in its key's dtype:
 // float16 and bfloat16 hold i*10+j+0.5, bool is (i+j)%2, and the scalar

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"math"
@@ -44,7 +43,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = slog.New(slog.DiscardHandler)
 
 // synthetic writes the dataset on first use.
 var written = sync.OnceValue(func() error { return WriteSynthetic(dataRoot, 1) })

@@ -37,7 +37,7 @@ func BenchmarkEpoch(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer files.Close()
-	opts := runtime.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	opts := runtime.Options{Logger: slog.New(slog.DiscardHandler)}
 	newLoader := func(b *testing.B) *FashionMNISTLoader {
 		l, err := NewFashionMNISTLoader(files, opts)
 		if err != nil {

@@ -1,7 +1,6 @@
 package fashionmnist
 
 import (
-	"io"
 	"log/slog"
 	"os"
 	"testing"
@@ -54,7 +53,7 @@ func checkLearns(t *testing.T, root string) {
 	results, err := Train(newBackend(t), root, Options{
 		Epochs: shortEpochs,
 		Seed:   1,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)

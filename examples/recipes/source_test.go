@@ -1,7 +1,6 @@
 package recipes_test
 
 import (
-	"io"
 	"log/slog"
 
 	"github.com/loadergen/loadergen/golden/small"
@@ -9,7 +8,7 @@ import (
 )
 
 // quiet keeps the loaders' start-up lines out of the examples' output.
-var quiet = runtime.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+var quiet = runtime.Options{Logger: slog.New(slog.DiscardHandler)}
 
 // indexed is a source of n samples of the small golden schema whose image
 // and label hold the dataset index, so a batch's labels show its order.

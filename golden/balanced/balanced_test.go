@@ -2,7 +2,6 @@ package balanced
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"math"
 	"testing"
@@ -63,7 +62,7 @@ func TestPlan(t *testing.T) {
 // The plan names cuda:1, which a one-GPU machine lacks, so the run is forced
 // onto the CPU in every build.
 func TestDropLast(t *testing.T) {
-	l, err := NewBalancedLoader(source{n: 10}, runtime.Options{Device: "cpu", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	l, err := NewBalancedLoader(source{n: 10}, runtime.Options{Device: "cpu", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package classes
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -21,7 +20,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var quiet = runtime.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+var quiet = runtime.Options{Logger: slog.New(slog.DiscardHandler)}
 
 // dataset holds the bytes written to each key's .npy file, per key in plan
 // order, n samples each.

@@ -3,7 +3,6 @@ package large
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	goruntime "runtime"
 	"sync"
@@ -18,7 +17,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = slog.New(slog.DiscardHandler)
 
 // memSource is a memory-resident dataset whose reads copy.
 type memSource struct {

@@ -3,7 +3,6 @@ package rows
 import (
 	"context"
 	"errors"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -19,7 +18,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = slog.New(slog.DiscardHandler)
 
 // writeRows writes n rows under a new directory: row i's features are
 // i*32 .. i*32+31 and its label is i.

@@ -3,7 +3,6 @@ package small_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 
 	"github.com/loadergen/loadergen/golden/small"
@@ -32,7 +31,7 @@ func (squares) Read(s *small.SmallSample) error {
 // seed), with typed views of every key.
 func ExampleNewSmallLoader() {
 	l, err := small.NewSmallLoader(squares{n: 10}, runtime.Options{
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		panic(err)

@@ -3,7 +3,6 @@ package small
 import (
 	"context"
 	"errors"
-	"io"
 	"iter"
 	"log/slog"
 	"slices"
@@ -18,7 +17,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var quiet = runtime.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+var quiet = runtime.Options{Logger: slog.New(slog.DiscardHandler)}
 
 // source writes pattern values; fail, when set, makes one read fail.
 type source struct {

@@ -2,7 +2,6 @@ package tiny
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"testing"
 
@@ -33,7 +32,7 @@ func (source) Read(s *TinySample) error {
 
 func newLoader(tb testing.TB, n int) *TinyLoader {
 	tb.Helper()
-	l, err := NewTinyLoader(source{n: n}, runtime.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	l, err := NewTinyLoader(source{n: n}, runtime.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		tb.Fatal(err)
 	}
