@@ -316,7 +316,7 @@ func (c *cudaBackend) start(slots int) error {
 	c.originAt = time.Now()
 	c.slots = make([]cudaSlot, slots)
 	for s := range c.slots {
-		if err := c.slots[s].make(c.plan.SlotBytes, len(c.streams), len(c.plan.Keys)); err != nil {
+		if err := c.slots[s].alloc(c.plan.SlotBytes, len(c.streams), len(c.plan.Keys)); err != nil {
 			return fmt.Errorf("staging slot %d: %w", s, err)
 		}
 	}
@@ -367,11 +367,11 @@ func (c *cudaBackend) destroyGraphs() error {
 	return errors.Join(errs...)
 }
 
-// make allocates a slot's memory and events; on failure the slot holds what
+// alloc allocates a slot's memory and events; on failure the slot holds what
 // was made, for release. The host waits on start and ready (reuse, Sync),
 // so they block instead of spinning a core; key events are only waited on
 // by streams, so they carry no timing.
-func (sl *cudaSlot) make(bytes int64, streams, keys int) error {
+func (sl *cudaSlot) alloc(bytes int64, streams, keys int) error {
 	var err error
 	if sl.host, err = pinnedAlloc(bytes); err != nil {
 		return err

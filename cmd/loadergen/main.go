@@ -327,15 +327,15 @@ func scaffoldData(dir, name, pkg string) (templates.Data, error) {
 // nextStep says what to run after init: go generate, after adding the tool
 // to the module when its go.mod lacks the tool directive.
 func nextStep(dir string) string {
-	const gen = "edit dataset.yaml, then go generate ./..."
+	const edit = "edit dataset.yaml, then go generate ./..."
 	mod, err := findGoMod(dir)
 	switch {
 	case err != nil:
-		return "create a module (go mod init), then go get -tool " + toolPath + ", " + gen
+		return "create a module (go mod init), then go get -tool " + toolPath + ", " + edit
 	case !hasTool(mod):
-		return "go get -tool " + toolPath + ", " + gen
+		return "go get -tool " + toolPath + ", " + edit
 	}
-	return gen
+	return edit
 }
 
 // findGoMod returns the go.mod of the module dir is in.

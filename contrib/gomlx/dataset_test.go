@@ -25,8 +25,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// quiet keeps the loaders' start-up lines out of the test output.
-var quiet = runtime.Options{Logger: slog.New(slog.DiscardHandler)}
+// quietOptions keeps the loaders' start-up lines out of the test output.
+var quietOptions = runtime.Options{Logger: slog.New(slog.DiscardHandler)}
 
 // every fills each element j of sample i with i*10+j in its key's dtype:
 // float16 and bfloat16 hold i*10+j+0.5, bool is (i+j)%2, and the scalar
@@ -75,7 +75,7 @@ func (s indexed) Read(smp *small.SmallSample) error {
 
 func newAllTypes(t *testing.T, n int) *alltypes.AllTypesLoader {
 	t.Helper()
-	l, err := alltypes.NewAllTypesLoader(every{n}, quiet)
+	l, err := alltypes.NewAllTypesLoader(every{n}, quietOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func newAllTypes(t *testing.T, n int) *alltypes.AllTypesLoader {
 
 func newSmall(t *testing.T, src indexed) *small.SmallLoader {
 	t.Helper()
-	l, err := small.NewSmallLoader(src, quiet)
+	l, err := small.NewSmallLoader(src, quietOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func (tokenSource) Read(smp *ragged.RaggedSample) error {
 
 func newRagged(t *testing.T, n int) *ragged.RaggedLoader {
 	t.Helper()
-	l, err := ragged.NewRaggedLoader(tokenSource{n}, quiet)
+	l, err := ragged.NewRaggedLoader(tokenSource{n}, quietOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 // keeps the slice itself, so nothing is copied, and the tensor is valid
 // until the loop advances (the loader then refills the slot).
 func Example_gorgoniaTensor() {
-	l, err := small.NewSmallLoader(indexed(6), quiet)
+	l, err := small.NewSmallLoader(indexed(6), quietOptions)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func Example_onnxruntime() {
 	}
 	defer session.Destroy()
 
-	l, err := small.NewSmallLoader(indexed(6), quiet)
+	l, err := small.NewSmallLoader(indexed(6), quietOptions)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/loadergen/loadergen/runtime"
 )
 
-// quiet keeps the loaders' start-up lines out of the examples' output.
-var quiet = runtime.Options{Logger: slog.New(slog.DiscardHandler)}
+// quietOptions keeps the loaders' start-up lines out of the examples' output.
+var quietOptions = runtime.Options{Logger: slog.New(slog.DiscardHandler)}
 
 // indexed is a source of n samples of the small golden schema whose image
 // and label hold the dataset index, so a batch's labels show its order.
