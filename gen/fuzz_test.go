@@ -3,11 +3,10 @@ package gen
 import (
 	"go/parser"
 	"go/token"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/loadergen/loadergen/internal/schemaseeds"
 	"github.com/loadergen/loadergen/schema"
 )
 
@@ -15,19 +14,7 @@ import (
 // either fails with an error or yields Go source that parses and starts with
 // the generated-code header; nothing panics.
 func FuzzGenerate(f *testing.F) {
-	for _, glob := range []string{"../golden/*/*.yaml", "../testdata/errors/*.yaml"} {
-		paths, err := filepath.Glob(glob)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, p := range paths {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(data)
-		}
-	}
+	schemaseeds.Add(f, "..")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ds, err := schema.Parse("fuzz.yaml", data)
 		if err != nil {

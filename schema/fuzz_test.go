@@ -3,11 +3,10 @@ package schema
 import (
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/loadergen/loadergen/internal/schemaseeds"
 	"github.com/loadergen/loadergen/runtime"
 )
 
@@ -16,19 +15,7 @@ import (
 // ../golden (the golden cases) and ../testdata/errors plus a few inline
 // ones.
 func FuzzParse(f *testing.F) {
-	for _, pattern := range []string{"../golden/*/*.yaml", "../testdata/errors/*.yaml"} {
-		paths, err := filepath.Glob(pattern)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, path := range paths {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(data)
-		}
-	}
+	schemaseeds.Add(f, "..")
 	for _, s := range []string{
 		designSchema,
 		minimalSchema,
