@@ -10,7 +10,7 @@
 CUDAEMU_DIR := internal/cudaemu
 CUDAEMU_OUT := .cuda/emu
 CUDAEMU_LIB := $(CUDAEMU_OUT)/libcuda.so.1
-CUDAEMU_SRC := $(addprefix $(CUDAEMU_DIR)/,core.c ctx.c stream.c memory.c kernel.c graph.c)
+CUDAEMU_SRC := $(addprefix $(CUDAEMU_DIR)/,core.c ctx.c stream.c memory.c race.c kernel.c graph.c)
 CUDAEMU_CC ?= gcc
 CUDAEMU_CFLAGS ?= -std=c11 -D_GNU_SOURCE -O2 -g -pthread -Wall -Wextra -Wshadow -Werror
 # The driver symbols, each "impl" or "stub" for the emulator.

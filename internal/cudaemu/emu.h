@@ -274,6 +274,10 @@ struct hsnap *host_snapshot(void);
 void hsnap_put(struct hsnap *s);
 const char *accessor_name(int id, char *buf, size_t len);
 void race_report(const char *fmt, ...) EMU_PRINTF(1, 2);
+/* race.c: device memory's race detector. */
+void race_access(struct alloc *a, CUdeviceptr lo, CUdeviceptr hi, bool write, int accessor,
+		 const struct vclock *clock, uint64_t epoch, const char *what);
+void race_check_free(const struct alloc *a, const struct vclock *pre);
 void emu_note(const char *fmt, ...) EMU_PRINTF(1, 2);
 void hash_init(struct hash *h);
 void hash_update(struct hash *h, const void *p, size_t n);
