@@ -107,9 +107,9 @@ func layoutKey(ds *schema.Dataset, k schema.Key) (key runtime.Key, ok bool) {
 // its copy goes to the device with k's. ok is false when its batch bytes
 // overflow int64.
 func lengthsKey(k runtime.Key, batchSize int) (key runtime.Key, ok bool) {
-	sample, batch, ok := runtime.KeyBytes(runtime.Int32, nil, batchSize)
+	sample, batch, ok := runtime.KeyBytes(runtime.LengthsDType, nil, batchSize)
 	return runtime.Key{
-		Name: runtime.LengthsKey(k.Name), Role: k.Role, DType: runtime.Int32, Shape: []int{},
+		Name: runtime.LengthsKey(k.Name), Role: k.Role, DType: runtime.LengthsDType, Shape: []int{},
 		SampleBytes: sample, BatchBytes: batch, Stream: k.Stream, Priority: k.Priority, LengthsOf: k.Name,
 	}, ok
 }

@@ -182,7 +182,7 @@ func checkLengthKeys(p Plan) error {
 		if k.LengthsOf == "" {
 			continue
 		}
-		if k.DType != Int32 || len(k.Shape) != 0 || i == 0 || p.Keys[i-1].Name != k.LengthsOf || !p.Keys[i-1].Ragged {
+		if k.DType != LengthsDType || len(k.Shape) != 0 || i == 0 || p.Keys[i-1].Name != k.LengthsOf || !p.Keys[i-1].Ragged {
 			return fmt.Errorf("engine: key %q holds the lengths of %q, but is not a scalar int32 key after that ragged key", k.Name, k.LengthsOf)
 		}
 	}

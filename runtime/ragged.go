@@ -5,6 +5,11 @@ import (
 	"unsafe"
 )
 
+// LengthsDType is the element type of a ragged key's lengths: one row
+// count per sample, which is also why a ragged key has at most MaxInt32
+// rows. Generated code views the lengths as []int32.
+const LengthsDType = Int32
+
 // LengthsKey is the plan name of the key that holds the row counts of the
 // ragged key name: "tokens" -> "tokens.lengths". A schema key cannot take
 // it, as its Go name would not be an identifier.

@@ -364,8 +364,8 @@ func (p *parser) size(kn *yaml.Node, path string, key Key) error {
 	}
 	if key.Ragged {
 		var lengths int64
-		if _, lengths, ok = runtime.KeyBytes(lengthsDType, nil, p.ds.BatchSize); !ok {
-			return p.errorf(kn, path, "batch bytes of its lengths overflow int64 (batch_size %d x %d-byte %s)", p.ds.BatchSize, lengthsDType.Size(), lengthsDType)
+		if _, lengths, ok = runtime.KeyBytes(runtime.LengthsDType, nil, p.ds.BatchSize); !ok {
+			return p.errorf(kn, path, "batch bytes of its lengths overflow int64 (batch_size %d x %d-byte %s)", p.ds.BatchSize, runtime.LengthsDType.Size(), runtime.LengthsDType)
 		}
 		bytes, ok = runtime.AddBytes(bytes, lengths)
 	}

@@ -9,10 +9,6 @@ import (
 // The fields of loader.bucket.
 var bucketFields = []string{"key", "window"}
 
-// lengthsDType is the element type of a ragged key's lengths: one int32
-// row count per sample (DESIGN section 10).
-const lengthsDType = runtime.Int32
-
 // raggedKey reads the ragged, pad and offsets fields of key (f holds the
 // key's fields) into key: a ragged key's first axis of shape is a maximum,
 // the rows a sample lacks are pad, and a ragged key read from file: holds
@@ -31,7 +27,7 @@ func (p *parser) raggedKey(kp string, f map[string]*yaml.Node, key *Key) error {
 		return p.onlyFor(kp, f, []string{"pad", "offsets"}, "ragged keys", "ragged: true")
 	}
 	path := kp + ".ragged"
-	_, maxRows := lengthsDType.IntRange()
+	_, maxRows := runtime.LengthsDType.IntRange()
 	switch {
 	case key.Zarr != "":
 		return p.errorf(rn, path, "a zarr key cannot be ragged: volume crops are fixed-size boxes")
@@ -42,7 +38,7 @@ func (p *parser) raggedKey(kp string, f map[string]*yaml.Node, key *Key) error {
 			"which ragged makes a maximum, would be the class axis; set class_axis: false to make the first axis of shape ragged")
 	case uint64(key.Shape[0]) > maxRows:
 		return p.errorf(deref(f["shape"]).Content[0], kp+".shape[0]", "a ragged key has at most %d rows (its lengths are %s), got %d",
-			maxRows, lengthsDType, key.Shape[0])
+			maxRows, runtime.LengthsDType, key.Shape[0])
 	}
 	var err error
 	if n, ok := f["pad"]; ok {
