@@ -51,14 +51,13 @@ $(CUDAEMU_LIB): $(CUDAEMU_SRC) $(CUDAEMU_DIR)/emu.h $(CUDAEMU_SYMBOLS) $(CUDAEMU
 	$(call cudaemu_link,$(CUDAEMU_OUT)/exports.map) && \
 	ln -sf libcuda.so.1 $(CUDAEMU_OUT)/libcuda.so
 
-$(CUDAEMU_OLD): $(CUDAEMU_LIB)
+# The emulator as older drivers: the library without the exports that
+# HIDE (a grep pattern of exports.map's lines) matches.
+$(CUDAEMU_OLD): HIDE = ^  cuMemHostAlloc;$$
+$(CUDAEMU_NOGRAPHS): HIDE = ^  cuGraph
+$(CUDAEMU_OLD) $(CUDAEMU_NOGRAPHS): $(CUDAEMU_LIB)
 	@inc=$$($(CUDA_INCLUDE)) && mkdir -p $(dir $@) && \
-	grep -v '^  cuMemHostAlloc;$$' $(CUDAEMU_OUT)/exports.map >$(dir $@)exports.map && \
-	$(call cudaemu_link,$(dir $@)exports.map)
-
-$(CUDAEMU_NOGRAPHS): $(CUDAEMU_LIB)
-	@inc=$$($(CUDA_INCLUDE)) && mkdir -p $(dir $@) && \
-	grep -v '^  cuGraph' $(CUDAEMU_OUT)/exports.map >$(dir $@)exports.map && \
+	grep -v '$(HIDE)' $(CUDAEMU_OUT)/exports.map >$(dir $@)exports.map && \
 	$(call cudaemu_link,$(dir $@)exports.map)
 
 $(CUDAEMU_OUT)/selftest: $(CUDAEMU_DIR)/selftest.c $(CUDAEMU_LIB)
