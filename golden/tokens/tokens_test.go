@@ -70,21 +70,28 @@ func writeTokens(tb testing.TB, rows []int) string {
 	return root
 }
 
-func open(tb testing.TB, root string, o runtime.Options) (*TokensFiles, *TokensLoader) {
+// openFiles opens the files under root, closed when tb ends.
+func openFiles(tb testing.TB, root string) *TokensFiles {
 	tb.Helper()
 	files, err := OpenTokensFiles(root)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(func() { files.Close() })
+	return files
+}
+
+// open starts a loader with o over the files under root, closed when tb
+// ends.
+func open(tb testing.TB, root string, o runtime.Options) (*TokensFiles, *TokensLoader) {
+	tb.Helper()
+	files := openFiles(tb, root)
 	o.Logger = quiet
 	l, err := NewTokensLoader(files, o)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		l.Close()
-		files.Close()
-	})
+	tb.Cleanup(func() { l.Close() })
 	return files, l
 }
 
@@ -311,7 +318,7 @@ func copyFile(t *testing.T, from, to string) {
 // maximum fails the epoch with a ReadError naming the key, the sample and
 // both numbers; nothing is truncated.
 func TestOverflowFromSource(t *testing.T) {
-	files, _ := open(t, writeTokens(t, []int{5, 4, 3, 2}), runtime.Options{})
+	files := openFiles(t, writeTokens(t, []int{5, 4, 3, 2}))
 	l, err := NewTokensLoader(tooLong{readOnly{files}}, runtime.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -368,7 +375,7 @@ func BenchmarkTokens(b *testing.B) {
 		b.ReportMetric(l.Stats().Padding(), "padding")
 	})
 	b.Run("copy", func(b *testing.B) {
-		files, _ := open(b, root, runtime.Options{Workers: 1})
+		files := openFiles(b, root)
 		s := runtime.Sampler{N: benchSamples, Shuffle: true, Seed: tokensPlan.Loader.Seed, WorldSize: 1}
 		order := make([]int, 2*benchSamples)
 		lens := make([]int32, benchSamples)
