@@ -8,9 +8,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/klauspost/compress v1.18.7
 	github.com/pierrec/lz4/v4 v4.1.33
-	github.com/schollz/progressbar/v3 v3.18.0
 	go.uber.org/goleak v1.3.0
-	golang.org/x/term v0.28.0
 	gopkg.in/yaml.v3 v3.0.1
 	gorgonia.org/cu v0.9.6
 )
@@ -18,8 +16,5 @@ require (
 require (
 	github.com/google/uuid v1.1.1 // indirect
 	github.com/kr/text v0.2.0 // indirect
-	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/pkg/errors v0.9.1 // indirect
-	github.com/rivo/uniseg v0.4.7 // indirect
-	golang.org/x/sys v0.29.0 // indirect
 )
