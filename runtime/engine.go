@@ -254,7 +254,7 @@ func newEngine(p Plan, n int, lengths []int32, o Options, fill FillFunc) (*Engin
 		set.logger.Warn("loadergen: " + p.Name + " loader: " + w)
 	}
 	pl := set.place
-	set.logger.Info("loadergen: "+p.Name+" loader: "+e.plan.Summary(e.backend.name()),
+	set.logger.Info("loadergen: "+p.Name+" loader: "+e.plan.summary(e.backend.name()),
 		"backend", e.backend.name(), "slots", nslots, "workers", set.workers, "samples", n,
 		"rank", pl.Rank, "world_size", pl.WorldSize, "local_rank", pl.LocalRank, "placement", pl.From)
 	return e, nil

@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// Placement is where this process stands in a distributed run: the shard
+// placement is where this process stands in a distributed run: the shard
 // it loads and the GPU of its node that "cuda" means.
-type Placement struct {
+type placement struct {
 	Rank      int    // this process's rank, in [0, WorldSize)
 	WorldSize int    // number of processes, >= 1
 	LocalRank int    // rank on this node; device "cuda" is this GPU
@@ -32,21 +32,21 @@ var Launchers = []Launcher{
 
 // place resolves the placement: Options when WorldSize is set, else the
 // launchers' environment, else a single process.
-func place(o Options, getenv func(string) string) (Placement, error) {
+func place(o Options, getenv func(string) string) (placement, error) {
 	if o.WorldSize != 0 {
-		p := Placement{Rank: o.Rank, WorldSize: o.WorldSize, LocalRank: o.LocalRank, From: "options"}
+		p := placement{Rank: o.Rank, WorldSize: o.WorldSize, LocalRank: o.LocalRank, From: "options"}
 		if err := p.check(); err != nil {
 			return p, fmt.Errorf("options: %w", err)
 		}
 		return p, nil
 	}
 	if o.Rank != 0 || o.LocalRank != 0 {
-		return Placement{}, fmt.Errorf("options: Rank %d and LocalRank %d need WorldSize (0 leaves all three to the launcher's environment)", o.Rank, o.LocalRank)
+		return placement{}, fmt.Errorf("options: Rank %d and LocalRank %d need WorldSize (0 leaves all three to the launcher's environment)", o.Rank, o.LocalRank)
 	}
 	return fromEnvironment(getenv)
 }
 
-func (p Placement) check() error {
+func (p placement) check() error {
 	switch {
 	case p.WorldSize < 1:
 		return fmt.Errorf("world size %d must be at least 1", p.WorldSize)
@@ -63,8 +63,8 @@ func (p Placement) check() error {
 // world sizes differ, one launcher started the other (srun running one
 // torchrun per node), and the larger world, the inner launcher's, is this
 // process's.
-func fromEnvironment(getenv func(string) string) (Placement, error) {
-	best := Placement{WorldSize: 1, From: "single process"}
+func fromEnvironment(getenv func(string) string) (placement, error) {
+	best := placement{WorldSize: 1, From: "single process"}
 	var seen *Launcher
 	for i := range Launchers {
 		l := &Launchers[i]
@@ -87,8 +87,8 @@ func fromEnvironment(getenv func(string) string) (Placement, error) {
 
 // read returns the placement l's variables give, and whether they are set.
 // The rank and world size go together; the local rank defaults to 0.
-func (l *Launcher) read(getenv func(string) string) (Placement, bool, error) {
-	p := Placement{From: l.Name}
+func (l *Launcher) read(getenv func(string) string) (placement, bool, error) {
+	p := placement{From: l.Name}
 	vars := []struct {
 		name string
 		dst  *int

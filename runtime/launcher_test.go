@@ -20,28 +20,28 @@ func TestPlace(t *testing.T) {
 		name string
 		opts Options
 		env  map[string]string
-		want Placement
+		want placement
 		err  string
 	}{
-		{name: "alone", want: Placement{WorldSize: 1, From: "single process"}},
+		{name: "alone", want: placement{WorldSize: 1, From: "single process"}},
 		{name: "options", opts: Options{Rank: 2, WorldSize: 4, LocalRank: 1},
 			env:  map[string]string{"RANK": "0", "WORLD_SIZE": "2"},
-			want: Placement{Rank: 2, WorldSize: 4, LocalRank: 1, From: "options"}},
+			want: placement{Rank: 2, WorldSize: 4, LocalRank: 1, From: "options"}},
 		{name: "rank without world size", opts: Options{Rank: 1},
 			err: "options: Rank 1 and LocalRank 0 need WorldSize (0 leaves all three to the launcher's environment)"},
 		{name: "rank out of range", opts: Options{Rank: 4, WorldSize: 4},
 			err: "options: rank 4 is not in [0, world size 4)"},
 		{name: "torchrun", env: map[string]string{"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1"},
-			want: Placement{Rank: 3, WorldSize: 8, LocalRank: 1, From: "torchrun"}},
+			want: placement{Rank: 3, WorldSize: 8, LocalRank: 1, From: "torchrun"}},
 		{name: "slurm", env: map[string]string{"SLURM_PROCID": "5", "SLURM_NTASKS": "6", "SLURM_LOCALID": "2"},
-			want: Placement{Rank: 5, WorldSize: 6, LocalRank: 2, From: "Slurm"}},
+			want: placement{Rank: 5, WorldSize: 6, LocalRank: 2, From: "Slurm"}},
 		{name: "open mpi", env: map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "1"},
-			want: Placement{Rank: 1, WorldSize: 2, LocalRank: 1, From: "Open MPI"}},
+			want: placement{Rank: 1, WorldSize: 2, LocalRank: 1, From: "Open MPI"}},
 		{name: "agreeing launchers", env: map[string]string{"RANK": "1", "WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"},
-			want: Placement{Rank: 1, WorldSize: 2, From: "torchrun"}},
+			want: placement{Rank: 1, WorldSize: 2, From: "torchrun"}},
 		{name: "srun starting torchrun: the larger world is this process's",
 			env:  map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_LOCALID": "0", "RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1"},
-			want: Placement{Rank: 5, WorldSize: 8, LocalRank: 1, From: "torchrun"}},
+			want: placement{Rank: 5, WorldSize: 8, LocalRank: 1, From: "torchrun"}},
 		{name: "conflict", env: map[string]string{"RANK": "1", "WORLD_SIZE": "4", "SLURM_PROCID": "2", "SLURM_NTASKS": "4"},
 			err: "environment: torchrun and Slurm disagree on this process's place: RANK=1 WORLD_SIZE=4 LOCAL_RANK=0, but SLURM_PROCID=2 SLURM_NTASKS=4 SLURM_LOCALID=0 (unset one, or set Options.Rank, WorldSize and LocalRank)"},
 		{name: "half set", env: map[string]string{"WORLD_SIZE": "4"},

@@ -55,7 +55,7 @@ type settings struct {
 	device     string
 	workers    int
 	prefetch   int
-	place      Placement
+	place      placement
 	logger     *slog.Logger
 	logEpochs  bool
 	requireGPU bool

@@ -240,10 +240,10 @@ func (p Plan) Clone() Plan {
 	return p
 }
 
-// Summary describes the plan as it runs on backend ("cpu" or "cuda") for
+// summary describes the plan as it runs on backend ("cpu" or "cuda") for
 // the start-up log line, e.g. "batch 16 (402.7 MiB), 2 CUDA streams" or
 // "batch 16 (52.0 MiB), streams off: batch memory 52.0 MiB < 100 MiB".
-func (p Plan) Summary(backend string) string {
+func (p Plan) summary(backend string) string {
 	batch := fmt.Sprintf("batch %d (%.1f MiB)", p.BatchSize, p.BatchMiB)
 	switch {
 	case !p.UseStreams && backend == "cuda" && p.Device == "cpu":

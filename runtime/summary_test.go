@@ -22,8 +22,8 @@ func TestSummary(t *testing.T) {
 		{Plan{BatchSize: 16, Device: "cuda", UseStreams: true, NumStreams: 2}, "cpu", "batch 16 (0.0 MiB), the plan's 2 CUDA streams are not in use on the cpu backend"},
 	}
 	for _, tt := range tests {
-		if got := tt.plan.Summary(tt.backend); got != tt.want {
-			t.Errorf("Summary(%q) of %+v =\n %q, want\n %q", tt.backend, tt.plan, got, tt.want)
+		if got := tt.plan.summary(tt.backend); got != tt.want {
+			t.Errorf("summary(%q) of %+v =\n %q, want\n %q", tt.backend, tt.plan, got, tt.want)
 		}
 	}
 }
