@@ -137,6 +137,17 @@ func (k emitKey) elemType() *jen.Statement { return jen.Id(k.DType.GoType()) }
 
 func (g *emitter) rt(name string) *jen.Statement { return jen.Qual(rtPath, name) }
 
+// rtConst refers to runtime's constant for v, a dtype, role or priority of
+// a plan: runtime.Float32, runtime.Input, runtime.High, its String()
+// capitalised, but for bfloat16's runtime.BFloat16.
+func (g *emitter) rtConst(v fmt.Stringer) *jen.Statement {
+	if v == runtime.BFloat16 {
+		return g.rt("BFloat16")
+	}
+	s := v.String()
+	return g.rt(strings.ToUpper(s[:1]) + s[1:])
+}
+
 // errPrefix starts the generated file's error strings: the package name,
 // as Go error strings are prefixed, e.g. "cellmap: ".
 func (g *emitter) errPrefix() string { return g.ds.Package + ": " }
@@ -214,14 +225,14 @@ func (g *emitter) plan(f *jen.File) {
 	for i, k := range rp.Keys {
 		kf := []field{
 			{"Name", jen.Lit(k.Name)},
-			{"Role", g.rt(k.Role.ConstName())},
-			{"DType", g.rt(k.DType.ConstName())},
+			{"Role", g.rtConst(k.Role)},
+			{"DType", g.rtConst(k.DType)},
 			{"Shape", ints(k.Shape)},
 			{"SampleBytes", jen.Lit(int(k.SampleBytes))},
 			{"BatchBytes", jen.Lit(int(k.BatchBytes))},
 			{"Offset", jen.Lit(int(k.Offset))},
 			{"Stream", jen.Lit(k.Stream)},
-			{"Priority", g.rt(k.Priority.ConstName())},
+			{"Priority", g.rtConst(k.Priority)},
 		}
 		if k.Ragged {
 			kf = append(kf, field{"Ragged", jen.True()})
@@ -881,7 +892,7 @@ func (g *emitter) fileSpecs(f *jen.File) {
 			fields = append(fields, field{"Offsets", jen.Lit(k.offsets)})
 		}
 		fields = append(fields,
-			field{"DType", g.rt(k.DType.ConstName())},
+			field{"DType", g.rtConst(k.DType)},
 			field{"Sample", ints(k.Shape)},
 		)
 		specs[i] = literal(fields...)

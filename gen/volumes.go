@@ -57,7 +57,7 @@ func (g *emitter) volumeSpec(f *jen.File) {
 		fields := []field{
 			{"Name", jen.Lit(k.Name)},
 			{"Path", jen.Lit(k.zarr)},
-			{"DType", g.rt(k.DType.ConstName())},
+			{"DType", g.rtConst(k.DType)},
 			{"Shape", ints(k.spatial)},
 		}
 		if k.scale != nil {

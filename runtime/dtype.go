@@ -29,23 +29,22 @@ const (
 
 var dtypeInfo = [...]struct {
 	name   string // schema spelling
-	ident  string // name of the constant in this package
 	goType string // Go element type of the typed views
 	size   int    // bytes per element
 }{
-	Uint8:    {"uint8", "Uint8", "uint8", 1},
-	Int8:     {"int8", "Int8", "int8", 1},
-	Uint16:   {"uint16", "Uint16", "uint16", 2},
-	Int16:    {"int16", "Int16", "int16", 2},
-	Uint32:   {"uint32", "Uint32", "uint32", 4},
-	Int32:    {"int32", "Int32", "int32", 4},
-	Uint64:   {"uint64", "Uint64", "uint64", 8},
-	Int64:    {"int64", "Int64", "int64", 8},
-	Float16:  {"float16", "Float16", "uint16", 2},
-	BFloat16: {"bfloat16", "BFloat16", "uint16", 2},
-	Float32:  {"float32", "Float32", "float32", 4},
-	Float64:  {"float64", "Float64", "float64", 8},
-	Bool:     {"bool", "Bool", "uint8", 1},
+	Uint8:    {"uint8", "uint8", 1},
+	Int8:     {"int8", "int8", 1},
+	Uint16:   {"uint16", "uint16", 2},
+	Int16:    {"int16", "int16", 2},
+	Uint32:   {"uint32", "uint32", 4},
+	Int32:    {"int32", "int32", 4},
+	Uint64:   {"uint64", "uint64", 8},
+	Int64:    {"int64", "int64", 8},
+	Float16:  {"float16", "uint16", 2},
+	BFloat16: {"bfloat16", "uint16", 2},
+	Float32:  {"float32", "float32", 4},
+	Float64:  {"float64", "float64", 8},
+	Bool:     {"bool", "uint8", 1},
 }
 
 // DTypes lists every valid dtype in declaration order.
@@ -93,15 +92,6 @@ func (d DType) GoType() string {
 		return ""
 	}
 	return dtypeInfo[d].goType
-}
-
-// ConstName is the name of d's constant in this package, e.g. "BFloat16",
-// for generated code.
-func (d DType) ConstName() string {
-	if !d.Valid() {
-		return ""
-	}
-	return dtypeInfo[d].ident
 }
 
 // IsFloat reports whether d is a floating-point dtype (float16, bfloat16,

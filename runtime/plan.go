@@ -29,10 +29,6 @@ func (r Role) String() string {
 	return fmt.Sprintf("Role(%d)", uint8(r))
 }
 
-// ConstName is the name of r's constant in this package ("Input" or
-// "Target"), for generated code.
-func (r Role) ConstName() string { return constName(r.String()) }
-
 // MarshalText writes the role's name.
 func (r Role) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
@@ -68,13 +64,6 @@ func (p Priority) String() string {
 	}
 	return fmt.Sprintf("Priority(%d)", uint8(p))
 }
-
-// ConstName is the name of p's constant in this package ("High", "Normal"
-// or "Low"), for generated code.
-func (p Priority) ConstName() string { return constName(p.String()) }
-
-// constName capitalises a lower-case ASCII name: "high" -> "High".
-func constName(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 
 // MarshalText writes the priority's name.
 func (p Priority) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
