@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/loadergen/loadergen/internal/sizes"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/schema"
 )
@@ -40,12 +41,12 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 	for _, k := range ds.Keys {
 		key, ok := layoutKey(ds, k)
 		if ok {
-			rp.BatchBytes, ok = runtime.AddBytes(rp.BatchBytes, key.BatchBytes)
+			rp.BatchBytes, ok = sizes.Add(rp.BatchBytes, key.BatchBytes)
 		}
 		if ok && k.Ragged {
 			var lk runtime.Key
 			if lk, ok = lengthsKey(key, ds.BatchSize); ok {
-				rp.BatchBytes, ok = runtime.AddBytes(rp.BatchBytes, lk.BatchBytes)
+				rp.BatchBytes, ok = sizes.Add(rp.BatchBytes, lk.BatchBytes)
 			}
 		}
 		if !ok {
@@ -53,12 +54,12 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 		}
 		data = append(data, key)
 	}
-	if rp.BatchBytes > runtime.MaxSlotBytes {
+	if rp.BatchBytes > sizes.MaxSlotBytes {
 		return nil, tooLarge(ds, rp.BatchBytes)
 	}
 	rp.BatchMiB = float64(rp.BatchBytes) / (1 << 20)
 	rp.Loader.MaxStagingMB = t.MaxStagingMB
-	if err := runtime.CheckStaging(ds.Loader.Prefetch, rp.BatchMiB, rp.Loader.MaxStagingMB); err != nil {
+	if err := sizes.CheckStaging(ds.Loader.Prefetch, rp.BatchMiB, rp.Loader.MaxStagingMB); err != nil {
 		return nil, fmt.Errorf("%s: %w (raise loader.max_staging_mb or -max-staging-mb, or shrink the batch)", stagingPos(ds, o), err)
 	}
 	rp.UseStreams, rp.Reason = decide(device, ds.BatchSize, rp.BatchMiB, t)
@@ -77,7 +78,11 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 			rp.Keys = append(rp.Keys, lk)
 		}
 	}
-	if rp.SlotBytes = runtime.Layout(rp.Keys); rp.SlotBytes > runtime.MaxSlotBytes {
+	var slot sizes.Slot
+	for i := range rp.Keys {
+		rp.Keys[i].Offset = slot.Place(rp.Keys[i].BatchBytes)
+	}
+	if rp.SlotBytes = slot.Bytes(); rp.SlotBytes > sizes.MaxSlotBytes {
 		return nil, tooLarge(ds, rp.SlotBytes)
 	}
 	return &Plan{Dataset: ds, Thresholds: t, Runtime: rp}, nil
@@ -87,7 +92,7 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 // its keys at aligned offsets) exceeds what a loader can stage.
 func tooLarge(ds *schema.Dataset, bytes int64) error {
 	return fmt.Errorf("%s: a batch of %d bytes is more than a loader stages at once (%d bytes, 64 TiB): shrink the batch or its keys",
-		ds.Where("batch_size"), bytes, int64(runtime.MaxSlotBytes))
+		ds.Where("batch_size"), bytes, int64(sizes.MaxSlotBytes))
 }
 
 // layoutKey computes the sample shape and sizes of one key:

@@ -263,7 +263,7 @@ func TestRaggedLengths(t *testing.T) {
 	}
 }
 
-// TestSlotLimit: a plan whose staging slot is over runtime.MaxSlotBytes is
+// TestSlotLimit: a plan whose staging slot is over sizes.MaxSlotBytes is
 // refused at the batch size, not generated into a loader that cannot
 // start; one at the limit is planned.
 func TestSlotLimit(t *testing.T) {

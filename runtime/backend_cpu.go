@@ -3,6 +3,8 @@ package runtime
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/loadergen/loadergen/internal/sizes"
 )
 
 // cacheLine is the alignment of host staging slots, enough for every
@@ -11,7 +13,7 @@ const cacheLine = 64
 
 // alignedBytes returns n zeroed bytes whose first byte is cacheLine-aligned.
 func alignedBytes(n int64) ([]byte, error) {
-	if n < 0 || n > MaxSlotBytes {
+	if n < 0 || n > sizes.MaxSlotBytes {
 		return nil, fmt.Errorf("staging slot of %d bytes is out of range", n)
 	}
 	// Allocating uint64s guarantees 8-byte alignment; the slack moves the

@@ -64,7 +64,7 @@ func benchPlan(sampleBytes []int64, streams int) Plan {
 		p.BatchBytes += 16 * sb
 	}
 	p.BatchMiB = float64(p.BatchBytes) / (1 << 20)
-	p.SlotBytes = Layout(p.Keys)
+	p.SlotBytes = layout(p.Keys)
 	return p
 }
 

@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
+
+	"github.com/loadergen/loadergen/internal/sizes"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -37,7 +39,17 @@ func testPlan(batch int, loader LoaderDefaults) Plan {
 		total += keys[i].BatchBytes
 	}
 	return Plan{Name: "Test", BatchSize: batch, Device: "cpu", BatchBytes: total, NumStreams: 1,
-		Reason: "device is cpu", Keys: keys, SlotBytes: Layout(keys), Loader: loader}
+		Reason: "device is cpu", Keys: keys, SlotBytes: layout(keys), Loader: loader}
+}
+
+// layout places keys in a staging slot in order, as the generator does,
+// and returns the slot's size.
+func layout(keys []Key) int64 {
+	var slot sizes.Slot
+	for i := range keys {
+		keys[i].Offset = slot.Place(keys[i].BatchBytes)
+	}
+	return slot.Bytes()
 }
 
 // patterned is a source whose sample i of key k holds values derived from

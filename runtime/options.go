@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/loadergen/loadergen/internal/sizes"
 )
 
 // Options are the run-time choices of a loader. The zero value means "as the
@@ -122,7 +124,7 @@ func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 	if o.Prefetch > 0 {
 		s.prefetch = o.Prefetch
 	}
-	if err := CheckStaging(s.prefetch, p.BatchMiB, p.Loader.MaxStagingMB); err != nil {
+	if err := sizes.CheckStaging(s.prefetch, p.BatchMiB, p.Loader.MaxStagingMB); err != nil {
 		return s, fmt.Errorf("options: %w, fixed when the loader was generated (loader.max_staging_mb): lower Prefetch", err)
 	}
 	var err error
@@ -134,19 +136,6 @@ func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 	}
 	s.envWarns = p.generationEnv(getenv)
 	return s, nil
-}
-
-// CheckStaging refuses a staging ring of prefetch+1 slots of batchMiB each
-// whose total exceeds limitMB (0: no limit). It is the one check of the
-// limit: the generator applies it to the schema's prefetch, the runtime to
-// Options.Prefetch.
-func CheckStaging(prefetch int, batchMiB, limitMB float64) error {
-	slots := prefetch + 1
-	if need := float64(slots) * batchMiB; limitMB > 0 && need > limitMB {
-		return fmt.Errorf("staging needs %d slots (prefetch %d + 1) x %.1f MiB = %.1f MiB, over the limit of %s MiB",
-			slots, prefetch, batchMiB, need, strconv.FormatFloat(limitMB, 'f', -1, 64))
-	}
-	return nil
 }
 
 // ParseDevice reads "cpu", "cuda" or "cuda:N" (N >= 0); cuda reports whether

@@ -2,11 +2,11 @@ package runtime
 
 import (
 	"fmt"
-	"math"
-	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/loadergen/loadergen/internal/sizes"
 )
 
 // Role says whether a key is a model input or a training target.
@@ -175,50 +175,21 @@ func (p Plan) generationEnv(getenv func(string) string) []string {
 	return out
 }
 
-// KeyBytes is the plan's size arithmetic for one key of element type d
-// whose sample has shape [(C,) S...]: sample = prod(shape) * d.Size() (a
-// scalar's empty shape has prod 1) and batch = batchSize * sample. ok is
-// false when either overflows int64 or a dimension or the batch size is
-// negative. It is the one home of the rule: the schema checks it at each
-// key's position, the generator lays keys out with it.
+// KeyBytes is the size arithmetic of a key of element type d whose sample
+// has shape [(C,) S...]: sample = prod(shape) * d.Size() (a scalar's empty
+// shape has prod 1) and batch = batchSize * sample, a plan's SampleBytes
+// and BatchBytes. ok is false when either overflows int64 or a dimension
+// or the batch size is negative. With batchSize 1 it is the byte size of a
+// Tensor's Data. It is the one home of the rule: the schema checks it at
+// each key's position, the generator lays keys out with it.
 func KeyBytes(d DType, shape []int, batchSize int) (sample, batch int64, ok bool) {
 	sample, ok = int64(d.Size()), true
 	for _, n := range shape {
-		sample, ok = MulBytes(sample, int64(n), ok)
+		sample, ok = sizes.Mul(sample, int64(n), ok)
 	}
-	batch, ok = MulBytes(sample, int64(batchSize), ok)
+	batch, ok = sizes.Mul(sample, int64(batchSize), ok)
 	return sample, batch, ok
 }
-
-// MulBytes is a*b and whether ok still holds: neither negative, and the
-// product within int64. It is the one overflow-checked multiply of sizes:
-// plans (KeyBytes) and .npy files (runtime/npy) both use it.
-func MulBytes(a, b int64, ok bool) (int64, bool) {
-	if !ok || a < 0 || b < 0 {
-		return 0, false
-	}
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	return int64(lo), hi == 0 && lo <= math.MaxInt64
-}
-
-// AddBytes is a + b for non-negative sizes, with ok false when the sum
-// overflows int64: the batch's total over its keys.
-func AddBytes(a, b int64) (int64, bool) {
-	if s := a + b; s >= a && b >= 0 {
-		return s, true
-	}
-	return 0, false
-}
-
-// MaxSlotBytes is the largest staging slot (a batch of every key, at its
-// aligned offsets) a loader stages: 64 TiB, far above any real batch, so
-// that the size arithmetic of the backends cannot overflow. gen.NewPlan
-// refuses a larger plan, so that no generated loader fails to start for it.
-const MaxSlotBytes = 1 << 46
-
-// SlotAlign is the alignment of each key's region inside a staging slot. It
-// matches the allocation granularity of CUDA device memory.
-const SlotAlign = 256
 
 // Clone returns a deep copy, so callers cannot change a loader's plan.
 func (p Plan) Clone() Plan {
@@ -244,17 +215,3 @@ func (p Plan) summary(backend string) string {
 	}
 	return fmt.Sprintf("%s, %d CUDA streams", batch, p.NumStreams)
 }
-
-// Layout places each key's batch region in a staging slot at an offset
-// aligned to SlotAlign, in plan order, and returns the slot size. Callers
-// have checked that the sizes fit in int64.
-func Layout(keys []Key) int64 {
-	var end int64
-	for i := range keys {
-		keys[i].Offset = end
-		end = alignUp(end+keys[i].BatchBytes, SlotAlign)
-	}
-	return end
-}
-
-func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }

@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/loadergen/loadergen/internal/sizes"
 	"github.com/loadergen/loadergen/runtime"
 )
 
@@ -351,7 +352,7 @@ func (p *parser) dataFile(path string, n *yaml.Node) (string, error) {
 
 // size checks that a full batch of key (with its lengths when it is
 // ragged), and of all keys so far, has a byte size that fits in an int64
-// (runtime.KeyBytes and AddBytes, which the generator lays the keys out
+// (runtime.KeyBytes and sizes.Add, which the generator lays the keys out
 // with).
 func (p *parser) size(kn *yaml.Node, path string, key Key) error {
 	desc := fmt.Sprintf("batch_size %d", p.ds.BatchSize)
@@ -367,10 +368,10 @@ func (p *parser) size(kn *yaml.Node, path string, key Key) error {
 		if _, lengths, ok = runtime.KeyBytes(runtime.LengthsDType, nil, p.ds.BatchSize); !ok {
 			return p.errorf(kn, path, "batch bytes of its lengths overflow int64 (batch_size %d x %d-byte %s)", p.ds.BatchSize, runtime.LengthsDType.Size(), runtime.LengthsDType)
 		}
-		bytes, ok = runtime.AddBytes(bytes, lengths)
+		bytes, ok = sizes.Add(bytes, lengths)
 	}
 	if ok {
-		p.total, ok = runtime.AddBytes(p.total, bytes)
+		p.total, ok = sizes.Add(p.total, bytes)
 	}
 	if !ok {
 		return p.errorf(kn, path, "total batch bytes of all keys overflow int64")

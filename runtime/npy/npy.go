@@ -48,6 +48,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/loadergen/loadergen/internal/sizes"
 	"github.com/loadergen/loadergen/runtime"
 )
 
@@ -390,10 +391,10 @@ func check(h header, spec Spec, lead string, dataOff int64) (sampleBytes, total 
 	return sampleBytes, total, nil
 }
 
-// mulSize is runtime.MulBytes bounded by math.MaxInt as well: a file's
+// mulSize is sizes.Mul bounded by math.MaxInt as well: a file's
 // sizes index slices, whose int is 32 bits on some hosts.
 func mulSize(a, b int64, ok bool) (int64, bool) {
-	p, ok := runtime.MulBytes(a, b, ok)
+	p, ok := sizes.Mul(a, b, ok)
 	return p, ok && p <= math.MaxInt
 }
 
