@@ -16,6 +16,8 @@ import (
 	"unsafe"
 
 	"gorgonia.org/cu"
+
+	"github.com/loadergen/loadergen/internal/devicename"
 )
 
 // cudaFallback logs, once per process, that loaders asking for CUDA run on
@@ -28,7 +30,7 @@ var cudaFallback sync.Once
 // (CUDAUsable), a CUDA device runs on the CPU backend with the reason
 // logged, or is an error when the caller requires the GPU.
 func newBackend(device string, localRank int, p Plan, slots int, require, graphs bool, log *slog.Logger, stats *counters, trace *tracer) (backend, error) {
-	ordinal, cuda, err := ParseDevice(device)
+	ordinal, cuda, err := devicename.Parse(device)
 	if err != nil || !cuda {
 		return cpuBackend{}, err
 	}

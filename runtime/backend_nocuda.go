@@ -6,6 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+
+	"github.com/loadergen/loadergen/internal/devicename"
 )
 
 // noCUDA logs, once per process, that a loader asked for CUDA in a build
@@ -21,7 +23,7 @@ var errNoCUDABuild = errors.New("this build has no CUDA backend (build with -tag
 // or option that asks for CUDA is logged once per process and run on the
 // CPU, or is an error when the caller requires the GPU.
 func newBackend(device string, _ int, _ Plan, _ int, require, _ bool, log *slog.Logger, _ *counters, _ *tracer) (backend, error) {
-	if _, cuda, _ := ParseDevice(device); cuda {
+	if _, cuda, _ := devicename.Parse(device); cuda {
 		if require {
 			return nil, errGPURequired(device, errNoCUDABuild)
 		}

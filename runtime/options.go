@@ -5,9 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
-	"strconv"
-	"strings"
 
+	"github.com/loadergen/loadergen/internal/devicename"
 	"github.com/loadergen/loadergen/internal/sizes"
 )
 
@@ -107,7 +106,7 @@ func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 		return s, fmt.Errorf("environment %s=%q: want 1 or 0", CUDAGraphsEnv, v)
 	}
 	if o.Device != "" {
-		if _, _, err := ParseDevice(o.Device); err != nil {
+		if _, _, err := devicename.Parse(o.Device); err != nil {
 			return s, fmt.Errorf("options: %w", err)
 		}
 		s.device = o.Device
@@ -136,25 +135,4 @@ func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 	}
 	s.envWarns = p.generationEnv(getenv)
 	return s, nil
-}
-
-// ParseDevice reads "cpu", "cuda" or "cuda:N" (N >= 0); cuda reports whether
-// d names a CUDA device and ordinal is N, or -1 for "cuda" without one (the
-// local rank's GPU). It is the one parser of device names: the schema, the
-// CLI's -device flag and Options.Device all go through it.
-func ParseDevice(d string) (ordinal int, cuda bool, err error) {
-	switch d {
-	case "cpu":
-		return 0, false, nil
-	case "cuda":
-		return -1, true, nil
-	}
-	if n, ok := strings.CutPrefix(d, "cuda:"); ok && n != "" && strings.Trim(n, "0123456789") == "" {
-		i, err := strconv.Atoi(n)
-		if err != nil {
-			return 0, false, fmt.Errorf("CUDA device ordinal %s is out of range", n)
-		}
-		return i, true, nil
-	}
-	return 0, false, fmt.Errorf("unknown device %q (want cpu, cuda or cuda:N with N >= 0)", d)
 }

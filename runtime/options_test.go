@@ -2,23 +2,6 @@ package runtime
 
 import "testing"
 
-func TestParseDevice(t *testing.T) {
-	for _, tt := range []struct {
-		in      string
-		ordinal int
-		cuda    bool
-		bad     bool
-	}{
-		{"cpu", 0, false, false}, {"cuda", -1, true, false}, {"cuda:3", 3, true, false},
-		{"cuda:-1", 0, false, true}, {"cuda:", 0, false, true}, {"gpu", 0, false, true}, {"", 0, false, true},
-	} {
-		ordinal, cuda, err := ParseDevice(tt.in)
-		if ordinal != tt.ordinal || cuda != tt.cuda || (err != nil) != tt.bad {
-			t.Errorf("ParseDevice(%q) = %d, %v, %v", tt.in, ordinal, cuda, err)
-		}
-	}
-}
-
 // TestPrefetchKeepsTheStagingLimit: Options.Prefetch cannot lift the
 // schema's max_staging_mb; the error gives the numbers.
 func TestPrefetchKeepsTheStagingLimit(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/internal/devicename"
 )
 
 // MaxStreams is the largest streams.max_streams a schema may set.
@@ -22,7 +22,7 @@ var Assignments = []string{"round_robin", "balanced"}
 // ParseDevice reads "cpu", "cuda" or "cuda:N" with the runtime's parser,
 // the one that Options.Device goes through too.
 func ParseDevice(s string) (Device, error) {
-	ordinal, cuda, err := runtime.ParseDevice(s)
+	ordinal, cuda, err := devicename.Parse(s)
 	return Device{CUDA: cuda, Ordinal: ordinal}, err
 }
 
