@@ -42,16 +42,6 @@ const (
 	Low
 )
 
-// ParsePriority reads "high", "normal" or "low".
-func ParsePriority(s string) (Priority, error) {
-	for _, p := range []Priority{High, Normal, Low} {
-		if p.String() == s {
-			return p, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown priority %q (want high, normal or low)", s)
-}
-
 // String returns "high", "normal" or "low".
 func (p Priority) String() string {
 	switch p {

@@ -418,11 +418,22 @@ func (p *parser) priorities(path string, n *yaml.Node) error {
 		if err != nil {
 			return err
 		}
-		pr, err := runtime.ParsePriority(s)
+		pr, err := parsePriority(s)
 		if err != nil {
 			return p.errorf(m.Content[i+1], vp, "%v", err)
 		}
 		p.ds.Keys[idx].Priority = pr
 	}
 	return nil
+}
+
+// parsePriority reads a stream priority as runtime.Priority spells it:
+// "high", "normal" or "low".
+func parsePriority(s string) (runtime.Priority, error) {
+	for _, p := range []runtime.Priority{runtime.High, runtime.Normal, runtime.Low} {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown priority %q (want high, normal or low)", s)
 }
