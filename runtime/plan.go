@@ -167,11 +167,11 @@ func (p Plan) generationEnv(getenv func(string) string) []string {
 
 // KeyBytes is the size arithmetic of a key of element type d whose sample
 // has shape [(C,) S...]: sample = prod(shape) * d.Size() (a scalar's empty
-// shape has prod 1) and batch = batchSize * sample, a plan's SampleBytes
-// and BatchBytes. ok is false when either overflows int64 or a dimension
-// or the batch size is negative. With batchSize 1 it is the byte size of a
-// Tensor's Data. It is the one home of the rule: the schema checks it at
-// each key's position, the generator lays keys out with it.
+// shape has prod 1) and batch = batchSize * sample, a Key's SampleBytes and
+// BatchBytes. ok is false when either overflows int64 or a dimension or the
+// batch size is negative. The sample of a Tensor's DType and Shape is the
+// length of its Data. It is the one home of the rule: the schema checks it
+// at each key's position, the generator lays keys out with it.
 func KeyBytes(d DType, shape []int, batchSize int) (sample, batch int64, ok bool) {
 	sample, ok = int64(d.Size()), true
 	for _, n := range shape {
