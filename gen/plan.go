@@ -92,7 +92,7 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 // its keys at aligned offsets) exceeds what a loader can stage.
 func tooLarge(ds *schema.Dataset, bytes int64) error {
 	return fmt.Errorf("%s: a batch of %d bytes is more than a loader stages at once (%d bytes, 64 TiB): shrink the batch or its keys",
-		ds.Where("batch_size"), bytes, int64(sizes.MaxSlotBytes))
+		ds.Where(schema.PathBatchSize), bytes, int64(sizes.MaxSlotBytes))
 }
 
 // layoutKey computes the sample shape and sizes of one key:
@@ -123,13 +123,13 @@ func lengthsKey(k runtime.Key, batchSize int) (key runtime.Key, ok bool) {
 // schema sets it and no override replaces it, else at the prefetch when the
 // schema sets it, else at the batch size.
 func stagingPos(ds *schema.Dataset, o Overrides) string {
-	if _, ok := ds.At["loader.max_staging_mb"]; ok && o.MaxStagingMB == nil {
-		return ds.Where("loader.max_staging_mb")
+	if _, ok := ds.At[schema.PathMaxStagingMB]; ok && o.MaxStagingMB == nil {
+		return ds.Where(schema.PathMaxStagingMB)
 	}
-	if _, ok := ds.At["loader.prefetch"]; ok {
-		return ds.Where("loader.prefetch")
+	if _, ok := ds.At[schema.PathPrefetch]; ok {
+		return ds.Where(schema.PathPrefetch)
 	}
-	return ds.Where("batch_size")
+	return ds.Where(schema.PathBatchSize)
 }
 
 // decide applies use_streams = cuda AND batch_size >= min AND batch_mib >= min.

@@ -51,6 +51,13 @@ func (ds *Dataset) Where(path string) string {
 	return ds.File
 }
 
+// Paths of the fields that the generator's messages point at (Where).
+const (
+	PathBatchSize    = "batch_size"
+	PathPrefetch     = "loader.prefetch"
+	PathMaxStagingMB = "loader.max_staging_mb"
+)
+
 // Device is where batches go: the CPU, or a CUDA device.
 type Device struct {
 	CUDA bool

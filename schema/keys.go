@@ -165,33 +165,17 @@ func (p *parser) key(path string, kn, vn *yaml.Node, role runtime.Role) error {
 		return err
 	}
 	kp := path + "." + key.Name
-	m, err := p.mapping(kp, vn)
+	r, err := p.mappingOf(kp, vn, keyFields)
 	if err != nil {
 		return err
 	}
-	f, err := p.fields(kp, m, keyFields)
-	if err != nil {
-		return err
+	readRequired(r, kp+".shape", (*parser).shape, &key.Shape)
+	readRequired(r, kp+".dtype", (*parser).dtype, &key.DType)
+	readOptional(r, kp+".file", (*parser).dataFile, &key.File)
+	if r.err != nil {
+		return r.err
 	}
-	shapeNode, err := p.required(kp, m, f, "shape")
-	if err != nil {
-		return err
-	}
-	if key.Shape, err = p.shape(kp+".shape", shapeNode); err != nil {
-		return err
-	}
-	dtypeNode, err := p.required(kp, m, f, "dtype")
-	if err != nil {
-		return err
-	}
-	if key.DType, err = p.dtype(kp+".dtype", dtypeNode); err != nil {
-		return err
-	}
-	if n, ok := f["file"]; ok {
-		if key.File, err = p.dataFile(kp+".file", n); err != nil {
-			return err
-		}
-	}
+	f := r.vals
 	if key.ClassAxis, err = p.classAxis(kp+".class_axis", f["class_axis"], role); err != nil {
 		return err
 	}

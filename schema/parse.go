@@ -164,11 +164,15 @@ func (p *parser) dataset(root *yaml.Node) error {
 		File:   p.file,
 		Loader: runtime.LoaderDefaults{Prefetch: defaultPrefetch},
 	}
+	r := &mappingReader{p: p, m: m, vals: vals}
+	readRequired(r, "package", checked((*parser).str, CheckPackage), &p.ds.Package)
+	readRequired(r, "name", checked((*parser).str, CheckName), &p.ds.Name)
+	readRequired(r, PathBatchSize, atLeast(1), &p.ds.BatchSize)
+	readOptional(r, "device", parsed(ParseDevice), &p.ds.Device)
+	if r.err != nil {
+		return r.err
+	}
 	steps := []func() error{
-		func() error { return p.packageName(m, vals) },
-		func() error { return p.name(m, vals) },
-		func() error { return p.batchSize(m, vals) },
-		func() error { return p.device(vals) },
 		func() error { return p.classes(vals) },
 		func() error { return p.allKeys(m, vals) },
 		func() error { return p.volumes(vals) },
@@ -203,64 +207,6 @@ func (p *parser) version(n *yaml.Node) error {
 	if !v.IsInt64() || v.Int64() != Version {
 		return p.errorf(n, "", "unsupported schema version %s (this loadergen reads version %d)", literal(v.String()), Version)
 	}
-	return nil
-}
-
-func (p *parser) packageName(m *yaml.Node, vals map[string]*yaml.Node) error {
-	n, err := p.required("", m, vals, "package")
-	if err != nil {
-		return err
-	}
-	s, err := p.str("package", n)
-	if err != nil {
-		return err
-	}
-	if err := CheckPackage(s); err != nil {
-		return p.errorf(n, "package", "%v", err)
-	}
-	p.ds.Package = s
-	return nil
-}
-
-func (p *parser) name(m *yaml.Node, vals map[string]*yaml.Node) error {
-	n, err := p.required("", m, vals, "name")
-	if err != nil {
-		return err
-	}
-	s, err := p.str("name", n)
-	if err != nil {
-		return err
-	}
-	if err := CheckName(s); err != nil {
-		return p.errorf(n, "name", "%v", err)
-	}
-	p.ds.Name = s
-	return nil
-}
-
-func (p *parser) batchSize(m *yaml.Node, vals map[string]*yaml.Node) error {
-	n, err := p.required("", m, vals, "batch_size")
-	if err != nil {
-		return err
-	}
-	p.ds.BatchSize, err = p.count("batch_size", n, 1)
-	return err
-}
-
-func (p *parser) device(vals map[string]*yaml.Node) error {
-	n, ok := vals["device"]
-	if !ok {
-		return nil
-	}
-	s, err := p.str("device", n)
-	if err != nil {
-		return err
-	}
-	d, err := ParseDevice(s)
-	if err != nil {
-		return p.errorf(n, "device", "%v", err)
-	}
-	p.ds.Device = d
 	return nil
 }
 
@@ -302,47 +248,27 @@ func (p *parser) loader(vals map[string]*yaml.Node) error {
 	if !ok {
 		return nil
 	}
-	m, err := p.mapping("loader", n)
+	r, err := p.mappingOf("loader", n, loaderFields)
 	if err != nil {
 		return err
 	}
-	f, err := p.fields("loader", m, loaderFields)
-	if err != nil {
-		return err
-	}
+	f := r.vals
 	l := &p.ds.Loader
-	if n, ok := f["prefetch"]; ok {
-		if l.Prefetch, err = p.count("loader.prefetch", n, 1); err != nil {
-			return err
-		}
-	}
-	if n, ok := f["workers"]; ok {
-		if l.Workers, err = p.count("loader.workers", n, 0); err != nil {
-			return err
-		}
-	}
-	if n, ok := f["shuffle"]; ok {
-		if l.Shuffle, err = p.boolean("loader.shuffle", n); err != nil {
-			return err
-		}
-	}
-	if n, ok := f["seed"]; ok {
-		if l.Seed, err = p.uint64Value("loader.seed", n); err != nil {
-			return err
-		}
-	}
-	if n, ok := f["drop_last"]; ok {
-		if l.DropLast, err = p.boolean("loader.drop_last", n); err != nil {
-			return err
-		}
+	readOptional(r, PathPrefetch, atLeast(1), &l.Prefetch)
+	readOptional(r, "loader.workers", atLeast(0), &l.Workers)
+	readOptional(r, "loader.shuffle", (*parser).boolean, &l.Shuffle)
+	readOptional(r, "loader.seed", (*parser).uint64Value, &l.Seed)
+	readOptional(r, "loader.drop_last", (*parser).boolean, &l.DropLast)
+	if r.err != nil {
+		return r.err
 	}
 	if n, ok := f["max_staging_mb"]; ok {
-		v, err := p.number("loader.max_staging_mb", n)
+		v, err := p.number(PathMaxStagingMB, n)
 		if err != nil {
 			return err
 		}
 		if err := CheckMaxStagingMB(v); err != nil {
-			return p.errorf(n, "loader.max_staging_mb", "%v", err)
+			return p.errorf(n, PathMaxStagingMB, "%v", err)
 		}
 		p.ds.MaxStagingMB = &v
 	}
@@ -357,14 +283,11 @@ func (p *parser) streams(vals map[string]*yaml.Node) error {
 	if !ok {
 		return nil
 	}
-	m, err := p.mapping("streams", n)
+	r, err := p.mappingOf("streams", n, streamFields)
 	if err != nil {
 		return err
 	}
-	f, err := p.fields("streams", m, streamFields)
-	if err != nil {
-		return err
-	}
+	f := r.vals
 	s := &p.ds.Streams
 	if n, ok := f["min_batch_size"]; ok {
 		v, err := p.anyInt("streams.min_batch_size", n)

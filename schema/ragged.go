@@ -65,16 +65,12 @@ func (p *parser) raggedKey(kp string, f map[string]*yaml.Node, key *Key) error {
 // The keys are known: loader is read after them.
 func (p *parser) bucket(n *yaml.Node) error {
 	const path = "loader.bucket"
-	m, err := p.mapping(path, n)
-	if err != nil {
-		return err
-	}
-	f, err := p.fields(path, m, bucketFields)
+	r, err := p.mappingOf(path, n, bucketFields)
 	if err != nil {
 		return err
 	}
 	b := runtime.Bucket{Window: defaultBucketWindow}
-	kn, err := p.required(path, m, f, "key")
+	kn, err := p.required(path, r.m, r.vals, "key")
 	if err != nil {
 		return err
 	}
@@ -88,10 +84,9 @@ func (p *parser) bucket(n *yaml.Node) error {
 	if !p.ds.Keys[i].Ragged {
 		return p.errorf(kn, path+".key", "key %s is not ragged; bucketing groups samples by a ragged key's lengths", quote(b.Key))
 	}
-	if wn, ok := f["window"]; ok {
-		if b.Window, err = p.count(path+".window", wn, 1); err != nil {
-			return err
-		}
+	readOptional(r, path+".window", atLeast(1), &b.Window)
+	if r.err != nil {
+		return r.err
 	}
 	p.ds.Loader.Bucket = b
 	return nil

@@ -149,6 +149,99 @@ func (p *parser) required(path string, m *yaml.Node, vals map[string]*yaml.Node,
 	return n, nil
 }
 
+// A valueReader reads the value n of the field at path: one of parser's
+// readers, such as (*parser).boolean, or one that atLeast, checked or
+// parsed build.
+type valueReader[T any] func(p *parser, path string, n *yaml.Node) (T, error)
+
+// atLeast reads an int that must be at least lo.
+func atLeast(lo int) valueReader[int] {
+	return func(p *parser, path string, n *yaml.Node) (int, error) { return p.count(path, n, lo) }
+}
+
+// checked reads with read, then applies rule, whose error points at n.
+func checked[T any](read valueReader[T], rule func(T) error) valueReader[T] {
+	return func(p *parser, path string, n *yaml.Node) (T, error) {
+		v, err := read(p, path, n)
+		if err == nil {
+			if err = rule(v); err != nil {
+				err = p.errorf(n, path, "%v", err)
+			}
+		}
+		return v, err
+	}
+}
+
+// parsed reads a string and parses it with parse, whose error points at n.
+func parsed[T any](parse func(string) (T, error)) valueReader[T] {
+	return func(p *parser, path string, n *yaml.Node) (T, error) {
+		s, err := p.str(path, n)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		v, err := parse(s)
+		if err != nil {
+			err = p.errorf(n, path, "%v", err)
+		}
+		return v, err
+	}
+}
+
+// mappingReader reads the fields of one mapping in turn and keeps the
+// first error: once it has one, the reads after it do nothing.
+type mappingReader struct {
+	p    *parser
+	m    *yaml.Node            // the mapping
+	vals map[string]*yaml.Node // its fields' values, by name (parser.fields)
+	err  error
+}
+
+// mappingOf returns a reader of the mapping n holds, whose fields must be
+// among known (parser.fields).
+func (p *parser) mappingOf(path string, n *yaml.Node, known []string) (*mappingReader, error) {
+	m, err := p.mapping(path, n)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := p.fields(path, m, known)
+	if err != nil {
+		return nil, err
+	}
+	return &mappingReader{p: p, m: m, vals: vals}, nil
+}
+
+// readOptional reads the field at path into *dst when the mapping has it.
+// path is the mapping's path, a dot and the field's name ("loader.seed"),
+// or the name alone at the top level.
+func readOptional[T any](r *mappingReader, path string, read valueReader[T], dst *T) {
+	n, ok := r.vals[fieldName(path)]
+	if r.err != nil || !ok {
+		return
+	}
+	v, err := read(r.p, path, n)
+	if err != nil {
+		r.err = err
+		return
+	}
+	*dst = v
+}
+
+// readRequired is readOptional for a field the mapping must have.
+func readRequired[T any](r *mappingReader, path string, read valueReader[T], dst *T) {
+	if r.err == nil {
+		_, r.err = r.p.required(section(path), r.m, r.vals, fieldName(path))
+	}
+	readOptional(r, path, read, dst)
+}
+
+// fieldName is the last element of a field path: "seed" of "loader.seed".
+func fieldName(path string) string { return path[strings.LastIndexByte(path, '.')+1:] }
+
+// section is the path of the mapping that holds the field at path:
+// "loader" of "loader.seed", "" of a top-level field.
+func section(path string) string { return path[:max(strings.LastIndexByte(path, '.'), 0)] }
+
 // str returns the string scalar n holds.
 func (p *parser) str(path string, n *yaml.Node) (string, error) {
 	v := deref(n)

@@ -170,27 +170,17 @@ func sourceKind(k Key) string {
 
 // crops reads the crops section for keys of the given spatial rank.
 func (p *parser) crops(n *yaml.Node, rank int) error {
-	m, err := p.mapping("crops", n)
-	if err != nil {
-		return err
-	}
-	f, err := p.fields("crops", m, cropFields)
+	r, err := p.mappingOf("crops", n, cropFields)
 	if err != nil {
 		return err
 	}
 	c := &Crops{}
-	pn, err := p.required("crops", m, f, "per_epoch")
-	if err != nil {
-		return err
+	readRequired(r, "crops.per_epoch", atLeast(1), &c.PerEpoch)
+	readOptional(r, "crops.pad", (*parser).boolean, &c.Pad)
+	if r.err != nil {
+		return r.err
 	}
-	if c.PerEpoch, err = p.count("crops.per_epoch", pn, 1); err != nil {
-		return err
-	}
-	if n, ok := f["pad"]; ok {
-		if c.Pad, err = p.boolean("crops.pad", n); err != nil {
-			return err
-		}
-	}
+	f := r.vals
 	if n, ok := f["foreground"]; ok {
 		if c.Foreground, err = p.foreground(n); err != nil {
 			return err
@@ -208,16 +198,12 @@ func (p *parser) crops(n *yaml.Node, rank int) error {
 // foreground reads crops.foreground: a target key and a fraction.
 func (p *parser) foreground(n *yaml.Node) (*Foreground, error) {
 	const path = "crops.foreground"
-	m, err := p.mapping(path, n)
-	if err != nil {
-		return nil, err
-	}
-	f, err := p.fields(path, m, foregroundFields)
+	r, err := p.mappingOf(path, n, foregroundFields)
 	if err != nil {
 		return nil, err
 	}
 	fg := &Foreground{}
-	kn, err := p.required(path, m, f, "key")
+	kn, err := p.required(path, r.m, r.vals, "key")
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +217,7 @@ func (p *parser) foreground(n *yaml.Node) (*Foreground, error) {
 	if p.ds.Keys[i].Role != runtime.Target {
 		return nil, p.errorf(kn, path+".key", "key %s is an input; crops are centred on a target's labelled voxels", quote(fg.Key))
 	}
-	fn, err := p.required(path, m, f, "fraction")
+	fn, err := p.required(path, r.m, r.vals, "fraction")
 	if err != nil {
 		return nil, err
 	}
@@ -247,14 +233,11 @@ func (p *parser) foreground(n *yaml.Node) (*Foreground, error) {
 // augment reads crops.augment into c.
 func (p *parser) augment(n *yaml.Node, rank int, c *Crops) error {
 	const path = "crops.augment"
-	m, err := p.mapping(path, n)
+	r, err := p.mappingOf(path, n, augmentFields)
 	if err != nil {
 		return err
 	}
-	f, err := p.fields(path, m, augmentFields)
-	if err != nil {
-		return err
-	}
+	f := r.vals
 	axes := runtime.SpatialAxes(rank)
 	if n, ok := f["mirror"]; ok {
 		mm, err := p.mapping(path+".mirror", n)
