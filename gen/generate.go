@@ -37,7 +37,7 @@ func Generate(p *Plan, source string) ([]byte, error) {
 	f.ImportName(volumePath, "volume")
 	f.HeaderComment(Header)
 	f.HeaderComment("source: " + commentSafe(source))
-	f.HeaderComment(strings.TrimPrefix(settingsPrefix, "// ") + p.Thresholds.String())
+	f.HeaderComment(strings.TrimPrefix(settingsPrefix, "// ") + p.headerSettings())
 	for _, emit := range []func(*jen.File){
 		g.versionGuard,
 		g.constants,

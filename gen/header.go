@@ -39,7 +39,7 @@ func commentSafe(s string) string {
 const settingsPrefix = "// thresholds: "
 
 // HeaderSettings returns the settings recorded in the header of a
-// generated file (what Thresholds.String wrote), or "" when src has none.
+// generated file (what Plan.headerSettings wrote), or "" when src has none.
 func HeaderSettings(src []byte) string {
 	for _, line := range strings.SplitN(string(src), "\n", 8) {
 		if s, ok := strings.CutPrefix(line, settingsPrefix); ok {

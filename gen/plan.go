@@ -15,26 +15,30 @@ import (
 
 // Plan is a schema with everything decided at generation time.
 type Plan struct {
-	Dataset    *schema.Dataset
-	Thresholds Thresholds
-	Runtime    runtime.Plan // what the generated loader embeds
+	// Dataset is the schema with the overrides applied: its settings
+	// (schema.Settings) are those the plan was made with.
+	Dataset *schema.Dataset
+	// From says where each setting came from, by name: "flag
+	// -max-streams", "environment MAX_CONCURRENT_CUDA_STREAMS", "schema
+	// d.yaml:20:16" or "default".
+	From    map[string]string
+	Runtime runtime.Plan // what the generated loader embeds
 }
 
 // NewPlan computes sizes, the stream decision and the key-to-stream map for
-// ds, with o layered over the schema's settings. It checks o with the
-// schema's rules, its errors naming the flag or variable. ds comes from
-// schema.Parse, which rejects key sizes that overflow; a hand-built one
-// with such sizes gets an error saying so.
+// ds, with o layered over the schema's settings. It checks every setting
+// with the schema's rules, its errors naming the flag or variable. ds
+// comes from schema.Parse, which rejects bad settings and key sizes that
+// overflow; a hand-built one with either gets an error saying so.
 func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
-	if err := o.Check(); err != nil {
+	ds, from, err := applyOverrides(ds, o)
+	if err != nil {
 		return nil, err
 	}
-	t := resolve(ds, o)
-	device := t.Device
 	rp := runtime.Plan{
 		Name:      ds.Name,
 		BatchSize: ds.BatchSize,
-		Device:    device.String(),
+		Device:    ds.Device.String(),
 		Loader:    ds.Loader,
 	}
 	var data []runtime.Key // the schema's keys; rp.Keys adds their lengths
@@ -58,19 +62,20 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 		return nil, tooLarge(ds, rp.BatchBytes)
 	}
 	rp.BatchMiB = float64(rp.BatchBytes) / (1 << 20)
-	rp.Loader.MaxStagingMB = t.MaxStagingMB
-	if err := sizes.CheckStaging(ds.Loader.Prefetch, rp.BatchMiB, rp.Loader.MaxStagingMB); err != nil {
-		return nil, fmt.Errorf("%s: %w (raise loader.max_staging_mb or -max-staging-mb, or shrink the batch)", stagingPos(ds, o), err)
+	if err := sizes.CheckStaging(ds.Loader.Prefetch, rp.BatchMiB, ds.Loader.MaxStagingMB); err != nil {
+		return nil, fmt.Errorf("%s: %w (raise %s or -%s, or shrink the batch)",
+			stagingPos(ds, o), err, schema.PathMaxStagingMB, schema.FlagName(schema.PathMaxStagingMB))
 	}
-	rp.UseStreams, rp.Reason = decide(device, ds.BatchSize, rp.BatchMiB, t)
-	if t.Device.CUDA {
-		rp.Streams = runtime.StreamSettings{MinBatchSize: t.MinBatchSize, MinBatchMemoryMB: t.MinBatchMemoryMB, MaxStreams: t.MaxStreams}
+	st := ds.Streams
+	rp.UseStreams, rp.Reason = decide(ds.Device, ds.BatchSize, rp.BatchMiB, st)
+	if ds.Device.CUDA {
+		rp.Streams = runtime.StreamSettings{MinBatchSize: st.MinBatchSize, MinBatchMemoryMB: st.MinBatchMemoryMB, MaxStreams: st.MaxStreams}
 	}
 	rp.NumStreams = 1
 	if rp.UseStreams {
-		rp.NumStreams = min(t.MaxStreams, len(data))
+		rp.NumStreams = min(st.MaxStreams, len(data))
 	}
-	assign(data, rp.NumStreams, t.Assign)
+	assign(data, rp.NumStreams, st.Assign)
 	for _, key := range data {
 		rp.Keys = append(rp.Keys, key)
 		if key.Ragged {
@@ -85,7 +90,7 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 	if rp.SlotBytes = slot.Bytes(); rp.SlotBytes > sizes.MaxSlotBytes {
 		return nil, tooLarge(ds, rp.SlotBytes)
 	}
-	return &Plan{Dataset: ds, Thresholds: t, Runtime: rp}, nil
+	return &Plan{Dataset: ds, From: from, Runtime: rp}, nil
 }
 
 // tooLarge is the error of a plan whose staging slot of bytes (the batch,
@@ -123,7 +128,8 @@ func lengthsKey(k runtime.Key, batchSize int) (key runtime.Key, ok bool) {
 // schema sets it and no override replaces it, else at the prefetch when the
 // schema sets it, else at the batch size.
 func stagingPos(ds *schema.Dataset, o Overrides) string {
-	if _, ok := ds.At[schema.PathMaxStagingMB]; ok && o.MaxStagingMB == nil {
+	_, overridden := o.set[schema.PathMaxStagingMB]
+	if _, ok := ds.At[schema.PathMaxStagingMB]; ok && !overridden {
 		return ds.Where(schema.PathMaxStagingMB)
 	}
 	if _, ok := ds.At[schema.PathPrefetch]; ok {
@@ -133,24 +139,24 @@ func stagingPos(ds *schema.Dataset, o Overrides) string {
 }
 
 // decide applies use_streams = cuda AND batch_size >= min AND batch_mib >= min.
-func decide(d schema.Device, batch int, mib float64, t Thresholds) (bool, string) {
-	mem := strconv.FormatFloat(t.MinBatchMemoryMB, 'f', -1, 64)
+func decide(d schema.Device, batch int, mib float64, s schema.Streams) (bool, string) {
+	mem := strconv.FormatFloat(s.MinBatchMemoryMB, 'f', -1, 64)
 	switch {
 	case !d.CUDA:
 		return false, "device is cpu"
-	case batch < t.MinBatchSize:
-		return false, fmt.Sprintf("batch size %d < %d", batch, t.MinBatchSize)
-	case mib < t.MinBatchMemoryMB:
+	case batch < s.MinBatchSize:
+		return false, fmt.Sprintf("batch size %d < %d", batch, s.MinBatchSize)
+	case mib < s.MinBatchMemoryMB:
 		return false, fmt.Sprintf("batch memory %.1f MiB < %s MiB", mib, mem)
 	}
-	return true, fmt.Sprintf("batch size %d >= %d and batch memory %.1f MiB >= %s MiB", batch, t.MinBatchSize, mib, mem)
+	return true, fmt.Sprintf("batch size %d >= %d and batch memory %.1f MiB >= %s MiB", batch, s.MinBatchSize, mib, mem)
 }
 
 // assign fixes each key's stream. round_robin: the i-th key goes to
 // i % n. balanced: keys by batch bytes descending (ties: file order) each go
 // to the stream with the fewest bytes so far (ties: lowest index).
-func assign(keys []runtime.Key, n int, strategy string) {
-	if strategy != "balanced" {
+func assign(keys []runtime.Key, n int, strategy schema.Assign) {
+	if strategy == schema.RoundRobin {
 		for i := range keys {
 			keys[i].Stream = i % n
 		}

@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,7 +24,29 @@ func planOf(t *testing.T, keys, extra string, o Overrides) (*Plan, error) {
 	return NewPlan(ds, o)
 }
 
-func ptr[T any](v T) *T { return &v }
+// setting returns the row of schema.Settings named name.
+func setting(t *testing.T, name string) schema.Setting {
+	t.Helper()
+	i := slices.IndexFunc(schema.Settings, func(s schema.Setting) bool { return s.Name() == name })
+	if i < 0 {
+		t.Fatalf("no setting %q", name)
+	}
+	return schema.Settings[i]
+}
+
+// flags returns the overrides of name=value pairs, as flags give them.
+func flags(t *testing.T, pairs ...string) Overrides {
+	t.Helper()
+	var o Overrides
+	for _, pair := range pairs {
+		name, value, _ := strings.Cut(pair, "=")
+		s := setting(t, name)
+		if err := o.Set(s, value, "flag -"+s.Flag()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return o
+}
 
 // TestDecision: use_streams = cuda AND batch_size >= min AND batch_mib >= min,
 // and num_streams = min(max_streams, keys) when on.
@@ -39,10 +62,10 @@ func TestDecision(t *testing.T) {
 	}{
 		{"cpu", "", Overrides{}, false, 1, "device is cpu"},
 		{"small memory", "device: cuda\n", Overrides{}, false, 1, "batch memory 64.0 MiB < 100 MiB"},
-		{"small batch", "device: cuda\n", Overrides{MinBatchSize: ptr(32), MinBatchMemoryMB: ptr(1.0)}, false, 1, "batch size 16 < 32"},
-		{"on", "device: cuda\n", Overrides{MinBatchMemoryMB: ptr(64.0)}, true, 3, "batch size 16 >= 8 and batch memory 64.0 MiB >= 64 MiB"},
+		{"small batch", "device: cuda\n", flags(t, "min_batch_size=32", "min_batch_memory_mb=1"), false, 1, "batch size 16 < 32"},
+		{"on", "device: cuda\n", flags(t, "min_batch_memory_mb=64"), true, 3, "batch size 16 >= 8 and batch memory 64.0 MiB >= 64 MiB"},
 		{"on, capped", "device: cuda:1\nstreams: {min_batch_memory_mb: 0, max_streams: 2}\n", Overrides{}, true, 2, "batch size 16 >= 8 and batch memory 64.0 MiB >= 0 MiB"},
-		{"boundary", "device: cuda\n", Overrides{MinBatchSize: ptr(16), MinBatchMemoryMB: ptr(64.01)}, true, 3, "batch size 16 >= 16 and batch memory 64.0 MiB >= 64.01 MiB"},
+		{"boundary", "device: cuda\n", flags(t, "min_batch_size=16", "min_batch_memory_mb=64.01"), true, 3, "batch size 16 >= 16 and batch memory 64.0 MiB >= 64.01 MiB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,11 +164,11 @@ func TestPlanErrorsArePositioned(t *testing.T) {
 		want  string
 	}{
 		{"loader: {prefetch: 3, max_staging_mb: 1}\n", Overrides{}, "p.yaml:5:39: staging needs 4 slots (prefetch 3 + 1) x 64.0 MiB"},
-		{"loader: {prefetch: 3}\n", Overrides{MaxStagingMB: ptr(1.0)}, "p.yaml:5:20: staging needs 4 slots"},
-		{"", Overrides{MaxStagingMB: ptr(1.0), From: map[string]string{"max-staging-mb": "flag -max-staging-mb"}}, "p.yaml:4:13: staging needs 3 slots"},
+		{"loader: {prefetch: 3}\n", flags(t, "max_staging_mb=1"), "p.yaml:5:20: staging needs 4 slots"},
+		{"", flags(t, "max_staging_mb=1"), "p.yaml:4:13: staging needs 3 slots"},
 		// The override replaces the schema's limit: not there, at the batch size.
-		{"loader: {max_staging_mb: 100000}\n", Overrides{MaxStagingMB: ptr(1.0)}, "p.yaml:4:13: staging needs 3 slots"},
-		{"", Overrides{MaxStreams: ptr(0), From: map[string]string{"max-streams": "flag -max-streams"}}, "flag -max-streams: max_streams must be between 1 and 64, got 0"},
+		{"loader: {max_staging_mb: 100000}\n", flags(t, "max_staging_mb=1"), "p.yaml:4:13: staging needs 3 slots"},
+		{"", flags(t, "max_streams=0"), "flag -max-streams: max_streams must be between 1 and 64, got 0"},
 	} {
 		_, err := planOf(t, "  a: {shape: [1024, 1024], dtype: float32}\n  b: {shape: [1024], dtype: uint8}\n  c: {shape: [], dtype: int64}\n", tt.extra, tt.o)
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
@@ -156,17 +179,13 @@ func TestPlanErrorsArePositioned(t *testing.T) {
 
 // TestSettingsOrigins: each setting says where it came from.
 func TestSettingsOrigins(t *testing.T) {
-	var o Overrides
-	if err := o.Set("max-streams", "3", "flag -max-streams"); err != nil {
-		t.Fatal(err)
-	}
 	env, err := EnvOverrides(func(k string) string {
-		return map[string]string{EnvMinBatchSize: "4", EnvMaxStreams: "2"}[k]
+		return map[string]string{runtime.EnvMinBatchSize: "4", runtime.EnvMaxStreams: "2"}[k]
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := planOf(t, "  a: {shape: [4], dtype: uint8}\n", "device: cuda\nstreams: {assign: balanced}\n", o.Over(env))
+	p, err := planOf(t, "  a: {shape: [4], dtype: uint8}\n", "device: cuda\nstreams: {assign: balanced}\n", flags(t, "max_streams=3").Over(env))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,34 +197,46 @@ func TestSettingsOrigins(t *testing.T) {
 		"assign=balanced (schema p.yaml:6:19)",
 		"max_staging_mb=16384 (default)",
 	}
-	if diff := cmp.Diff(want, p.Thresholds.Describe()); diff != "" {
+	var got []string
+	for _, s := range p.settings() {
+		got = append(got, fmt.Sprintf("%s=%s (%s)", s.Name, s.Value, s.From))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settings (-want +got):\n%s", diff)
 	}
-	stale := p.Thresholds.StaleSettings("device=cuda min_batch_size=4 min_batch_memory_mb=100 max_streams=4 assign=balanced max_staging_mb=16384")
+	stale := p.StaleSettings("device=cuda min_batch_size=4 min_batch_memory_mb=100 max_streams=4 assign=balanced max_staging_mb=16384")
 	if len(stale) != 1 || !strings.HasPrefix(stale[0], "max_streams: the file was generated with 4, this run gives 3 (flag -max-streams)") {
 		t.Errorf("stale settings %q", stale)
 	}
 }
 
 // TestOverridesCheck: NewPlan applies the schema's rule of every overridden
-// setting, and the error names where the value came from and the setting.
+// setting, and the error names where the value came from and the setting;
+// Set refuses text that is not a value of the setting's type.
 func TestOverridesCheck(t *testing.T) {
 	for _, tt := range []struct {
-		setting, value, want string
+		flag, want string
 	}{
-		{"min-batch-size", "0", "flag -min-batch-size: min_batch_size must be >= 1, got 0"},
-		{"min-batch-memory-mb", "-1", "flag -min-batch-memory-mb: min_batch_memory_mb must be >= 0, got -1"},
-		{"max-streams", "65", "flag -max-streams: max_streams must be between 1 and 64, got 65"},
-		{"assign", "random", `flag -assign: assign must be round_robin or balanced, got "random"`},
-		{"max-staging-mb", "0", "flag -max-staging-mb: max_staging_mb must be > 0, got 0"},
+		{"min_batch_size=0", "flag -min-batch-size: min_batch_size must be >= 1, got 0"},
+		{"min_batch_memory_mb=-1", "flag -min-batch-memory-mb: min_batch_memory_mb must be >= 0, got -1"},
+		{"max_streams=65", "flag -max-streams: max_streams must be between 1 and 64, got 65"},
+		{"max_staging_mb=0", "flag -max-staging-mb: max_staging_mb must be > 0, got 0"},
+	} {
+		_, err := planOf(t, "  a: {shape: [4], dtype: uint8}\n", "", flags(t, tt.flag))
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("%s: %v, want %s", tt.flag, err, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		setting, text, want string
+	}{
+		{"assign", "balancd", `must be round_robin or balanced, got "balancd"`},
+		{"device", "gpu", `unknown device "gpu" (want cpu, cuda or cuda:N with N >= 0)`},
+		{"max_streams", "many", "not an integer"},
 	} {
 		var o Overrides
-		if err := o.Set(tt.setting, tt.value, "flag -"+tt.setting); err != nil {
-			t.Fatal(err)
-		}
-		_, err := planOf(t, "  a: {shape: [4], dtype: uint8}\n", "", o)
-		if err == nil || err.Error() != tt.want {
-			t.Errorf("-%s %s: %v, want %s", tt.setting, tt.value, err, tt.want)
+		if err := o.Set(setting(t, tt.setting), tt.text, "flag"); err == nil || err.Error() != tt.want {
+			t.Errorf("Set %s %q: %v, want %s", tt.setting, tt.text, err, tt.want)
 		}
 	}
 }
@@ -214,14 +245,55 @@ func TestOverridesCheck(t *testing.T) {
 // schema.Parse, with a key too large for int64 bytes, gets an error rather
 // than a plan or a panic.
 func TestPlanOfHandBuiltDataset(t *testing.T) {
-	ds := &schema.Dataset{
-		File: "p.yaml", Package: "p", Name: "P", BatchSize: 1 << 40,
-		Keys: []schema.Key{{Name: "a", GoName: "A", Shape: []int{1 << 30}, DType: runtime.Float64}},
-	}
-	_, err := NewPlan(ds, Overrides{})
+	ds := schema.Defaults()
+	ds.File, ds.Package, ds.Name, ds.BatchSize = "p.yaml", "p", "P", 1<<40
+	ds.Keys = []schema.Key{{Name: "a", GoName: "A", Shape: []int{1 << 30}, DType: runtime.Float64}}
+	_, err := NewPlan(&ds, Overrides{})
 	const want = `key "a": batch bytes overflow int64, which schema.Parse rejects: the dataset did not come through it`
 	if err == nil || err.Error() != want {
 		t.Errorf("NewPlan: %v, want %s", err, want)
+	}
+}
+
+// TestHandBuiltSettings: NewPlan checks the settings of a Dataset built in
+// code, which did not come through schema.Parse's checks, and says where
+// each came from; an override replaces a bad value.
+func TestHandBuiltSettings(t *testing.T) {
+	base := schema.Defaults()
+	base.File, base.Package, base.Name, base.BatchSize = "p.yaml", "p", "P", 4
+	base.Keys = []schema.Key{{Name: "a", GoName: "A", Shape: []int{4}, DType: runtime.Uint8}}
+	for _, tt := range []struct {
+		name   string
+		change func(*schema.Dataset)
+		o      Overrides
+		want   string
+	}{
+		{"assign", func(ds *schema.Dataset) { ds.Streams.Assign = schema.Assign(2) }, Overrides{}, `p.yaml: streams.assign: must be round_robin or balanced, got "Assign(2)"`},
+		{"zero", func(ds *schema.Dataset) { ds.Streams = schema.Streams{} }, Overrides{}, "p.yaml: streams.min_batch_size: must be >= 1, got 0"},
+		{"overridden", func(ds *schema.Dataset) { ds.Streams.Assign = schema.Assign(2) }, flags(t, "assign=balanced"), ""},
+	} {
+		ds := base
+		tt.change(&ds)
+		p, err := NewPlan(&ds, tt.o)
+		switch {
+		case tt.want != "":
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("%s: %v, want %s", tt.name, err, tt.want)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case p.Dataset.Streams.Assign != schema.Balanced || p.From["assign"] != "flag -assign":
+			t.Errorf("%s: assign %v from %q", tt.name, p.Dataset.Streams.Assign, p.From["assign"])
+		}
+	}
+	ds := base
+	ds.Streams.MaxStreams = 2
+	p, err := NewPlan(&ds, Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.From["max_streams"] != "schema p.yaml" || p.From["min_batch_size"] != "default" {
+		t.Errorf("origins %v: want the dataset's max_streams, the default min_batch_size", p.From)
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 func (p *Plan) WriteTable(w io.Writer) error {
 	rp := p.Runtime
 	fmt.Fprintf(w, "%s: batch %d on %s\n\nsettings:\n", rp.Name, rp.BatchSize, rp.Device)
-	for _, line := range p.Thresholds.Describe() {
-		fmt.Fprintf(w, "  %s\n", line)
+	for _, s := range p.settings() {
+		fmt.Fprintf(w, "  %s=%s (%s)\n", s.Name, s.Value, s.From)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -48,7 +48,7 @@ type planJSON struct {
 	Keys      []keyJSON              `json:"keys"` // the plan's keys, each with its offset
 	SlotBytes int64                  `json:"slot_bytes"`
 	Loader    runtime.LoaderDefaults `json:"loader"`
-	Settings  []settingJSON          `json:"settings"`
+	Settings  []planSetting          `json:"settings"`
 }
 
 type keyJSON struct {
@@ -56,23 +56,13 @@ type keyJSON struct {
 	Offset int64 `json:"offset"` // start of the key's region in a staging slot
 }
 
-type settingJSON struct {
-	Name  string `json:"name"`  // as the header writes it: "max_streams"
-	Value string `json:"value"` // as the header writes it: "4"
-	From  string `json:"from"`  // "default", "schema FILE:LINE:COL", "environment VAR" or "flag -NAME"
-}
-
 // WriteJSON prints the plan with the field names of the plan -json contract
 // and the additions of planJSON, on one line, its text as written (no HTML
 // escaping of "<" in reasons).
 func (p *Plan) WriteJSON(w io.Writer) error {
-	out := planJSON{Plan: p.Runtime, SlotBytes: p.Runtime.SlotBytes, Loader: p.Runtime.Loader}
+	out := planJSON{Plan: p.Runtime, SlotBytes: p.Runtime.SlotBytes, Loader: p.Runtime.Loader, Settings: p.settings()}
 	for _, k := range p.Runtime.Keys {
 		out.Keys = append(out.Keys, keyJSON{Key: k, Offset: k.Offset})
-	}
-	for i, v := range p.Thresholds.values() {
-		s := Settings[i]
-		out.Settings = append(out.Settings, settingJSON{Name: s.Header(), Value: v, From: p.Thresholds.From[s.Name]})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

@@ -24,13 +24,24 @@ type Dataset struct {
 	Crops     *Crops   // how samples are cut from volumes; nil unless the keys read zarr arrays
 	Loader    runtime.LoaderDefaults
 	Streams   Streams
-	// MaxStagingMB bounds the staging memory, (prefetch+1) x batch bytes,
-	// in MiB; nil leaves it to flags or the default (16 GiB).
-	MaxStagingMB *float64
 	// At is where each field is written, by its path: "batch_size",
 	// "streams.max_streams", "inputs.raw.shape", ... -> line and column of
 	// its value. Fields the schema leaves out are absent.
 	At map[string]Pos
+}
+
+// Defaults returns the Dataset of a schema that writes no optional
+// setting: what Parse fills in, and what a Dataset built in code starts
+// from, as the generator checks each setting (Settings) with its rule.
+func Defaults() Dataset {
+	return Dataset{
+		Device: Device{}, // cpu
+		Loader: runtime.LoaderDefaults{
+			Prefetch:     2,
+			MaxStagingMB: 16 << 10, // 16 GiB
+		},
+		Streams: Streams{MinBatchSize: 8, MinBatchMemoryMB: 100, MaxStreams: 4, Assign: RoundRobin},
+	}
 }
 
 // SampleShape is the shape of one sample of key k: [C, S...] when the key
@@ -97,14 +108,13 @@ type Key struct {
 	Pos       Pos              // where the key is declared
 }
 
-// Streams holds the stream-decision thresholds as the schema sets them.
-// A nil pointer, or an empty Assign, means the schema leaves the setting
-// to the defaults (gen's Default* constants).
+// Streams are the settings of the stream decision (streams:), each a
+// Setting that flags and the environment may override.
 type Streams struct {
-	MinBatchSize     *int
-	MinBatchMemoryMB *float64
-	MaxStreams       *int
-	Assign           string // "round_robin", "balanced" or ""
+	MinBatchSize     int     // smallest batch size that uses several streams
+	MinBatchMemoryMB float64 // smallest batch memory, in MiB, that uses several streams
+	MaxStreams       int     // most streams, 1 to MaxStreams
+	Assign           Assign  // how keys are spread over the streams
 }
 
 // Pos is a position in a schema file.

@@ -11,8 +11,6 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/loadergen/loadergen/runtime"
 )
 
 // MaxFileSize is the size of the largest schema file Load reads (1 MiB).
@@ -21,15 +19,6 @@ const MaxFileSize = 1 << 20
 // Limits of a schema.
 const (
 	maxDims = 32 // dimensions of a key's sample shape
-)
-
-// Default loader and stream settings of a schema that leaves them out.
-const (
-	defaultPrefetch = 2
-	// defaultBucketWindow is loader.bucket.window when the schema gives a
-	// bucket key but no window: batches whose samples are sorted by length
-	// together, Hugging Face's megabatch of 50 batches (group_by_length).
-	defaultBucketWindow = 50
 )
 
 // The fields of each mapping of a schema, in documentation order.
@@ -160,15 +149,13 @@ func (p *parser) dataset(root *yaml.Node) error {
 	if vn == nil {
 		return p.errorf(m, "", "missing required field %q", "version")
 	}
-	p.ds = Dataset{
-		File:   p.file,
-		Loader: runtime.LoaderDefaults{Prefetch: defaultPrefetch},
-	}
+	p.ds = Defaults()
+	p.ds.File = p.file
 	r := &mappingReader{p: p, m: m, vals: vals}
 	readRequired(r, "package", checked((*parser).str, CheckPackage), &p.ds.Package)
 	readRequired(r, "name", checked((*parser).str, CheckName), &p.ds.Name)
 	readRequired(r, PathBatchSize, atLeast(1), &p.ds.BatchSize)
-	readOptional(r, "device", parsed(ParseDevice), &p.ds.Device)
+	r.readSettings("") // device
 	if r.err != nil {
 		return r.err
 	}
@@ -252,27 +239,17 @@ func (p *parser) loader(vals map[string]*yaml.Node) error {
 	if err != nil {
 		return err
 	}
-	f := r.vals
 	l := &p.ds.Loader
 	readOptional(r, PathPrefetch, atLeast(1), &l.Prefetch)
 	readOptional(r, "loader.workers", atLeast(0), &l.Workers)
 	readOptional(r, "loader.shuffle", (*parser).boolean, &l.Shuffle)
 	readOptional(r, "loader.seed", (*parser).uint64Value, &l.Seed)
 	readOptional(r, "loader.drop_last", (*parser).boolean, &l.DropLast)
+	r.readSettings("loader") // max_staging_mb
 	if r.err != nil {
 		return r.err
 	}
-	if n, ok := f["max_staging_mb"]; ok {
-		v, err := p.number(PathMaxStagingMB, n)
-		if err != nil {
-			return err
-		}
-		if err := CheckMaxStagingMB(v); err != nil {
-			return p.errorf(n, PathMaxStagingMB, "%v", err)
-		}
-		p.ds.MaxStagingMB = &v
-	}
-	if n, ok := f["bucket"]; ok {
+	if n, ok := r.vals["bucket"]; ok {
 		return p.bucket(n)
 	}
 	return nil
@@ -287,49 +264,11 @@ func (p *parser) streams(vals map[string]*yaml.Node) error {
 	if err != nil {
 		return err
 	}
-	f := r.vals
-	s := &p.ds.Streams
-	if n, ok := f["min_batch_size"]; ok {
-		v, err := p.anyInt("streams.min_batch_size", n)
-		if err != nil {
-			return err
-		}
-		if err := CheckMinBatchSize(v); err != nil {
-			return p.errorf(n, "streams.min_batch_size", "%v", err)
-		}
-		s.MinBatchSize = &v
+	r.readSettings("streams")
+	if r.err != nil {
+		return r.err
 	}
-	if n, ok := f["min_batch_memory_mb"]; ok {
-		v, err := p.number("streams.min_batch_memory_mb", n)
-		if err != nil {
-			return err
-		}
-		if err := CheckMinBatchMemoryMB(v); err != nil {
-			return p.errorf(n, "streams.min_batch_memory_mb", "%v", err)
-		}
-		s.MinBatchMemoryMB = &v
-	}
-	if n, ok := f["max_streams"]; ok {
-		v, err := p.anyInt("streams.max_streams", n)
-		if err != nil {
-			return err
-		}
-		if err := CheckMaxStreams(v); err != nil {
-			return p.errorf(n, "streams.max_streams", "%v", err)
-		}
-		s.MaxStreams = &v
-	}
-	if n, ok := f["assign"]; ok {
-		v, err := p.str("streams.assign", n)
-		if err != nil {
-			return err
-		}
-		if err := CheckAssign(v); err != nil {
-			return p.errorf(n, "streams.assign", "%v", err)
-		}
-		s.Assign = v
-	}
-	if n, ok := f["priority"]; ok {
+	if n, ok := r.vals["priority"]; ok {
 		return p.priorities("streams.priority", n)
 	}
 	return nil

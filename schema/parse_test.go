@@ -24,7 +24,11 @@ var designSchema = func() string {
 	return string(b)
 }()
 
-func ptr[T any](v T) *T { return &v }
+// What Parse fills in for the settings a schema leaves out (Defaults).
+var (
+	defaultLoader  = runtime.LoaderDefaults{Prefetch: 2, MaxStagingMB: 16384}
+	defaultStreams = Streams{MinBatchSize: 8, MinBatchMemoryMB: 100, MaxStreams: 4, Assign: RoundRobin}
+)
 
 // ignoreAt leaves Dataset.At to TestPositions.
 var ignoreAt = cmpopts.IgnoreFields(Dataset{}, "At")
@@ -87,13 +91,8 @@ func designDataset(file string) *Dataset {
 			{Name: "labels", GoName: "Labels", Role: runtime.Target, Shape: []int{64, 64, 64}, ClassAxis: true,
 				DType: runtime.Float32, File: "labels.npy", Priority: runtime.Normal, Pos: Pos{Line: 10, Col: 3}},
 		},
-		Loader: runtime.LoaderDefaults{Prefetch: 2, Shuffle: true},
-		Streams: Streams{
-			MinBatchSize:     ptr(8),
-			MinBatchMemoryMB: ptr(100.0),
-			MaxStreams:       ptr(4),
-			Assign:           "round_robin",
-		},
+		Loader:  runtime.LoaderDefaults{Prefetch: 2, Shuffle: true, MaxStagingMB: 16384},
+		Streams: defaultStreams,
 	}
 }
 
@@ -108,7 +107,8 @@ func minimalDataset(file string) *Dataset {
 		Keys: []Key{
 			{Name: "raw", GoName: "Raw", Role: runtime.Input, Shape: []int{8, 8}, DType: runtime.Uint8, Pos: Pos{Line: 6, Col: 3}},
 		},
-		Loader: runtime.LoaderDefaults{Prefetch: 2},
+		Loader:  defaultLoader,
+		Streams: defaultStreams,
 	}
 }
 
@@ -149,8 +149,8 @@ streams:
 					{Name: "em_raw2", GoName: "EmRaw2", Role: runtime.Input, Shape: []int{8, 8}, DType: runtime.Uint8, Priority: runtime.Low, Pos: Pos{Line: 7, Col: 3}},
 					{Name: "mask", GoName: "Mask", Role: runtime.Target, Shape: []int{8, 8}, DType: runtime.Bool, Pos: Pos{Line: 9, Col: 3}},
 				},
-				Loader:  runtime.LoaderDefaults{Prefetch: 2},
-				Streams: Streams{MinBatchSize: ptr(4)},
+				Loader:  defaultLoader,
+				Streams: Streams{MinBatchSize: 4, MinBatchMemoryMB: 100, MaxStreams: 4},
 			},
 		},
 		{
@@ -168,8 +168,8 @@ streams:
 					{Name: "__x__", GoName: "X", Role: runtime.Input, Shape: []int{16, 1000}, DType: runtime.Float16, File: "a/b/x.npy", Pos: Pos{Line: 3, Col: 12}},
 					{Name: "y", GoName: "Y", Role: runtime.Target, Shape: []int{2}, DType: runtime.BFloat16, Pos: Pos{Line: 2, Col: 13}},
 				},
-				Loader:  runtime.LoaderDefaults{Prefetch: 1, Workers: 8, Seed: 18446744073709551615, DropLast: true},
-				Streams: Streams{MinBatchMemoryMB: ptr(0.5), MaxStreams: ptr(64), Assign: "balanced"},
+				Loader:  runtime.LoaderDefaults{Prefetch: 1, Workers: 8, Seed: 18446744073709551615, DropLast: true, MaxStagingMB: 16384},
+				Streams: Streams{MinBatchSize: 8, MinBatchMemoryMB: 0.5, MaxStreams: 64, Assign: Balanced},
 			},
 		},
 		{
@@ -182,7 +182,8 @@ streams:
 					{Name: "rawData", GoName: "RawData", Role: runtime.Input, Shape: []int{3}, DType: runtime.Int64, Pos: Pos{Line: 7, Col: 3}},
 					{Name: "éclair_x", GoName: "ÉclairX", Role: runtime.Input, Shape: []int{3}, DType: runtime.Int8, Pos: Pos{Line: 8, Col: 3}},
 				},
-				Loader: runtime.LoaderDefaults{Prefetch: 2},
+				Loader:  defaultLoader,
+				Streams: defaultStreams,
 			},
 		},
 		{
@@ -208,7 +209,8 @@ targets:
 					{Name: "masks", GoName: "Masks", Role: runtime.Target, Shape: []int{4}, ClassAxis: true, DType: runtime.Bool, Pos: Pos{Line: 10, Col: 3}},
 					{Name: "score", GoName: "Score", Role: runtime.Target, Shape: []int{}, ClassAxis: true, DType: runtime.Float32, Pos: Pos{Line: 11, Col: 3}},
 				},
-				Loader: runtime.LoaderDefaults{Prefetch: 2},
+				Loader:  defaultLoader,
+				Streams: defaultStreams,
 			},
 		},
 		{
@@ -238,7 +240,8 @@ loader:
 					{Name: "boxes", GoName: "Boxes", Role: runtime.Target, Shape: []int{100, 4}, DType: runtime.Float32,
 						File: "boxes.npy", Ragged: true, Pad: math.NaN(), Offsets: "boxes_offsets.npy", Pos: Pos{Line: 10, Col: 3}},
 				},
-				Loader: runtime.LoaderDefaults{Prefetch: 2, Shuffle: true, Bucket: runtime.Bucket{Key: "tokens", Window: 20}},
+				Loader:  runtime.LoaderDefaults{Prefetch: 2, Shuffle: true, MaxStagingMB: 16384, Bucket: runtime.Bucket{Key: "tokens", Window: 20}},
+				Streams: defaultStreams,
 			},
 		},
 		{
@@ -263,7 +266,8 @@ loader:
 					{Name: "boxes", GoName: "Boxes", Role: runtime.Target, Shape: []int{100, 4}, DType: runtime.Float16,
 						Ragged: true, Pad: math.NaN(), Pos: Pos{Line: 9, Col: 3}},
 				},
-				Loader: runtime.LoaderDefaults{Prefetch: 2, Bucket: runtime.Bucket{Key: "boxes", Window: 50}},
+				Loader:  runtime.LoaderDefaults{Prefetch: 2, MaxStagingMB: 16384, Bucket: runtime.Bucket{Key: "boxes", Window: 50}},
+				Streams: defaultStreams,
 			},
 		},
 	}
@@ -316,8 +320,8 @@ func TestAlternatives(t *testing.T) {
 	}{
 		{nil, ""}, {[]string{"a"}, "a"}, {[]string{"a", "b"}, "a or b"}, {[]string{"a", "b", "c"}, "a, b or c"},
 	} {
-		if got := Alternatives(tt.in); got != tt.want {
-			t.Errorf("Alternatives(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := alternatives(tt.in); got != tt.want {
+			t.Errorf("alternatives(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

@@ -9,6 +9,11 @@ import (
 // The fields of loader.bucket.
 var bucketFields = []string{"key", "window"}
 
+// defaultBucketWindow is loader.bucket.window when the schema gives a
+// bucket key but no window: batches whose samples are sorted by length
+// together, Hugging Face's megabatch of 50 batches (group_by_length).
+const defaultBucketWindow = 50
+
 // raggedKey reads the ragged, pad and offsets fields of key (f holds the
 // key's fields) into key: a ragged key's first axis of shape is a maximum,
 // the rows a sample lacks are pad, and a ragged key read from file: holds

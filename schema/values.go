@@ -280,8 +280,8 @@ func (p *parser) count(path string, n *yaml.Node, lo int) (int, error) {
 }
 
 // anyInt returns the int n holds, of any sign: for settings whose own rule
-// (CheckMinBatchSize, CheckMaxStreams) checks the range, so that the rule
-// has one home.
+// (streams.min_batch_size's, streams.max_streams' in Settings) checks the
+// range, so that the rule has one home.
 func (p *parser) anyInt(path string, n *yaml.Node) (int, error) {
 	x, err := p.bigInt(path, n)
 	if err != nil {

@@ -3,18 +3,8 @@
 //
 //	//go:generate go tool loadergen generate dataset.yaml
 //
-// Usage:
-//
-//	loadergen generate [-o FILE] [overrides] SCHEMA   write the loader
-//	loadergen plan [-json] [overrides] SCHEMA         print the plan, its settings and its reason
-//	loadergen check [-o FILE] [overrides] SCHEMA      exit 1 with a diff if FILE is stale
-//	loadergen init [-name N] [-package P] DIR         scaffold a schema and generate.go
-//	loadergen cuda-env [-include]                     print the cgo settings of a -tags cuda build
-//	loadergen version
-//
-// Overrides: -device -min-batch-size -min-batch-memory-mb -max-streams
-// -assign -max-staging-mb. Precedence: flags > environment > schema >
-// defaults. Flags may come before or after SCHEMA.
+// loadergen help lists its commands and the flags that override the
+// schema's settings; loadergen COMMAND -h describes a command's flags.
 package main
 
 import (
@@ -36,16 +26,27 @@ import (
 	"github.com/loadergen/loadergen/templates"
 )
 
-const usage = `usage:
+// usage is the command's usage; the override flags come from
+// schema.Settings.
+var usage = `usage:
   loadergen generate [-o FILE] [overrides] SCHEMA   write the loader (default FILE: SCHEMA's base + _loader.go, next to it)
   loadergen plan [-json] [overrides] SCHEMA         print the plan, where each setting came from, and the stream decision
   loadergen check [-o FILE] [overrides] SCHEMA      exit 1 with a unified diff if FILE is stale
   loadergen init [-name N] [-package P] DIR         scaffold dataset.yaml and generate.go in DIR
   loadergen cuda-env [-include]                     print CGO_CFLAGS and CGO_LDFLAGS for go build -tags cuda
   loadergen version
-overrides: -device -min-batch-size -min-batch-memory-mb -max-streams -assign -max-staging-mb
+overrides: ` + overrideList() + `
 flags may come before or after SCHEMA; -h after a command describes its flags
 `
+
+// overrideList lists the override flags: "-device -min-batch-size ...".
+func overrideList() string {
+	flags := make([]string, len(schema.Settings))
+	for i, s := range schema.Settings {
+		flags[i] = "-" + s.Flag()
+	}
+	return strings.Join(flags, " ")
+}
 
 // Exit statuses of run besides 0.
 var (
@@ -170,9 +171,19 @@ func (c *command) parse(args []string) (string, error) {
 
 // overrideFlags registers the setting overrides on fs; gen parses them.
 func overrideFlags(fs *flag.FlagSet, o *gen.Overrides) {
-	for _, s := range gen.Settings {
-		fs.Func(s.Name, s.Help, func(v string) error { return o.Set(s.Name, v, "flag -"+s.Name) })
+	for _, s := range schema.Settings {
+		fs.Func(s.Flag(), flagHelp(s), func(v string) error { return o.Set(s, v, "flag -"+s.Flag()) })
 	}
+}
+
+// flagHelp is the help of the flag that overrides s: what it sets, what
+// it overrides, and the default.
+func flagHelp(s schema.Setting) string {
+	over := "overrides the schema's " + s.Path
+	if s.Env != "" {
+		over = "overrides $" + s.Env + " and the schema's " + s.Path
+	}
+	return fmt.Sprintf("%s; %s (default %s)", s.Help, over, s.Default())
 }
 
 // planFor runs the first half of the pipeline: schema.Load -> gen.NewPlan,
@@ -245,7 +256,7 @@ func check(args []string, stdout, stderr io.Writer, getenv func(string) string) 
 	label := filepath.ToSlash(out)
 	fmt.Fprint(stdout, unified.Diff("a/"+label, "b/"+label, string(old), string(src)))
 	fmt.Fprintf(stderr, "loadergen: %s is stale: run loadergen generate (go generate)\n", out)
-	for _, d := range p.Thresholds.StaleSettings(gen.HeaderSettings(old)) {
+	for _, d := range p.StaleSettings(gen.HeaderSettings(old)) {
 		fmt.Fprintln(stderr, "loadergen:", d)
 	}
 	return errStale

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/loadergen/loadergen/schema"
 )
 
 // designSchema is the README's example schema (testdata/design.yaml, the
@@ -228,7 +230,6 @@ func TestBadInputWritesNothing(t *testing.T) {
 		{map[string]string{"MAX_CONCURRENT_CUDA_STREAMS": "0"}, nil, "loadergen: environment MAX_CONCURRENT_CUDA_STREAMS: max_streams must be between 1 and 64, got 0\n"},
 		{map[string]string{"MIN_BATCH_SIZE_FOR_STREAMS": "-2"}, nil, "loadergen: environment MIN_BATCH_SIZE_FOR_STREAMS: min_batch_size must be >= 1, got -2\n"},
 		{nil, []string{"-max-streams", "0"}, "loadergen: flag -max-streams: max_streams must be between 1 and 64, got 0\n"},
-		{nil, []string{"-assign", "random"}, "loadergen: flag -assign: assign must be round_robin or balanced, got \"random\"\n"},
 	} {
 		args := append(append([]string{"plan"}, tt.args...), "dataset.yaml")
 		if code, _, errOut := cli(t, dir, envOf(tt.env), args...); code != 1 || errOut != tt.want {
@@ -289,10 +290,17 @@ func TestUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
 	}
-	for _, bad := range []string{"3x", "", "-1e"} {
-		code, _, errOut := cli(t, dir, noEnv, "plan", "-max-streams", bad, "x.yaml")
-		if code != 2 || strings.Count(errOut, "not an integer") != 1 {
-			t.Errorf("-max-streams %q: exit %d, stderr %q; want 2 and one error", bad, code, errOut)
+	// A value that is not of the setting's type is a bad command line.
+	for _, tt := range []struct{ flag, bad, want string }{
+		{"-max-streams", "3x", "not an integer"},
+		{"-max-streams", "", "not an integer"},
+		{"-max-streams", "-1e", "not an integer"},
+		{"-assign", "random", `invalid value "random" for flag -assign: must be round_robin or balanced, got "random"`},
+		{"-device", "gpu", `invalid value "gpu" for flag -device: unknown device "gpu"`},
+	} {
+		code, _, errOut := cli(t, dir, noEnv, "plan", tt.flag, tt.bad, "x.yaml")
+		if code != 2 || strings.Count(errOut, tt.want) != 1 {
+			t.Errorf("%s %q: exit %d, stderr %q; want 2 and one %q", tt.flag, tt.bad, code, errOut, tt.want)
 		}
 	}
 	if code, out, _ := cli(t, dir, noEnv, "version"); code != 0 || !strings.HasPrefix(out, "loadergen ") {
@@ -322,6 +330,40 @@ func TestFlagsAfterSchema(t *testing.T) {
 	}
 	if code, out, errOut := cli(t, dir, noEnv, "plan", "-json", "--", "dataset.yaml"); code != 0 || !strings.Contains(out, `"reason":"batch memory 52.0 MiB < 100 MiB"`) {
 		t.Errorf("plan -json -- dataset.yaml: exit %d, %q %q; want the reason unescaped", code, out, errOut)
+	}
+}
+
+// TestOverrideFlags: the usage lists every setting's flag exactly once, in
+// the table's order, and generate, plan and check each take every one,
+// with help that names what it overrides and the default.
+func TestOverrideFlags(t *testing.T) {
+	dir := t.TempDir()
+	_, out, _ := cli(t, dir, noEnv, "help")
+	var listed []string
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, "overrides: "); ok {
+			listed = append(listed, strings.Fields(rest)...)
+		}
+	}
+	var want []string
+	for _, s := range schema.Settings {
+		want = append(want, "-"+s.Flag())
+	}
+	if diff := cmp.Diff(want, listed); diff != "" {
+		t.Errorf("usage's overrides (-want +got):\n%s", diff)
+	}
+	for _, cmd := range []string{"generate", "plan", "check"} {
+		_, out, _ := cli(t, dir, noEnv, cmd, "-h")
+		for _, s := range schema.Settings {
+			over := "the schema's " + s.Path
+			if s.Env != "" {
+				over = "$" + s.Env + " and " + over
+			}
+			help := fmt.Sprintf("  -%s value\n    \t%s; overrides %s (default %s)\n", s.Flag(), s.Help, over, s.Default())
+			if !strings.Contains(out, help) {
+				t.Errorf("%s -h: no line %q in\n%s", cmd, help, out)
+			}
+		}
 	}
 }
 
