@@ -35,15 +35,22 @@ func commentSafe(s string) string {
 }
 
 // settingsPrefix starts the header line that records the settings a file
-// was generated with.
-const settingsPrefix = "// thresholds: "
+// was generated with. Files generated before the line was named for what
+// it holds start it with thresholdsPrefix, which HeaderSettings still
+// reads, so that check explains which setting made such a file stale.
+const (
+	settingsPrefix   = "// settings: "
+	thresholdsPrefix = "// thresholds: "
+)
 
 // HeaderSettings returns the settings recorded in the header of a
 // generated file (what Plan.headerSettings wrote), or "" when src has none.
 func HeaderSettings(src []byte) string {
 	for _, line := range strings.SplitN(string(src), "\n", 8) {
-		if s, ok := strings.CutPrefix(line, settingsPrefix); ok {
-			return s
+		for _, prefix := range []string{settingsPrefix, thresholdsPrefix} {
+			if s, ok := strings.CutPrefix(line, prefix); ok {
+				return s
+			}
 		}
 	}
 	return ""
