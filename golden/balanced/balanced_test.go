@@ -67,27 +67,15 @@ func TestDropLast(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	var got [][]int
-	for b, err := range l.Epoch(context.Background(), 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, err := range []error{
-			pattern.Check(b.TinyData(), 0, b.Indices, 2),
-			pattern.Check(b.WideData(), 1, b.Indices, 64*64),
-			pattern.Check(b.HalfData(), 2, b.Indices, 32*32),
-			pattern.Check(b.IdsData(), 3, b.Indices, 16),
-			pattern.Check(b.DepthData(), 4, b.Indices, 64*64),
-			pattern.Check(b.CountData(), 5, b.Indices, 4),
-			pattern.Check(b.CodeData(), 6, b.Indices, 8),
-			pattern.Check(b.StepData(), 7, b.Indices, 3),
-		} {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		got = append(got, append([]int(nil), b.Indices...))
-	}
+	got := pattern.Epoch(t, l.Epoch(context.Background(), 0),
+		pattern.Key(0, (*BalancedBatch).TinyData, 2),
+		pattern.Key(1, (*BalancedBatch).WideData, 64*64),
+		pattern.Key(2, (*BalancedBatch).HalfData, 32*32),
+		pattern.Key(3, (*BalancedBatch).IdsData, 16),
+		pattern.Key(4, (*BalancedBatch).DepthData, 64*64),
+		pattern.Key(5, (*BalancedBatch).CountData, 4),
+		pattern.Key(6, (*BalancedBatch).CodeData, 8),
+		pattern.Key(7, (*BalancedBatch).StepData, 3))
 	// The order shuffled with seed 2^64-1 (the generated plan carries it
 	// as an untyped constant), cut to 2 full batches of 4.
 	order, err := runtime.Sampler{N: 10, Shuffle: true, Seed: math.MaxUint64, WorldSize: 1, DropLast: true}.Order(0, nil)

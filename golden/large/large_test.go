@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	goruntime "runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -60,23 +61,11 @@ func newLoader(tb testing.TB, src LargeSource, workers int) *LargeLoader {
 
 func TestEpoch(t *testing.T) {
 	l := newLoader(t, newMemSource(40), 0)
-	n := 0
-	for b, err := range l.Epoch(context.Background(), 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, err := range []error{
-			pattern.Check(b.ImageData(), 0, b.Indices, largeImageElems),
-			pattern.Check(b.MaskData(), 1, b.Indices, largeMaskElems),
-			pattern.Check(b.LabelData(), 2, b.Indices, largeLabelElems),
-		} {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		n += len(b.Indices)
-	}
-	if n != 40 {
+	batches := pattern.Epoch(t, l.Epoch(context.Background(), 0),
+		pattern.Key(0, (*LargeBatch).ImageData, largeImageElems),
+		pattern.Key(1, (*LargeBatch).MaskData, largeMaskElems),
+		pattern.Key(2, (*LargeBatch).LabelData, largeLabelElems))
+	if n := len(slices.Concat(batches...)); n != 40 {
 		t.Errorf("%d samples, want 40", n)
 	}
 }

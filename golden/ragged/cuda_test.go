@@ -3,10 +3,10 @@
 package ragged
 
 import (
-	"bytes"
 	"context"
 	"testing"
 
+	"github.com/loadergen/loadergen/internal/pattern"
 	"github.com/loadergen/loadergen/runtime"
 )
 
@@ -34,30 +34,11 @@ func TestCUDALengths(t *testing.T) {
 			t.Fatalf("key %q's lengths %+v are not planned on its stream %d", ragged, lengths, data.Stream)
 		}
 	}
-	batches := 0
-	for b, err := range l.Epoch(context.Background(), 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		check(t, b)
-		st := b.Staged()
-		host := [][]byte{b.ImageData(), runtime.Bytes(b.TokensData()), runtime.Bytes(b.TokensLengthsData()),
-			runtime.Bytes(b.BoxesData()), runtime.Bytes(b.BoxesLengthsData()), runtime.Bytes(b.LabelData())}
-		for k, h := range host {
-			if st.Tensors[k].Device == 0 {
-				t.Fatalf("batch %d key %s has no device buffer: not on the CUDA backend", batches, p.Keys[k].Name)
-			}
-			dev := make([]byte, len(st.Tensors[k].Data))
-			if err := st.DeviceToHost(k, dev); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(dev, h) {
-				t.Fatalf("batch %d key %s: the device holds other bytes than were staged", batches, p.Keys[k].Name)
-			}
-		}
-		batches++
-	}
-	if batches != l.Len() {
-		t.Errorf("%d batches, want %d", batches, l.Len())
+	batches := pattern.Epoch(t, l.Epoch(context.Background(), 0), check,
+		pattern.OnDevice(0, (*RaggedBatch).ImageData), pattern.OnDevice(1, (*RaggedBatch).TokensData),
+		pattern.OnDevice(2, (*RaggedBatch).TokensLengthsData), pattern.OnDevice(3, (*RaggedBatch).BoxesData),
+		pattern.OnDevice(4, (*RaggedBatch).BoxesLengthsData), pattern.OnDevice(5, (*RaggedBatch).LabelData))
+	if len(batches) != l.Len() {
+		t.Errorf("%d batches, want %d", len(batches), l.Len())
 	}
 }

@@ -3,6 +3,7 @@ package ragged
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/loadergen/loadergen/internal/pattern"
 	"github.com/loadergen/loadergen/runtime"
 )
 
@@ -87,19 +89,18 @@ func (r batchReader) ReadSamples(s *RaggedSamples) (int, error) {
 	return len(s.Indices), nil
 }
 
-// check verifies every sample of b: rows, padding (-1 for tokens, NaN for
-// boxes), lengths and the fixed keys.
-func check(t *testing.T, b *RaggedBatch) {
-	t.Helper()
-	n := len(b.Indices)
+// check is the rule for every sample of b: rows, padding (-1 for tokens,
+// NaN for boxes), lengths and the fixed keys.
+func check(b *RaggedBatch, indices []int) error {
+	n := len(indices)
 	if !slices.Equal(b.Tokens.Shape, []int{n, 16}) || !slices.Equal(b.Boxes.Shape, []int{n, 8, 4}) ||
 		!slices.Equal(b.TokensLengths.Shape, []int{n}) || !slices.Equal(b.BoxesLengths.Shape, []int{n}) {
-		t.Fatalf("shapes: tokens %v, boxes %v, lengths %v and %v", b.Tokens.Shape, b.Boxes.Shape, b.TokensLengths.Shape, b.BoxesLengths.Shape)
+		return fmt.Errorf("shapes: tokens %v, boxes %v, lengths %v and %v", b.Tokens.Shape, b.Boxes.Shape, b.TokensLengths.Shape, b.BoxesLengths.Shape)
 	}
 	toks, boxes, tl, bl := b.TokensData(), b.BoxesData(), b.TokensLengthsData(), b.BoxesLengthsData()
-	for p, i := range b.Indices {
+	for p, i := range indices {
 		if int(tl[p]) != tokenRows(i) || int(bl[p]) != boxRows(i) {
-			t.Fatalf("sample %d (index %d): lengths %d and %d, want %d and %d", p, i, tl[p], bl[p], tokenRows(i), boxRows(i))
+			return fmt.Errorf("sample %d (index %d): lengths %d and %d, want %d and %d", p, i, tl[p], bl[p], tokenRows(i), boxRows(i))
 		}
 		for j := range 16 {
 			want := int32(-1)
@@ -107,7 +108,7 @@ func check(t *testing.T, b *RaggedBatch) {
 				want = token(i, j)
 			}
 			if got := toks[p*16+j]; got != want {
-				t.Fatalf("sample %d (index %d) token %d is %d, want %d", p, i, j, got, want)
+				return fmt.Errorf("sample %d (index %d) token %d is %d, want %d", p, i, j, got, want)
 			}
 		}
 		for j := range 8 {
@@ -117,14 +118,24 @@ func check(t *testing.T, b *RaggedBatch) {
 					want = box(i, j, c)
 				}
 				if got := boxes[p*32+j*4+c]; !sameFloat(got, want) {
-					t.Fatalf("sample %d (index %d) box %d[%d] is %v, want %v", p, i, j, c, got, want)
+					return fmt.Errorf("sample %d (index %d) box %d[%d] is %v, want %v", p, i, j, c, got, want)
 				}
 			}
 		}
 		if b.LabelData()[p] != wantLabel(i) || b.ImageData()[p*12+11] != pixel(i, 11) {
-			t.Fatalf("sample %d (index %d): fixed keys wrong", p, i)
+			return fmt.Errorf("sample %d (index %d): fixed keys wrong", p, i)
 		}
 	}
+	return nil
+}
+
+// cloneLengths is the rule that a clone of b has b's lengths.
+func cloneLengths(b *RaggedBatch, _ []int) error {
+	c := b.Clone()
+	if !slices.Equal(c.TokensLengthsData(), b.TokensLengthsData()) || !slices.Equal(c.BoxesLengthsData(), b.BoxesLengthsData()) {
+		return errors.New("the clone's lengths differ")
+	}
+	return nil
 }
 
 // TestSources runs an epoch twice (the staging slots then hold older
@@ -147,19 +158,8 @@ func TestSources(t *testing.T) {
 			}
 			defer l.Close()
 			for epoch := range 2 {
-				seen := 0
-				for b, err := range l.Epoch(context.Background(), epoch) {
-					if err != nil {
-						t.Fatal(err)
-					}
-					check(t, b)
-					c := b.Clone()
-					if !slices.Equal(c.TokensLengthsData(), b.TokensLengthsData()) || !slices.Equal(c.BoxesLengthsData(), b.BoxesLengthsData()) {
-						t.Fatal("the clone's lengths differ")
-					}
-					seen += len(b.Indices)
-				}
-				if seen != n {
+				batches := pattern.Epoch(t, l.Epoch(context.Background(), epoch), check, cloneLengths)
+				if seen := len(slices.Concat(batches...)); seen != n {
 					t.Fatalf("epoch %d: %d samples, want %d", epoch, seen, n)
 				}
 			}

@@ -30,14 +30,8 @@ func TestClonesKeepTheirData(t *testing.T) {
 	}
 	n := 0
 	for _, c := range kept {
-		for _, err := range []error{
-			pattern.Check(c.ImageData(), 0, c.Indices, smallImageElems),
-			pattern.Check(c.MaskData(), 1, c.Indices, smallMaskElems),
-			pattern.Check(c.LabelData(), 2, c.Indices, smallLabelElems),
-		} {
-			if err != nil {
-				t.Fatalf("a kept clone changed: %v", err)
-			}
+		if err := pattern.Batch(c, c.Indices, keys...); err != nil {
+			t.Fatalf("a kept clone changed: %v", err)
 		}
 		if len(c.ImageData()) != len(c.Indices)*smallImageElems || c.Image.Shape[0] != len(c.Indices) {
 			t.Fatalf("clone tensor of %d bytes, shape %v for %d samples", len(c.Image.Data), c.Image.Shape, len(c.Indices))

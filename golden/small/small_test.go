@@ -3,6 +3,7 @@ package small
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"log/slog"
 	"slices"
@@ -56,31 +57,28 @@ func newLoader(t *testing.T, src SmallSource, opts runtime.Options) *SmallLoader
 	return l
 }
 
-// epoch checks every element of every batch and returns the indices.
+// keys are the pattern rules of every key of a batch.
+var keys = []pattern.Rule[*SmallBatch]{
+	pattern.Key(0, (*SmallBatch).ImageData, smallImageElems),
+	pattern.Key(1, (*SmallBatch).MaskData, smallMaskElems),
+	pattern.Key(2, (*SmallBatch).LabelData, smallLabelElems),
+}
+
+// epoch checks every element of every batch, through the typed accessors
+// and the image tensor's bytes, and the shapes; it returns the indices.
 func epoch(t *testing.T, l *SmallLoader, e, start int) [][]int {
 	t.Helper()
-	var got [][]int
-	for b, err := range l.EpochFrom(context.Background(), e, start) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := len(b.Indices)
-		if !slices.Equal(b.Image.Shape, []int{n, 3, 4, 4}) || !slices.Equal(b.Mask.Shape, []int{n, 4, 4}) || !slices.Equal(b.Label.Shape, []int{n}) {
-			t.Fatalf("shapes %v %v %v for %d samples", b.Image.Shape, b.Mask.Shape, b.Label.Shape, n)
-		}
-		for _, err := range []error{
-			pattern.Check(b.ImageData(), 0, b.Indices, 48),
-			pattern.Check(b.MaskData(), 1, b.Indices, 16),
-			pattern.Check(b.LabelData(), 2, b.Indices, 1),
-			pattern.Check(runtime.View[float32](b.Image.Data), 0, b.Indices, 48),
-		} {
-			if err != nil {
-				t.Fatalf("batch %d: %v", len(got), err)
-			}
-		}
-		got = append(got, slices.Clone(b.Indices))
+	imageBytes := pattern.Key(0, func(b *SmallBatch) []float32 { return runtime.View[float32](b.Image.Data) }, smallImageElems)
+	return pattern.Epoch(t, l.EpochFrom(context.Background(), e, start), append(slices.Clip(keys), imageBytes, shapes)...)
+}
+
+// shapes is the rule that the tensors' shapes count the batch's samples.
+func shapes(b *SmallBatch, indices []int) error {
+	n := len(indices)
+	if !slices.Equal(b.Image.Shape, []int{n, 3, 4, 4}) || !slices.Equal(b.Mask.Shape, []int{n, 4, 4}) || !slices.Equal(b.Label.Shape, []int{n}) {
+		return fmt.Errorf("shapes %v %v %v for %d samples", b.Image.Shape, b.Mask.Shape, b.Label.Shape, n)
 	}
-	return got
+	return nil
 }
 
 func TestEpochs(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,24 +48,12 @@ func TestEpochEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	seen := 0
-	for b, err := range l.Epoch(context.Background(), 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, err := range []error{
-			pattern.Check(b.EmRawData(), 0, b.Indices, emEmRawElems),
-			pattern.Check(b.EmFineData(), 1, b.Indices, emEmFineElems),
-			pattern.Check(b.LmData(), 2, b.Indices, emLmElems),
-			pattern.Check(b.DistData(), 3, b.Indices, emDistElems),
-		} {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		seen += len(b.Indices)
-	}
-	if seen != 21 {
+	batches := pattern.Epoch(t, l.Epoch(context.Background(), 0),
+		pattern.Key(0, (*EMBatch).EmRawData, emEmRawElems),
+		pattern.Key(1, (*EMBatch).EmFineData, emEmFineElems),
+		pattern.Key(2, (*EMBatch).LmData, emLmElems),
+		pattern.Key(3, (*EMBatch).DistData, emDistElems))
+	if seen := len(slices.Concat(batches...)); seen != 21 {
 		t.Errorf("saw %d samples, want 21", seen)
 	}
 	if !strings.Contains(log.String(), "EM loader: batch 8 (1.3 MiB), ") || !strings.Contains(log.String(), "2 CUDA streams") {

@@ -3,6 +3,7 @@ package tiny
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -42,24 +43,12 @@ func newLoader(tb testing.TB, n int) *TinyLoader {
 
 func TestEpoch(t *testing.T) {
 	l := newLoader(t, 200)
-	n := 0
-	for b, err := range l.Epoch(context.Background(), 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, err := range []error{
-			pattern.Check(b.AData(), 0, b.Indices, 4), pattern.Check(b.BData(), 1, b.Indices, 4),
-			pattern.Check(b.CData(), 2, b.Indices, 4), pattern.Check(b.DData(), 3, b.Indices, 4),
-			pattern.Check(b.EData(), 4, b.Indices, 4), pattern.Check(b.FData(), 5, b.Indices, 4),
-			pattern.Check(b.GData(), 6, b.Indices, 4), pattern.Check(b.HData(), 7, b.Indices, 4),
-		} {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		n += len(b.Indices)
-	}
-	if n != 200 {
+	batches := pattern.Epoch(t, l.Epoch(context.Background(), 0),
+		pattern.Key(0, (*TinyBatch).AData, 4), pattern.Key(1, (*TinyBatch).BData, 4),
+		pattern.Key(2, (*TinyBatch).CData, 4), pattern.Key(3, (*TinyBatch).DData, 4),
+		pattern.Key(4, (*TinyBatch).EData, 4), pattern.Key(5, (*TinyBatch).FData, 4),
+		pattern.Key(6, (*TinyBatch).GData, 4), pattern.Key(7, (*TinyBatch).HData, 4))
+	if n := len(slices.Concat(batches...)); n != 200 {
 		t.Errorf("%d samples, want 200", n)
 	}
 }

@@ -3,10 +3,10 @@
 package volumes
 
 import (
-	"bytes"
 	"context"
 	"testing"
 
+	"github.com/loadergen/loadergen/internal/pattern"
 	"github.com/loadergen/loadergen/runtime"
 )
 
@@ -20,27 +20,9 @@ func TestCUDAStagesCrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	batches := 0
-	for b, err := range l.Epoch(context.Background(), 0) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		st := b.Staged()
-		for k, host := range [][]byte{b.RawData(), runtime.Bytes(b.LabelsData())} {
-			if st.Tensors[k].Device == 0 {
-				t.Fatalf("batch %d key %d has no device buffer: not on the CUDA backend", batches, k)
-			}
-			dev := make([]byte, len(st.Tensors[k].Data))
-			if err := st.DeviceToHost(k, dev); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(dev[:len(host)], host) {
-				t.Fatalf("batch %d key %d: the device holds other bytes than the staged crops", batches, k)
-			}
-		}
-		batches++
-	}
-	if batches != l.Len() {
-		t.Errorf("%d batches, want %d", batches, l.Len())
+	batches := pattern.Epoch(t, l.Epoch(context.Background(), 0),
+		pattern.OnDevice(0, (*CellsBatch).RawData), pattern.OnDevice(1, (*CellsBatch).LabelsData))
+	if len(batches) != l.Len() {
+		t.Errorf("%d batches, want %d", len(batches), l.Len())
 	}
 }

@@ -1,6 +1,7 @@
 // Package pattern gives tests of generated loaders a deterministic value
 // for every element of every sample, so that each staged element can be
-// checked against what the source wrote.
+// checked against what the source wrote, and runs their epochs checking
+// each batch against rules: these values, or a test's own.
 package pattern
 
 import (
