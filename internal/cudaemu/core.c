@@ -103,6 +103,7 @@ static bool env_double(const char *name, double def, double min, double max, dou
 	return true;
 }
 
+/* The settings of cuInit: README.md, "Environment", lists the variables (check-env.sh keeps it complete). */
 CUresult emu_config(struct config *cfg)
 {
 	long devices, mem_mb, khz, engines;

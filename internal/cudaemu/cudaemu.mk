@@ -1,10 +1,11 @@
 # cudaemu: a CPU model of the CUDA driver (libcuda.so.1) for running the
 # cuda-tagged test binaries without a GPU. See internal/cudaemu/README.md.
 #   make cudaemu       builds .cuda/emu/libcuda.so.1 (and libcuda.so)
-#   make cudaemu-test  builds and runs the self-tests, and checks that the
+#   make cudaemu-test  builds and runs the self-tests, checks that the
 #                      library exports exactly the cu* symbols of
 #                      CUDAEMU_SYMBOLS, which the driver stub of the cuda
-#                      binaries forwards to it
+#                      binaries forwards to it, and that README.md lists
+#                      exactly the environment variables it reads
 # It compiles against the cuda.h that the Makefile's CUDA_INCLUDE prints.
 
 CUDAEMU_DIR := internal/cudaemu
@@ -69,4 +70,5 @@ $(CUDAEMU_OUT)/selftest: $(CUDAEMU_DIR)/selftest.c $(CUDAEMU_LIB)
 cudaemu-test: $(CUDAEMU_OUT)/selftest $(CUDAEMU_OLD) $(CUDAEMU_NOGRAPHS)
 	@out=$$($(CUDAEMU_OUT)/selftest 2>&1) || { echo "$$out"; echo "cudaemu-test: self-tests FAILED"; exit 1; }; \
 	$(CUDAEMU_DIR)/check-symbols.sh $(CUDAEMU_LIB) $(CUDAEMU_SYMBOLS) && \
-	echo "cudaemu-test: $$(echo "$$out" | grep -c '^PASS') self-tests passed; symbols checked"
+	$(CUDAEMU_DIR)/check-env.sh $(CUDAEMU_DIR)/README.md $(CUDAEMU_SRC) && \
+	echo "cudaemu-test: $$(echo "$$out" | grep -c '^PASS') self-tests passed; symbols and environment checked"

@@ -1631,14 +1631,28 @@ static bool run(const struct check *c)
 	return ok;
 }
 
+/* Unsets every CUDAEMU_ variable (README.md, "Environment", lists them), so that each check sees only its own. */
+static void clear_settings(void)
+{
+	extern char **environ;
+	for (char **e = environ; *e;) {
+		if (strncmp(*e, "CUDAEMU_", 8) != 0) {
+			e++;
+			continue;
+		}
+		char *name = strndup(*e, strcspn(*e, "="));
+		if (!name) {
+			exit(2);
+		}
+		unsetenv(name);
+		free(name);
+		e = environ; /* unsetenv moved the entries */
+	}
+}
+
 int main(int argc, char **argv)
 {
-	static const char *vars[] = {"CUDAEMU_DEVICES", "CUDAEMU_MEM_MB", "CUDAEMU_CLOCK_KHZ",
-				     "CUDAEMU_COPY_ENGINES", "CUDAEMU_COPY_GBPS", "CUDAEMU_COPY_LATENCY_US",
-				     "CUDAEMU_ON_RACE", "CUDAEMU_FAIL_INIT", "CUDAEMU_FAIL_COPY"};
-	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-		unsetenv(vars[i]);
-	}
+	clear_settings();
 	int failed = 0, ran = 0;
 	for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
 		bool selected = argc < 2;
