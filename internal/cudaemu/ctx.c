@@ -99,15 +99,6 @@ EMU_API CUresult CUDAAPI cuInit(unsigned int Flags)
 	return r;
 }
 
-EMU_API CUresult CUDAAPI cuDriverGetVersion(int *driverVersion)
-{
-	if (!driverVersion) {
-		return CUDA_ERROR_INVALID_VALUE;
-	}
-	*driverVersion = CUDA_VERSION;
-	return CUDA_SUCCESS;
-}
-
 /* ---- devices ---- */
 
 EMU_API CUresult CUDAAPI cuDeviceGetCount(int *count)
@@ -149,21 +140,6 @@ EMU_API CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
 	}
 	if (r == CUDA_SUCCESS) {
 		snprintf(name, (size_t)len, "cudaemu emulated device %d", dev);
-	}
-	emu_unlock();
-	return r;
-}
-
-EMU_API CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
-{
-	emu_lock();
-	struct device *d;
-	CUresult r = get_device(dev, &d);
-	if (r == CUDA_SUCCESS && !bytes) {
-		r = CUDA_ERROR_INVALID_VALUE;
-	}
-	if (r == CUDA_SUCCESS) {
-		*bytes = g.cfg.mem_bytes;
 	}
 	emu_unlock();
 	return r;
@@ -298,40 +274,6 @@ EMU_API CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 	return r;
 }
 
-EMU_API CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
-{
-	emu_lock();
-	struct device *d;
-	CUresult r = get_device(dev, &d);
-	if (r == CUDA_SUCCESS && (!flags || !active)) {
-		r = CUDA_ERROR_INVALID_VALUE;
-	}
-	if (r == CUDA_SUCCESS) {
-		*flags = d->ctx.flags;
-		*active = d->ctx.refs > 0;
-	}
-	emu_unlock();
-	return r;
-}
-
-EMU_API CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
-{
-	emu_lock();
-	struct device *d;
-	CUresult r = get_device(dev, &d);
-	unsigned sched = flags & CU_CTX_SCHED_MASK;
-	if (r == CUDA_SUCCESS && ((flags & ~(unsigned)CU_CTX_FLAGS_MASK) ||
-				  (sched != CU_CTX_SCHED_AUTO && sched != CU_CTX_SCHED_SPIN &&
-				   sched != CU_CTX_SCHED_YIELD && sched != CU_CTX_SCHED_BLOCKING_SYNC))) {
-		r = CUDA_ERROR_INVALID_VALUE;
-	}
-	if (r == CUDA_SUCCESS) {
-		d->ctx.flags = flags;
-	}
-	emu_unlock();
-	return r;
-}
-
 /* ---- the current context ---- */
 
 EMU_API CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
@@ -358,49 +300,6 @@ EMU_API CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx)
 	}
 	if (r == CUDA_SUCCESS) {
 		*pctx = current ? (CUcontext)current->handle : NULL;
-	}
-	emu_unlock();
-	return r;
-}
-
-EMU_API CUresult CUDAAPI cuCtxGetDevice(CUdevice *device)
-{
-	emu_lock();
-	struct ctx *c;
-	CUresult r = cur_ctx(&c);
-	if (r == CUDA_SUCCESS && !device) {
-		r = CUDA_ERROR_INVALID_VALUE;
-	}
-	if (r == CUDA_SUCCESS) {
-		*device = c->ordinal;
-	}
-	emu_unlock();
-	return r;
-}
-
-EMU_API CUresult CUDAAPI cuCtxGetFlags(unsigned int *flags)
-{
-	emu_lock();
-	struct ctx *c;
-	CUresult r = cur_ctx(&c);
-	if (r == CUDA_SUCCESS && !flags) {
-		r = CUDA_ERROR_INVALID_VALUE;
-	}
-	if (r == CUDA_SUCCESS) {
-		*flags = c->flags;
-	}
-	emu_unlock();
-	return r;
-}
-
-EMU_API CUresult CUDAAPI cuCtxSynchronize(void)
-{
-	emu_lock();
-	struct ctx *c;
-	CUresult r = cur_ctx(&c);
-	if (r == CUDA_SUCCESS) {
-		ctx_sync(c, ctx_waitmode(c));
-		r = c->sticky;
 	}
 	emu_unlock();
 	return r;

@@ -84,8 +84,8 @@ struct mark {
 	struct vclock clock; /* the stream's clock at the position */
 };
 
-enum op_kind { OP_RECORD, OP_WAIT, OP_COPY, OP_MEMSET, OP_KERNEL };
-enum copy_dir { H2D, D2H, D2D };
+/* OP_COPY is a host-to-device copy: the only asynchronous copy modelled. */
+enum op_kind { OP_RECORD, OP_WAIT, OP_COPY, OP_KERNEL };
 
 struct kernel;
 
@@ -98,19 +98,16 @@ struct op {
 	struct op *next;
 	enum op_kind kind;
 	const char *what;      /* names it in reports: "kernel spin", "copy (cuMemcpyHtoDAsync)" */
-	const char *call;      /* H2D: the API call that queued it, for race (a)
+	const char *call;      /* OP_COPY: the API call that queued it, for race (a)
 	                          reports: "cuMemcpyHtoDAsync" or "cuGraphLaunch" */
 	struct hsnap *inherit; /* host clock when enqueued */
 	struct mark *mark;     /* OP_RECORD completes it; OP_WAIT waits for it */
-	enum copy_dir dir;     /* OP_COPY */
-	CUdeviceptr dst, src;  /* device addresses the op writes / reads */
-	void *host;            /* H2D source or D2H destination; an H2D copy from
-	                          pageable memory owns it (the staged bytes) */
-	size_t bytes;          /* OP_COPY, OP_MEMSET: bytes touched */
-	bool pinned;           /* host lay in pinned memory when the op was queued */
-	uint64_t issue_hash;   /* H2D from pinned memory: its hash when queued */
-	unsigned elem;         /* OP_MEMSET: element size 1, 2 or 4 */
-	uint32_t value;        /* OP_MEMSET */
+	CUdeviceptr dst;       /* OP_COPY: the device address it writes */
+	void *host;            /* OP_COPY: the source; a copy from pageable
+	                          memory owns it (the staged bytes) */
+	size_t bytes;          /* OP_COPY: bytes copied */
+	bool pinned;           /* OP_COPY: host lay in pinned memory when queued */
+	uint64_t issue_hash;   /* OP_COPY from pinned memory: its hash when queued */
 	const struct kernel *kernel;      /* OP_KERNEL */
 	uint64_t args[KERNEL_MAX_ARGS];   /* OP_KERNEL: parameter values */
 };
@@ -152,7 +149,7 @@ struct stream {
 /*
  * One earlier access to device memory, kept for race detection. Guarded by
  * g.mu; written by the thread that makes the access (a stream's worker, or
- * an API thread for synchronous copies).
+ * an API thread for cuMemcpyDtoH).
  */
 struct access {
 	struct access *next;
@@ -202,7 +199,6 @@ struct ctx {
 	int ordinal;            /* device */
 	int refs;               /* primary-context retains; active while > 0 */
 	bool destroying;        /* the last release is freeing its resources */
-	unsigned flags;         /* cuDevicePrimaryCtxSetFlags */
 	struct stream *legacy;  /* NULL stream; NULL while inactive */
 	struct stream *streams; /* user streams whose worker still runs */
 	size_t used;            /* device bytes allocated */
@@ -305,7 +301,6 @@ void push_wait(struct stream *s, struct mark *m, const char *what);
 void mark_put(struct mark *m);
 void stream_sync(struct stream *s, enum waitmode mode);
 void ctx_sync(struct ctx *c, enum waitmode mode);
-enum waitmode ctx_waitmode(const struct ctx *c);
 void events_drop_ctx(const struct ctx *c);
 CUresult event_lookup(CUevent h, struct event **out);
 struct mark *event_push_record(struct event *e, struct stream *s, const char *what);
@@ -314,7 +309,6 @@ struct mark *event_push_record(struct event *e, struct stream *s, const char *wh
 struct alloc *stream_access(struct stream *s, CUdeviceptr p, size_t n, bool write, const char *what);
 void alloc_unbusy(struct alloc *a);
 void run_copy(struct stream *s, struct op *o);
-void run_memset(struct stream *s, struct op *o);
 void memory_drop_ctx(struct ctx *c);
 bool host_pinned(const void *p, size_t n);
 bool fail_copy_now(const char *call);

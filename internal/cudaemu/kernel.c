@@ -314,19 +314,6 @@ EMU_API CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
 	return r;
 }
 
-/* JIT options are accepted and ignored: nothing is compiled. */
-EMU_API CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
-					    CUjit_option *options, void **optionValues)
-{
-	(void)numOptions;
-	(void)options;
-	(void)optionValues;
-	emu_lock();
-	CUresult r = module_load(module, image);
-	emu_unlock();
-	return r;
-}
-
 EMU_API CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
 {
 	emu_lock();

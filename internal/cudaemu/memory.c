@@ -1,7 +1,7 @@
 /*
- * Device and pinned host memory, copies and memsets, the copy engines, and
- * race detection on device memory (vector clocks) and on staged host
- * buffers (hashes).
+ * Device and pinned host memory, copies, the copy engines, and race
+ * detection on device memory (vector clocks) and on staged host buffers
+ * (hashes).
  */
 #include "emu.h"
 
@@ -249,7 +249,7 @@ static void engine_copy(struct device *d, void *dst, const void *src, size_t n, 
 	engine_release(d);
 }
 
-/* ---- executing queued copies and memsets (on the stream's worker, g.mu held) ---- */
+/* ---- executing queued copies (on the stream's worker, g.mu held) ---- */
 
 /*
  * device_access for the op on s that runs now. If [p, p+n) is not device
@@ -269,7 +269,7 @@ struct alloc *stream_access(struct stream *s, CUdeviceptr p, size_t n, bool writ
 	return a;
 }
 
-/* Pins the host side of a copy from or to pinned memory; false (reported) if it was freed. */
+/* Pins the source of a copy from pinned memory; false (reported) if it was freed. */
 static bool pin_host(struct stream *s, const struct op *o, struct pinned **out)
 {
 	*out = NULL;
@@ -296,7 +296,7 @@ static void unpin_host(struct pinned *r)
 	}
 }
 
-/* Race (a): the pinned source of an H2D copy changed while the copy was pending. */
+/* Race (a): the pinned source of a copy changed while the copy was pending. */
 static void check_staged(struct stream *s, const struct op *o, const struct copy_hashes *hs)
 {
 	if (hs->copied == o->issue_hash && hs->after == o->issue_hash) {
@@ -310,7 +310,7 @@ static void check_staged(struct stream *s, const struct op *o, const struct copy
 					    : "it was rewritten while the copy was still in flight");
 }
 
-static void run_h2d(struct stream *s, struct op *o)
+void run_copy(struct stream *s, struct op *o)
 {
 	struct alloc *a = stream_access(s, o->dst, o->bytes, true, o->what);
 	if (!a) {
@@ -326,82 +326,6 @@ static void run_h2d(struct stream *s, struct op *o)
 		}
 		unpin_host(r);
 	}
-	alloc_unbusy(a);
-}
-
-static void run_d2h(struct stream *s, struct op *o)
-{
-	struct alloc *a = stream_access(s, o->src, o->bytes, false, o->what);
-	if (!a) {
-		return;
-	}
-	struct pinned *r;
-	if (pin_host(s, o, &r)) {
-		engine_copy(&g.dev[s->ctx->ordinal], o->host, a->mem + (o->src - a->base), o->bytes, NULL);
-		unpin_host(r);
-	}
-	alloc_unbusy(a);
-}
-
-static void run_d2d(struct stream *s, struct op *o)
-{
-	struct alloc *from = stream_access(s, o->src, o->bytes, false, o->what);
-	if (!from) {
-		return;
-	}
-	struct alloc *to = stream_access(s, o->dst, o->bytes, true, o->what);
-	if (!to) {
-		alloc_unbusy(from);
-		return;
-	}
-	/* Both allocations are busy: they stay while g.mu is released. */
-	emu_unlock();
-	memmove(to->mem + (o->dst - to->base), from->mem + (o->src - from->base), o->bytes);
-	emu_lock();
-	alloc_unbusy(to);
-	alloc_unbusy(from);
-}
-
-void run_copy(struct stream *s, struct op *o)
-{
-	switch (o->dir) {
-	case H2D:
-		run_h2d(s, o);
-		break;
-	case D2H:
-		run_d2h(s, o);
-		break;
-	case D2D:
-		run_d2d(s, o);
-		break;
-	}
-}
-
-static void fill(unsigned char *p, size_t bytes, unsigned elem, uint32_t value)
-{
-	if (elem == 1) {
-		memset(p, (int)value, bytes);
-		return;
-	}
-	for (size_t i = 0; i < bytes; i += elem) {
-		if (elem == 2) {
-			uint16_t v = (uint16_t)value;
-			memcpy(p + i, &v, 2);
-		} else {
-			memcpy(p + i, &value, 4);
-		}
-	}
-}
-
-void run_memset(struct stream *s, struct op *o)
-{
-	struct alloc *a = stream_access(s, o->dst, o->bytes, true, o->what);
-	if (!a) {
-		return;
-	}
-	emu_unlock();
-	fill(a->mem + (o->dst - a->base), o->bytes, o->elem, o->value);
-	emu_lock();
 	alloc_unbusy(a);
 }
 
@@ -460,7 +384,7 @@ static CUresult mem_free(CUdeviceptr dptr)
 	}
 	struct vclock pre = {0};
 	vc_copy(&pre, &g.host);
-	ctx_sync(a->ctx, ctx_waitmode(c));
+	ctx_sync(a->ctx, WAIT_SPIN);
 	if (alloc_find(dptr) != a) {
 		vc_free(&pre);
 		return CUDA_ERROR_INVALID_VALUE; /* another thread freed it meanwhile */
@@ -561,9 +485,8 @@ static void check_free_host_on(const struct pinned *r, const struct stream *s)
 		}
 		char b[40];
 		race_report("host buffer 0x%lx (%zu bytes): cuMemFreeHost frees it while the %s on %s "
-			    "still %s it (missing cuStreamSynchronize or cuEventSynchronize?)",
-			    (unsigned long)r->base, r->size, o->what, accessor_name(s->id, b, sizeof b),
-			    o->dir == H2D ? "reads" : "writes");
+			    "still reads it (missing cuStreamSynchronize or cuEventSynchronize?)",
+			    (unsigned long)r->base, r->size, o->what, accessor_name(s->id, b, sizeof b));
 	}
 }
 
@@ -585,7 +508,7 @@ static CUresult free_host(void *p)
 		return CUDA_ERROR_INVALID_VALUE;
 	}
 	check_free_host(r);
-	ctx_sync(r->ctx, ctx_waitmode(r->ctx));
+	ctx_sync(r->ctx, WAIT_SPIN);
 	if (pinned_find(p, 1) != r) {
 		return CUDA_ERROR_INVALID_VALUE; /* another thread freed it meanwhile */
 	}
@@ -661,7 +584,6 @@ void htod_enqueue(struct stream *s, CUdeviceptr dst, const void *src, size_t n, 
 	}
 	struct op *o = op_new(OP_COPY, what);
 	o->call = call;
-	o->dir = H2D;
 	o->dst = dst;
 	o->bytes = n;
 	if (pinned_find(src, n)) {
@@ -669,7 +591,7 @@ void htod_enqueue(struct stream *s, CUdeviceptr dst, const void *src, size_t n, 
 		o->pinned = true;
 		o->issue_hash = hash_bytes(src, n);
 	} else {
-		stream_sync(s, ctx_waitmode(s->ctx));
+		stream_sync(s, WAIT_SPIN);
 		o->host = xcalloc(1, n);
 		memcpy(o->host, src, n);
 	}
@@ -705,53 +627,12 @@ EMU_API CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void 
 	return r;
 }
 
-/* To pageable memory the call returns once the copy completed. */
-static CUresult dtoh_async(void *dst, CUdeviceptr src, size_t n, CUstream h)
-{
-	struct ctx *c;
-	struct stream *s;
-	CUresult r = cur_ctx(&c);
-	if (r == CUDA_SUCCESS) {
-		r = stream_resolve(h, c, &s);
-	}
-	if (r == CUDA_SUCCESS && !dst) {
-		r = CUDA_ERROR_INVALID_VALUE;
-	}
-	if (r == CUDA_SUCCESS) {
-		r = check_device_range(c, src, n);
-	}
-	if (r != CUDA_SUCCESS || n == 0) {
-		return r;
-	}
-	struct op *o = op_new(OP_COPY, "copy (cuMemcpyDtoHAsync)");
-	o->dir = D2H;
-	o->src = src;
-	o->host = dst;
-	o->bytes = n;
-	o->pinned = pinned_find(dst, n) != NULL;
-	bool wait = !o->pinned;
-	enqueue(s, o);
-	if (wait) {
-		stream_sync(s, ctx_waitmode(c));
-	}
-	return CUDA_SUCCESS;
-}
-
-EMU_API CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
-					      CUstream hStream)
-{
-	emu_lock();
-	CUresult r = dtoh_async(dstHost, srcDevice, ByteCount, hStream);
-	emu_unlock();
-	return r;
-}
-
 /*
- * cuMemcpyHtoD and cuMemcpyDtoH: the NULL stream and the blocking streams
- * drain first, then the calling thread copies through a copy engine, as a
- * host access ordered after everything it synchronized with.
+ * cuMemcpyDtoH: the NULL stream and the blocking streams drain first, then
+ * the calling thread copies through a copy engine, as a host access
+ * ordered after everything it synchronized with.
  */
-static CUresult sync_copy(enum copy_dir dir, CUdeviceptr dptr, void *host, size_t n, const char *what)
+static CUresult dtoh(void *host, CUdeviceptr dptr, size_t n)
 {
 	struct ctx *c;
 	CUresult r = cur_ctx(&c);
@@ -764,156 +645,21 @@ static CUresult sync_copy(enum copy_dir dir, CUdeviceptr dptr, void *host, size_
 	if (r != CUDA_SUCCESS || n == 0) {
 		return r;
 	}
-	stream_sync(c->legacy, ctx_waitmode(c));
+	stream_sync(c->legacy, WAIT_SPIN);
 	uint64_t epoch = host_tick();
-	struct alloc *a = device_access(c, dptr, n, dir == H2D, 0, &g.host, epoch, what);
+	struct alloc *a = device_access(c, dptr, n, false, 0, &g.host, epoch, "cuMemcpyDtoH");
 	if (!a) {
 		return CUDA_ERROR_INVALID_VALUE; /* freed by another thread meanwhile */
 	}
-	unsigned char *dev = a->mem + (dptr - a->base);
-	struct device *d = &g.dev[c->ordinal];
-	if (dir == H2D) {
-		engine_copy(d, dev, host, n, NULL);
-	} else {
-		engine_copy(d, host, dev, n, NULL);
-	}
+	engine_copy(&g.dev[c->ordinal], host, a->mem + (dptr - a->base), n, NULL);
 	alloc_unbusy(a);
 	return c->sticky;
-}
-
-EMU_API CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
-{
-	emu_lock();
-	CUresult r = sync_copy(H2D, dstDevice, (void *)srcHost, ByteCount, "cuMemcpyHtoD");
-	emu_unlock();
-	return r;
 }
 
 EMU_API CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
 	emu_lock();
-	CUresult r = sync_copy(D2H, srcDevice, dstHost, ByteCount, "cuMemcpyDtoH");
-	emu_unlock();
-	return r;
-}
-
-/* Device-to-device copies do not use the copy engines and take no modelled time. */
-static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h, bool null_stream, const char *what)
-{
-	struct ctx *c;
-	struct stream *s;
-	CUresult r = cur_ctx(&c);
-	if (r == CUDA_SUCCESS) {
-		r = stream_resolve(null_stream ? NULL : h, c, &s);
-	}
-	if (r == CUDA_SUCCESS) {
-		r = check_device_range(c, src, n);
-	}
-	if (r == CUDA_SUCCESS) {
-		r = check_device_range(c, dst, n);
-	}
-	if (r != CUDA_SUCCESS || n == 0) {
-		return r;
-	}
-	struct op *o = op_new(OP_COPY, what);
-	o->dir = D2D;
-	o->src = src;
-	o->dst = dst;
-	o->bytes = n;
-	enqueue(s, o);
-	return CUDA_SUCCESS;
-}
-
-EMU_API CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
-{
-	emu_lock();
-	CUresult r = dtod(dstDevice, srcDevice, ByteCount, NULL, true, "copy (cuMemcpyDtoD)");
-	emu_unlock();
-	return r;
-}
-
-EMU_API CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
-					      CUstream hStream)
-{
-	emu_lock();
-	CUresult r = dtod(dstDevice, srcDevice, ByteCount, hStream, false, "copy (cuMemcpyDtoDAsync)");
-	emu_unlock();
-	return r;
-}
-
-/* ---- memset API: device memsets are asynchronous to the host, even the "synchronous" ones ---- */
-
-static CUresult memset_op(CUdeviceptr dst, unsigned elem, uint32_t value, size_t count, CUstream h,
-			  bool null_stream, const char *what)
-{
-	struct ctx *c;
-	struct stream *s;
-	CUresult r = cur_ctx(&c);
-	if (r == CUDA_SUCCESS) {
-		r = stream_resolve(null_stream ? NULL : h, c, &s);
-	}
-	if (r == CUDA_SUCCESS && (dst % elem || count > SIZE_MAX / elem)) {
-		r = CUDA_ERROR_INVALID_VALUE;
-	}
-	if (r == CUDA_SUCCESS) {
-		r = check_device_range(c, dst, count * elem);
-	}
-	if (r != CUDA_SUCCESS || count == 0) {
-		return r;
-	}
-	struct op *o = op_new(OP_MEMSET, what);
-	o->dst = dst;
-	o->bytes = count * elem;
-	o->elem = elem;
-	o->value = value;
-	enqueue(s, o);
-	return CUDA_SUCCESS;
-}
-
-EMU_API CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
-{
-	emu_lock();
-	CUresult r = memset_op(dstDevice, 1, uc, N, NULL, true, "cuMemsetD8");
-	emu_unlock();
-	return r;
-}
-
-EMU_API CUresult CUDAAPI cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N)
-{
-	emu_lock();
-	CUresult r = memset_op(dstDevice, 2, us, N, NULL, true, "cuMemsetD16");
-	emu_unlock();
-	return r;
-}
-
-EMU_API CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N)
-{
-	emu_lock();
-	CUresult r = memset_op(dstDevice, 4, ui, N, NULL, true, "cuMemsetD32");
-	emu_unlock();
-	return r;
-}
-
-EMU_API CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)
-{
-	emu_lock();
-	CUresult r = memset_op(dstDevice, 1, uc, N, hStream, false, "cuMemsetD8Async");
-	emu_unlock();
-	return r;
-}
-
-EMU_API CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream)
-{
-	emu_lock();
-	CUresult r = memset_op(dstDevice, 2, us, N, hStream, false, "cuMemsetD16Async");
-	emu_unlock();
-	return r;
-}
-
-EMU_API CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream)
-{
-	emu_lock();
-	CUresult r = memset_op(dstDevice, 4, ui, N, hStream, false, "cuMemsetD32Async");
+	CUresult r = dtoh(dstHost, srcDevice, ByteCount);
 	emu_unlock();
 	return r;
 }

@@ -259,9 +259,10 @@ static bool check_reads_at_execution(void)
 }
 
 /*
- * Device memory holds the old bytes until a copy writes them: reading the
- * end of the destination early (on the NULL stream, which does not wait
- * for non-blocking streams) gives stale bytes, and is race (b).
+ * Device memory holds the old bytes (new memory's 0xa5) until a copy
+ * writes them: reading the end of the destination early (cuMemcpyDtoH,
+ * which does not wait for non-blocking streams) gives stale bytes, and is
+ * race (b).
  */
 static bool check_stale_until_complete(void)
 {
@@ -272,11 +273,9 @@ static bool check_stale_until_complete(void)
 	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &d, &h, SIZE, 0x22)) {
 		return false;
 	}
-	CK(cuMemsetD8(d, 0x11, SIZE));
-	CK(cuCtxSynchronize());
 	CK(cuMemcpyHtoDAsync(d, h, SIZE, s)); /* 210 ms at 0.01 GB/s */
 	usleep(20000);                        /* let it start */
-	EXPECT(device_is(d + SIZE - TAIL, TAIL, 0x11), "device memory changed before the copy reached it");
+	EXPECT(device_is(d + SIZE - TAIL, TAIL, 0xa5), "device memory changed before the copy reached it");
 	char want[200];
 	snprintf(want, sizeof want, "device 0x%llx+4096: cuMemcpyDtoH on the host reads, but the copy "
 		 "(cuMemcpyHtoDAsync) on stream 0x%lx writing it is not ordered before it (missing "
@@ -329,7 +328,7 @@ static bool check_rerecord(void)
 	CUstream busy, idle, waiter;
 	CUdeviceptr d;
 	void *h;
-	CUevent e, after;
+	CUevent e, after, copied;
 	if (!setup() || !stream_buffers(&busy, CU_STREAM_NON_BLOCKING, &d, &h, SIZE, 3)) {
 		return false;
 	}
@@ -337,7 +336,9 @@ static bool check_rerecord(void)
 	CK(cuStreamCreate(&waiter, CU_STREAM_NON_BLOCKING));
 	CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
 	CK(cuEventCreate(&after, CU_EVENT_DEFAULT));
+	CK(cuEventCreate(&copied, CU_EVENT_DEFAULT));
 	CK(cuMemcpyHtoDAsync(d, h, SIZE, busy)); /* 80 ms at 0.1 GB/s */
+	CK(cuEventRecord(copied, busy));
 	CK(cuEventRecord(e, busy));
 	CK(cuStreamWaitEvent(waiter, e, 0)); /* waits for the first record */
 	CK(cuEventRecord(after, waiter));
@@ -346,9 +347,9 @@ static bool check_rerecord(void)
 	CK(cuStreamSynchronize(idle));
 	CK(cuEventQuery(e));
 	WANT(cuEventQuery(after), CUDA_ERROR_NOT_READY);
-	WANT(cuStreamQuery(busy), CUDA_ERROR_NOT_READY);
+	WANT(cuEventQuery(copied), CUDA_ERROR_NOT_READY);
 	CK(cuEventSynchronize(after));
-	CK(cuStreamQuery(busy));
+	CK(cuEventQuery(copied));
 	return true;
 }
 
@@ -365,8 +366,8 @@ static bool check_wait_event_orders(void)
 	if (!setup_spin(&loader, &consumer, &buf, &out, SIZE)) {
 		return false;
 	}
-	unsigned char *a = pinned(SIZE, 'a'), *b = pinned(SIZE, 'b'), *back = pinned(SIZE, 0);
-	EXPECT(a && b && back, "cuMemHostAlloc failed");
+	unsigned char *a = pinned(SIZE, 'a'), *b = pinned(SIZE, 'b');
+	EXPECT(a && b, "cuMemHostAlloc failed");
 	CK(cuEventCreate(&ready, CU_EVENT_DISABLE_TIMING));
 	CK(cuEventCreate(&done, CU_EVENT_DISABLE_TIMING));
 	CK(cuMemcpyHtoDAsync(buf, a, SIZE, loader)); /* 10 ms at 0.1 GB/s */
@@ -376,10 +377,9 @@ static bool check_wait_event_orders(void)
 	CK(cuEventRecord(done, consumer));
 	CK(cuStreamWaitEvent(loader, done, 0));
 	CK(cuMemcpyHtoDAsync(buf, b, SIZE, loader));
-	CK(cuMemcpyDtoHAsync(back, out, SIZE, consumer));
 	CK(cuStreamSynchronize(consumer));
 	CK(cuStreamSynchronize(loader));
-	EXPECT(all(back, SIZE, 'a'), "the consumer saw the loader's second copy");
+	EXPECT(device_is(out, SIZE, 'a'), "the consumer saw the loader's second copy");
 	EXPECT(device_is(buf, SIZE, 'b'), "the second copy did not land");
 	EXPECT_NO_RACES();
 	return true;
@@ -392,21 +392,23 @@ static bool check_wait_unrecorded(void)
 	CUstream busy, s;
 	CUdeviceptr d;
 	void *h;
-	CUevent never, mark;
+	CUevent never, mark, copied;
 	if (!setup() || !stream_buffers(&busy, CU_STREAM_NON_BLOCKING, &d, &h, SIZE, 0)) {
 		return false;
 	}
 	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 	CK(cuEventCreate(&never, CU_EVENT_DEFAULT));
 	CK(cuEventCreate(&mark, CU_EVENT_BLOCKING_SYNC));
+	CK(cuEventCreate(&copied, CU_EVENT_DEFAULT));
 	CK(cuMemcpyHtoDAsync(d, h, SIZE, busy)); /* 200 ms at 0.1 GB/s */
+	CK(cuEventRecord(copied, busy));
 	double t0 = now();
 	CK(cuStreamWaitEvent(s, never, 0));
 	CK(cuEventRecord(mark, s));
 	CK(cuEventSynchronize(mark));
 	double t = now() - t0;
 	EXPECT(t < 0.1, "the stream waited %.3f s on an unrecorded event", t);
-	WANT(cuStreamQuery(busy), CUDA_ERROR_NOT_READY);
+	WANT(cuEventQuery(copied), CUDA_ERROR_NOT_READY);
 	return true;
 }
 
@@ -429,7 +431,8 @@ static bool copy_pair(double *seconds)
 	for (int i = 0; i < 2; i++) {
 		CK(cuMemcpyHtoDAsync(d[i], h[i], SIZE, s[i])); /* 42 ms each at 0.1 GB/s */
 	}
-	CK(cuCtxSynchronize());
+	CK(cuStreamSynchronize(s[0]));
+	CK(cuStreamSynchronize(s[1]));
 	*seconds = now() - t0;
 	return true;
 }
@@ -454,7 +457,10 @@ static bool check_two_engines(void)
 	return true;
 }
 
-/* cuMemGetInfo accounting with CUDAEMU_MEM_MB=64, out of memory, bad pointers. */
+/*
+ * cuMemGetInfo accounting with CUDAEMU_MEM_MB=64, out of memory, new
+ * memory's 0xa5, bad pointers.
+ */
 static bool check_memory(void)
 {
 	size_t avail, total, bytes;
@@ -462,12 +468,11 @@ static bool check_memory(void)
 	if (!setup()) {
 		return false;
 	}
-	CK(cuDeviceTotalMem(&bytes, 0));
 	CK(cuMemGetInfo(&avail, &total));
-	EXPECT(total == 64 << 20 && bytes == total && avail == total, "total %zu, free %zu, device %zu", total,
-	       avail, bytes);
+	EXPECT(total == 64 << 20 && avail == total, "total %zu, free %zu", total, avail);
 	CK(cuMemAlloc(&a, 16 << 20));
 	EXPECT(a % 256 == 0, "allocation 0x%llx is not 256-byte aligned", (unsigned long long)a);
+	EXPECT(device_is(a, 4096, 0xa5), "new device memory is not filled with 0xa5");
 	CK(cuMemGetInfo(&avail, &total));
 	EXPECT(avail == 48 << 20, "free %zu after a 16 MiB allocation", avail);
 	WANT(cuMemAlloc(&b, 60 << 20), CUDA_ERROR_OUT_OF_MEMORY);
@@ -475,11 +480,12 @@ static bool check_memory(void)
 	CK(cuMemGetAddressRange(&base, &bytes, a + 100));
 	EXPECT(base == a && bytes == 16 << 20, "address range 0x%llx+%zu", (unsigned long long)base, bytes);
 	char h[16] = {0};
-	WANT(cuMemcpyHtoD(a + (16 << 20) - 8, h, 16), CUDA_ERROR_INVALID_VALUE); /* runs past the end */
+	WANT(cuMemcpyDtoH(h, a + (16 << 20) - 8, 16), CUDA_ERROR_INVALID_VALUE); /* runs past the end */
 	WANT(cuMemFree(a + 256), CUDA_ERROR_INVALID_VALUE);
 	CK(cuMemFree(a));
 	WANT(cuMemFree(a), CUDA_ERROR_INVALID_VALUE);
-	WANT(cuMemcpyHtoD(a, h, 16), CUDA_ERROR_INVALID_VALUE); /* use after free */
+	WANT(cuMemGetAddressRange(&base, &bytes, a), CUDA_ERROR_INVALID_VALUE);
+	WANT(cuMemcpyDtoH(h, a, 16), CUDA_ERROR_INVALID_VALUE); /* use after free */
 	CK(cuMemGetInfo(&avail, &total));
 	EXPECT(avail == total, "free %zu of %zu after freeing everything", avail, total);
 	void *p;
@@ -498,8 +504,6 @@ static bool check_primary_refcount(void)
 	CUcontext again, cur;
 	CUdeviceptr d;
 	CUstream s;
-	unsigned flags;
-	int active;
 	size_t avail, total;
 	if (!setup()) {
 		return false;
@@ -509,13 +513,9 @@ static bool check_primary_refcount(void)
 	CK(cuMemAlloc(&d, 1 << 20));
 	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 	CK(cuDevicePrimaryCtxRelease(0));
-	CK(cuDevicePrimaryCtxGetState(0, &flags, &active));
-	EXPECT(active == 1, "inactive after one of two releases");
 	CK(cuMemGetInfo(&avail, &total));
 	EXPECT(avail == total - (1 << 20), "the allocation went away early");
 	CK(cuDevicePrimaryCtxRelease(0));
-	CK(cuDevicePrimaryCtxGetState(0, &flags, &active));
-	EXPECT(active == 0, "active after the last release");
 	CK(cuCtxGetCurrent(&cur));
 	EXPECT(cur == ctx, "the released context is no longer current");
 	WANT(cuMemAlloc(&d, 16), CUDA_ERROR_CONTEXT_IS_DESTROYED);
@@ -524,27 +524,22 @@ static bool check_primary_refcount(void)
 	EXPECT(again == ctx, "the primary context handle changed");
 	CK(cuMemGetInfo(&avail, &total));
 	EXPECT(avail == total, "memory of the destroyed context was not freed");
-	WANT(cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
+	WANT(cuStreamSynchronize(s), CUDA_ERROR_INVALID_HANDLE);
 	return true;
 }
 
 /* Before cuInit everything fails; after it, calls that need a context fail without one. */
 static bool check_no_context(void)
 {
-	int n, v;
+	int n;
 	CUdeviceptr d;
 	CUstream s;
-	CUdevice dev;
 	WANT(cuDeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
 	WANT(cuMemAlloc(&d, 16), CUDA_ERROR_NOT_INITIALIZED);
-	CK(cuDriverGetVersion(&v));
-	EXPECT(v == CUDA_VERSION, "driver version %d", v);
 	WANT(cuInit(1), CUDA_ERROR_INVALID_VALUE);
 	CK(cuInit(0));
 	WANT(cuMemAlloc(&d, 16), CUDA_ERROR_INVALID_CONTEXT);
 	WANT(cuStreamCreate(&s, 0), CUDA_ERROR_INVALID_CONTEXT);
-	WANT(cuCtxGetDevice(&dev), CUDA_ERROR_INVALID_CONTEXT);
-	WANT(cuCtxSynchronize(), CUDA_ERROR_INVALID_CONTEXT);
 	WANT(cuStreamSynchronize(NULL), CUDA_ERROR_INVALID_CONTEXT);
 	WANT(cuCtxSetCurrent((CUcontext)0x1234), CUDA_ERROR_INVALID_CONTEXT);
 	return true;
@@ -577,20 +572,16 @@ static bool check_devices(void)
 		return false;
 	}
 	int least, greatest, prio;
-	unsigned flags;
 	CUstream s;
 	CK(cuCtxGetStreamPriorityRange(&least, &greatest));
 	EXPECT(least == 0 && greatest == -5, "priority range %d..%d", least, greatest);
 	CK(cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, -100));
 	CK(cuStreamGetPriority(s, &prio));
-	CK(cuStreamGetFlags(s, &flags));
-	EXPECT(prio == -5 && flags == CU_STREAM_NON_BLOCKING, "priority %d, flags %u", prio, flags);
+	EXPECT(prio == -5, "priority %d, want clamped to -5", prio);
 	CK(cuStreamCreateWithPriority(&s, CU_STREAM_DEFAULT, 7));
 	CK(cuStreamGetPriority(s, &prio));
 	EXPECT(prio == 0, "priority %d, want clamped to 0", prio);
 	WANT(cuStreamCreate(&s, 2), CUDA_ERROR_INVALID_VALUE);
-	CK(cuCtxGetDevice(&dev));
-	EXPECT(dev == 0, "current device %d", dev);
 	return true;
 }
 
@@ -648,14 +639,19 @@ static bool check_kernel_spin(void)
 	enum { SIZE = 1000 };
 	CUstream s;
 	CUdeviceptr src, dst;
+	CUevent done;
 	if (!setup_spin(&s, NULL, &src, &dst, SIZE)) {
 		return false;
 	}
-	CK(cuMemsetD8(src, 0x5a, SIZE));
-	CK(cuCtxSynchronize());
+	void *h = pinned(SIZE, 0x5a);
+	EXPECT(h, "cuMemHostAlloc failed");
+	CK(cuMemcpyHtoDAsync(src, h, SIZE, s));
+	CK(cuStreamSynchronize(s));
+	CK(cuEventCreate(&done, CU_EVENT_DEFAULT));
 	double t0 = now();
 	CK(spin(s, 200 * 1000 * 1000, src, dst, SIZE));
-	WANT(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
+	CK(cuEventRecord(done, s));
+	WANT(cuEventQuery(done), CUDA_ERROR_NOT_READY);
 	CK(cuStreamSynchronize(s));
 	double t = now() - t0;
 	EXPECT(t > 0.095 && t < 0.5, "200M cycles at 2 GHz took %.3f s, want 0.1", t);
@@ -739,7 +735,8 @@ static bool overwrite(bool loader_waits)
 		CK(cuStreamWaitEvent(loader, done, 0));
 	}
 	CK(cuMemcpyHtoDAsync(buf, h, SIZE, loader));
-	CK(cuCtxSynchronize());
+	CK(cuStreamSynchronize(loader));
+	CK(cuStreamSynchronize(consumer));
 	if (loader_waits) {
 		EXPECT_NO_RACES();
 		return true;
@@ -816,7 +813,7 @@ static bool check_destroyed_handles(void)
 	CK(cuEventDestroy(pending)); /* pending record: allowed */
 	CK(cuStreamDestroy(s));      /* returns at once */
 	WANT(cuEventQuery(e), CUDA_ERROR_NOT_READY);
-	WANT(cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
+	WANT(cuStreamSynchronize(s), CUDA_ERROR_INVALID_HANDLE);
 	WANT(cuMemcpyHtoDAsync(d, h, SIZE, s), CUDA_ERROR_INVALID_HANDLE);
 	WANT(cuStreamDestroy(s), CUDA_ERROR_INVALID_HANDLE);
 	CK(cuEventSynchronize(e));
@@ -825,7 +822,7 @@ static bool check_destroyed_handles(void)
 	WANT(cuEventQuery(e), CUDA_ERROR_INVALID_HANDLE);
 	WANT(cuEventRecord(e, NULL), CUDA_ERROR_INVALID_HANDLE);
 	WANT(cuEventDestroy(e), CUDA_ERROR_INVALID_HANDLE);
-	WANT(cuStreamQuery((CUstream)0xdead00), CUDA_ERROR_INVALID_HANDLE);
+	WANT(cuStreamSynchronize((CUstream)0xdead00), CUDA_ERROR_INVALID_HANDLE);
 	return true;
 }
 
@@ -854,26 +851,36 @@ static bool check_free_with_queued_work(void)
 }
 
 /*
- * The NULL stream: async work on it and on blocking streams is ordered both
+ * The NULL stream: work on it and on blocking streams is ordered both
  * ways, and cuMemcpyDtoH waits for blocking streams (not for non-blocking
- * ones, see stale_until_complete). Each memset is queued while a 40 ms copy
- * of other bytes on the other stream is pending.
+ * ones, see stale_until_complete). Each kernel, which takes no time,
+ * copies other bytes over the start of d while a 40 ms copy to d on the
+ * other stream is pending: its bytes are there at the end only if it
+ * waited for that copy.
  */
 static bool check_null_stream(void)
 {
-	enum { SIZE = 4 << 20 };
+	enum { SIZE = 4 << 20, SMALL = 4096 };
 	CUstream blocking;
-	CUdeviceptr d;
-	void *h;
-	if (!setup() || !stream_buffers(&blocking, CU_STREAM_DEFAULT, &d, &h, SIZE, 7)) {
+	CUdeviceptr d, eights, nines;
+	void *h, *h8 = NULL, *h9 = NULL;
+	if (!setup() || !load_spin() || !stream_buffers(&blocking, CU_STREAM_DEFAULT, &d, &h, SIZE, 7)) {
 		return false;
 	}
+	CK(cuMemAlloc(&eights, SMALL));
+	CK(cuMemAlloc(&nines, SMALL));
+	h8 = pinned(SMALL, 8);
+	h9 = pinned(SMALL, 9);
+	EXPECT(h8 && h9, "cuMemHostAlloc failed");
+	CK(cuMemcpyHtoDAsync(eights, h8, SMALL, blocking));
+	CK(cuMemcpyHtoDAsync(nines, h9, SMALL, blocking));
+	CK(cuStreamSynchronize(blocking));
 	CK(cuMemcpyHtoDAsync(d, h, SIZE, blocking)); /* 40 ms */
-	CK(cuMemsetD8(d, 8, SIZE));                  /* NULL stream: waits for the pending copy */
-	EXPECT(device_is(d, SIZE, 8), "the NULL-stream memset ran before the blocking stream's copy");
-	CK(cuMemcpyHtoDAsync(d, h, SIZE, NULL));      /* 40 ms */
-	CK(cuMemsetD8Async(d, 9, SIZE, blocking));   /* waits for the pending NULL-stream copy */
-	EXPECT(device_is(d, SIZE, 9), "the blocking stream's memset ran before the NULL-stream copy");
+	CK(spin(NULL, 0, eights, d, SMALL));         /* NULL stream: waits for the pending copy */
+	EXPECT(device_is(d, SMALL, 8), "the NULL-stream kernel ran before the blocking stream's copy");
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, NULL));     /* 40 ms */
+	CK(spin(blocking, 0, nines, d, SMALL));      /* waits for the pending NULL-stream copy */
+	EXPECT(device_is(d, SMALL, 9), "the blocking stream's kernel ran before the NULL-stream copy");
 	CK(cuMemcpyHtoDAsync(d, h, SIZE, blocking)); /* 40 ms */
 	EXPECT(device_is(d, SIZE, 7), "cuMemcpyDtoH did not wait for the blocking stream");
 	EXPECT_NO_RACES();
@@ -907,43 +914,6 @@ static bool check_pageable(void)
 	return true;
 }
 
-/* New device memory holds 0xa5; device-to-device copies and memsets write what they should. */
-static bool check_dtod_memset(void)
-{
-	enum { SIZE = 4096 };
-	CUstream s;
-	CUdeviceptr a, b, c;
-	uint16_t h16[SIZE / 2];
-	uint32_t h32[SIZE / 4];
-	if (!setup()) {
-		return false;
-	}
-	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CK(cuMemAlloc(&a, SIZE));
-	CK(cuMemAlloc(&b, SIZE));
-	CK(cuMemAlloc(&c, SIZE));
-	EXPECT(device_is(a, SIZE, 0xa5), "new device memory is not filled with 0xa5");
-	CK(cuMemsetD8(a, 0x5a, SIZE));
-	CK(cuMemcpyDtoD(b, a, SIZE));
-	EXPECT(device_is(b, SIZE, 0x5a), "cuMemcpyDtoD did not copy");
-	CK(cuMemcpyDtoDAsync(c, b, SIZE, s));
-	CK(cuStreamSynchronize(s));
-	EXPECT(device_is(c, SIZE, 0x5a), "cuMemcpyDtoDAsync did not copy");
-	CK(cuMemsetD16(a, 0x1234, SIZE / 2));
-	CK(cuMemsetD32Async(b, 0x89abcdef, SIZE / 4, s));
-	CK(cuStreamSynchronize(s));
-	CK(cuMemcpyDtoH(h16, a, SIZE));
-	CK(cuMemcpyDtoH(h32, b, SIZE));
-	for (int i = 0; i < SIZE / 2; i++) {
-		EXPECT(h16[i] == 0x1234, "cuMemsetD16 wrote 0x%x at element %d", h16[i], i);
-	}
-	for (int i = 0; i < SIZE / 4; i++) {
-		EXPECT(h32[i] == 0x89abcdef, "cuMemsetD32Async wrote 0x%x at element %d", h32[i], i);
-	}
-	EXPECT_NO_RACES();
-	return true;
-}
-
 /* Each host-device copy takes at least CUDAEMU_COPY_LATENCY_US (50 ms here), however small. */
 static bool check_copy_latency(void)
 {
@@ -957,17 +927,17 @@ static bool check_copy_latency(void)
 		return false;
 	}
 	double t0 = now();
-	CK(cuMemcpyHtoD(d, h, SIZE));
+	CK(cuMemcpyDtoH(h, d, SIZE));
 	double t = now() - t0;
-	EXPECT(t > 0.045, "a %d-byte cuMemcpyHtoD took %.3f s, want at least 0.05", SIZE, t);
+	EXPECT(t > 0.045, "a %d-byte cuMemcpyDtoH took %.3f s, want at least 0.05", SIZE, t);
 	CK(cuEventCreate(&start, CU_EVENT_DEFAULT));
 	CK(cuEventCreate(&end, CU_EVENT_DEFAULT));
 	CK(cuEventRecord(start, s));
-	CK(cuMemcpyDtoHAsync(h, d, SIZE, s));
+	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
 	CK(cuEventRecord(end, s));
 	CK(cuEventSynchronize(end));
 	CK(cuEventElapsedTime(&ms, start, end));
-	EXPECT(ms > 45, "a %d-byte cuMemcpyDtoHAsync took %.2f ms, want at least 50", SIZE, ms);
+	EXPECT(ms > 45, "a %d-byte cuMemcpyHtoDAsync took %.2f ms, want at least 50", SIZE, ms);
 	return true;
 }
 
@@ -1007,9 +977,9 @@ static bool check_copy_after_free_host(void)
 }
 
 /*
- * A successful cuStreamQuery or cuEventQuery, and cuEventSynchronize, order
- * the host after the work they saw complete: a cuMemcpyDtoH afterwards,
- * which does not wait for non-blocking streams, is no race.
+ * A successful cuEventQuery, and cuEventSynchronize, order the host after
+ * the work they saw complete: a cuMemcpyDtoH afterwards, which does not
+ * wait for non-blocking streams, is no race.
  */
 static bool check_host_joins(void)
 {
@@ -1024,26 +994,18 @@ static bool check_host_joins(void)
 	}
 	CK(cuEventCreate(&e, CU_EVENT_DEFAULT));
 	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
-	while ((r = cuStreamQuery(s)) == CUDA_ERROR_NOT_READY) {
-		usleep(1000);
-	}
-	CK(r);
-	EXPECT(device_is(d, SIZE, 1), "the copy had not landed when cuStreamQuery succeeded");
-	EXPECT(races() == 0, "the host read after cuStreamQuery was reported:\n%s", emu_output());
-	memset(h, 2, SIZE);
-	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
 	CK(cuEventRecord(e, s));
 	while ((r = cuEventQuery(e)) == CUDA_ERROR_NOT_READY) {
 		usleep(1000);
 	}
 	CK(r);
-	EXPECT(device_is(d, SIZE, 2), "the copy had not landed when cuEventQuery succeeded");
+	EXPECT(device_is(d, SIZE, 1), "the copy had not landed when cuEventQuery succeeded");
 	EXPECT(races() == 0, "the host read after cuEventQuery was reported:\n%s", emu_output());
-	memset(h, 3, SIZE);
+	memset(h, 2, SIZE);
 	CK(cuMemcpyHtoDAsync(d, h, SIZE, s));
 	CK(cuEventRecord(e, s));
 	CK(cuEventSynchronize(e));
-	EXPECT(device_is(d, SIZE, 3), "the copy had not landed when cuEventSynchronize returned");
+	EXPECT(device_is(d, SIZE, 2), "the copy had not landed when cuEventSynchronize returned");
 	EXPECT(races() == 0, "the host read after cuEventSynchronize was reported:\n%s", emu_output());
 	return true;
 }
@@ -1254,7 +1216,7 @@ static bool check_graph_refusals(void)
 	WANT(cuGraphLaunch(x, s), CUDA_ERROR_INVALID_CONTEXT);
 	CK(cuCtxSetCurrent(ctx));
 	CK(cuGraphLaunch(x, NULL)); /* the NULL stream */
-	CK(cuCtxSynchronize());
+	CK(cuStreamSynchronize(NULL));
 	CK(cuEventQuery(e));
 	/* destroyed handles */
 	CK(cuGraphExecDestroy(x));
@@ -1312,12 +1274,13 @@ static bool check_graph_exec_snapshot(void)
 	CUgraph gr;
 	CUgraphExec x;
 	CUgraphNode last = NULL;
+	CUevent launched;
 	if (!setup() || !stream_buffers(&s, CU_STREAM_NON_BLOCKING, &da, &ha, SIZE, 'a')) {
 		return false;
 	}
 	CK(cuMemAlloc(&db, SIZE));
 	CK(cuMemAlloc(&dc, SMALL));
-	CK(cuMemsetD8(dc, 0, SMALL));
+	CK(cuEventCreate(&launched, CU_EVENT_DEFAULT));
 	hb = pinned(SIZE, 'b');
 	unsigned char *hc = pinned(SMALL, 0);
 	EXPECT(hb && hc, "cuMemHostAlloc failed");
@@ -1333,17 +1296,17 @@ static bool check_graph_exec_snapshot(void)
 	CK(cuGraphInstantiateWithFlags(&x, gr, 0));
 	CK(chain_copy(gr, &last, db, hb, SIZE)); /* after the instantiation */
 	CK(cuGraphDestroy(gr));
-	CK(cuCtxSynchronize());
 	CK(cuGraphLaunch(x, s));
+	CK(cuEventRecord(launched, s));
 	CK(cuGraphExecDestroy(x));
-	WANT(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
+	WANT(cuEventQuery(launched), CUDA_ERROR_NOT_READY);
 	CK(cuStreamSynchronize(s));
 	EXPECT(device_is(da, SIZE, 'a'), "the launch of the destroyed executable graph did not copy");
 	EXPECT(device_is(db, SIZE, 0xa5), "a node added after the instantiation ran");
 	unsigned char back[SMALL];
 	CK(cuMemcpyDtoH(back, dc, SMALL));
 	for (int i = 0; i < SMALL; i++) {
-		int want = i >= 200 && i < 1200 ? hc[i - 100] : 0;
+		int want = i >= 200 && i < 1200 ? hc[i - 100] : 0xa5;
 		EXPECT(back[i] == want, "device byte %d is %d, want %d (srcXInBytes 100, dstXInBytes 200)", i, back[i],
 		       want);
 	}
@@ -1470,27 +1433,31 @@ static bool check_graph_two_streams(void)
 	CUgraph gr;
 	CUgraphExec x, y;
 	CUgraphNode last = NULL;
+	CUevent first;
 	if (!setup() || !stream_buffers(&s1, CU_STREAM_NON_BLOCKING, &d, &h, SIZE, 5)) {
 		return false;
 	}
 	CK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+	CK(cuEventCreate(&first, CU_EVENT_DEFAULT));
 	CK(cuGraphCreate(&gr, 0));
 	CK(chain_copy(gr, &last, d, h, SIZE)); /* 42 ms at 0.1 GB/s */
 	CK(cuGraphInstantiateWithFlags(&x, gr, 0));
 	CK(cuGraphInstantiateWithFlags(&y, gr, 0));
 	double t0 = now();
 	CK(cuGraphLaunch(x, s1));
+	CK(cuEventRecord(first, s1));
 	CK(cuGraphLaunch(x, s2));
 	CK(cuStreamSynchronize(s2));
 	double t = now() - t0;
-	CK(cuStreamQuery(s1));
+	CK(cuEventQuery(first));
 	EXPECT(t > 0.080, "the second launch of one executable graph completed after %.3f s, want after the "
 	       "first (2 x 42 ms)", t);
 	EXPECT_NO_RACES();
 	t0 = now();
 	CK(cuGraphLaunch(x, s1));
 	CK(cuGraphLaunch(y, s2));
-	CK(cuCtxSynchronize());
+	CK(cuStreamSynchronize(s1));
+	CK(cuStreamSynchronize(s2));
 	t = now() - t0;
 	EXPECT(t < 0.080, "launches of two executable graphs took %.3f s, want them concurrent (42 ms)", t);
 	EXPECT_ONE_REPORT("copy (graph node of cuGraphLaunch) on stream");
@@ -1569,7 +1536,6 @@ static const struct check checks[] = {
 	{"free_with_queued_work", SLOW_COPIES, check_free_with_queued_work, 0},
 	{"null_stream", SLOW_COPIES, check_null_stream, 0},
 	{"pageable", SLOW_COPIES, check_pageable, 0},
-	{"dtod_memset", "", check_dtod_memset, 0},
 	{"copy_latency", "CUDAEMU_COPY_LATENCY_US=50000", check_copy_latency, 0},
 	{"copy_after_free_host", "CUDAEMU_DEVICES=2 " SLOW_COPIES, check_copy_after_free_host, 0},
 	{"host_joins", "CUDAEMU_ON_RACE=log", check_host_joins, 0},

@@ -69,12 +69,6 @@ static void mark_wait(struct mark *m, enum waitmode mode)
 	emu_lock();
 }
 
-/* Host waits follow the context's scheduling flags: CU_CTX_SCHED_BLOCKING_SYNC blocks, others spin. */
-enum waitmode ctx_waitmode(const struct ctx *c)
-{
-	return (c->flags & CU_CTX_SCHED_MASK) == CU_CTX_SCHED_BLOCKING_SYNC ? WAIT_BLOCK : WAIT_SPIN;
-}
-
 /* ---- ops and queues ---- */
 
 /* Whether s is its context's NULL (legacy) stream. */
@@ -92,7 +86,7 @@ static void op_free(struct op *o)
 {
 	hsnap_put(o->inherit);
 	mark_put(o->mark);
-	if (o->kind == OP_COPY && o->dir == H2D && !o->pinned) {
+	if (o->kind == OP_COPY && !o->pinned) {
 		free(o->host); /* the staged copy of pageable memory */
 	}
 	free(o);
@@ -182,9 +176,6 @@ static void run_op(struct stream *s, struct op *o)
 		break;
 	case OP_COPY:
 		run_copy(s, o);
-		break;
-	case OP_MEMSET:
-		run_memset(s, o);
 		break;
 	case OP_KERNEL:
 		run_kernel(s, o);
@@ -357,8 +348,6 @@ void stream_sync(struct stream *s, enum waitmode mode)
 /* Waits until every stream of c has drained what was queued before the call. */
 void ctx_sync(struct ctx *c, enum waitmode mode) { sync_streams(c->legacy, ALL_OTHERS, mode); }
 
-static bool stream_idle(const struct stream *s) { return s->enqueued == s->completed; }
-
 /* ---- stream API ---- */
 
 static CUresult stream_create(CUstream *ph, unsigned int flags, int priority)
@@ -427,46 +416,6 @@ EMU_API CUresult CUDAAPI cuStreamGetPriority(CUstream hStream, int *priority)
 	return r;
 }
 
-EMU_API CUresult CUDAAPI cuStreamGetFlags(CUstream hStream, unsigned int *flags)
-{
-	emu_lock();
-	struct stream *s;
-	CUresult r = stream_lookup(hStream, &s);
-	if (r == CUDA_SUCCESS && !flags) {
-		r = CUDA_ERROR_INVALID_VALUE;
-	}
-	if (r == CUDA_SUCCESS) {
-		*flags = s->flags;
-	}
-	emu_unlock();
-	return r;
-}
-
-static CUresult stream_query(struct stream *s)
-{
-	bool idle = stream_idle(s);
-	for (struct stream *b = s->ctx->streams; is_legacy(s) && b; b = b->next) {
-		idle = idle && ((b->flags & CU_STREAM_NON_BLOCKING) || stream_idle(b));
-	}
-	if (!idle) {
-		return CUDA_ERROR_NOT_READY;
-	}
-	stream_sync(s, WAIT_BLOCK); /* completes at once: it joins the clocks */
-	return s->ctx->sticky;
-}
-
-EMU_API CUresult CUDAAPI cuStreamQuery(CUstream hStream)
-{
-	emu_lock();
-	struct stream *s;
-	CUresult r = stream_lookup(hStream, &s);
-	if (r == CUDA_SUCCESS) {
-		r = stream_query(s);
-	}
-	emu_unlock();
-	return r;
-}
-
 EMU_API CUresult CUDAAPI cuStreamSynchronize(CUstream hStream)
 {
 	emu_lock();
@@ -474,7 +423,7 @@ EMU_API CUresult CUDAAPI cuStreamSynchronize(CUstream hStream)
 	CUresult r = stream_lookup(hStream, &s);
 	if (r == CUDA_SUCCESS) {
 		struct ctx *c = s->ctx;
-		stream_sync(s, ctx_waitmode(c));
+		stream_sync(s, WAIT_SPIN);
 		r = c->sticky;
 	}
 	emu_unlock();
