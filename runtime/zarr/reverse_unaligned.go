@@ -7,9 +7,10 @@ import (
 	"unsafe"
 )
 
-// reverseBytes copies the first n - n%8 bytes from src[so] on to dst
-// backwards from dst[do], a word of 8 at a time (four words a turn while
-// 32 remain), and returns how many it copied.
+// reverseBytes copies n bytes from src[so] on to dst backwards from
+// dst[do], a word of 8 at a time (four words a turn while 32 remain, and
+// a last word ending at the run's end), when n is at least 8, and returns
+// how many it copied: n, or 0 for a shorter run.
 // These hosts load and store unaligned words natively, so after checking
 // the run's ends once it moves words through unsafe pointers: per-word
 // bounds checks would cost as much as the moves.
@@ -31,5 +32,8 @@ func reverseBytes(dst []byte, do int, src []byte, so, n int) int {
 	for ; i+8 <= n; i += 8 {
 		*(*uint64)(unsafe.Add(dp, do-i-7)) = bits.ReverseBytes64(*(*uint64)(unsafe.Add(sp, so+i)))
 	}
-	return i
+	if i < n { // the last word ends at the run's end, writing some bytes again alike
+		*(*uint64)(unsafe.Add(dp, do-n+1)) = bits.ReverseBytes64(*(*uint64)(unsafe.Add(sp, so+n-8)))
+	}
+	return n
 }

@@ -97,6 +97,9 @@ func copyBox(dst []byte, d region, src []byte, s region, shape []int, elem int) 
 	var idx [maxRank]int
 	do, so := d.start, s.start
 	for {
+		if in >= 2 && idx[in-1] == 0 && idx[in-2]+1 < f.shape[in-2] && ss == 1 {
+			prefetchPlane(src, (so+f.src[in-2])*elem, f.src[in-1]*elem, f.shape[in-1], run*elem)
+		}
 		if ds == 1 && ss == 1 {
 			copy(dst[do*elem:(do+run)*elem], src[so*elem:(so+run)*elem])
 		} else {
@@ -128,8 +131,15 @@ func copyBox(dst []byte, d region, src []byte, s region, shape []int, elem int) 
 // a fifth.)
 func copyPlanes(dst []byte, do int, src []byte, so int, f flat, t int) {
 	in := f.n - 1
+	next := in - 1 // the axis from one plane to the next
+	if next == t {
+		next--
+	}
 	var idx [maxRank]int
 	for {
+		if next >= 0 && idx[next]+1 < f.shape[next] {
+			prefetchPlane(src, so+f.src[next], f.src[t], f.shape[t], f.shape[in])
+		}
 		copyPlane(dst, do, f.dst[t], f.dst[in], src, so, f.src[t], f.shape[t], f.shape[in])
 		k := in - 1
 		for ; k >= 0; k-- {
@@ -153,41 +163,48 @@ func copyPlanes(dst []byte, do int, src []byte, so int, f flat, t int) {
 }
 
 // copyPlane copies an nt x nj plane of bytes: element (i, j) goes from
-// src[so + i·st + j] to dst[do + i·dt + j·dj], with dt 1 or -1, in blocks
-// of 8 x 8 (transposeBlock; a plane's corners are its extreme addresses,
-// so checking them bounds every block).
+// src[so + i·st + j] to dst[do + i·dt + j·dj], with dt 1 or -1. A plane of
+// at least 8 x 8 goes in blocks of 8 x 8 (transposeGrid); where nt or nj is
+// not a multiple of 8, a last row or column of blocks ends at the plane's
+// edge, overlapping the one before it, whose bytes it writes again alike.
+// A plane's corners are its extreme addresses, so checking them bounds
+// every block. A narrower plane goes byte by byte.
 func copyPlane(dst []byte, do, dt, dj int, src []byte, so, st, nt, nj int) {
-	full := nj - nj%8
-	if nt >= 8 && full > 0 {
-		for _, c := range [4][2]int{{0, 0}, {nt - 1, 0}, {0, nj - 1}, {nt - 1, nj - 1}} {
-			_, _ = dst[do+c[0]*dt+c[1]*dj], src[so+c[0]*st+c[1]]
-		}
-	}
-	for j0 := 0; j0 < full; j0 += 8 {
-		for i0 := 0; i0+8 <= nt; i0 += 8 {
-			if dt == 1 {
-				transposeBlock(dst, do+i0+j0*dj, dj, src, so+i0*st+j0, st)
-			} else { // rows in reverse make each column's bytes run backwards
-				transposeBlock(dst, do-i0-7+j0*dj, dj, src, so+(i0+7)*st+j0, -st)
+	if nt < 8 || nj < 8 {
+		for i := range nt {
+			for j := range nj {
+				dst[do+i*dt+j*dj] = src[so+i*st+j]
 			}
 		}
+		return
 	}
-	for i0 := 0; i0+8 <= nt; i0 += 8 {
-		for j := full; j < nj; j++ {
-			for r := range 8 {
-				dst[do+(i0+r)*dt+j*dj] = src[so+(i0+r)*st+j]
-			}
+	for _, c := range [4][2]int{{0, 0}, {nt - 1, 0}, {0, nj - 1}, {nt - 1, nj - 1}} {
+		_, _ = dst[do+c[0]*dt+c[1]*dj], src[so+c[0]*st+c[1]]
+	}
+	// blocks moves ni x nk blocks, the first at row i0 and column j0.
+	blocks := func(i0, j0, ni, nk int) {
+		if dt == 1 {
+			transposeGrid(dst, do+i0+j0*dj, dj, 8, 8*dj, src, so+i0*st+j0, st, 8*st, 8, ni, nk)
+		} else { // rows in reverse make each column's bytes run backwards
+			transposeGrid(dst, do-i0-7+j0*dj, dj, -8, 8*dj, src, so+(i0+7)*st+j0, -st, 8*st, 8, ni, nk)
 		}
 	}
-	for i := nt - nt%8; i < nt; i++ {
-		for j := range nj {
-			dst[do+i*dt+j*dj] = src[so+i*st+j]
-		}
+	blocks(0, 0, nt/8, nj/8)
+	if nt%8 != 0 {
+		blocks(nt-8, 0, 1, nj/8)
+	}
+	if nj%8 != 0 {
+		blocks(0, nj-8, nt/8, 1)
+	}
+	if nt%8 != 0 && nj%8 != 0 {
+		blocks(nt-8, nj-8, 1, 1)
 	}
 }
 
-// transposeBlockGo is transposeBlock in Go, for hosts without the SSE2
-// form (and for testing that form against).
+// transposeBlockGo moves an 8 x 8 block of bytes: row r, the 8 bytes at
+// src[so + r·ss], becomes column r, byte r of the 8 bytes at
+// dst[do + c·ds] for each column c. transposeGrid uses it on hosts
+// without the SSE2 form, and with -tags purego.
 func transposeBlockGo(dst []byte, do, ds int, src []byte, so, ss int) {
 	var m [8]uint64
 	for r := range m {

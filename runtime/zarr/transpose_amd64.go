@@ -2,15 +2,37 @@
 
 package zarr
 
-// transpose8 is the SSE2 form of transposeBlock (transpose_amd64.s).
+// transposeBlocks is the SSE2 form of transposeGrid's loops
+// (transpose_amd64.s), with each column's wrap in place of its step.
 //
 //go:noescape
-func transpose8(dst *byte, ds int, src *byte, ss int)
+func transposeBlocks(dst *byte, ds, dstepI, dwrapJ int, src *byte, ss, sstepI, swrapJ, ni, nj int)
 
-// transposeBlock moves an 8 x 8 block of bytes: row r, the 8 bytes at
-// src[so + r·ss], becomes column r, byte r of the 8 bytes at
-// dst[do + c·ds] for each column c. The caller has checked that the block
-// lies inside both buffers.
-func transposeBlock(dst []byte, do, ds int, src []byte, so, ss int) {
-	transpose8(&dst[do], ds, &src[so], ss)
+// transposeGrid moves nj columns of ni blocks of 8 x 8 bytes: block (i,
+// j) has its rows at src[so + i·sstepI + j·sstepJ + r·ss] and its columns
+// at dst[do + i·dstepI + j·dstepJ + c·ds] (see transposeBlockGo). The
+// caller has checked that every block lies inside both buffers.
+func transposeGrid(dst []byte, do, ds, dstepI, dstepJ int, src []byte, so, ss, sstepI, sstepJ, ni, nj int) {
+	if ni < 1 || nj < 1 {
+		return
+	}
+	transposeBlocks(&dst[do], ds, dstepI, dstepJ-ni*dstepI, &src[so], ss, sstepI, sstepJ-ni*sstepI, ni, nj)
+}
+
+// prefetchRows is prefetchPlane's loop (transpose_amd64.s): PREFETCHT0 at
+// every 64 bytes of each run and at its last byte.
+//
+//go:noescape
+func prefetchRows(p *byte, stride, rows, width int)
+
+// prefetchPlane asks for rows runs of width bytes of src, the first at
+// byte at and each next stride bytes on, to be brought into the cache: a
+// box copy asks for its next plane while it copies this one, so that
+// reading planes out of chunks in memory waits less on each line. A plane
+// not wholly inside src is not asked for.
+func prefetchPlane(src []byte, at, stride, rows, width int) {
+	if at < 0 || stride < 0 || rows < 1 || width < 1 || at+(rows-1)*stride+width > len(src) {
+		return
+	}
+	prefetchRows(&src[at], stride, rows, width)
 }

@@ -2,17 +2,31 @@
 
 #include "textflag.h"
 
-// func transpose8(dst *byte, ds int, src *byte, ss int)
+// func transposeBlocks(dst *byte, ds, dstepI, dwrapJ int, src *byte, ss, sstepI, swrapJ, ni, nj int)
 //
-// Row r of an 8 x 8 block of bytes, the 8 bytes at src + r*ss, becomes
-// column r: byte r of the 8 bytes at dst + c*ds, for c in 0..7. Bytes are
-// interleaved by SSE2 unpacks: bytes of row pairs, then words, then
-// doublewords, leaving two columns in each register.
-TEXT ·transpose8(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
+// Transposes nj columns of ni >= 1 blocks of 8 x 8 bytes each (nj >= 1).
+// In a block, row r, the 8 bytes at s + r*ss, becomes column r: byte r of
+// the 8 bytes at d + c*ds, for c in 0..7. Bytes are interleaved by SSE2
+// unpacks: bytes of row pairs, then words, then doublewords, leaving two
+// columns in each register. From block to block d moves dstepI and s
+// sstepI; after a column's ni blocks, d moves dwrapJ and s swrapJ more.
+TEXT ·transposeBlocks(SB), NOSPLIT, $0-80
+	MOVQ dst+0(FP), AX
 	MOVQ ds+8(FP), DX
-	MOVQ src+16(FP), SI
-	MOVQ ss+24(FP), CX
+	MOVQ dstepI+16(FP), R8
+	MOVQ dwrapJ+24(FP), R9
+	MOVQ src+32(FP), BX
+	MOVQ ss+40(FP), CX
+	MOVQ sstepI+48(FP), R10
+	MOVQ swrapJ+56(FP), R11
+	MOVQ nj+72(FP), R13
+
+column:
+	MOVQ ni+64(FP), R12
+
+block:
+	MOVQ AX, DI
+	MOVQ BX, SI
 	MOVQ (SI), X0
 	ADDQ CX, SI
 	MOVQ (SI), X1
@@ -59,4 +73,39 @@ TEXT ·transpose8(SB), NOSPLIT, $0-32
 	MOVQ X5, (DI)
 	ADDQ DX, DI
 	MOVHPS X5, (DI)
+	ADDQ R8, AX
+	ADDQ R10, BX
+	DECQ R12
+	JNZ  block
+	ADDQ R9, AX
+	ADDQ R11, BX
+	DECQ R13
+	JNZ  column
+	RET
+
+// func prefetchRows(p *byte, stride, rows, width int)
+//
+// Asks for the cache lines of rows runs of width >= 1 bytes, the first at
+// p and each next stride bytes on, to be brought into the cache:
+// PREFETCHT0 at every 64 bytes of a run and at its last byte.
+TEXT ·prefetchRows(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	MOVQ stride+8(FP), CX
+	MOVQ rows+16(FP), DX
+	MOVQ width+24(FP), BX
+	DECQ BX
+	TESTQ DX, DX
+	JLE done
+row:
+	XORQ AX, AX
+line:
+	PREFETCHT0 (SI)(AX*1)
+	ADDQ $64, AX
+	CMPQ AX, BX
+	JL line
+	PREFETCHT0 (SI)(BX*1)
+	ADDQ CX, SI
+	DECQ DX
+	JNZ row
+done:
 	RET
