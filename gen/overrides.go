@@ -51,8 +51,11 @@ func (o Overrides) Over(base Overrides) Overrides {
 func EnvOverrides(getenv func(string) string) (Overrides, error) {
 	var o Overrides
 	for _, s := range schema.Settings {
+		if s.Env == "" {
+			continue
+		}
 		v := strings.TrimSpace(getenv(s.Env))
-		if s.Env == "" || v == "" {
+		if v == "" {
 			continue
 		}
 		if err := o.Set(s, v, "environment "+s.Env); err != nil {
