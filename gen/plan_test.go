@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -246,7 +247,7 @@ func TestOverridesCheck(t *testing.T) {
 // than a plan or a panic.
 func TestPlanOfHandBuiltDataset(t *testing.T) {
 	ds := schema.Defaults()
-	ds.File, ds.Package, ds.Name, ds.BatchSize = "p.yaml", "p", "P", 1<<40
+	ds.File, ds.Package, ds.Name, ds.BatchSize = "p.yaml", "p", "P", math.MaxInt32
 	ds.Keys = []schema.Key{{Name: "a", GoName: "A", Shape: []int{1 << 30}, DType: runtime.Float64}}
 	_, err := NewPlan(&ds, Overrides{})
 	const want = `key "a": batch bytes overflow int64, which schema.Parse rejects: the dataset did not come through it`

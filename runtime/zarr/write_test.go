@@ -192,7 +192,7 @@ func TestWriteRefusesBadSpecs(t *testing.T) {
 		{ArraySpec{Shape: []int{4}, Chunks: []int{2}, DType: runtime.Uint8, Separator: ":"}, `separator ":"`},
 		{ArraySpec{Shape: []int{4}, Chunks: []int{2}, DType: runtime.Uint8, Compressor: Zstd(30)}, "zstd level 30"},
 		{ArraySpec{Shape: []int{1 << 20}, Chunks: []int{1 << 28}, DType: runtime.Float64}, "more than 1 GiB a chunk"},
-		{ArraySpec{Shape: []int{4, 4}, Chunks: []int{2, 1 << 62}, DType: runtime.Uint16}, "more than 1 GiB a chunk"},
+		{ArraySpec{Shape: []int{4, 4}, Chunks: []int{2, math.MaxInt}, DType: runtime.Uint16}, "more than 1 GiB a chunk"},
 	}
 	dir := t.TempDir()
 	for i, tt := range tests {
