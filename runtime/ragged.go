@@ -2,13 +2,18 @@ package runtime
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 )
 
 // LengthsDType is the element type of a ragged key's lengths: one row
-// count per sample, which is also why a ragged key has at most MaxInt32
-// rows. Generated code views the lengths as []int32.
+// count per sample. Generated code views the lengths as []int32.
 const LengthsDType = Int32
+
+// MaxRows is the most rows a ragged key may allow a sample (the first axis
+// of its shape): the largest LengthsDType value, as each sample's count is
+// stored as one. The schema and npy.OpenRagged both refuse more.
+const MaxRows = math.MaxInt32
 
 // LengthsKey is the plan name of the key that holds the row counts of the
 // ragged key name: "tokens" -> "tokens.lengths". A schema key cannot take

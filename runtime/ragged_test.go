@@ -173,3 +173,11 @@ func TestLengthKeysChecked(t *testing.T) {
 		t.Fatalf("error %q does not say %q", err, want)
 	}
 }
+
+// TestMaxRowsIsLengthsRange: MaxRows, the limit the schema and npy check,
+// is the largest count LengthsDType holds.
+func TestMaxRowsIsLengthsRange(t *testing.T) {
+	if _, hi := LengthsDType.IntRange(); hi != MaxRows {
+		t.Fatalf("MaxRows is %d, but %s holds up to %d", MaxRows, LengthsDType, hi)
+	}
+}

@@ -32,7 +32,6 @@ func (p *parser) raggedKey(kp string, f map[string]*yaml.Node, key *Key) error {
 		return p.onlyFor(kp, f, []string{"pad", "offsets"}, "ragged keys", "ragged: true")
 	}
 	path := kp + ".ragged"
-	_, maxRows := runtime.LengthsDType.IntRange()
 	switch {
 	case key.Zarr != "":
 		return p.errorf(rn, path, "a zarr key cannot be ragged: volume crops are fixed-size boxes")
@@ -41,9 +40,9 @@ func (p *parser) raggedKey(kp string, f map[string]*yaml.Node, key *Key) error {
 	case key.ClassAxis:
 		return p.errorf(rn, path, "a target with a class axis cannot be ragged: its samples are [classes, shape...], so the first sample axis, "+
 			"which ragged makes a maximum, would be the class axis; set class_axis: false to make the first axis of shape ragged")
-	case uint64(key.Shape[0]) > maxRows:
+	case key.Shape[0] > runtime.MaxRows:
 		return p.errorf(deref(f["shape"]).Content[0], kp+".shape[0]", "a ragged key has at most %d rows (its lengths are %s), got %d",
-			maxRows, runtime.LengthsDType, key.Shape[0])
+			runtime.MaxRows, runtime.LengthsDType, key.Shape[0])
 	}
 	var err error
 	if n, ok := f["pad"]; ok {

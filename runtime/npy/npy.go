@@ -135,7 +135,7 @@ func OpenRagged(dataPath, offsetsPath string, spec Spec) (*File, error) {
 		return nil, fmt.Errorf("%s: ragged key %q has no sample axis: Sample[0] is the most rows of a sample", dataPath, spec.Key)
 	}
 	maxRows := spec.Sample[0]
-	if maxRows > math.MaxInt32 {
+	if maxRows > runtime.MaxRows {
 		return nil, fmt.Errorf("%s: ragged key %q allows %d rows a sample, more than an int32 length holds", dataPath, spec.Key, maxRows)
 	}
 	rows := spec
