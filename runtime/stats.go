@@ -42,14 +42,31 @@ func (s Stats) Padding() float64 {
 	return float64(s.Spanned-s.Rows) / float64(s.Spanned)
 }
 
+// counters are the totals behind Stats. Each is an atomic added to by one
+// kind of goroutine and read by snapshot on any (Engine.Stats):
+//   - batches, samples, bytes, wait, rows and spanned: the consumer, in
+//     await, as it takes a batch;
+//   - busy: every filler (the workers and the consumer's help), after each
+//     run;
+//   - stall and copy: the CUDA backend's goroutine, as it settles a slot's
+//     copies; copy's length is fixed by newEngine before any goroutine
+//     starts.
+//
+// Nothing orders one counter's adds against another's, so a snapshot taken
+// while the loader runs may count part of a batch (its batches but not yet
+// its samples), except for rows and spanned: countRows adds spanned before
+// rows and snapshot loads rows before spanned, so that Rows <= Spanned in
+// every snapshot and Padding stays in [0, 1].
 type counters struct {
 	batches, samples, bytes atomic.Int64
 	wait, busy, stall       atomic.Int64   // nanoseconds
-	rows, spanned           atomic.Int64   // Stats.Rows and Spanned; added by the consumer in await
+	rows, spanned           atomic.Int64   // Stats.Rows and Spanned
 	copy                    []atomic.Int64 // nanoseconds, per stream
 }
 
+// snapshot reads the counters into Stats.
 func (c *counters) snapshot() Stats {
+	rows := c.rows.Load() // before spanned: see counters
 	s := Stats{
 		Batches:    c.batches.Load(),
 		Samples:    c.samples.Load(),
@@ -58,7 +75,7 @@ func (c *counters) snapshot() Stats {
 		WorkerBusy: time.Duration(c.busy.Load()),
 		Copy:       make([]time.Duration, len(c.copy)),
 		HostStall:  time.Duration(c.stall.Load()),
-		Rows:       c.rows.Load(),
+		Rows:       rows,
 		Spanned:    c.spanned.Load(),
 	}
 	for i := range c.copy {
@@ -121,13 +138,14 @@ func (r Rates) String() string {
 }
 
 // countRows adds one batch's row counts of a ragged key to Rows and
-// Spanned.
+// Spanned: spanned first, so that no snapshot sees the rows without their
+// span (see counters).
 func (c *counters) countRows(lengths []int32) {
 	var sum, longest int64
 	for _, l := range lengths {
 		sum += int64(l)
 		longest = max(longest, int64(l))
 	}
-	c.rows.Add(sum)
 	c.spanned.Add(longest * int64(len(lengths)))
+	c.rows.Add(sum)
 }
