@@ -27,8 +27,18 @@ var symbolsTxt string
 //go:embed c/resolver.c
 var resolverC string
 
-// written are the symbols resolver.c defines itself rather than forwards.
-var written = map[string]bool{"cuInit": true, "cuDeviceGetCount": true, "cuDriverGetVersion": true}
+// written are the symbols resolver.c defines itself rather than forwards:
+// the names of its lines that start "int cu", each a definition's first
+// line ("int cuInit(unsigned int flags)").
+var written = func() map[string]bool {
+	m := map[string]bool{}
+	for _, line := range strings.Split(resolverC, "\n") {
+		if name, _, ok := strings.Cut(line, "("); ok && strings.HasPrefix(name, "int cu") {
+			m[strings.TrimPrefix(name, "int ")] = true
+		}
+	}
+	return m
+}()
 
 // Symbols returns the driver symbols of symbols.txt, in its order.
 func Symbols() []string {

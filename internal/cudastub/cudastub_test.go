@@ -59,3 +59,19 @@ func TestSourcesRefusesOtherArchitectures(t *testing.T) {
 		t.Errorf("sources(386) = %v, want %s", err, want)
 	}
 }
+
+// TestWrittenAreResolverDefinitions: written holds exactly the driver
+// functions resolver.c defines, each a symbol of symbols.txt.
+func TestWrittenAreResolverDefinitions(t *testing.T) {
+	var got []string
+	for s := range written {
+		got = append(got, s)
+		if !slices.Contains(Symbols(), s) {
+			t.Errorf("resolver.c defines %s, which symbols.txt does not list", s)
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"cuDeviceGetCount", "cuInit"}; !slices.Equal(got, want) {
+		t.Errorf("written = %v, want %v", got, want)
+	}
+}

@@ -10,10 +10,11 @@
  * function the driver lacks, or every function when there is no driver,
  * returns an error code the Go binding knows, at the call.
  *
- * cuInit, cuDeviceGetCount and cuDriverGetVersion are written here: cuInit
- * records the driver's result and reports success, so that gorgonia.org/cu,
- * which exits the process when cuInit fails, starts; cuDeviceGetCount then
- * says 0 devices. loadergen_cuda_state tells the runtime what happened.
+ * cuInit and cuDeviceGetCount are written here (cudastub.go finds them as
+ * the lines that start "int cu"): cuInit records the driver's result and
+ * reports success, so that gorgonia.org/cu, which exits the process when
+ * cuInit fails, starts; cuDeviceGetCount then says 0 devices.
+ * loadergen_cuda_state tells the runtime what happened.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -40,7 +41,6 @@ static char load_error[512]; /* dlerror's text when it was not */
 static int init_result = -1; /* the driver's cuInit result; -1 before cuInit */
 static int (*real_init)(unsigned int);
 static int (*real_device_count)(int *);
-static int (*real_driver_version)(int *);
 
 /* The functions the table points to for what cannot be called. They ignore
  * their arguments: every driver function returns a CUresult (an int). */
@@ -69,7 +69,6 @@ __attribute__((constructor)) static void load(void)
 	}
 	real_init = (int (*)(unsigned int))dlsym(h, "cuInit");
 	real_device_count = (int (*)(int *))dlsym(h, "cuDeviceGetCount");
-	real_driver_version = (int (*)(int *))dlsym(h, "cuDriverGetVersion");
 }
 
 int cuInit(unsigned int flags)
@@ -94,17 +93,6 @@ int cuDeviceGetCount(int *count)
 		return SUCCESS;
 	}
 	return real_device_count(count);
-}
-
-int cuDriverGetVersion(int *version)
-{
-	if (!loaded || !real_driver_version) {
-		if (version) {
-			*version = 0;
-		}
-		return SUCCESS;
-	}
-	return real_driver_version(version);
 }
 
 /* loadergen_cuda_state says what load and cuInit found: 0 when the driver
