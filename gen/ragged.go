@@ -22,10 +22,11 @@ func (g *emitter) raggedKeys() []emitKey {
 	return out
 }
 
-// rows is the constant holding a ragged key's maximum rows, and pad the
-// variable holding its padding: cellMapTokensRows, cellMapTokensPad.
-func (g *emitter) rows(k emitKey) string { return g.n.unexported(k.Go + "Rows") }
-func (g *emitter) pad(k emitKey) string  { return g.n.unexported(k.Go + "Pad") }
+// rowsConst names the constant holding a ragged key's maximum rows, and
+// padVar the variable holding its padding (whose value is k.pad):
+// cellMapTokensRows, cellMapTokensPad.
+func (g *emitter) rowsConst(k emitKey) string { return g.n.unexported(k.Go + "Rows") }
+func (g *emitter) padVar(k emitKey) string    { return g.n.unexported(k.Go + "Pad") }
 
 // ragged renders, when the schema has ragged keys,
 //
@@ -44,9 +45,9 @@ func (g *emitter) ragged(f *jen.File) {
 	rows := make([]jen.Code, len(keys))
 	pads := make([]jen.Code, len(keys))
 	for i, k := range keys {
-		rows[i] = jen.Id(g.rows(k)).Op("=").Lit(k.Shape[0]).Commentf("the most rows a sample of key %q has", k.Name)
+		rows[i] = jen.Id(g.rowsConst(k)).Op("=").Lit(k.Shape[0]).Commentf("the most rows a sample of key %q has", k.Name)
 		value, note := padValue(k.DType, k.pad)
-		pads[i] = jen.Id(g.pad(k)).Op("=").Add(value)
+		pads[i] = jen.Id(g.padVar(k)).Op("=").Add(value)
 		if note != "" {
 			pads[i] = jen.Add(pads[i]).Comment(note)
 		}
@@ -103,7 +104,7 @@ func (g *emitter) padRows(k emitKey, first bool) []jen.Code {
 	}
 	slot := jen.Id("b").Dot(k.view).Index(jen.Id("pos").Op("*").Id(k.elems), jen.Empty()).Index(jen.Empty(), jen.Id(k.elems))
 	return []jen.Code{
-		jen.List(jen.Id("rows"), jen.Err()).Op(op).Add(g.rt("PadRows")).Call(jen.Lit(k.Name), slot, jen.Id("s").Dot(k.Go), jen.Id(g.rows(k)), jen.Id(g.pad(k))),
+		jen.List(jen.Id("rows"), jen.Err()).Op(op).Add(g.rt("PadRows")).Call(jen.Lit(k.Name), slot, jen.Id("s").Dot(k.Go), jen.Id(g.rowsConst(k)), jen.Id(g.padVar(k))),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
 		jen.Id("b").Dot(k.lengths.view).Index(jen.Id("pos")).Op("=").Id("rows"),
 	}
@@ -123,7 +124,7 @@ func (g *emitter) padSamples(k emitKey) jen.Code {
 		jen.List(jen.Id("k"), jen.Id("e")).Op(":=").Add(g.rt("PadSamples")).Call(jen.Lit(k.Name),
 			jen.Id("s").Dot(k.Go).Index(jen.Empty(), jen.Id("done").Op("*").Id(k.elems)),
 			jen.Id("s").Dot(k.lengths.Go).Index(jen.Empty(), jen.Id("done")),
-			jen.Id(g.rows(k)), jen.Id(g.pad(k))),
+			jen.Id(g.rowsConst(k)), jen.Id(g.padVar(k))),
 		jen.Id("e").Op("!=").Nil(),
 	).Block(jen.List(jen.Id("done"), jen.Err()).Op("=").List(jen.Id("k"), jen.Id("e")))
 }
