@@ -86,10 +86,10 @@ func copyBox(dst []byte, d region, src []byte, s region, shape []int, elem int) 
 	}
 	in := f.n - 1
 	run, ds, ss := f.shape[in], f.dst[in], f.src[in]
-	if elem == 1 && ss == 1 && ds != 1 && ds != -1 {
+	if blockSide(elem) > 0 && ss == 1 && ds != 1 && ds != -1 {
 		for t := range in {
-			if f.dst[t] == 1 || f.dst[t] == -1 { // a transpose: tiles of 8 x 8 bytes
-				copyPlanes(dst, d.start, src, s.start, f, t)
+			if f.dst[t] == 1 || f.dst[t] == -1 { // a transpose: square blocks
+				copyPlanes(dst, d.start, src, s.start, f, t, elem)
 				return
 			}
 		}
@@ -129,7 +129,7 @@ func copyBox(dst []byte, d region, src []byte, s region, shape []int, elem int) 
 // over the outer axes, here, in copyBox and in fillBox, are written out
 // each: a shared stepping function, not inlined, slowed plain box reads by
 // a fifth.)
-func copyPlanes(dst []byte, do int, src []byte, so int, f flat, t int) {
+func copyPlanes(dst []byte, do int, src []byte, so int, f flat, t, elem int) {
 	in := f.n - 1
 	next := in - 1 // the axis from one plane to the next
 	if next == t {
@@ -138,9 +138,9 @@ func copyPlanes(dst []byte, do int, src []byte, so int, f flat, t int) {
 	var idx [maxRank]int
 	for {
 		if next >= 0 && idx[next]+1 < f.shape[next] {
-			prefetchPlane(src, so+f.src[next], f.src[t], f.shape[t], f.shape[in])
+			prefetchPlane(src, (so+f.src[next])*elem, f.src[t]*elem, f.shape[t], f.shape[in]*elem)
 		}
-		copyPlane(dst, do, f.dst[t], f.dst[in], src, so, f.src[t], f.shape[t], f.shape[in])
+		copyPlane(dst, do, f.dst[t], f.dst[in], src, so, f.src[t], f.shape[t], f.shape[in], elem)
 		k := in - 1
 		for ; k >= 0; k-- {
 			if k == t {
@@ -162,49 +162,68 @@ func copyPlanes(dst []byte, do int, src []byte, so int, f flat, t int) {
 	}
 }
 
-// copyPlane copies an nt x nj plane of bytes: element (i, j) goes from
-// src[so + i·st + j] to dst[do + i·dt + j·dj], with dt 1 or -1. A plane of
-// at least 8 x 8 goes in blocks of 8 x 8 (transposeGrid); where nt or nj is
-// not a multiple of 8, a last row or column of blocks ends at the plane's
-// edge, overlapping the one before it, whose bytes it writes again alike.
-// A plane's corners are its extreme addresses, so checking them bounds
-// every block. A narrower plane goes byte by byte.
-func copyPlane(dst []byte, do, dt, dj int, src []byte, so, st, nt, nj int) {
-	if nt < 8 || nj < 8 {
+// blockSide is the side, in elements, of the square blocks that
+// transposeGrid moves for elements of elem bytes (8 x 8 bytes, 4 x 4
+// elements of 4 bytes), or 0 for the sizes it does not move.
+func blockSide(elem int) int {
+	switch elem {
+	case 1:
+		return 8
+	case 4:
+		return 4
+	}
+	return 0
+}
+
+// copyPlane copies an nt x nj plane of elements of elem bytes (a size
+// blockSide knows): element (i, j) goes from src[so + i·st + j] to
+// dst[do + i·dt + j·dj], with dt 1 or -1. A plane at least a block wide
+// both ways goes in blocks (transposeGrid); where nt or nj is not a
+// multiple of the block's side, a last row or column of blocks ends at the
+// plane's edge, overlapping the one before it, whose elements it writes
+// again alike. A plane's corners are its extreme elements, so checking
+// them bounds every block. A narrower plane goes element by element.
+func copyPlane(dst []byte, do, dt, dj int, src []byte, so, st, nt, nj, elem int) {
+	b := blockSide(elem)
+	if nt < b || nj < b {
 		for i := range nt {
 			for j := range nj {
-				dst[do+i*dt+j*dj] = src[so+i*st+j]
+				o, s := (do+i*dt+j*dj)*elem, (so+i*st+j)*elem
+				copy(dst[o:o+elem], src[s:s+elem])
 			}
 		}
 		return
 	}
 	for _, c := range [4][2]int{{0, 0}, {nt - 1, 0}, {0, nj - 1}, {nt - 1, nj - 1}} {
-		_, _ = dst[do+c[0]*dt+c[1]*dj], src[so+c[0]*st+c[1]]
+		o, s := (do+c[0]*dt+c[1]*dj)*elem, (so+c[0]*st+c[1])*elem
+		_, _ = dst[o:o+elem], src[s:s+elem]
 	}
 	// blocks moves ni x nk blocks, the first at row i0 and column j0.
+	e := elem
 	blocks := func(i0, j0, ni, nk int) {
 		if dt == 1 {
-			transposeGrid(dst, do+i0+j0*dj, dj, 8, 8*dj, src, so+i0*st+j0, st, 8*st, 8, ni, nk)
-		} else { // rows in reverse make each column's bytes run backwards
-			transposeGrid(dst, do-i0-7+j0*dj, dj, -8, 8*dj, src, so+(i0+7)*st+j0, -st, 8*st, 8, ni, nk)
+			transposeGrid(e, dst, (do+i0+j0*dj)*e, dj*e, b*e, b*dj*e, src, (so+i0*st+j0)*e, st*e, b*st*e, b*e, ni, nk)
+		} else { // rows in reverse make each column's elements run backwards
+			transposeGrid(e, dst, (do-i0-b+1+j0*dj)*e, dj*e, -b*e, b*dj*e, src, (so+(i0+b-1)*st+j0)*e, -st*e, b*st*e, b*e, ni, nk)
 		}
 	}
-	blocks(0, 0, nt/8, nj/8)
-	if nt%8 != 0 {
-		blocks(nt-8, 0, 1, nj/8)
+	blocks(0, 0, nt/b, nj/b)
+	if nt%b != 0 {
+		blocks(nt-b, 0, 1, nj/b)
 	}
-	if nj%8 != 0 {
-		blocks(0, nj-8, nt/8, 1)
+	if nj%b != 0 {
+		blocks(0, nj-b, nt/b, 1)
 	}
-	if nt%8 != 0 && nj%8 != 0 {
-		blocks(nt-8, nj-8, 1, 1)
+	if nt%b != 0 && nj%b != 0 {
+		blocks(nt-b, nj-b, 1, 1)
 	}
 }
 
 // transposeBlockGo moves an 8 x 8 block of bytes: row r, the 8 bytes at
 // src[so + r·ss], becomes column r, byte r of the 8 bytes at
-// dst[do + c·ds] for each column c. transposeGrid uses it on hosts
-// without the SSE2 form, and with -tags purego.
+// dst[do + c·ds] for each column c. transposeGrid uses it, and
+// transposeBlock32Go, on hosts without the SSE2 forms, and with -tags
+// purego.
 func transposeBlockGo(dst []byte, do, ds int, src []byte, so, ss int) {
 	var m [8]uint64
 	for r := range m {
@@ -232,6 +251,23 @@ func transposeBytes(m *[8]uint64) {
 	for _, r := range [4]int{0, 2, 4, 6} {
 		a, b := m[r], m[r+1]
 		m[r], m[r+1] = a&0x00ff00ff00ff00ff|b&0x00ff00ff00ff00ff<<8, a>>8&0x00ff00ff00ff00ff|b&0xff00ff00ff00ff00
+	}
+}
+
+// transposeBlock32Go moves a 4 x 4 block of elements of 4 bytes: row r,
+// the 16 bytes at src[so + r·ss], becomes column r, element r of the 16
+// bytes at dst[do + c·ds] for each column c.
+func transposeBlock32Go(dst []byte, do, ds int, src []byte, so, ss int) {
+	var m [4][4]uint32
+	for r := range m {
+		for c := range m[r] {
+			m[r][c] = binary.LittleEndian.Uint32(src[so+r*ss+4*c:])
+		}
+	}
+	for c := range 4 {
+		for r := range m {
+			binary.LittleEndian.PutUint32(dst[do+c*ds+4*r:], m[r][c])
+		}
 	}
 }
 

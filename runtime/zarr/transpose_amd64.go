@@ -2,21 +2,31 @@
 
 package zarr
 
-// transposeBlocks is the SSE2 form of transposeGrid's loops
-// (transpose_amd64.s), with each column's wrap in place of its step.
+// transposeBlocks8 and transposeBlocks32 are the SSE2 forms of
+// transposeGrid's loops (transpose_amd64.s), for blocks of 8 x 8 bytes and
+// of 4 x 4 elements of 4 bytes, with each column's wrap in place of its
+// step.
 //
 //go:noescape
-func transposeBlocks(dst *byte, ds, dstepI, dwrapJ int, src *byte, ss, sstepI, swrapJ, ni, nj int)
+func transposeBlocks8(dst *byte, ds, dstepI, dwrapJ int, src *byte, ss, sstepI, swrapJ, ni, nj int)
 
-// transposeGrid moves nj columns of ni blocks of 8 x 8 bytes: block (i,
-// j) has its rows at src[so + i·sstepI + j·sstepJ + r·ss] and its columns
-// at dst[do + i·dstepI + j·dstepJ + c·ds] (see transposeBlockGo). The
+//go:noescape
+func transposeBlocks32(dst *byte, ds, dstepI, dwrapJ int, src *byte, ss, sstepI, swrapJ, ni, nj int)
+
+// transposeGrid moves nj columns of ni square blocks of elements of elem
+// bytes (1 or 4; blockSide gives the side): block (i, j) has its rows at
+// byte src[so + i·sstepI + j·sstepJ + r·ss] and its columns at byte
+// dst[do + i·dstepI + j·dstepJ + c·ds] (see transposeBlockGo). The
 // caller has checked that every block lies inside both buffers.
-func transposeGrid(dst []byte, do, ds, dstepI, dstepJ int, src []byte, so, ss, sstepI, sstepJ, ni, nj int) {
+func transposeGrid(elem int, dst []byte, do, ds, dstepI, dstepJ int, src []byte, so, ss, sstepI, sstepJ, ni, nj int) {
 	if ni < 1 || nj < 1 {
 		return
 	}
-	transposeBlocks(&dst[do], ds, dstepI, dstepJ-ni*dstepI, &src[so], ss, sstepI, sstepJ-ni*sstepI, ni, nj)
+	blocks := transposeBlocks8
+	if elem == 4 {
+		blocks = transposeBlocks32
+	}
+	blocks(&dst[do], ds, dstepI, dstepJ-ni*dstepI, &src[so], ss, sstepI, sstepJ-ni*sstepI, ni, nj)
 }
 
 // prefetchRows is prefetchPlane's loop (transpose_amd64.s): PREFETCHT0 at

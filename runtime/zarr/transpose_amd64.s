@@ -2,24 +2,32 @@
 
 #include "textflag.h"
 
-// func transposeBlocks(dst *byte, ds, dstepI, dwrapJ int, src *byte, ss, sstepI, swrapJ, ni, nj int)
-//
-// Transposes nj columns of ni >= 1 blocks of 8 x 8 bytes each (nj >= 1).
-// In a block, row r, the 8 bytes at s + r*ss, becomes column r: byte r of
-// the 8 bytes at d + c*ds, for c in 0..7. Bytes are interleaved by SSE2
-// unpacks: bytes of row pairs, then words, then doublewords, leaving two
-// columns in each register. From block to block d moves dstepI and s
-// sstepI; after a column's ni blocks, d moves dwrapJ and s swrapJ more.
-TEXT ·transposeBlocks(SB), NOSPLIT, $0-80
-	MOVQ dst+0(FP), AX
-	MOVQ ds+8(FP), DX
-	MOVQ dstepI+16(FP), R8
-	MOVQ dwrapJ+24(FP), R9
-	MOVQ src+32(FP), BX
-	MOVQ ss+40(FP), CX
-	MOVQ sstepI+48(FP), R10
-	MOVQ swrapJ+56(FP), R11
+// GRID_ARGS loads the arguments of transposeBlocks8 and transposeBlocks32,
+// which transpose nj >= 1 columns of ni >= 1 blocks: a block's rows start
+// at SI, ss (CX) bytes apart, and its columns at DI, ds (DX) bytes apart;
+// from block to block the destination (AX) moves dstepI (R8) and the
+// source (BX) sstepI (R10), and after a column's ni blocks (R12) they move
+// dwrapJ (R9) and swrapJ (R11) more; R13 counts the columns.
+#define GRID_ARGS \
+	MOVQ dst+0(FP), AX; \
+	MOVQ ds+8(FP), DX; \
+	MOVQ dstepI+16(FP), R8; \
+	MOVQ dwrapJ+24(FP), R9; \
+	MOVQ src+32(FP), BX; \
+	MOVQ ss+40(FP), CX; \
+	MOVQ sstepI+48(FP), R10; \
+	MOVQ swrapJ+56(FP), R11; \
 	MOVQ nj+72(FP), R13
+
+// func transposeBlocks8(dst *byte, ds, dstepI, dwrapJ int, src *byte, ss, sstepI, swrapJ, ni, nj int)
+//
+// Transposes a grid of blocks of 8 x 8 bytes. In a block, row r, the 8
+// bytes at SI + r*ss, becomes column r: byte r of the 8 bytes at
+// DI + c*ds, for c in 0..7. Bytes are interleaved by SSE2 unpacks: bytes
+// of row pairs, then words, then doublewords, leaving two columns in each
+// register.
+TEXT ·transposeBlocks8(SB), NOSPLIT, $0-80
+	GRID_ARGS
 
 column:
 	MOVQ ni+64(FP), R12
@@ -73,6 +81,57 @@ block:
 	MOVQ X5, (DI)
 	ADDQ DX, DI
 	MOVHPS X5, (DI)
+	ADDQ R8, AX
+	ADDQ R10, BX
+	DECQ R12
+	JNZ  block
+	ADDQ R9, AX
+	ADDQ R11, BX
+	DECQ R13
+	JNZ  column
+	RET
+
+// func transposeBlocks32(dst *byte, ds, dstepI, dwrapJ int, src *byte, ss, sstepI, swrapJ, ni, nj int)
+//
+// Transposes a grid of blocks of 4 x 4 elements of 4 bytes. In a block,
+// row r, the 16 bytes at SI + r*ss, becomes column r: element r of the 16
+// bytes at DI + c*ds, for c in 0..3. Doublewords of row pairs are
+// interleaved, then quadwords.
+TEXT ·transposeBlocks32(SB), NOSPLIT, $0-80
+	GRID_ARGS
+
+column:
+	MOVQ ni+64(FP), R12
+
+block:
+	MOVQ AX, DI
+	MOVQ BX, SI
+	MOVOU (SI), X0
+	ADDQ CX, SI
+	MOVOU (SI), X1
+	ADDQ CX, SI
+	MOVOU (SI), X2
+	ADDQ CX, SI
+	MOVOU (SI), X3
+	MOVOU X0, X4
+	PUNPCKLLQ X1, X0  // rows 0, 1 of columns 0, 1
+	PUNPCKHLQ X1, X4  // of columns 2, 3
+	MOVOU X2, X5
+	PUNPCKLLQ X3, X2  // rows 2, 3 of columns 0, 1
+	PUNPCKHLQ X3, X5  // of columns 2, 3
+	MOVOU X0, X1
+	PUNPCKLQDQ X2, X0 // column 0
+	PUNPCKHQDQ X2, X1 // column 1
+	MOVOU X4, X3
+	PUNPCKLQDQ X5, X4 // column 2
+	PUNPCKHQDQ X5, X3 // column 3
+	MOVOU X0, (DI)
+	ADDQ DX, DI
+	MOVOU X1, (DI)
+	ADDQ DX, DI
+	MOVOU X4, (DI)
+	ADDQ DX, DI
+	MOVOU X3, (DI)
 	ADDQ R8, AX
 	ADDQ R10, BX
 	DECQ R12

@@ -2,13 +2,18 @@
 
 package zarr
 
-// transposeGrid moves nj columns of ni blocks of 8 x 8 bytes: block (i,
-// j) has its rows at src[so + i·sstepI + j·sstepJ + r·ss] and its columns
-// at dst[do + i·dstepI + j·dstepJ + c·ds] (see transposeBlockGo).
-func transposeGrid(dst []byte, do, ds, dstepI, dstepJ int, src []byte, so, ss, sstepI, sstepJ, ni, nj int) {
+// transposeGrid moves nj columns of ni square blocks of elements of elem
+// bytes (1 or 4; blockSide gives the side): block (i, j) has its rows at
+// byte src[so + i·sstepI + j·sstepJ + r·ss] and its columns at byte
+// dst[do + i·dstepI + j·dstepJ + c·ds] (see transposeBlockGo).
+func transposeGrid(elem int, dst []byte, do, ds, dstepI, dstepJ int, src []byte, so, ss, sstepI, sstepJ, ni, nj int) {
+	block := transposeBlockGo
+	if elem == 4 {
+		block = transposeBlock32Go
+	}
 	for j := range nj {
 		for i := range ni {
-			transposeBlockGo(dst, do+i*dstepI+j*dstepJ, ds, src, so+i*sstepI+j*sstepJ, ss)
+			block(dst, do+i*dstepI+j*dstepJ, ds, src, so+i*sstepI+j*sstepJ, ss)
 		}
 	}
 }
