@@ -2,13 +2,13 @@ package schema
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
 // The fields of the crops section and its parts.
@@ -75,9 +75,9 @@ func (p *parser) volumeKey(kp string, f map[string]*yaml.Node, key *Key) error {
 	return nil
 }
 
-// zarrPath reads a key's zarr path, relative to a volume's root. Targets
-// with a class axis name one array per class through {class}; others may
-// not.
+// zarrPath reads a key's zarr path, relative to a volume's root: a path
+// zarr.CheckPath accepts, for every class. Targets with a class axis name
+// one array per class through {class}; others may not.
 func (p *parser) zarrPath(path string, n *yaml.Node, classAxis bool) (string, error) {
 	s, err := p.str(path, n)
 	if err != nil {
@@ -90,12 +90,20 @@ func (p *parser) zarrPath(path string, n *yaml.Node, classAxis bool) (string, er
 		return "", p.errorf(n, path, "%s contains a control character", quote(s))
 	case strings.Contains(s, `\`):
 		return "", p.errorf(n, path, "%s must use forward slashes", quote(s))
-	case !filepath.IsLocal(strings.ReplaceAll(s, runtime.ClassPlaceholder, "c")) || strings.HasSuffix(s, "/"):
+	case strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") || zarr.CheckPath(strings.ReplaceAll(s, runtime.ClassPlaceholder, "c")) != nil:
 		return "", p.errorf(n, path, "%s is not a plain relative path inside a volume's root", quote(s))
 	case classAxis && !has:
 		return "", p.errorf(n, path, "this target has a class axis, so its path must hold %s (one array per class, e.g. \"labels/%s\")", runtime.ClassPlaceholder, runtime.ClassPlaceholder)
 	case !classAxis && has:
 		return "", p.errorf(n, path, "%s stands for a class, but this key has no class axis", runtime.ClassPlaceholder)
+	}
+	if classAxis {
+		// Each class's path is what the volume source opens.
+		for _, class := range p.ds.Classes {
+			if cp := strings.ReplaceAll(s, runtime.ClassPlaceholder, class); zarr.CheckPath(cp) != nil {
+				return "", p.errorf(n, path, "%s for class %s is %s, not a plain relative path inside a volume's root", quote(s), quote(class), quote(cp))
+			}
+		}
 	}
 	return s, nil
 }

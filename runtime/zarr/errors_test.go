@@ -56,3 +56,26 @@ func TestMetadataErrors(t *testing.T) {
 		t.Fatalf("%d error cases and %d .err files: want at least 25, one file per case", n, len(errFiles))
 	}
 }
+
+// TestCheckPath pins the paths a Store opens; the schema accepts a zarr
+// key's path only when CheckPath does, so the two cannot drift apart.
+func TestCheckPath(t *testing.T) {
+	for _, p := range []string{"", "/", "raw", "em/raw", "/em/raw/", "labels/mito"} {
+		if err := CheckPath(p); err != nil {
+			t.Errorf("CheckPath(%q) = %v, want nil", p, err)
+		}
+	}
+	for _, p := range []string{".", "./raw", "em/./raw", "em/../raw", "..", "em//raw", "em/raw/.."} {
+		if err := CheckPath(p); err == nil {
+			t.Errorf("CheckPath(%q) = nil, want an error", p)
+		}
+	}
+	// The store refuses what CheckPath refuses.
+	s, err := OpenStore(t.TempDir(), NewCache(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.IsArray("em/./raw"); err == nil || !strings.Contains(err.Error(), "plain relative path") {
+		t.Errorf("IsArray(em/./raw) = %v, want CheckPath's error", err)
+	}
+}

@@ -101,14 +101,24 @@ const (
 	v3Group
 )
 
-// dir returns the directory of node p, which is "/"-separated and relative
-// to the root.
-func (s *Store) dir(p string) (string, error) {
-	clean := path.Clean("/" + p)[1:]
-	if p != "" && clean != strings.Trim(p, "/") {
-		return "", fmt.Errorf("zarr path %q: use a plain relative path (no ., .. or doubled slashes)", p)
+// CheckPath checks that p names a node the way a Store takes it:
+// "/"-separated, relative to the store's root, with no ".", ".." or empty
+// element ("" is the root; a slash at either end is ignored). Every method
+// of Store that takes a path refuses any other; the schema checks zarr
+// keys' paths with it, so that what it accepts opens.
+func CheckPath(p string) error {
+	if p != "" && path.Clean("/" + p)[1:] != strings.Trim(p, "/") {
+		return fmt.Errorf("zarr path %q: use a plain relative path (no ., .. or doubled slashes)", p)
 	}
-	return filepath.Join(s.root, filepath.FromSlash(clean)), nil
+	return nil
+}
+
+// dir returns the directory of node p (see CheckPath).
+func (s *Store) dir(p string) (string, error) {
+	if err := CheckPath(p); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.root, filepath.FromSlash(strings.Trim(p, "/"))), nil
 }
 
 // node reads the metadata of node p: zarr.json (v3), else .zarray or
