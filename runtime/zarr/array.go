@@ -46,6 +46,10 @@ type Array struct {
 	unitStrides        [maxRank]int // C-order element strides of a unit
 }
 
+// maxChunkBytes bounds what one read holds in memory: a decoded chunk, a
+// stored chunk, a shard's index.
+const maxChunkBytes = 1 << 31
+
 // arrayIDs numbers opened arrays across every cache, so that arrays
 // sharing a Cache never share its keys.
 var arrayIDs atomic.Uint64
@@ -298,7 +302,7 @@ func (a *Array) setUnits() error {
 	// element per chunk: one overflow-checked product.
 	units, _, unitsOK := runtime.KeyBytes(runtime.Uint8, a.grid, 1)
 	bytes, _, bytesOK := runtime.KeyBytes(a.dtype, a.unit, 1)
-	if !unitsOK || !bytesOK || units > math.MaxInt64/2 || bytes > 1<<31 {
+	if !unitsOK || !bytesOK || units > math.MaxInt64/2 || bytes > maxChunkBytes {
 		return fmt.Errorf("a chunk of %v or a grid of %v chunks is too large to read (chunks up to 2 GiB are)", a.unit, a.grid)
 	}
 	a.unitBytes = int(bytes)
@@ -546,7 +550,7 @@ func readFile(file string, buf []byte, off, n int64) ([]byte, error) {
 
 // readAt reads n bytes at offset off of f into buf (grown as needed).
 func readAt(f *os.File, buf []byte, off, n int64) ([]byte, error) {
-	if n > 1<<31 {
+	if n > maxChunkBytes {
 		return buf, fmt.Errorf("%d bytes is more than a chunk may hold", n)
 	}
 	buf = slices.Grow(buf[:0], int(n))[:n]

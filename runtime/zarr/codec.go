@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr/blosc"
 	"github.com/loadergen/loadergen/runtime/zarr/internal/compress"
 )
@@ -440,14 +441,20 @@ func parseSharding(raw json.RawMessage, shard []int, elem int) (*sharding, error
 		return nil, fmt.Errorf("chunk_shape %v has %d axes, the array %d", cfg.ChunkShape, len(cfg.ChunkShape), len(shard))
 	}
 	sh := &sharding{innerShape: cfg.ChunkShape, perShard: make([]int, len(shard))}
-	inner := 1
 	for k, n := range cfg.ChunkShape {
 		if n < 1 || shard[k]%n != 0 {
 			return nil, fmt.Errorf("chunk_shape %v does not divide the shard shape %v", cfg.ChunkShape, shard)
 		}
 		sh.perShard[k] = shard[k] / n
-		inner *= sh.perShard[k]
 	}
+	sh.indexShape = append(slices.Clone(sh.perShard), 2)
+	// The decoded index: a uint64 pair per inner chunk, read whole, so it
+	// is held to a chunk's bound.
+	indexLen, _, ok := runtime.KeyBytes(runtime.Uint64, sh.indexShape, 1)
+	if !ok || indexLen > maxChunkBytes {
+		return nil, fmt.Errorf("a shard of %v inner chunks has an index too large to read (indexes up to 2 GiB are)", sh.perShard)
+	}
+	sh.indexLen = int(indexLen)
 	switch cfg.IndexLocation {
 	case "", "end":
 	case "start":
@@ -459,11 +466,9 @@ func parseSharding(raw json.RawMessage, shard []int, elem int) (*sharding, error
 	if sh.inner, err = v3Chain(cfg.Codecs, cfg.ChunkShape, elem, true); err != nil {
 		return nil, fmt.Errorf("codecs: %w", err)
 	}
-	sh.indexShape = append(slices.Clone(sh.perShard), 2)
 	if sh.index, err = v3Chain(cfg.IndexCodecs, sh.indexShape, 8, true); err != nil {
 		return nil, fmt.Errorf("index_codecs: %w", err)
 	}
-	sh.indexLen = 16 * inner
 	sh.indexBytes = sh.indexLen
 	for _, c := range sh.index.codecs {
 		if c.kind != codecCRC32C {
