@@ -77,15 +77,22 @@ func checkWeight(w float64) error {
 // Source reads crops of a set of volumes. Read and Crop are safe for
 // concurrent use.
 type Source struct {
+	// Open writes every field but states, and the vols they point to,
+	// before it returns the Source; nothing writes them after, so the
+	// workers that Read and Crop (started after Open returned) read them
+	// without a lock.
 	spec Spec
 	keys []keyLayout // per key, in spec order
 	vols []*vol
-	cum  []float64
+	// cum is the running sum of the volumes' weighted centre counts, which
+	// pick draws a volume from.
+	cum []float64
 	// fgCum weighs the volumes by their labelled centres; nil when there is
 	// no foreground, or no labelled voxel at all.
 	fgCum []float64
-	// states holds the scratch of Read: the crop and the layouts. Pool
-	// Get and Put do not allocate in steady state.
+	// states holds the scratch of Read: the crop and the layouts. A state
+	// belongs to one Read between Get and Put; Get and Put do not allocate
+	// in steady state.
 	states sync.Pool
 }
 
@@ -97,7 +104,9 @@ type keyLayout struct {
 	bytes   int    // the box's size in bytes: one class's, for a class axis
 }
 
-// vol is an opened volume.
+// vol is an opened volume; Open writes it, Reads only read it. Its
+// arrays share the decoded chunks of the cache their stores were opened
+// with, which guards itself.
 type vol struct {
 	roots    []string
 	arrays   [][]*zarr.Array // per key, per class (one for keys without a class axis); nil for a missing class

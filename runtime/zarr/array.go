@@ -22,7 +22,9 @@ import (
 
 // Array is an opened zarr array. Its metadata is read once, at open; its
 // chunks are read, decoded and cached as reads need them. An Array is safe
-// for concurrent use.
+// for concurrent use: Store.Array writes its fields before returning it and
+// nothing writes them after; the decoded chunks live in cache, which
+// orders its own writes.
 type Array struct {
 	dir   string // the array's directory
 	id    uint64 // the array's name in its cache
@@ -378,7 +380,8 @@ func (a *Array) chunkError(idx, inner []int, err error) error {
 	return &ChunkError{Array: a.dir, Chunk: name, Err: err}
 }
 
-// raws recycles the buffers that hold chunks' stored bytes.
+// raws recycles the buffers that hold chunks' stored bytes; a buffer
+// belongs to one load between Get and Put.
 var raws = sync.Pool{New: func() any { return new([]byte) }}
 
 // load reads and decodes decoded chunk number unit, or, for a negative
@@ -537,8 +540,7 @@ func (a *Array) loadIndex(shard []int) ([]byte, error) {
 	return out, nil
 }
 
-// readFile reads n bytes at offset off of file into buf (grown as needed),
-// or the whole file when n is negative.
+// readFile reads n bytes at offset off of file into buf (grown as needed).
 func readFile(file string, buf []byte, off, n int64) ([]byte, error) {
 	f, err := os.Open(file)
 	if err != nil {

@@ -27,7 +27,7 @@ const CacheEnv = "LOADERGEN_ZARR_CACHE_MB"
 // copying from them, so reading does not allocate in steady state even when
 // every read evicts. A Cache is safe for concurrent use.
 type Cache struct {
-	limit int64 // bytes
+	limit int64 // bytes; NewCache sets it, nothing changes it
 
 	// mu guards everything below. Any goroutine reading through the cache
 	// takes it to look up, to insert a finished decode, to evict, to release

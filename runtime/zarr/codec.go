@@ -105,6 +105,8 @@ type decoder struct {
 	stored []byte // stored elements, before transposing
 }
 
+// decoders recycles decoders among loads; a decoder belongs to one load
+// between Get and Put.
 var decoders = sync.Pool{New: func() any { return new(decoder) }}
 
 // decode turns a chunk's stored bytes src into its elements, C order and

@@ -13,8 +13,10 @@ import (
 // Store is a zarr hierarchy (v2 or v3) in a local directory: a group, an
 // array, or a group of groups and arrays. It is safe for concurrent use.
 type Store struct {
+	// OpenStore writes every field before it returns the Store; nothing
+	// writes them after, so concurrent opens read them without a lock.
 	root  string
-	cache *Cache
+	cache *Cache // shared by the arrays opened through the store
 	// consolidated holds the entries of a v2 .zmetadata at the root, by key
 	// ("raw/.zarray"), or is nil. It is written once, by OpenStore.
 	consolidated map[string]*metaDoc

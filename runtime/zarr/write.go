@@ -81,7 +81,10 @@ type Writer struct {
 	grid  []int
 	bytes int    // of a chunk
 	fill  []byte // one element of the fill value, for edge chunks
-	zstd  *zstd.Encoder
+	// zstd is shared by every WriteChunk: EncodeAll is safe for concurrent
+	// use. Create writes it and the fields above; nothing writes them until
+	// Close, which the caller calls after the last WriteChunk returned.
+	zstd *zstd.Encoder
 
 	// C-order element strides of the whole array and of a chunk.
 	arrayStrides, chunkStrides [maxRank]int
