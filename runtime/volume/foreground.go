@@ -42,15 +42,15 @@ func (s *Source) labelled(v *vol, f int) ([]uint32, error) {
 	}
 	perPlane := g.count / planes
 	// Voxels outside the array (with pad) are not labelled.
-	lay := zarr.Layout{Strides: cStrides(box), Outside: make([]byte, size)}
+	lay := zarr.Layout{Strides: zarr.CStrides(box), Outside: make([]byte, size)}
 	first := make([][]int, len(s.spec.Keys))
 	for k := range first {
 		first[k] = make([]int, rank)
 	}
-	any := make([]bool, perPlane)
+	hit := make([]bool, perPlane) // per centre of the plane: labelled in some class
 	var out []uint32
 	for p := range planes {
-		clear(any)
+		clear(hit)
 		// The plane's first centre, and the voxel at its box's centre.
 		g.origins(p*perPlane, first)
 		for a := range rank {
@@ -72,11 +72,11 @@ func (s *Source) labelled(v *vol, f int) ([]uint32, error) {
 					rest /= n
 				}
 				if labelledAt(buf[at*size:(at+1)*size], key.DType) {
-					any[i] = true
+					hit[i] = true
 				}
 			}
 		}
-		for i, l := range any {
+		for i, l := range hit {
 			if l {
 				out = append(out, uint32(p*perPlane+int64(i)))
 			}

@@ -169,16 +169,6 @@ func (s *Source) layout(k int, st *state) int {
 	return start
 }
 
-// cStrides returns the C-order strides of shape, in elements.
-func cStrides(shape []int) []int {
-	out, n := make([]int, len(shape)), 1
-	for j := len(shape) - 1; j >= 0; j-- {
-		out[j] = n
-		n *= shape[j]
-	}
-	return out
-}
-
 // repeat fills b with copies of value.
 func repeat(b, value []byte) {
 	n := copy(b, value)

@@ -131,7 +131,7 @@ func Open(spec Spec, vols []Volume, log *slog.Logger) (*Source, error) {
 		if !ok {
 			return nil, fmt.Errorf("key %q: the byte size of a %v box of %v overflows int64", key.Name, key.Shape, key.DType)
 		}
-		s.keys[k] = keyLayout{fill: key.DType.Encode(key.Fill), strides: cStrides(key.Shape), bytes: int(bytes)}
+		s.keys[k] = keyLayout{fill: key.DType.Encode(key.Fill), strides: zarr.CStrides(key.Shape), bytes: int(bytes)}
 	}
 	stores := map[string]*zarr.Store{}
 	missing := map[string]int{} // "key/class" -> volumes without it

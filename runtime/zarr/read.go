@@ -19,6 +19,14 @@ type Layout struct {
 	Outside []byte
 }
 
+// CStrides returns the C-order strides of a box of shape, in elements: a
+// Layout's Strides for a box read in C order.
+func CStrides(shape []int) []int {
+	out := make([]int, len(shape))
+	cStrides(shape, out)
+	return out
+}
+
 // Read copies the box of the given shape whose first corner is origin into
 // dst, in C order. The box may reach outside the array (origin negative, or
 // past the end): those elements are the fill value. Only the chunks the
