@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loadergen/loadergen/runtime"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected messages of testdata/zarr/errors")
@@ -77,5 +79,27 @@ func TestCheckPath(t *testing.T) {
 	}
 	if _, err := s.IsArray("em/./raw"); err == nil || !strings.Contains(err.Error(), "plain relative path") {
 		t.Errorf("IsArray(em/./raw) = %v, want CheckPath's error", err)
+	}
+}
+
+// TestMultiscaleMisuse: a Multiscale built to write has no store to open
+// levels from (an error, not a nil dereference), and asking for the
+// multiscale of an array names the array's directory.
+func TestMultiscaleMisuse(t *testing.T) {
+	m := Multiscale{Path: "raw", Levels: []Level{{Path: "s0", Scale: []float64{1}}}}
+	if _, err := m.Open(0); err == nil {
+		t.Error("Open of a Multiscale built to write succeeded")
+	}
+	dir := t.TempDir()
+	spec := ArraySpec{Shape: []int{4}, Chunks: []int{4}, DType: runtime.Uint8}
+	if err := WriteArray(filepath.Join(dir, "a"), spec, make([]byte, 4)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenStore(dir, NewCache(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Multiscale("a"); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "a")+" is an array") {
+		t.Errorf("Multiscale(a) = %v, want an error naming %s", err, filepath.Join(dir, "a"))
 	}
 }

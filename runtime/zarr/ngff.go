@@ -9,7 +9,7 @@ import (
 // Multiscale is an OME-NGFF image pyramid: one group whose arrays hold the
 // same image at several resolutions.
 type Multiscale struct {
-	store   *Store
+	store   *Store  // where Open opens levels; nil in one built to write
 	Path    string  // the group's path in its store
 	Version string  // "0.4" or "0.5"
 	Name    string  // the multiscale's name, when it has one
@@ -43,9 +43,9 @@ func (s *Store) Multiscale(p string) (*Multiscale, error) {
 		return nil, err
 	}
 	var attrs *metaDoc
+	dir, _ := s.dir(p) // node checked p
 	switch kind {
 	case v2Group:
-		dir, _ := s.dir(p)
 		if attrs, err = s.doc(dir, p, ".zattrs"); err != nil {
 			return nil, fmt.Errorf("zarr group %s: no .zattrs, so no multiscales: %w", dir, err)
 		}
@@ -57,7 +57,7 @@ func (s *Store) Multiscale(p string) (*Multiscale, error) {
 			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("zarr: %s is an array, not a multiscale group", p)
+		return nil, fmt.Errorf("zarr: %s is an array, not a multiscale group", dir)
 	}
 	m := &Multiscale{store: s, Path: p}
 	msDoc := attrs
@@ -228,8 +228,12 @@ func transforms(ts []ngffTransform, n int, needScale bool) (scale, shift []float
 	return scale, shift, nil
 }
 
-// Open opens level i's array.
+// Open opens level i's array, of a Multiscale that Store.Multiscale read
+// (one built to write has no store to open from).
 func (m *Multiscale) Open(i int) (*Array, error) {
+	if m.store == nil {
+		return nil, fmt.Errorf("multiscale %s: not read from a store, so no array to open", m.Path)
+	}
 	if i < 0 || i >= len(m.Levels) {
 		return nil, fmt.Errorf("multiscale %s: level %d of %d", m.Path, i, len(m.Levels))
 	}
