@@ -63,11 +63,8 @@ func (g *emitter) volumeSpec(f *jen.File) {
 		if k.scale != nil {
 			fields = append(fields, field{"Scale", floats(k.scale)})
 		}
-		switch {
-		case math.IsNaN(k.fill):
-			fields = append(fields, field{"Fill", jen.Qual("math", "NaN").Call()})
-		case k.fill != 0:
-			fields = append(fields, field{"Fill", jen.Lit(k.fill)})
+		if fill := fillValue(k.fill); fill != nil {
+			fields = append(fields, field{"Fill", fill})
 		}
 		if k.classAxis {
 			fields = append(fields, field{"ClassAxis", jen.True()})
@@ -105,6 +102,21 @@ func (g *emitter) volumeSpec(f *jen.File) {
 	name := g.n.unexported("VolumeSpec")
 	f.Commentf("%s is what the schema says of %s's volumes.", name, g.ds.Name)
 	f.Var().Id(name).Op("=").Qual(volumePath, "Spec").Add(literal(fields...))
+}
+
+// fillValue renders a key's fill as Spec.Fill's float64, or returns nil for
+// +0, the field's zero: math.NaN(), math.Copysign(0, -1) for -0 (which a
+// Go constant cannot say), else the number.
+func fillValue(fill float64) jen.Code {
+	switch {
+	case math.IsNaN(fill):
+		return jen.Qual("math", "NaN").Call()
+	case fill == 0 && math.Signbit(fill):
+		return jen.Qual("math", "Copysign").Call(jen.Lit(0), jen.Lit(-1))
+	case fill != 0:
+		return jen.Lit(fill)
+	}
+	return nil
 }
 
 // hasClassAxis reports whether some key reads one array per class.
