@@ -112,8 +112,9 @@ func (v Volume) labels(raw []byte, crop Crop, c int) []byte {
 }
 
 // pyramid writes data (s0, of shape, starting at voxel start of the raw
-// grid) in chunks of the given shape, and its coarser levels, each the mean (raw) or the maximum
-// (labels) of 2x2x2 voxels, as an OME-NGFF 0.4 multiscale at dir.
+// grid) in chunks of the given shape, and its coarser levels, each the
+// mean (raw) or the maximum (labels) of 2x2x2 voxels, as an OME-NGFF 0.4
+// multiscale at dir.
 func (v Volume) pyramid(dir string, d runtime.DType, data []byte, shape, start, chunks []int, axes []zarr.Axis) error {
 	ms := zarr.Multiscale{Name: filepath.Base(dir), Axes: axes}
 	for l := range v.Levels {
