@@ -92,7 +92,9 @@ func write(dir, comp string) error {
 		for y := range shape[1] {
 			for x := range shape[2] {
 				i := (z*shape[1]+y)*shape[2] + x
-				v := 128 + 60*triangle(z, 37) + 50*triangle(y, 53) + 30*triangle(x, 29) + rng.IntN(40) - 20
+				// Ramps of +-100 in all (weights 6:5:3) and noise of +-20:
+				// values from about 8 to 248, as EM's, rarely clipped.
+				v := 128 + (60*triangle(z, 37)+50*triangle(y, 53)+30*triangle(x, 29))/70 + rng.IntN(40) - 20
 				raw[i] = byte(max(0, min(255, v)))
 				a[i] = bool2(raw[i] > 200)
 				b[i] = bool2(raw[i] < 60)
@@ -110,10 +112,7 @@ func write(dir, comp string) error {
 	return nil
 }
 
-// triangle is a triangle wave of the given period in [-50, 50]. The
-// weights write gives it push about 95% of raw's voxels past 0 or 255
-// (flat runs, noise only where the ramps cross); the stores make peer
-// measured were written so, and stay so.
+// triangle is a triangle wave of the given period in [-50, 50].
 func triangle(i, period int) int {
 	p := i % period
 	if p < period/2 {
