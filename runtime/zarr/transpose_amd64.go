@@ -2,16 +2,11 @@
 
 package zarr
 
-// transposeBlocks8 and transposeBlocks32 are the SSE2 forms of
-// transposeGrid's loops (transpose_amd64.s), for blocks of 8 x 8 bytes and
-// of 4 x 4 elements of 4 bytes, with each column's wrap in place of its
-// step.
+// transposeBlocks is the SSE2 form of transposeGrid's loops
+// (transpose_amd64.s), with each column's wrap in place of its step.
 //
 //go:noescape
-func transposeBlocks8(dst *byte, ds, dstepI, dwrapJ int, src *byte, ss, sstepI, swrapJ, ni, nj int)
-
-//go:noescape
-func transposeBlocks32(dst *byte, ds, dstepI, dwrapJ int, src *byte, ss, sstepI, swrapJ, ni, nj int)
+func transposeBlocks(dst *byte, ds, dstepI, dwrapJ int, src *byte, ss, sstepI, swrapJ, ni, nj, elem int)
 
 // transposeGrid moves nj columns of ni square blocks of elements of elem
 // bytes (1 or 4; blockSide gives the side): block (i, j) has its rows at
@@ -22,11 +17,7 @@ func transposeGrid(elem int, dst []byte, do, ds, dstepI, dstepJ int, src []byte,
 	if ni < 1 || nj < 1 {
 		return
 	}
-	blocks := transposeBlocks8
-	if elem == 4 {
-		blocks = transposeBlocks32
-	}
-	blocks(&dst[do], ds, dstepI, dstepJ-ni*dstepI, &src[so], ss, sstepI, sstepJ-ni*sstepI, ni, nj)
+	transposeBlocks(&dst[do], ds, dstepI, dstepJ-ni*dstepI, &src[so], ss, sstepI, sstepJ-ni*sstepI, ni, nj, elem)
 }
 
 // prefetchRows is prefetchPlane's loop (transpose_amd64.s): PREFETCHT0 at

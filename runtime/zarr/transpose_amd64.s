@@ -2,32 +2,28 @@
 
 #include "textflag.h"
 
-// GRID_ARGS loads the arguments of transposeBlocks8 and transposeBlocks32,
-// which transpose nj >= 1 columns of ni >= 1 blocks: a block's rows start
-// at SI, ss (CX) bytes apart, and its columns at DI, ds (DX) bytes apart;
-// from block to block the destination (AX) moves dstepI (R8) and the
-// source (BX) sstepI (R10), and after a column's ni blocks (R12) they move
-// dwrapJ (R9) and swrapJ (R11) more; R13 counts the columns.
-#define GRID_ARGS \
-	MOVQ dst+0(FP), AX; \
-	MOVQ ds+8(FP), DX; \
-	MOVQ dstepI+16(FP), R8; \
-	MOVQ dwrapJ+24(FP), R9; \
-	MOVQ src+32(FP), BX; \
-	MOVQ ss+40(FP), CX; \
-	MOVQ sstepI+48(FP), R10; \
-	MOVQ swrapJ+56(FP), R11; \
-	MOVQ nj+72(FP), R13
-
-// func transposeBlocks8(dst *byte, ds, dstepI, dwrapJ int, src *byte, ss, sstepI, swrapJ, ni, nj int)
+// func transposeBlocks(dst *byte, ds, dstepI, dwrapJ int, src *byte, ss, sstepI, swrapJ, ni, nj, elem int)
 //
-// Transposes a grid of blocks of 8 x 8 bytes. In a block, row r, the 8
-// bytes at SI + r*ss, becomes column r: byte r of the 8 bytes at
-// DI + c*ds, for c in 0..7. Bytes are interleaved by SSE2 unpacks: bytes
-// of row pairs, then words, then doublewords, leaving two columns in each
-// register.
-TEXT ·transposeBlocks8(SB), NOSPLIT, $0-80
-	GRID_ARGS
+// Transposes nj >= 1 columns of ni >= 1 square blocks: of 8 x 8 bytes
+// (elem 1) or of 4 x 4 elements of 4 bytes (elem 4). In a block, row r,
+// starting at SI + r*ss, becomes column r, starting at DI + c*ds for each
+// column c. From block to block the destination (AX) moves dstepI and the
+// source (BX) sstepI; after a column's ni blocks they move dwrapJ and
+// swrapJ more.
+//
+// Bytes are interleaved by SSE2 unpacks: bytes of row pairs, then words,
+// then doublewords, leaving two columns in each register. Elements of 4
+// bytes: doublewords of row pairs, then quadwords, a column a register.
+TEXT ·transposeBlocks(SB), NOSPLIT, $0-88
+	MOVQ dst+0(FP), AX
+	MOVQ ds+8(FP), DX
+	MOVQ dstepI+16(FP), R8
+	MOVQ dwrapJ+24(FP), R9
+	MOVQ src+32(FP), BX
+	MOVQ ss+40(FP), CX
+	MOVQ sstepI+48(FP), R10
+	MOVQ swrapJ+56(FP), R11
+	MOVQ nj+72(FP), R13
 
 column:
 	MOVQ ni+64(FP), R12
@@ -35,6 +31,8 @@ column:
 block:
 	MOVQ AX, DI
 	MOVQ BX, SI
+	CMPQ elem+80(FP), $4
+	JEQ  dwords
 	MOVQ (SI), X0
 	ADDQ CX, SI
 	MOVQ (SI), X1
@@ -81,31 +79,9 @@ block:
 	MOVQ X5, (DI)
 	ADDQ DX, DI
 	MOVHPS X5, (DI)
-	ADDQ R8, AX
-	ADDQ R10, BX
-	DECQ R12
-	JNZ  block
-	ADDQ R9, AX
-	ADDQ R11, BX
-	DECQ R13
-	JNZ  column
-	RET
+	JMP  next
 
-// func transposeBlocks32(dst *byte, ds, dstepI, dwrapJ int, src *byte, ss, sstepI, swrapJ, ni, nj int)
-//
-// Transposes a grid of blocks of 4 x 4 elements of 4 bytes. In a block,
-// row r, the 16 bytes at SI + r*ss, becomes column r: element r of the 16
-// bytes at DI + c*ds, for c in 0..3. Doublewords of row pairs are
-// interleaved, then quadwords.
-TEXT ·transposeBlocks32(SB), NOSPLIT, $0-80
-	GRID_ARGS
-
-column:
-	MOVQ ni+64(FP), R12
-
-block:
-	MOVQ AX, DI
-	MOVQ BX, SI
+dwords:
 	MOVOU (SI), X0
 	ADDQ CX, SI
 	MOVOU (SI), X1
@@ -132,6 +108,8 @@ block:
 	MOVOU X4, (DI)
 	ADDQ DX, DI
 	MOVOU X3, (DI)
+
+next:
 	ADDQ R8, AX
 	ADDQ R10, BX
 	DECQ R12
