@@ -77,7 +77,9 @@ func run(root string, epochs, workers int, tracePath string, stdout, stderr io.W
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
-			fmt.Fprintf(stdout, "trace written to %s: open it at https://ui.perfetto.dev\n", tracePath)
+			if err == nil {
+				fmt.Fprintf(stdout, "trace written to %s: open it at https://ui.perfetto.dev\n", tracePath)
+			}
 		}()
 		opts.Trace = f
 	}
