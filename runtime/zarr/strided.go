@@ -94,10 +94,13 @@ func copyBox(dst []byte, d region, src []byte, s region, shape []int, elem int) 
 			}
 		}
 	}
+	// Contiguous source rows in planes along axis in-2: at each plane's
+	// first row, the next plane is asked for (prefetchPlane).
+	planes := in >= 2 && ss == 1
 	var idx [maxRank]int
 	do, so := d.start, s.start
 	for {
-		if in >= 2 && idx[in-1] == 0 && idx[in-2]+1 < f.shape[in-2] && ss == 1 {
+		if planes && idx[in-1] == 0 && idx[in-2]+1 < f.shape[in-2] {
 			prefetchPlane(src, (so+f.src[in-2])*elem, f.src[in-1]*elem, f.shape[in-1], run*elem)
 		}
 		if ds == 1 && ss == 1 {
