@@ -3,7 +3,13 @@
 //	peer-bench write -compressor zstd6|blosc-lz4 DIR   write the store
 //	peer-bench crops DIR JSON BIN K                     the epoch's crops, and the bytes of the first K
 //	peer-bench epoch DIR                                one cold epoch of the loader: crops/s
-//	peer-bench boxes DIR                                the same boxes read cold, unaugmented: crops/s
+//	peer-bench boxes DIR [BUFFERS]                      the same boxes read cold, unaugmented: crops/s
+//
+// boxes reads each box into one buffer per goroutine, or into BUFFERS
+// buffers shared out among the goroutines, each using its share in turn
+// (72, with batch 8 and prefetch 2, as many box-sized
+// places as the loader's staging ring has), which shows what writing into
+// memory that is no longer cached costs.
 //
 // Each timing runs in a process of its own, so every cache starts empty.
 package main
@@ -36,10 +42,13 @@ var (
 )
 
 func main() {
-	log.SetFlags(0)
+	// The volume source's start-up line would mix with the figures on
+	// stdout; the log package's default logger goes where slog's does, so
+	// failures are told through a logger of their own.
 	slog.SetDefault(slog.New(slog.DiscardHandler))
+	stderr := log.New(os.Stderr, "", 0)
 	if len(os.Args) < 3 {
-		log.Fatal("usage: peer-bench write|crops|epoch|boxes ...")
+		stderr.Fatal("usage: peer-bench write|crops|epoch|boxes ...")
 	}
 	var err error
 	switch os.Args[1] {
@@ -50,22 +59,30 @@ func main() {
 		err = write(fs.Arg(0), *comp)
 	case "crops":
 		if len(os.Args) != 6 {
-			log.Fatal("usage: peer-bench crops DIR JSON BIN K")
+			stderr.Fatal("usage: peer-bench crops DIR JSON BIN K")
 		}
 		k, kerr := strconv.Atoi(os.Args[5])
 		if kerr != nil || k < 0 {
-			log.Fatalf("peer-bench crops: K %q is not a count of crops", os.Args[5])
+			stderr.Fatalf("peer-bench crops: K %q is not a count of crops", os.Args[5])
 		}
 		err = crops(os.Args[2], os.Args[3], os.Args[4], k)
 	case "epoch":
 		err = epoch(os.Args[2])
 	case "boxes":
-		err = boxes(os.Args[2])
+		buffers := goruntime.GOMAXPROCS(0)
+		if len(os.Args) > 3 {
+			n, nerr := strconv.Atoi(os.Args[3])
+			if nerr != nil || n < buffers {
+				stderr.Fatalf("peer-bench boxes: BUFFERS %q is not a count of at least %d (one a goroutine)", os.Args[3], buffers)
+			}
+			buffers = n
+		}
+		err = boxes(os.Args[2], buffers)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
 	if err != nil {
-		log.Fatal("peer-bench: ", err)
+		stderr.Fatal("peer-bench: ", err)
 	}
 }
 
@@ -205,9 +222,10 @@ func epoch(dir string) error {
 }
 
 // boxes reads the boxes of the epoch's crops, unaugmented, straight from
-// fresh arrays on GOMAXPROCS goroutines, and prints crops per second: the
-// box-read ceiling of the loader's epoch.
-func boxes(dir string) error {
+// fresh arrays on GOMAXPROCS goroutines, each into its share of buffers
+// in turn, and prints crops per second: the box-read ceiling of the
+// loader's epoch.
+func boxes(dir string, buffers int) error {
 	src, err := open(dir) // for the crops and the plan only: its arrays are not used
 	if err != nil {
 		return err
@@ -241,9 +259,15 @@ func boxes(dir string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, p.Keys[0].SampleBytes)
+			bufs := make([][]byte, buffers/g)
+			for b := range bufs {
+				bufs[b] = make([]byte, p.Keys[0].SampleBytes)
+			}
+			n := 0
 			for i := w; i < len(list) && errs[w] == nil; i += g {
 				for k, a := range arrays {
+					buf := bufs[n%len(bufs)]
+					n++
 					if errs[w] = a.Read(buf, list[i].Origin[min(k, 1)], box); errs[w] != nil {
 						return
 					}
