@@ -50,6 +50,7 @@ bench:
 	cat .bench-loaders.txt
 	.ci/bench-ratios <.bench-loaders.txt
 	$(GO) test -run '^$$' -bench Bucket -benchmem -count 5 ./runtime
+	$(GO) test -run '^$$' -bench RingDepth -benchtime 5x -count 5 ./runtime
 	$(GO) test -run '^$$' -bench Generate -count 5 ./gen
 	$(GO) test -run '^$$' -bench 'BoxRead|CopyBox' -benchmem -count 5 ./runtime/zarr >.bench-zarr.txt || { cat .bench-zarr.txt; exit 1; }
 	cat .bench-zarr.txt

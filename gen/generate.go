@@ -244,7 +244,7 @@ func (g *emitter) plan(f *jen.File) {
 	}
 	l := rp.Loader
 	loader := []field{
-		{"Prefetch", jen.Lit(l.Prefetch)},
+		{"Prefetch", g.prefetch(l.Prefetch)},
 		{"Workers", jen.Lit(l.Workers)},
 		{"Shuffle", jen.Lit(l.Shuffle)},
 		{"Seed", jen.Op(strconv.FormatUint(l.Seed, 10))}, // untyped: seeds past MaxInt64 too
@@ -557,7 +557,7 @@ func (g *emitter) clone(f *jen.File) {
 //		src     CellMapSource
 //		many    CellMapSamplesReader // src, when it fills runs of samples at once; else nil
 //		engine  *runtime.Engine
-//		batches []CellMapBatch                // one per staging slot
+//		batches []CellMapBatch                // one per place in the staging ring
 //		samples []runtime.Own[CellMapSample]  // one per filler, for Read; nil with many
 //		runs    []runtime.Own[CellMapSamples] // one per filler, for ReadSamples; nil without
 //	}
@@ -569,7 +569,7 @@ func (g *emitter) loaderType(f *jen.File) {
 		jen.Id("src").Id(g.n.exported("Source")),
 		jen.Id("many").Id(g.n.exported("SamplesReader")).Comment("src, when it fills runs of samples at once; else nil"),
 		jen.Id("engine").Op("*").Add(g.rt("Engine")),
-		jen.Id("batches").Index().Id(g.n.exported("Batch")).Comment("one per staging slot"),
+		jen.Id("batches").Index().Id(g.n.exported("Batch")).Comment("one per place in the staging ring"),
 		jen.Id("samples").Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Sample"))).Comment("one per filler, for Read; nil with many"),
 		jen.Id("runs").Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Samples"))).Comment("one per filler, for ReadSamples; nil without"),
 	)
@@ -598,8 +598,8 @@ func (g *emitter) newLoader(f *jen.File) {
 			jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(errf("%w"), jen.Err())),
 		),
 		jen.Id("l").Dot("engine").Op("=").Id("e"),
-		jen.Id("l").Dot("batches").Op("=").Make(jen.Index().Id(g.n.exported("Batch")), jen.Id("e").Dot("Slots").Call()),
-		jen.For(jen.Id("s").Op(":=").Range().Id("l").Dot("batches")).Block(g.slotViews()...),
+		jen.Id("l").Dot("batches").Op("=").Make(jen.Index().Id(g.n.exported("Batch")), jen.Id("e").Dot("MaxSlots").Call()),
+		jen.Id("e").Dot("OnSlot").Call(jen.Func().Params(jen.Id("s").Int()).Block(g.slotViews()...)),
 		jen.If(jen.Id("l").Dot("many").Op("!=").Nil()).Block(
 			jen.Id("l").Dot("runs").Op("=").Make(jen.Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Samples"))), jen.Id("e").Dot("Fillers").Call()),
 			jen.For(jen.Id("w").Op(":=").Range().Id("l").Dot("runs")).Block(
@@ -662,8 +662,18 @@ func (g *emitter) pickFill() jen.Code {
 	return jen.Switch(jen.Id("s").Op(":=").Id("src").Assert(jen.Type())).Block(cases...)
 }
 
+// prefetch is the plan's prefetch as generated code says it: a depth, or
+// runtime.PrefetchAuto.
+func (g *emitter) prefetch(p int) jen.Code {
+	if p == runtime.PrefetchAuto {
+		return g.rt("PrefetchAuto")
+	}
+	return jen.Lit(p)
+}
+
 // slotViews are the statements setting batch s's typed views of its
-// staging slot: b.raw = runtime.View[uint8](e.Staging(s, 0)).
+// staging slot, b.raw = runtime.View[uint8](e.Staging(s, 0)), for each
+// slot the engine allocates (Engine.OnSlot).
 func (g *emitter) slotViews() []jen.Code {
 	stmts := []jen.Code{jen.Id("b").Op(":=").Op("&").Id("l").Dot("batches").Index(jen.Id("s"))}
 	for i, k := range g.keys {

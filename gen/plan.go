@@ -62,7 +62,7 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 		return nil, tooLarge(ds, rp.BatchBytes)
 	}
 	rp.BatchMiB = float64(rp.BatchBytes) / (1 << 20)
-	if err := sizes.CheckStaging(ds.Loader.Prefetch, rp.BatchMiB, ds.Loader.MaxStagingMB); err != nil {
+	if err := sizes.CheckStaging(max(ds.Loader.Prefetch, 1), rp.BatchMiB, ds.Loader.MaxStagingMB); err != nil {
 		return nil, fmt.Errorf("%s: %w (raise %s or -%s, or shrink the batch)",
 			stagingPos(ds, o), err, schema.PathMaxStagingMB, schema.FlagName(schema.PathMaxStagingMB))
 	}

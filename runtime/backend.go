@@ -4,7 +4,10 @@ package runtime
 // The CPU backend is always compiled in; the CUDA one with -tags cuda.
 type backend interface {
 	name() string
-	// slot allocates staging slot s of n bytes: the host memory workers fill.
+	// slot allocates staging slot s of n bytes, the host memory workers
+	// fill, or returns it when the backend made it at start. Only the
+	// consumer calls it, for the slots below newBackend's count and then
+	// for each next one as an auto-depth ring deepens.
 	slot(s int, n int64) ([]byte, error)
 	// devicePtr is key k's device buffer in slot s (0 on the CPU).
 	devicePtr(s, k int) uintptr

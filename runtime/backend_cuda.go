@@ -29,7 +29,7 @@ var cudaFallback sync.Once
 // number of GPUs this process sees). When this process cannot use CUDA
 // (CUDAUsable), a CUDA device runs on the CPU backend with the reason
 // logged, or is an error when the caller requires the GPU.
-func newBackend(device string, localRank int, p Plan, slots int, require, graphs bool, log *slog.Logger, stats *counters, trace *tracer) (backend, error) {
+func newBackend(device string, localRank int, p Plan, slots, most int, require, graphs bool, log *slog.Logger, stats *counters, trace *tracer) (backend, error) {
 	ordinal, cuda, err := devicename.Parse(device)
 	if err != nil || !cuda {
 		return cpuBackend{}, err
@@ -51,7 +51,7 @@ func newBackend(device string, localRank int, p Plan, slots int, require, graphs
 	c.order = issueOrder(p.Keys)
 	c.launches = launchOrder(p, c.order)
 	started := make(chan error)
-	go c.loop(slots, started)
+	go c.loop(slots, most, started)
 	if err := <-started; err != nil {
 		return nil, fmt.Errorf("%s: %w", device, err)
 	}
@@ -133,9 +133,9 @@ func (p Priority) order() int {
 // current; other goroutines send it requests by value through call, so a
 // batch costs no allocation. Everything below mu is owned by that
 // goroutine: only it writes the streams and slots, and only it touches the
-// slots' state and events. Other goroutines read the slots' memory (slot,
-// devicePtr) once newBackend has returned, which its wait for the goroutine's
-// start-up orders after the writes that made them.
+// slots' state and events. The consumer alone reads the slots' memory
+// (slot, devicePtr), after the request that made them: newBackend's wait for
+// the goroutine's start-up, or an opAddSlot's reply.
 type cudaBackend struct {
 	plan  Plan
 	order []int // issueOrder of the keys
@@ -214,6 +214,7 @@ type cudaOp uint8
 
 const (
 	opFilled cudaOp = iota
+	opAddSlot
 	opReuse
 	opSettle
 	opWait
@@ -250,12 +251,12 @@ func (c *cudaBackend) call(r cudaReq) error {
 	return err
 }
 
-func (c *cudaBackend) loop(slots int, started chan<- error) {
+func (c *cudaBackend) loop(slots, most int, started chan<- error) {
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
 	// The thread goes back to Go's pool without a (released) context current.
 	defer cu.SetCurrentContext(cu.CUContext{})
-	if err := c.start(slots); err != nil {
+	if err := c.start(slots, most); err != nil {
 		started <- errors.Join(err, c.release())
 		return
 	}
@@ -270,8 +271,9 @@ func (c *cudaBackend) loop(slots int, started chan<- error) {
 }
 
 // start makes the primary context current on this thread, checks device
-// memory, and creates the streams, events and buffers.
-func (c *cudaBackend) start(slots int) error {
+// memory, and creates the streams, events and buffers of the first slots
+// of a ring that may grow to most (addSlot).
+func (c *cudaBackend) start(slots, most int) error {
 	for _, k := range c.plan.Keys {
 		if k.Stream < 0 || k.Stream >= c.plan.NumStreams {
 			return fmt.Errorf("plan: key %q is on stream %d of %d", k.Name, k.Stream, c.plan.NumStreams)
@@ -316,43 +318,75 @@ func (c *cudaBackend) start(slots int) error {
 		return fmt.Errorf("origin event: %w", err)
 	}
 	c.originAt = time.Now()
-	c.slots = make([]cudaSlot, slots)
+	// The capacity is the ring's bound, so that addSlot never moves the
+	// slots that slot and devicePtr have handed out.
+	c.slots = make([]cudaSlot, slots, most)
 	for s := range c.slots {
 		if err := c.slots[s].alloc(c.plan.SlotBytes, len(c.streams), len(c.plan.Keys)); err != nil {
 			return fmt.Errorf("staging slot %d: %w", s, err)
 		}
 	}
-	if c.graphs {
-		return c.makeGraphs()
+	if !c.graphs {
+		return nil
+	}
+	for s := range c.slots {
+		err := c.makeGraphs(s)
+		if errors.Is(err, errNoGraphs) {
+			c.graphs, c.noGraphs = false, err
+			return c.destroyGraphs()
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// makeGraphs builds each slot's graphs, one per stream: the start record,
+// addSlot allocates one more staging slot, when free device memory holds
+// it, with its graphs when the backend launches graphs: the ring of an
+// auto-depth loader deepening.
+func (c *cudaBackend) addSlot() error {
+	s := len(c.slots)
+	if s == cap(c.slots) {
+		return fmt.Errorf("cuda backend: slot %d is past the ring's bound of %d", s, cap(c.slots))
+	}
+	free, total, err := cu.MemInfo()
+	if err != nil {
+		return fmt.Errorf("device memory: %w", err)
+	}
+	if free < c.plan.SlotBytes {
+		return fmt.Errorf("a staging slot needs %s of device memory, but only %s of %s is free", mib(c.plan.SlotBytes), mib(free), mib(total))
+	}
+	// Appended before alloc, so that release frees what a failed alloc made.
+	c.slots = c.slots[:s+1]
+	if err := c.slots[s].alloc(c.plan.SlotBytes, len(c.streams), len(c.plan.Keys)); err != nil {
+		return err
+	}
+	if c.graphs {
+		return c.makeGraphs(s)
+	}
+	return nil
+}
+
+// makeGraphs builds slot s's graphs, one per stream: the start record,
 // each of the stream's keys' copy of a full batch and key record in issue
-// order, and the ready record, as issue queues them call by call. A driver
-// without graphs turns them off (noGraphs); other failures are errors.
-func (c *cudaBackend) makeGraphs() error {
-	for s := range c.slots {
-		sl := &c.slots[s]
-		for i := range c.streams {
-			steps := []graphStep{{event: sl.start[i]}}
-			for _, k := range c.order {
-				if key := c.plan.Keys[k]; key.Stream == i {
-					steps = append(steps, graphStep{dst: sl.device + cu.DevicePtr(key.Offset), src: unsafe.Pointer(&sl.host[key.Offset]), n: key.BatchBytes},
-						graphStep{event: sl.key[k]})
-				}
+// order, and the ready record, as issue queues them call by call. An error
+// wrapping errNoGraphs says the driver has no graphs.
+func (c *cudaBackend) makeGraphs(s int) error {
+	sl := &c.slots[s]
+	for i := range c.streams {
+		steps := []graphStep{{event: sl.start[i]}}
+		for _, k := range c.order {
+			if key := c.plan.Keys[k]; key.Stream == i {
+				steps = append(steps, graphStep{dst: sl.device + cu.DevicePtr(key.Offset), src: unsafe.Pointer(&sl.host[key.Offset]), n: key.BatchBytes},
+					graphStep{event: sl.key[k]})
 			}
-			g, err := newGraph(append(steps, graphStep{event: sl.ready[i]}))
-			if errors.Is(err, errNoGraphs) {
-				c.graphs, c.noGraphs = false, err
-				return c.destroyGraphs()
-			}
-			if err != nil {
-				return fmt.Errorf("staging slot %d, stream %d: %w", s, i, err)
-			}
-			sl.graphs = append(sl.graphs, g)
 		}
+		g, err := newGraph(append(steps, graphStep{event: sl.ready[i]}))
+		if err != nil {
+			return fmt.Errorf("staging slot %d, stream %d: %w", s, i, err)
+		}
+		sl.graphs = append(sl.graphs, g)
 	}
 	return nil
 }
@@ -433,6 +467,8 @@ func (c *cudaBackend) serve(r cudaReq) error {
 	switch r.op {
 	case opFilled:
 		return c.issue(r.slot, r.n, r.batch)
+	case opAddSlot:
+		return c.addSlot()
 	case opReuse:
 		return c.settle(r.slot, waitStall)
 	case opSettle:
@@ -668,9 +704,17 @@ func (c *cudaBackend) release() error {
 
 func (c *cudaBackend) name() string { return "cuda" }
 
+// slot returns the host memory of slot s, allocated at start, or adds it
+// when s is the next slot (addSlot). Only the consumer calls it, and the
+// slots change only in its own requests, so reading them here is safe.
 func (c *cudaBackend) slot(s int, n int64) ([]byte, error) {
-	if n != c.plan.SlotBytes || s >= len(c.slots) {
+	if n != c.plan.SlotBytes || s > len(c.slots) {
 		return nil, fmt.Errorf("cuda backend: slot %d of %d bytes was not planned", s, n)
+	}
+	if s == len(c.slots) {
+		if err := c.call(cudaReq{op: opAddSlot}); err != nil {
+			return nil, err
+		}
 	}
 	return c.slots[s].host, nil
 }

@@ -552,7 +552,7 @@ func TestCUDAPriorityOrdersCopies(t *testing.T) {
 func newTestBackend(t testing.TB, p Plan, graphs bool) *cudaBackend {
 	t.Helper()
 	st := &counters{copy: make([]atomic.Int64, p.NumStreams)}
-	b, err := newBackend(p.Device, 0, p, 2, true, graphs, quiet, st, nil)
+	b, err := newBackend(p.Device, 0, p, 2, 2, true, graphs, quiet, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -626,7 +626,7 @@ func TestCUDAGraphsFallBack(t *testing.T) {
 	var log bytes.Buffer
 	p := benchPlan([]int64{64, 128}, 2)
 	st := &counters{copy: make([]atomic.Int64, p.NumStreams)}
-	b, err := newBackend(p.Device, 0, p, 2, true, true, slog.New(slog.NewTextHandler(&log, nil)), st, nil)
+	b, err := newBackend(p.Device, 0, p, 2, 2, true, true, slog.New(slog.NewTextHandler(&log, nil)), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

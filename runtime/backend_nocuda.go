@@ -22,7 +22,7 @@ var errNoCUDABuild = errors.New("this build has no CUDA backend (build with -tag
 // newBackend returns the CPU backend: this build has no CUDA support. A plan
 // or option that asks for CUDA is logged once per process and run on the
 // CPU, or is an error when the caller requires the GPU.
-func newBackend(device string, _ int, _ Plan, _ int, require, _ bool, log *slog.Logger, _ *counters, _ *tracer) (backend, error) {
+func newBackend(device string, _ int, _ Plan, _, _ int, require, _ bool, log *slog.Logger, _ *counters, _ *tracer) (backend, error) {
 	if _, cuda, _ := devicename.Parse(device); cuda {
 		if require {
 			return nil, errGPURequired(device, errNoCUDABuild)

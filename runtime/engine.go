@@ -82,8 +82,25 @@ type Engine struct {
 	sampler Sampler
 	fill    FillFunc
 	backend backend
-	slots   []slot
-	order   []int // the epoch's order, consumer's scratch, reused
+	// slots has a slot for every place the ring may grow to (MaxSlots);
+	// the first depth of them have staging memory. depth is written by the
+	// consumer only (newEngine, then grow between batches, before the new
+	// slot's first dispatch), and read by Stats on any goroutine.
+	slots []slot
+	depth atomic.Int32
+	// onSlot sets generated code's views of a slot's staging (OnSlot):
+	// set before the first epoch, called by the consumer.
+	onSlot func(s int)
+	// The consumer's ring bookkeeping: held[b%len(slots)] is the slot of
+	// dispatched batch b, free the slots holding no batch, grown the
+	// batches dispatched when the ring last grew (one growth per turn of
+	// the ring), and most the depth it may still grow to (lowered when a
+	// slot cannot be allocated).
+	held  []int
+	free  []int
+	grown int
+	most  int
+	order []int // the epoch's order, consumer's scratch, reused
 	// lengths are the bucket key's row counts per sample, fixed at start;
 	// nil without bucketing. grouping is the consumer's scratch for it.
 	lengths  []int32
@@ -100,6 +117,10 @@ type Engine struct {
 	// run; dispatch and claims load it to size runs (runLength). A stale
 	// value only changes run lengths.
 	perSample atomic.Int64
+	// parked counts the times a worker found no share to fill and went to
+	// sleep: workers add to it, the consumer reads it around its waits
+	// (await) to tell whether the ring is too shallow.
+	parked atomic.Int64
 
 	tasks   chan int      // slot numbers; one per worker share of a batch
 	done    chan struct{} // closed by Close: parked workers and waits wake
@@ -138,7 +159,8 @@ type slot struct {
 }
 
 // NewEngine checks the options against the plan, allocates prefetch+1
-// staging slots and starts the worker pool. n is the dataset size; fill
+// staging slots (with prefetch auto, a starting depth that Epoch may
+// deepen) and starts the worker pool. n is the dataset size; fill
 // fills runs of samples.
 func NewEngine(p Plan, n int, o Options, fill FillFunc) (*Engine, error) {
 	if b := p.Loader.Bucket.Key; b != "" {
@@ -226,22 +248,26 @@ func newEngine(p Plan, n int, lengths []int32, o Options, fill FillFunc) (*Engin
 			e.lengthKeys = append(e.lengthKeys, i)
 		}
 	}
-	nslots := set.prefetch + 1
+	nslots, most := set.prefetch+1, set.maxFetch+1
 	if o.Trace != nil {
 		e.trace = newTracer(o.Trace, p.Name, set.workers)
 	}
-	b, err := newBackend(set.device, set.place.LocalRank, e.plan, nslots, set.requireGPU, set.graphs, set.logger, &e.stats, e.trace)
+	b, err := newBackend(set.device, set.place.LocalRank, e.plan, nslots, most, set.requireGPU, set.graphs, set.logger, &e.stats, e.trace)
 	if err != nil {
 		return nil, errors.Join(err, e.shut())
 	}
 	e.backend = b
-	e.slots = make([]slot, nslots)
-	for s := range e.slots {
+	e.slots = make([]slot, most)
+	e.held = make([]int, most)
+	e.free = make([]int, 0, most)
+	e.most = most
+	for s := range nslots {
 		if err := e.initSlot(s); err != nil {
 			return nil, errors.Join(fmt.Errorf("engine: staging slot %d: %w", s, err), e.shut())
 		}
 	}
-	e.tasks = make(chan int, nslots*set.workers)
+	e.depth.Store(int32(nslots))
+	e.tasks = make(chan int, most*set.workers)
 	e.workers.Add(set.workers)
 	for w := range set.workers {
 		go e.work(w)
@@ -255,8 +281,11 @@ func newEngine(p Plan, n int, lengths []int32, o Options, fill FillFunc) (*Engin
 	}
 	pl := set.place
 	set.logger.Info("loadergen: "+p.Name+" loader: "+e.plan.summary(e.backend.name()),
-		"backend", e.backend.name(), "slots", nslots, "workers", set.workers, "samples", n,
+		"backend", e.backend.name(), "prefetch", set.describePrefetch(), "slots", nslots, "workers", set.workers, "samples", n,
 		"rank", pl.Rank, "world_size", pl.WorldSize, "local_rank", pl.LocalRank, "placement", pl.From)
+	if e.trace != nil {
+		e.trace.counter("prefetch", time.Now(), set.prefetch)
+	}
 	return e, nil
 }
 
@@ -281,8 +310,29 @@ func (e *Engine) initSlot(s int) error {
 	return nil
 }
 
-// Slots is the number of staging slots: prefetch + 1.
-func (e *Engine) Slots() int { return len(e.slots) }
+// Slots is the number of staging slots allocated now: Prefetch() + 1.
+func (e *Engine) Slots() int { return int(e.depth.Load()) }
+
+// Prefetch is the number of batches the ring stages ahead of the one in
+// use now. With prefetch auto it starts at a depth chosen from the workers
+// and the batch size, and grows while epochs run (never past MaxSlots()-1).
+func (e *Engine) Prefetch() int { return e.Slots() - 1 }
+
+// MaxSlots is the most staging slots the ring may hold: Run.Slot and
+// Batch.Slot are below it. It equals Slots() unless prefetch is auto.
+func (e *Engine) MaxSlots() int { return len(e.slots) }
+
+// OnSlot has f called for every staging slot, on the goroutine that calls
+// it for the slots allocated now, and for each slot the ring adds later on
+// the goroutine iterating the epoch, before the slot's first batch is
+// filled. Generated loaders set their typed views of a slot's staging
+// (Staging) with it. Call it once, before the first epoch.
+func (e *Engine) OnSlot(f func(s int)) {
+	e.onSlot = f
+	for s := range e.Slots() {
+		f(s)
+	}
+}
 
 // Fillers is the number of goroutines that may fill runs at once: the
 // workers, and the consumer, which fills runs of the batch it waits for.
@@ -299,10 +349,12 @@ func (e *Engine) Len() int { return e.sampler.Batches(e.plan.BatchSize) }
 // Plan returns a copy of the plan the engine runs.
 func (e *Engine) Plan() Plan { return e.plan.Clone() }
 
-// Stats returns the running totals.
+// Stats returns the running totals and the ring's depth.
 func (e *Engine) Stats() Stats {
 	e.backend.settleAll()
-	return e.stats.snapshot()
+	s := e.stats.snapshot()
+	s.Prefetch = e.Prefetch()
+	return s
 }
 
 // Close stops the workers (each finishes the run it is filling: Source
@@ -367,6 +419,7 @@ func (e *Engine) work(w int) {
 	for {
 		s, ok := poll(e.tasks)
 		if !ok {
+			e.parked.Add(1)
 			select {
 			case s = <-e.tasks:
 			case <-e.done:
@@ -560,13 +613,16 @@ func (sl *slot) fail(pos int, err error) {
 	sl.abort.Store(true)
 }
 
-// dispatch stages batch b of order into its slot and hands the work to the
-// pool. The slot must be free: its previous batch was consumed or drained,
-// and the backend has finished copying it.
+// dispatch stages batch b of order into a free slot and hands the work to
+// the pool. A free slot's previous batch was consumed or drained; reuse
+// waits until the backend has finished copying it.
 func (e *Engine) dispatch(order []int, epoch, b int) error {
 	bs := e.plan.BatchSize
-	sl := &e.slots[b%len(e.slots)]
-	if err := e.backend.reuse(b % len(e.slots)); err != nil {
+	s := e.free[len(e.free)-1]
+	e.free = e.free[:len(e.free)-1]
+	e.held[b%len(e.slots)] = s
+	sl := &e.slots[s]
+	if err := e.backend.reuse(s); err != nil {
 		return fmt.Errorf("batch %d: %w", b, err)
 	}
 	idx := order[b*bs : min((b+1)*bs, len(order))]
@@ -589,10 +645,13 @@ func (e *Engine) dispatch(order []int, epoch, b int) error {
 	shares := min(e.set.workers, (sl.n+k-1)/k)
 	sl.pending.Store(int32(shares))
 	for range shares {
-		e.tasks <- b % len(e.slots)
+		e.tasks <- s
 	}
 	return nil
 }
+
+// slotOf is the slot of dispatched batch b.
+func (e *Engine) slotOf(b int) int { return e.held[b%len(e.slots)] }
 
 // Epoch yields batches start.. of epoch in order, each valid until the loop
 // advances. Prefetch batches are filled ahead of the one in use. Breaking
@@ -630,17 +689,23 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 			yield(nil, fmt.Errorf("start batch %d is not in [0, %d]", start, nb))
 			return
 		}
-		// Batches [first, next) are dispatched and not yet consumed.
+		// Batches [first, next) are dispatched and not yet consumed; the
+		// slots not holding one of them are free.
 		first, next := start, start
 		defer func() { e.drain(first, next) }()
-		for ; next < nb && next < start+len(e.slots); next++ {
+		e.free = e.free[:0]
+		for s := e.Slots() - 1; s >= 0; s-- {
+			e.free = append(e.free, s)
+		}
+		e.grown = start
+		for ; next < nb && len(e.free) > 0; next++ {
 			if err := e.dispatch(order, epoch, next); err != nil {
 				yield(nil, err)
 				return
 			}
 		}
 		for b := start; b < nb; b++ {
-			batch, consumed, err := e.await(ctx, b)
+			batch, consumed, starved, err := e.await(ctx, b)
 			if consumed {
 				first = b + 1
 			}
@@ -648,9 +713,17 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 				yield(nil, err)
 				return
 			}
+			if starved && next < nb && e.deepen(next) {
+				if err := e.dispatch(order, epoch, next); err != nil {
+					yield(nil, err)
+					return
+				}
+				next++
+			}
 			if !yield(batch, nil) {
 				return
 			}
+			e.free = append(e.free, batch.Slot)
 			if next < nb {
 				if err := e.dispatch(order, epoch, next); err != nil {
 					yield(nil, err)
@@ -662,32 +735,71 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 	}
 }
 
-// await waits for batch b to be filled and its copies issued. consumed reports
-// whether it took the batch's ready signal; if not, the batch is still in
-// flight and must be drained.
-func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed bool, err error) {
-	if err := ctx.Err(); err != nil {
-		return nil, false, err
+// deepen adds a staging slot to an auto-depth ring whose workers idled
+// for want of a free slot while the consumer waited, and reports whether
+// it did: at most once per turn of the ring (next is the next batch to
+// dispatch), never past the ring's bound. The slot is allocated once and
+// stays for the loader's life; a slot the backend cannot allocate (device
+// memory) stops the growth, with the reason logged.
+func (e *Engine) deepen(next int) bool {
+	s := e.Slots()
+	if !e.set.auto || s >= e.most || next-e.grown < s {
+		return false
 	}
-	sl := &e.slots[b%len(e.slots)]
+	e.grown = next
+	if err := e.initSlot(s); err != nil {
+		e.most = s
+		e.set.logger.Warn(fmt.Sprintf("loadergen: %s loader: the ring stays at prefetch %d: staging slot %d: %v", e.plan.Name, s-1, s, err))
+		return false
+	}
+	if e.onSlot != nil {
+		e.onSlot(s)
+	}
+	e.depth.Store(int32(s + 1))
+	e.free = append(e.free, s)
+	e.set.logger.Info(fmt.Sprintf("loadergen: %s loader: prefetch %d: the consumer waited while workers idled for want of a free slot", e.plan.Name, s),
+		"slots", s+1, "max_slots", e.most)
+	if e.trace != nil {
+		e.trace.counter("prefetch", time.Now(), s)
+	}
+	return true
+}
+
+// await waits for batch b to be filled and its copies issued. consumed
+// reports whether it took the batch's ready signal; if not, the batch is
+// still in flight and must be drained. starved reports that the consumer
+// waited while a worker parked: every dispatched run was claimed, and the
+// worker had nothing to fill for want of a free slot.
+func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed, starved bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, false, err
+	}
+	s := e.slotOf(b)
+	sl := &e.slots[s]
 	// Rather than sleep while its batch is filled, the consumer fills the
 	// runs of it that no worker has claimed yet; its wait (in the stats and
 	// the trace) starts after that, its fills count as filling.
-	e.help(ctx, b%len(e.slots))
+	e.help(ctx, s)
 	t0 := time.Now()
 	select {
 	case <-sl.ready:
-	case <-ctx.Done():
-		return nil, false, ctx.Err()
-	case <-e.done:
-		return nil, false, ErrClosed
+	default:
+		parked := e.parked.Load()
+		select {
+		case <-sl.ready:
+		case <-ctx.Done():
+			return nil, false, false, ctx.Err()
+		case <-e.done:
+			return nil, false, false, ErrClosed
+		}
+		starved = e.parked.Load() != parked
 	}
 	e.stats.wait.Add(int64(time.Since(t0)))
 	if e.trace != nil {
 		e.trace.slice(consumerTrack, "wait", t0, time.Since(t0), b, 0, 0)
 	}
 	if sl.err != nil {
-		return nil, true, sl.err
+		return nil, true, false, sl.err
 	}
 	e.stats.batches.Add(1)
 	e.stats.samples.Add(int64(sl.n))
@@ -695,17 +807,17 @@ func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed bool,
 	for _, k := range e.lengthKeys {
 		e.stats.countRows(View[int32](sl.staging[k])[:sl.n])
 	}
-	return &sl.batch, true, nil
+	return &sl.batch, true, starved, nil
 }
 
 // drain stops batches [first, next) and waits until no worker touches them.
 func (e *Engine) drain(first, next int) {
 	for b := first; b < next; b++ {
-		e.slots[b%len(e.slots)].abort.Store(true)
+		e.slots[e.slotOf(b)].abort.Store(true)
 	}
 	for b := first; b < next; b++ {
 		select {
-		case <-e.slots[b%len(e.slots)].ready:
+		case <-e.slots[e.slotOf(b)].ready:
 		case <-e.stopped:
 			return
 		}

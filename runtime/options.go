@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"strconv"
 
 	"github.com/loadergen/loadergen/internal/devicename"
 	"github.com/loadergen/loadergen/internal/sizes"
@@ -14,9 +15,12 @@ import (
 // schema says". Options cannot change the stream plan nor lift the schema's
 // staging-memory limit.
 type Options struct {
-	Device   string // "" (the schema's), "cpu", "cuda" or "cuda:N"
-	Workers  int    // 0: the schema's, or GOMAXPROCS when that is 0 too
-	Prefetch int    // 0: the schema's; batches staged ahead of the one in use
+	Device  string // "" (the schema's), "cpu", "cuda" or "cuda:N"
+	Workers int    // 0: the schema's, or GOMAXPROCS when that is 0 too
+	// Prefetch fixes the batches staged ahead of the one in use; 0 takes
+	// the schema's, which may be "auto" (PrefetchAuto): a depth chosen at
+	// start and deepened while the loader runs.
+	Prefetch int
 
 	// Rank, WorldSize and LocalRank place this process among the processes
 	// of a distributed run: it loads the shard of rank Rank, and device
@@ -55,7 +59,9 @@ type Options struct {
 type settings struct {
 	device     string
 	workers    int
-	prefetch   int
+	prefetch   int  // batches staged ahead at start
+	maxFetch   int  // the most prefetch may grow to: prefetch itself unless auto
+	auto       bool // prefetch is the schema's "auto": the engine deepens the ring up to maxFetch
 	place      placement
 	logger     *slog.Logger
 	logEpochs  bool
@@ -86,7 +92,7 @@ func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 	s := settings{
 		device:    p.Device,
 		workers:   p.Loader.Workers,
-		prefetch:  max(p.Loader.Prefetch, 1),
+		prefetch:  p.Loader.Prefetch,
 		logger:    o.Logger,
 		logEpochs: o.LogEpochs,
 	}
@@ -123,6 +129,12 @@ func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 	if o.Prefetch > 0 {
 		s.prefetch = o.Prefetch
 	}
+	if s.prefetch == PrefetchAuto {
+		s.auto = true
+		s.prefetch, s.maxFetch = autoPrefetch(s.workers, p.BatchSize, p.BatchMiB, p.Loader.MaxStagingMB)
+	} else {
+		s.maxFetch = s.prefetch
+	}
 	if err := sizes.CheckStaging(s.prefetch, p.BatchMiB, p.Loader.MaxStagingMB); err != nil {
 		return s, fmt.Errorf("options: %w, fixed when the loader was generated (loader.max_staging_mb): lower Prefetch", err)
 	}
@@ -135,4 +147,36 @@ func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 	}
 	s.envWarns = p.generationEnv(getenv)
 	return s, nil
+}
+
+// maxAutoPrefetch bounds the depth that "prefetch: auto" grows to, whatever
+// the workers and batch size: past it a ring holds more batches than any
+// straggler needs and only costs pinned memory.
+const maxAutoPrefetch = 64
+
+// autoPrefetch is the ring depth "prefetch: auto" starts at and the most it
+// may grow to, for workers filling batches of batch samples of batchMiB:
+// it starts at the smallest depth that keeps twice the workers' count of
+// samples in flight, so that every worker has work while a batch waits for
+// its slowest sample, and at least 2; it may grow until eight times the
+// workers' count of samples are in flight, or maxAutoPrefetch. Both stay
+// within the staging limit limitMB (sizes.CheckStaging), down to 1.
+func autoPrefetch(workers, batch int, batchMiB, limitMB float64) (start, most int) {
+	ahead := func(samples int) int { return min(max(2, (samples+batch-1)/batch), maxAutoPrefetch) }
+	fit := func(prefetch int) int {
+		for prefetch > 1 && sizes.CheckStaging(prefetch, batchMiB, limitMB) != nil {
+			prefetch--
+		}
+		return prefetch
+	}
+	return fit(ahead(2 * workers)), fit(ahead(8 * workers))
+}
+
+// describePrefetch says how deep the ring is for the start-up line: "4",
+// or "auto: 4, up to 16".
+func (s settings) describePrefetch() string {
+	if !s.auto {
+		return strconv.Itoa(s.prefetch)
+	}
+	return fmt.Sprintf("auto: %d, up to %d", s.prefetch, s.maxFetch)
 }

@@ -83,7 +83,7 @@ func (k Key) SampleElems() int { return int(k.SampleBytes) / k.DType.Size() }
 // LoaderDefaults are the schema's loader settings; Options override the
 // prefetch and workers at run time.
 type LoaderDefaults struct {
-	Prefetch     int     `json:"prefetch"`        // batches staged ahead of the one in use
+	Prefetch     int     `json:"prefetch"`        // batches staged ahead of the one in use; PrefetchAuto: chosen at run time
 	Workers      int     `json:"workers"`         // 0 means GOMAXPROCS
 	Shuffle      bool    `json:"shuffle"`         // shuffle each epoch
 	Seed         uint64  `json:"seed"`            // seeds the shuffle and each sample's Rand
@@ -91,6 +91,12 @@ type LoaderDefaults struct {
 	MaxStagingMB float64 `json:"max_staging_mb"`  // limit of (prefetch+1) x batch MiB; 0: none
 	Bucket       Bucket  `json:"bucket,omitzero"` // length bucketing; the zero value is off
 }
+
+// PrefetchAuto is LoaderDefaults.Prefetch of a schema that says
+// "prefetch: auto" or nothing: the loader picks the ring's starting depth
+// from its workers and batch size, and deepens the ring while it runs
+// when workers idle for want of a free slot (see Engine.Prefetch).
+const PrefetchAuto = 0
 
 // Bucket is length bucketing: within each window of Window batches of an
 // epoch's order, samples are grouped by their row count in the ragged key

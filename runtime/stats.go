@@ -30,6 +30,10 @@ type Stats struct {
 	// sample (the staged batch always holds the key's maximum). Both are 0
 	// without ragged keys.
 	Rows, Spanned int64
+	// Prefetch is the batches the ring stages ahead of the one in use, at
+	// the time of the snapshot: fixed by the schema or Options, or, with
+	// prefetch auto, the depth the loader has grown it to so far.
+	Prefetch int
 }
 
 // Padding is the fraction of Spanned rows that are padding: 0 when every

@@ -76,6 +76,23 @@ func (t *tracer) slice(tid int, name string, start time.Time, dur time.Duration,
 	t.write(b)
 }
 
+// counter records the value of counter name from time at on ("C"): the
+// ring's depth, which Perfetto draws as a track of its own.
+func (t *tracer) counter(name string, at time.Time, value int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := append(t.w.AvailableBuffer(), `{"ph":"C","pid":1,"name":"`...)
+	b = append(b, name...)
+	b = append(b, `","ts":`...)
+	b = strconv.AppendFloat(b, float64(at.Sub(t.start).Nanoseconds())/1e3, 'f', 3, 64)
+	b = append(b, `,"args":{"`...)
+	b = append(b, name...)
+	b = append(b, `":`...)
+	b = strconv.AppendInt(b, int64(value), 10)
+	b = append(b, "}},\n"...)
+	t.write(b)
+}
+
 // write writes an event built in t.w.AvailableBuffer(); t.mu is held.
 func (t *tracer) write(b []byte) {
 	if t.closed {

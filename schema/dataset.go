@@ -37,7 +37,7 @@ func Defaults() Dataset {
 	return Dataset{
 		Device: Device{}, // cpu
 		Loader: runtime.LoaderDefaults{
-			Prefetch:     2,
+			Prefetch:     runtime.PrefetchAuto,
 			MaxStagingMB: 16 << 10, // 16 GiB
 		},
 		Streams: Streams{MinBatchSize: 8, MinBatchMemoryMB: 100, MaxStreams: 4, Assign: RoundRobin},

@@ -240,7 +240,7 @@ func (p *parser) loader(vals map[string]*yaml.Node) error {
 		return err
 	}
 	l := &p.ds.Loader
-	readOptional(r, PathPrefetch, atLeast(1), &l.Prefetch)
+	readOptional(r, PathPrefetch, (*parser).prefetch, &l.Prefetch)
 	readOptional(r, "loader.workers", atLeast(0), &l.Workers)
 	readOptional(r, "loader.shuffle", (*parser).boolean, &l.Shuffle)
 	readOptional(r, "loader.seed", (*parser).uint64Value, &l.Seed)

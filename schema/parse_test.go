@@ -26,7 +26,7 @@ var designSchema = func() string {
 
 // What Parse fills in for the settings a schema leaves out (Defaults).
 var (
-	defaultLoader  = runtime.LoaderDefaults{Prefetch: 2, MaxStagingMB: 16384}
+	defaultLoader  = runtime.LoaderDefaults{Prefetch: runtime.PrefetchAuto, MaxStagingMB: 16384}
 	defaultStreams = Streams{MinBatchSize: 8, MinBatchMemoryMB: 100, MaxStreams: 4, Assign: RoundRobin}
 )
 
@@ -122,6 +122,13 @@ func TestParse(t *testing.T) {
 		{"crlf", strings.ReplaceAll(designSchema, "\n", "\r\n"), designDataset("crlf.yaml")},
 		{"bom", "\ufeff" + designSchema, designDataset("bom.yaml")},
 		{"minimal", minimalSchema, minimalDataset("minimal.yaml")},
+		// A fixed depth, then auto written out: the default's value.
+		{"prefetch_fixed", minimalSchema + "loader: {prefetch: 5}\n", func() *Dataset {
+			d := minimalDataset("prefetch_fixed.yaml")
+			d.Loader.Prefetch = 5
+			return d
+		}()},
+		{"prefetch_auto", minimalSchema + "loader: {prefetch: auto}\n", minimalDataset("prefetch_auto.yaml")},
 		{"document_markers", "---\n" + minimalSchema + "...\n", func() *Dataset {
 			ds := minimalDataset("document_markers.yaml")
 			ds.Keys[0].Pos.Line++
@@ -240,7 +247,7 @@ loader:
 					{Name: "boxes", GoName: "Boxes", Role: runtime.Target, Shape: []int{100, 4}, DType: runtime.Float32,
 						File: "boxes.npy", Ragged: true, Pad: math.NaN(), Offsets: "boxes_offsets.npy", Pos: Pos{Line: 10, Col: 3}},
 				},
-				Loader:  runtime.LoaderDefaults{Prefetch: 2, Shuffle: true, MaxStagingMB: 16384, Bucket: runtime.Bucket{Key: "tokens", Window: 20}},
+				Loader:  runtime.LoaderDefaults{Prefetch: runtime.PrefetchAuto, Shuffle: true, MaxStagingMB: 16384, Bucket: runtime.Bucket{Key: "tokens", Window: 20}},
 				Streams: defaultStreams,
 			},
 		},
@@ -266,7 +273,7 @@ loader:
 					{Name: "boxes", GoName: "Boxes", Role: runtime.Target, Shape: []int{100, 4}, DType: runtime.Float16,
 						Ragged: true, Pad: math.NaN(), Pos: Pos{Line: 9, Col: 3}},
 				},
-				Loader:  runtime.LoaderDefaults{Prefetch: 2, MaxStagingMB: 16384, Bucket: runtime.Bucket{Key: "boxes", Window: 50}},
+				Loader:  runtime.LoaderDefaults{Prefetch: runtime.PrefetchAuto, MaxStagingMB: 16384, Bucket: runtime.Bucket{Key: "boxes", Window: 50}},
 				Streams: defaultStreams,
 			},
 		},

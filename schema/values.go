@@ -279,6 +279,18 @@ func (p *parser) count(path string, n *yaml.Node, lo int) (int, error) {
 	return int(x.Int64()), nil
 }
 
+// prefetch reads loader.prefetch: "auto" (runtime.PrefetchAuto) or a
+// depth of at least 1.
+func (p *parser) prefetch(path string, n *yaml.Node) (int, error) {
+	if v := deref(n); v.Kind == yaml.ScalarNode && v.ShortTag() == strTag {
+		if v.Value != "auto" {
+			return 0, p.errorf(n, path, "want \"auto\" or a number >= 1, got %s", quote(v.Value))
+		}
+		return runtime.PrefetchAuto, nil
+	}
+	return p.count(path, n, 1)
+}
+
 // anyInt returns the int n holds, of any sign: for settings whose own rule
 // (streams.min_batch_size's, streams.max_streams' in Settings) checks the
 // range, so that the rule has one home.

@@ -190,7 +190,7 @@ type FashionMNISTLoader struct {
 	src     FashionMNISTSource
 	many    FashionMNISTSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []FashionMNISTBatch                // one per staging slot
+	batches []FashionMNISTBatch                // one per place in the staging ring
 	samples []runtime.Own[FashionMNISTSample]  // one per filler, for Read; nil with many
 	runs    []runtime.Own[FashionMNISTSamples] // one per filler, for ReadSamples; nil without
 }
@@ -214,12 +214,12 @@ func NewFashionMNISTLoader(src FashionMNISTSource, opts runtime.Options) (*Fashi
 		return nil, fmt.Errorf("fashionmnist: NewFashionMNISTLoader: %w", err)
 	}
 	l.engine = e
-	l.batches = make([]FashionMNISTBatch, e.Slots())
-	for s := range l.batches {
+	l.batches = make([]FashionMNISTBatch, e.MaxSlots())
+	e.OnSlot(func(s int) {
 		b := &l.batches[s]
 		b.image = runtime.View[uint8](e.Staging(s, 0))
 		b.label = runtime.View[int64](e.Staging(s, 1))
-	}
+	})
 	if l.many != nil {
 		l.runs = make([]runtime.Own[FashionMNISTSamples], e.Fillers())
 		for w := range l.runs {

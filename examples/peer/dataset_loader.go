@@ -74,7 +74,7 @@ var peerPlan = runtime.Plan{
 	},
 	SlotBytes: 6291456,
 	Loader: runtime.LoaderDefaults{
-		Prefetch:     2,
+		Prefetch:     runtime.PrefetchAuto,
 		Workers:      0,
 		Shuffle:      true,
 		Seed:         1,
@@ -191,7 +191,7 @@ type PeerLoader struct {
 	src     PeerSource
 	many    PeerSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []PeerBatch                // one per staging slot
+	batches []PeerBatch                // one per place in the staging ring
 	samples []runtime.Own[PeerSample]  // one per filler, for Read; nil with many
 	runs    []runtime.Own[PeerSamples] // one per filler, for ReadSamples; nil without
 }
@@ -212,12 +212,12 @@ func NewPeerLoader(src PeerSource, opts runtime.Options) (*PeerLoader, error) {
 		return nil, fmt.Errorf("peer: NewPeerLoader: %w", err)
 	}
 	l.engine = e
-	l.batches = make([]PeerBatch, e.Slots())
-	for s := range l.batches {
+	l.batches = make([]PeerBatch, e.MaxSlots())
+	e.OnSlot(func(s int) {
 		b := &l.batches[s]
 		b.raw = runtime.View[uint8](e.Staging(s, 0))
 		b.labels = runtime.View[uint8](e.Staging(s, 1))
-	}
+	})
 	if l.many != nil {
 		l.runs = make([]runtime.Own[PeerSamples], e.Fillers())
 		for w := range l.runs {

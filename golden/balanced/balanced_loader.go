@@ -326,7 +326,7 @@ type BalancedLoader struct {
 	src     BalancedSource
 	many    BalancedSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []BalancedBatch                // one per staging slot
+	batches []BalancedBatch                // one per place in the staging ring
 	samples []runtime.Own[BalancedSample]  // one per filler, for Read; nil with many
 	runs    []runtime.Own[BalancedSamples] // one per filler, for ReadSamples; nil without
 }
@@ -347,8 +347,8 @@ func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoade
 		return nil, fmt.Errorf("balanced: NewBalancedLoader: %w", err)
 	}
 	l.engine = e
-	l.batches = make([]BalancedBatch, e.Slots())
-	for s := range l.batches {
+	l.batches = make([]BalancedBatch, e.MaxSlots())
+	e.OnSlot(func(s int) {
 		b := &l.batches[s]
 		b.tiny = runtime.View[int8](e.Staging(s, 0))
 		b.wide = runtime.View[float64](e.Staging(s, 1))
@@ -358,7 +358,7 @@ func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoade
 		b.count = runtime.View[int32](e.Staging(s, 5))
 		b.code = runtime.View[uint32](e.Staging(s, 6))
 		b.step = runtime.View[int16](e.Staging(s, 7))
-	}
+	})
 	if l.many != nil {
 		l.runs = make([]runtime.Own[BalancedSamples], e.Fillers())
 		for w := range l.runs {

@@ -239,7 +239,7 @@ type CellMapLoader struct {
 	src     CellMapSource
 	many    CellMapSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []CellMapBatch                // one per staging slot
+	batches []CellMapBatch                // one per place in the staging ring
 	samples []runtime.Own[CellMapSample]  // one per filler, for Read; nil with many
 	runs    []runtime.Own[CellMapSamples] // one per filler, for ReadSamples; nil without
 }
@@ -263,14 +263,14 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 		return nil, fmt.Errorf("classes: NewCellMapLoader: %w", err)
 	}
 	l.engine = e
-	l.batches = make([]CellMapBatch, e.Slots())
-	for s := range l.batches {
+	l.batches = make([]CellMapBatch, e.MaxSlots())
+	e.OnSlot(func(s int) {
 		b := &l.batches[s]
 		b.raw = runtime.View[uint8](e.Staging(s, 0))
 		b.labels = runtime.View[float32](e.Staging(s, 1))
 		b.valid = runtime.View[uint8](e.Staging(s, 2))
 		b.weight = runtime.View[float32](e.Staging(s, 3))
-	}
+	})
 	if l.many != nil {
 		l.runs = make([]runtime.Own[CellMapSamples], e.Fillers())
 		for w := range l.runs {

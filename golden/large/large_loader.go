@@ -211,7 +211,7 @@ type LargeLoader struct {
 	src     LargeSource
 	many    LargeSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []LargeBatch                // one per staging slot
+	batches []LargeBatch                // one per place in the staging ring
 	samples []runtime.Own[LargeSample]  // one per filler, for Read; nil with many
 	runs    []runtime.Own[LargeSamples] // one per filler, for ReadSamples; nil without
 }
@@ -232,13 +232,13 @@ func NewLargeLoader(src LargeSource, opts runtime.Options) (*LargeLoader, error)
 		return nil, fmt.Errorf("large: NewLargeLoader: %w", err)
 	}
 	l.engine = e
-	l.batches = make([]LargeBatch, e.Slots())
-	for s := range l.batches {
+	l.batches = make([]LargeBatch, e.MaxSlots())
+	e.OnSlot(func(s int) {
 		b := &l.batches[s]
 		b.image = runtime.View[float32](e.Staging(s, 0))
 		b.mask = runtime.View[uint8](e.Staging(s, 1))
 		b.label = runtime.View[int64](e.Staging(s, 2))
-	}
+	})
 	if l.many != nil {
 		l.runs = make([]runtime.Own[LargeSamples], e.Fillers())
 		for w := range l.runs {

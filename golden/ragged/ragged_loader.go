@@ -307,7 +307,7 @@ type RaggedLoader struct {
 	src     RaggedSource
 	many    RaggedSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []RaggedBatch                // one per staging slot
+	batches []RaggedBatch                // one per place in the staging ring
 	samples []runtime.Own[RaggedSample]  // one per filler, for Read; nil with many
 	runs    []runtime.Own[RaggedSamples] // one per filler, for ReadSamples; nil without
 }
@@ -328,8 +328,8 @@ func NewRaggedLoader(src RaggedSource, opts runtime.Options) (*RaggedLoader, err
 		return nil, fmt.Errorf("ragged: NewRaggedLoader: %w", err)
 	}
 	l.engine = e
-	l.batches = make([]RaggedBatch, e.Slots())
-	for s := range l.batches {
+	l.batches = make([]RaggedBatch, e.MaxSlots())
+	e.OnSlot(func(s int) {
 		b := &l.batches[s]
 		b.image = runtime.View[uint8](e.Staging(s, 0))
 		b.tokens = runtime.View[int32](e.Staging(s, 1))
@@ -337,7 +337,7 @@ func NewRaggedLoader(src RaggedSource, opts runtime.Options) (*RaggedLoader, err
 		b.boxes = runtime.View[float32](e.Staging(s, 3))
 		b.boxesLengths = runtime.View[int32](e.Staging(s, 4))
 		b.label = runtime.View[int64](e.Staging(s, 5))
-	}
+	})
 	if l.many != nil {
 		l.runs = make([]runtime.Own[RaggedSamples], e.Fillers())
 		for w := range l.runs {

@@ -190,7 +190,7 @@ type RowsLoader struct {
 	src     RowsSource
 	many    RowsSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []RowsBatch                // one per staging slot
+	batches []RowsBatch                // one per place in the staging ring
 	samples []runtime.Own[RowsSample]  // one per filler, for Read; nil with many
 	runs    []runtime.Own[RowsSamples] // one per filler, for ReadSamples; nil without
 }
@@ -214,12 +214,12 @@ func NewRowsLoader(src RowsSource, opts runtime.Options) (*RowsLoader, error) {
 		return nil, fmt.Errorf("rows: NewRowsLoader: %w", err)
 	}
 	l.engine = e
-	l.batches = make([]RowsBatch, e.Slots())
-	for s := range l.batches {
+	l.batches = make([]RowsBatch, e.MaxSlots())
+	e.OnSlot(func(s int) {
 		b := &l.batches[s]
 		b.features = runtime.View[float32](e.Staging(s, 0))
 		b.label = runtime.View[int64](e.Staging(s, 1))
-	}
+	})
 	if l.many != nil {
 		l.runs = make([]runtime.Own[RowsSamples], e.Fillers())
 		for w := range l.runs {

@@ -84,7 +84,7 @@ var smallPlan = runtime.Plan{
 	},
 	SlotBytes: 1280,
 	Loader: runtime.LoaderDefaults{
-		Prefetch:     2,
+		Prefetch:     runtime.PrefetchAuto,
 		Workers:      2,
 		Shuffle:      true,
 		Seed:         7,
@@ -211,7 +211,7 @@ type SmallLoader struct {
 	src     SmallSource
 	many    SmallSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []SmallBatch                // one per staging slot
+	batches []SmallBatch                // one per place in the staging ring
 	samples []runtime.Own[SmallSample]  // one per filler, for Read; nil with many
 	runs    []runtime.Own[SmallSamples] // one per filler, for ReadSamples; nil without
 }
@@ -232,13 +232,13 @@ func NewSmallLoader(src SmallSource, opts runtime.Options) (*SmallLoader, error)
 		return nil, fmt.Errorf("small: NewSmallLoader: %w", err)
 	}
 	l.engine = e
-	l.batches = make([]SmallBatch, e.Slots())
-	for s := range l.batches {
+	l.batches = make([]SmallBatch, e.MaxSlots())
+	e.OnSlot(func(s int) {
 		b := &l.batches[s]
 		b.image = runtime.View[float32](e.Staging(s, 0))
 		b.mask = runtime.View[uint8](e.Staging(s, 1))
 		b.label = runtime.View[int64](e.Staging(s, 2))
-	}
+	})
 	if l.many != nil {
 		l.runs = make([]runtime.Own[SmallSamples], e.Fillers())
 		for w := range l.runs {

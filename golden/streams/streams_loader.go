@@ -238,7 +238,7 @@ type EMLoader struct {
 	src     EMSource
 	many    EMSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []EMBatch                // one per staging slot
+	batches []EMBatch                // one per place in the staging ring
 	samples []runtime.Own[EMSample]  // one per filler, for Read; nil with many
 	runs    []runtime.Own[EMSamples] // one per filler, for ReadSamples; nil without
 }
@@ -259,14 +259,14 @@ func NewEMLoader(src EMSource, opts runtime.Options) (*EMLoader, error) {
 		return nil, fmt.Errorf("streams: NewEMLoader: %w", err)
 	}
 	l.engine = e
-	l.batches = make([]EMBatch, e.Slots())
-	for s := range l.batches {
+	l.batches = make([]EMBatch, e.MaxSlots())
+	e.OnSlot(func(s int) {
 		b := &l.batches[s]
 		b.emRaw = runtime.View[uint8](e.Staging(s, 0))
 		b.emFine = runtime.View[uint16](e.Staging(s, 1))
 		b.lm = runtime.View[uint16](e.Staging(s, 2))
 		b.dist = runtime.View[float32](e.Staging(s, 3))
-	}
+	})
 	if l.many != nil {
 		l.runs = make([]runtime.Own[EMSamples], e.Fillers())
 		for w := range l.runs {

@@ -321,7 +321,7 @@ type TinyLoader struct {
 	src     TinySource
 	many    TinySamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []TinyBatch                // one per staging slot
+	batches []TinyBatch                // one per place in the staging ring
 	samples []runtime.Own[TinySample]  // one per filler, for Read; nil with many
 	runs    []runtime.Own[TinySamples] // one per filler, for ReadSamples; nil without
 }
@@ -342,8 +342,8 @@ func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 		return nil, fmt.Errorf("tiny: NewTinyLoader: %w", err)
 	}
 	l.engine = e
-	l.batches = make([]TinyBatch, e.Slots())
-	for s := range l.batches {
+	l.batches = make([]TinyBatch, e.MaxSlots())
+	e.OnSlot(func(s int) {
 		b := &l.batches[s]
 		b.a = runtime.View[float32](e.Staging(s, 0))
 		b.b = runtime.View[float32](e.Staging(s, 1))
@@ -353,7 +353,7 @@ func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 		b.f = runtime.View[uint8](e.Staging(s, 5))
 		b.g = runtime.View[int64](e.Staging(s, 6))
 		b.h = runtime.View[float64](e.Staging(s, 7))
-	}
+	})
 	if l.many != nil {
 		l.runs = make([]runtime.Own[TinySamples], e.Fillers())
 		for w := range l.runs {

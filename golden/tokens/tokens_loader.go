@@ -241,7 +241,7 @@ type TokensLoader struct {
 	src     TokensSource
 	many    TokensSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []TokensBatch                // one per staging slot
+	batches []TokensBatch                // one per place in the staging ring
 	samples []runtime.Own[TokensSample]  // one per filler, for Read; nil with many
 	runs    []runtime.Own[TokensSamples] // one per filler, for ReadSamples; nil without
 }
@@ -265,13 +265,13 @@ func NewTokensLoader(src TokensSource, opts runtime.Options) (*TokensLoader, err
 		return nil, fmt.Errorf("tokens: NewTokensLoader: %w", err)
 	}
 	l.engine = e
-	l.batches = make([]TokensBatch, e.Slots())
-	for s := range l.batches {
+	l.batches = make([]TokensBatch, e.MaxSlots())
+	e.OnSlot(func(s int) {
 		b := &l.batches[s]
 		b.tokens = runtime.View[int32](e.Staging(s, 0))
 		b.tokensLengths = runtime.View[int32](e.Staging(s, 1))
 		b.label = runtime.View[int64](e.Staging(s, 2))
-	}
+	})
 	if l.many != nil {
 		l.runs = make([]runtime.Own[TokensSamples], e.Fillers())
 		for w := range l.runs {

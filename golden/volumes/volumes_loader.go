@@ -75,7 +75,7 @@ var cellsPlan = runtime.Plan{
 	},
 	SlotBytes: 4096,
 	Loader: runtime.LoaderDefaults{
-		Prefetch:     2,
+		Prefetch:     runtime.PrefetchAuto,
 		Workers:      0,
 		Shuffle:      true,
 		Seed:         3,
@@ -197,7 +197,7 @@ type CellsLoader struct {
 	src     CellsSource
 	many    CellsSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []CellsBatch                // one per staging slot
+	batches []CellsBatch                // one per place in the staging ring
 	samples []runtime.Own[CellsSample]  // one per filler, for Read; nil with many
 	runs    []runtime.Own[CellsSamples] // one per filler, for ReadSamples; nil without
 }
@@ -218,12 +218,12 @@ func NewCellsLoader(src CellsSource, opts runtime.Options) (*CellsLoader, error)
 		return nil, fmt.Errorf("volumes: NewCellsLoader: %w", err)
 	}
 	l.engine = e
-	l.batches = make([]CellsBatch, e.Slots())
-	for s := range l.batches {
+	l.batches = make([]CellsBatch, e.MaxSlots())
+	e.OnSlot(func(s int) {
 		b := &l.batches[s]
 		b.raw = runtime.View[uint8](e.Staging(s, 0))
 		b.labels = runtime.View[float32](e.Staging(s, 1))
-	}
+	})
 	if l.many != nil {
 		l.runs = make([]runtime.Own[CellsSamples], e.Fillers())
 		for w := range l.runs {

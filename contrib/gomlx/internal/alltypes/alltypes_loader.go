@@ -431,7 +431,7 @@ type AllTypesLoader struct {
 	src     AllTypesSource
 	many    AllTypesSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []AllTypesBatch                // one per staging slot
+	batches []AllTypesBatch                // one per place in the staging ring
 	samples []runtime.Own[AllTypesSample]  // one per filler, for Read; nil with many
 	runs    []runtime.Own[AllTypesSamples] // one per filler, for ReadSamples; nil without
 }
@@ -452,8 +452,8 @@ func NewAllTypesLoader(src AllTypesSource, opts runtime.Options) (*AllTypesLoade
 		return nil, fmt.Errorf("alltypes: NewAllTypesLoader: %w", err)
 	}
 	l.engine = e
-	l.batches = make([]AllTypesBatch, e.Slots())
-	for s := range l.batches {
+	l.batches = make([]AllTypesBatch, e.MaxSlots())
+	e.OnSlot(func(s int) {
 		b := &l.batches[s]
 		b.u8 = runtime.View[uint8](e.Staging(s, 0))
 		b.i8 = runtime.View[int8](e.Staging(s, 1))
@@ -468,7 +468,7 @@ func NewAllTypesLoader(src AllTypesSource, opts runtime.Options) (*AllTypesLoade
 		b.f64 = runtime.View[float64](e.Staging(s, 10))
 		b.label = runtime.View[int64](e.Staging(s, 11))
 		b.ok = runtime.View[uint8](e.Staging(s, 12))
-	}
+	})
 	if l.many != nil {
 		l.runs = make([]runtime.Own[AllTypesSamples], e.Fillers())
 		for w := range l.runs {

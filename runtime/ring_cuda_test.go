@@ -1,0 +1,78 @@
+//go:build cuda
+
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// TestCUDARingDeepens: an auto ring on the CUDA backend adds slots while it
+// runs (pinned host memory, device buffers, events and, when on, graphs),
+// and the batches of the added slots reach the device intact.
+func TestCUDARingDeepens(t *testing.T) {
+	p := cudaPlan(8)
+	p.Loader = stragglingLoader(PrefetchAuto)
+	e, _ := newStraggling(t, p, 8*48, Options{})
+	if e.backend.name() != "cuda" {
+		t.Fatalf("backend %s, want cuda", e.backend.name())
+	}
+	start, added := e.Prefetch(), 0
+	for b, err := range e.Epoch(context.Background(), 0, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Slot <= start {
+			continue
+		}
+		added++
+		for k, tensor := range b.Tensors {
+			back := make([]byte, len(tensor.Data))
+			if err := b.DeviceToHost(k, back); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(back, tensor.Data) {
+				t.Fatalf("batch %d in added slot %d, key %d: device bytes differ from the staged host bytes", b.Number, b.Slot, k)
+			}
+		}
+	}
+	if e.Prefetch() <= start || added == 0 {
+		t.Errorf("prefetch %d from %d, %d batches in added slots; want a deeper ring used", e.Prefetch(), start, added)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCUDARingStopsAtDeviceMemory: an auto ring whose next slot does not
+// fit in free device memory stays as deep as it is, says why once, and
+// the epoch goes on. Slots of 8 MiB on a device of 48 MiB: the starting 5
+// fit, a sixth does not.
+func TestCUDARingStopsAtDeviceMemory(t *testing.T) {
+	needsEmulator(t, "sets the device's memory (CUDAEMU_MEM_MB)")
+	if !inChild(t, "CUDAEMU_MEM_MB=48") {
+		return
+	}
+	p := cudaPlan(8)
+	p.Loader = stragglingLoader(PrefetchAuto)
+	pad := Key{Name: "pad", Role: Input, DType: Uint8, Shape: []int{1 << 20}, SampleBytes: 1 << 20, BatchBytes: 8 << 20}
+	p.Keys = append(p.Keys, pad)
+	p.BatchBytes += pad.BatchBytes
+	p.SlotBytes = layout(p.Keys)
+	var logs bytes.Buffer
+	e, _ := newStraggling(t, p, 8*48, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for _, err := range e.Epoch(context.Background(), 0, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e.Prefetch() != 4 {
+		t.Errorf("prefetch %d, want 4: no sixth slot fits", e.Prefetch())
+	}
+	if n := strings.Count(logs.String(), "the ring stays at prefetch 4: staging slot 5: a staging slot needs 8.0 MiB of device memory"); n != 1 {
+		t.Errorf("%d lines say the ring stops growing, want 1:\n%s", n, logs.String())
+	}
+}
