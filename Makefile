@@ -14,7 +14,7 @@ build:
 # The fuzz targets of make test (short runs) and make fuzz, as "package target".
 FUZZ_TARGETS = ./schema:FuzzParse ./gen:FuzzGenerate ./runtime/zarr/blosc:FuzzDecode \
 	./runtime/zarr/blosc:FuzzEncode ./runtime/zarr:FuzzV2Metadata ./runtime/zarr:FuzzV3Metadata \
-	./runtime/zarr:FuzzMultiscale
+	./runtime/zarr:FuzzMultiscale ./runtime/zarr:FuzzReadLayout
 
 ## test: format, vet, race-enabled tests (goldens included), the zarr reader's portable (purego) build, stale-output check, short fuzz runs, the demo's and the GoMLX modules, and the cuda-tagged tests on the emulated driver
 test: fmt-check demo-test gomlx-test
@@ -165,10 +165,20 @@ cuda-mutations: cudastub cudaemu
 cuda-test: cuda-build
 	@.ci/cuda-run .cuda/bin/*.test
 
-## gpu-suite: what a GPU machine without Go needs, in .cuda/suite: test binaries, benchmark binary, run.sh
-gpu-suite: cuda-build
-	@rm -rf .cuda/suite && mkdir -p .cuda/suite/bin && \
-	cp .cuda/bin/*.test .cuda/bin/packages .cuda/suite/bin/ && cp .ci/gpu-suite .cuda/suite/run.sh && \
-	echo "gpu-suite: .cuda/suite holds $$(ls .cuda/suite/bin/*.test | wc -l) test binaries and run.sh; on the GPU machine, from the repository root: .cuda/suite/run.sh OUTDIR"
+## gpu-suite: what a GPU machine without Go needs, in .cuda/suite and packed in .cuda/suite.tar.gz (stripped and gzipped, to travel well under 64 MiB): the cuda-tagged test binaries, which hold the GPU benchmarks, the peers image-peer (-tags cuda) and peer-bench, and run.sh
+gpu-suite: cudastub
+	@$(CUDA_ENV) set -e; \
+	rm -rf .cuda/suite && mkdir -p .cuda/suite/bin; \
+	: >.cuda/suite/bin/packages; \
+	for p in $(CUDA_PKGS); do \
+		n=$$(echo $$p | tr / _).test; \
+		$(GO) test -c -tags cuda -ldflags='-s -w' -o .cuda/suite/bin/$$n ./$$p; \
+		echo "$$n $$p" >>.cuda/suite/bin/packages; \
+	done; \
+	$(GO) build -tags cuda -ldflags='-s -w' -o .cuda/suite/bin/image-peer ./examples/imagepeer/cmd/image-peer; \
+	$(GO) build -ldflags='-s -w' -o .cuda/suite/bin/peer-bench ./examples/peer/cmd/peer-bench; \
+	cp .ci/gpu-suite .cuda/suite/run.sh; \
+	tar -C .cuda -czf .cuda/suite.tar.gz suite; \
+	echo "gpu-suite: .cuda/suite holds $$(ls .cuda/suite/bin/*.test | wc -l) test binaries, the peers and run.sh ($$(du -sm .cuda/suite | cut -f1) MiB), packed in .cuda/suite.tar.gz ($$(du -sm .cuda/suite.tar.gz | cut -f1) MiB); on the GPU machine, from the repository root: tar -xzf .cuda/suite.tar.gz -C .cuda && .cuda/suite/run.sh OUTDIR"
 
 include contrib/gomlx/gomlx.mk

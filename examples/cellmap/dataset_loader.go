@@ -75,7 +75,7 @@ var cellMapPlan = runtime.Plan{
 	},
 	SlotBytes: 5242880,
 	Loader: runtime.LoaderDefaults{
-		Prefetch:     2,
+		Prefetch:     runtime.PrefetchAuto,
 		Workers:      0,
 		Shuffle:      true,
 		Seed:         0,
