@@ -161,9 +161,9 @@ cuda-emu-bench: cuda-build cudaemu
 cuda-mutations: cudastub cudaemu
 	@$(CUDA_ENV) GO="$(GO)" .ci/cuda-mutations
 
-## cuda-test: run the cuda-tagged tests against the real driver (needs an NVIDIA GPU)
+## cuda-test: run the cuda-tagged tests against the real driver (needs an NVIDIA GPU: without one they fail, LOADERGEN_REQUIRE_GPU=1)
 cuda-test: cuda-build
-	@.ci/cuda-run .cuda/bin/*.test
+	@LOADERGEN_REQUIRE_GPU=1 .ci/cuda-run .cuda/bin/*.test
 
 ## gpu-suite: what a GPU machine without Go needs, in .cuda/suite and packed in .cuda/suite.tar.gz (stripped and gzipped, to travel well under 64 MiB): the cuda-tagged test binaries, which hold the GPU benchmarks, the peers image-peer (-tags cuda) and peer-bench, and run.sh
 gpu-suite: cudastub

@@ -208,6 +208,10 @@ type cudaSlot struct {
 	// start record, copies, key records and ready record; nil when the
 	// backend issues its copies call by call.
 	graphs []cudaGraph
+	// untimed marks, per stream, the last copies as ones whose time is
+	// not to be measured (launch sets it when a graph launch fails; issue
+	// clears it). Allocated at the slot's first failed launch.
+	untimed []bool
 }
 
 type cudaOp uint8
@@ -282,7 +286,7 @@ func (c *cudaBackend) start(slots, most int) error {
 	var err error
 	if c.dev, err = cu.GetDevice(c.ordinal); err != nil {
 		if n, nerr := cu.NumDevices(); nerr == nil && c.ordinal >= n {
-			return fmt.Errorf("get device %d: %w: this machine has %d CUDA device(s), 0 to %d", c.ordinal, err, n, n-1)
+			return fmt.Errorf("get device %d: %w: this machine has %s", c.ordinal, err, howManyDevices(n))
 		}
 		return fmt.Errorf("get device %d: %w", c.ordinal, err)
 	}
@@ -517,6 +521,7 @@ func (c *cudaBackend) issue(s, n, batch int) error {
 		return fmt.Errorf("cuda backend: slot %d filled while its copies are outstanding", s)
 	}
 	sl.batch = batch
+	clear(sl.untimed)
 	c.calls = 0
 	for _, st := range c.streams {
 		for _, done := range sl.done[:sl.nDone] {
@@ -571,8 +576,17 @@ func (c *cudaBackend) recordReady(sl *cudaSlot, streams []int) error {
 
 // launch queues a full batch of slot sl as one graph launch per stream.
 // When a launch fails, the streams from it on get their ready events call
-// by call, so that reuse still waits for whatever was queued; the batch
-// fails, and its copy times are not to be trusted.
+// by call, so that reuse still waits for whatever was queued, and the batch
+// fails.
+//
+// The copy times of those streams are not measured (untimed): their start
+// events are recorded only inside their graphs, so a start event may be a
+// previous batch's or one never recorded (Elapsed then fails), and the
+// failed launch itself may have queued part of its graph or nothing (a
+// driver submits a graph whole; the emulator queues the nodes before the
+// failing copy). Recording start events here, beside the ready events,
+// would time none of the copies queued; untimed, their time is counted as
+// lost (settle) rather than measured wrong.
 func (c *cudaBackend) launch(sl *cudaSlot) error {
 	sl.state = copying
 	for j, i := range c.launches {
@@ -580,6 +594,12 @@ func (c *cudaBackend) launch(sl *cudaSlot) error {
 		err := sl.graphs[i].launch(c.streams[i])
 		if err == nil {
 			continue
+		}
+		if sl.untimed == nil {
+			sl.untimed = make([]bool, len(c.streams))
+		}
+		for _, st := range c.launches[j:] {
+			sl.untimed[st] = true
 		}
 		return errors.Join(fmt.Errorf("copy %s (one graph launch on stream %d): %w", c.streamKeys(i), i, err), c.recordReady(sl, c.launches[j:]))
 	}
@@ -596,7 +616,9 @@ const (
 )
 
 // settle moves slot s from copying to idle once its copies are complete,
-// counting their device time; mode says whether to wait for them.
+// counting their device time; mode says whether to wait for them. A time
+// that cannot be measured is lost, never an error: the copies completed,
+// and the slot must be refilled.
 func (c *cudaBackend) settle(s int, mode settleMode) error {
 	sl := &c.slots[s]
 	if sl.state != copying {
@@ -622,21 +644,35 @@ func (c *cudaBackend) settle(s int, mode settleMode) error {
 			}
 		}
 	}
+	sl.state = idle
 	for i := range sl.ready {
-		ms, err := sl.start[i].Elapsed(sl.ready[i])
-		if err != nil {
-			return fmt.Errorf("copy time: %w", err)
-		}
-		d := time.Duration(ms * 1e6)
-		c.stats.copy[i].Add(int64(d))
-		if c.trace != nil {
-			if at, err := c.origin.Elapsed(sl.start[i]); err == nil {
-				c.trace.slice(streamTrack+i, "copy", c.originAt.Add(time.Duration(at*1e6)), d, sl.batch, 0, 0)
-			}
+		if !c.countCopy(sl, i) {
+			c.stats.lost.Add(1)
 		}
 	}
-	sl.state = idle
 	return nil
+}
+
+// countCopy adds the device time of slot sl's last copies on stream i to
+// the stats, and to the trace, and reports whether it could: not when
+// launch marked them untimed, nor when the driver fails to time them (an
+// error about the events, not the copies, which completed).
+func (c *cudaBackend) countCopy(sl *cudaSlot, i int) bool {
+	if sl.untimed != nil && sl.untimed[i] {
+		return false
+	}
+	ms, err := sl.start[i].Elapsed(sl.ready[i])
+	if err != nil {
+		return false
+	}
+	d := time.Duration(ms * 1e6)
+	c.stats.copy[i].Add(int64(d))
+	if c.trace != nil {
+		if at, err := c.origin.Elapsed(sl.start[i]); err == nil {
+			c.trace.slice(streamTrack+i, "copy", c.originAt.Add(time.Duration(at*1e6)), d, sl.batch, 0, 0)
+		}
+	}
+	return true
 }
 
 // recordDone records an event on the consumer's stream st for slot s,
@@ -791,6 +827,18 @@ func (b *Batch) DeviceToHost(k int, dst []byte) error {
 		return fmt.Errorf("DeviceToHost: key %d into %d bytes does not match the batch", k, len(dst))
 	}
 	return b.gpuCall(cudaReq{op: opToHost, key: k, dst: dst})
+}
+
+// howManyDevices says how many CUDA devices there are, and their ordinals:
+// "1 CUDA device (0)", "2 CUDA devices (0 to 1)".
+func howManyDevices(n int) string {
+	switch n {
+	case 0:
+		return "no CUDA device"
+	case 1:
+		return "1 CUDA device (0)"
+	}
+	return fmt.Sprintf("%d CUDA devices (0 to %d)", n, n-1)
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

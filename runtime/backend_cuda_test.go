@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -21,12 +22,16 @@ import (
 	"time"
 
 	"gorgonia.org/cu"
+
+	"github.com/loadergen/loadergen/internal/gputest"
 )
 
 // These tests run against whatever libcuda.so.1 the process loads: a real
 // driver on a GPU machine, or the repository's emulated driver
 // (internal/cudaemu) everywhere else. A few need the emulator's fault
 // injection, settings or race reports and say so when skipped on a GPU.
+// Those that need a device follow gputest.Need: without one they are
+// skipped, or fail when LOADERGEN_REQUIRE_GPU=1 (TestCUDAWithoutDevice).
 
 // cudaPlan is testPlan on CUDA with both keys' streams planned: a on
 // stream 0 at high priority, b on stream 1 at low priority.
@@ -96,6 +101,7 @@ func emulated(t *testing.T) bool {
 // injection, settings or race reports when a real driver is loaded.
 func needsEmulator(t *testing.T, why string) {
 	t.Helper()
+	gputest.Need(t, CUDAUsable())
 	if !emulated(t) {
 		t.Skipf("runs only on the emulated driver (internal/cudaemu): %s", why)
 	}
@@ -132,8 +138,15 @@ func inChild(t *testing.T, env ...string) bool {
 // and output.
 func runChild(t *testing.T, env ...string) (status int, out string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), append(env, childEnv+"="+t.Name(), "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")...)
+	return runTests(t, []string{"-test.run=^" + t.Name() + "$", "-test.v", "-test.count=1"}, append(env, childEnv+"="+t.Name())...)
+}
+
+// runTests runs this test binary with args, and env added, and returns
+// its exit status and output.
+func runTests(t *testing.T, args []string, env ...string) (status int, out string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), append(env, "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")...)
 	b, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	switch {
@@ -149,6 +162,7 @@ func runChild(t *testing.T, env ...string) (status int, out string) {
 // key's device bytes equal the staged host bytes and the source pattern,
 // and every stream's copy time is counted.
 func TestCUDARoundTrip(t *testing.T) {
+	gputest.Need(t, CUDAUsable())
 	var trace bytes.Buffer
 	e := newTestEngine(t, cudaPlan(8), 50, Options{Trace: &trace}, nil)
 	if e.backend.name() != "cuda" {
@@ -212,6 +226,7 @@ func TestCUDARoundTrip(t *testing.T) {
 // TestCUDAStreams: the planned number of streams exists, each at the
 // priority of its keys.
 func TestCUDAStreams(t *testing.T) {
+	gputest.Need(t, CUDAUsable())
 	e := newTestEngine(t, cudaPlan(4), 8, Options{}, nil)
 	c := e.backend.(*cudaBackend)
 	if len(c.streams) != 2 {
@@ -243,6 +258,7 @@ func TestIssueOrder(t *testing.T) {
 // every key, one for key b only), both hand it back with Done, and the
 // loader's next copies into the slot wait for both.
 func TestCUDAConsumerStreams(t *testing.T) {
+	gputest.Need(t, CUDAUsable())
 	e := newTestEngine(t, cudaPlan(4), 16, Options{}, nil)
 	onDevice(t, func() error {
 		s1, err := cu.MakeStream(cu.NonBlocking)
@@ -279,6 +295,7 @@ func TestCUDAConsumerStreams(t *testing.T) {
 }
 
 func TestCUDAMemoryCheck(t *testing.T) {
+	gputest.Need(t, CUDAUsable())
 	p := cudaPlan(4)
 	p.SlotBytes = 1 << 45 // 32 TiB per slot
 	_, err := NewEngine(p, 8, Options{Logger: quiet}, noFill)
@@ -290,6 +307,7 @@ func TestCUDAMemoryCheck(t *testing.T) {
 // TestCUDAPlanStreamOutOfRange: a plan whose key is on a stream the plan
 // does not have is an error, not an index panic.
 func TestCUDAPlanStreamOutOfRange(t *testing.T) {
+	gputest.Need(t, CUDAUsable())
 	p := cudaPlan(4)
 	p.Keys[1].Stream = 2
 	_, err := NewEngine(p, 8, Options{Logger: quiet}, noFill)
@@ -301,6 +319,7 @@ func TestCUDAPlanStreamOutOfRange(t *testing.T) {
 // TestCUDACloseReleases: while the loader is open its device buffers are
 // allocations of a slot each; after Close none of them is.
 func TestCUDACloseReleases(t *testing.T) {
+	gputest.Need(t, CUDAUsable())
 	p := cudaPlan(1 << 16) // 1.2 MiB per slot, 3 slots
 	e, err := NewEngine(p, 10, Options{Logger: quiet}, noFill)
 	if err != nil {
@@ -331,34 +350,120 @@ func TestCUDACloseReleases(t *testing.T) {
 	})
 }
 
-// TestCUDACopyFailsPartWay: when a batch's second copy fails to queue, the
-// epoch ends with that error, and later epochs run clean: the slot waits for
-// the copy that did queue before it is refilled (the emulator would report
-// the host buffer rewritten under it), and the copy times only grow.
+// TestCUDACopyFailsPartWay: when one of a batch's copies fails to queue,
+// the epoch ends with that error, and later epochs run clean: the slot
+// waits for the copies that did queue before it is refilled, it goes idle
+// although the failed batch's times cannot all be measured, and the copy
+// times only grow. Epochs of one batch refill the failed slot first thing
+// (no wait for another slot's copies can cover for it), each copy takes
+// 10 ms, and each epoch has its own shuffle, so that a slot refilled under
+// a copy still running changes the bytes the copy reads, which the
+// emulator reports. With graphs (the default), the copy fails inside its
+// stream's launch, and neither that stream's time nor those of the streams
+// launched after it are counted.
 func TestCUDACopyFailsPartWay(t *testing.T) {
-	needsEmulator(t, "CUDAEMU_FAIL_COPY injects the failure")
-	t.Setenv("CUDAEMU_FAIL_COPY", "2")
-	e := newTestEngine(t, cudaPlan(4), 12, Options{}, nil)
-	// The second copy queued is key b (low priority, issued after a) of
-	// the batch whose workers finished first.
-	errs := collectErr(e)
-	// With graphs (the default) the copy fails inside stream 1's launch.
-	if len(errs) != 1 || !regexp.MustCompile(`^batch \d+: copy key "b"( \(one graph launch on stream 1\))?: `).MatchString(errs[0].Error()) {
-		t.Fatalf("first epoch: %v; want the failed copy of key b", errs)
+	gputest.Need(t, CUDAUsable())
+	tests := []struct {
+		streams  int    // 1: keys a and b on stream 0; 2: a on 0, b on 1
+		failCopy string // CUDAEMU_FAIL_COPY: which copy call fails
+		key      string // the key whose copy that is
+		stream   int    // its stream
+		launched string // the keys of that stream's graph, which a failed launch names
+		lost     int    // copy times lost with graphs: its stream's and those launched after it
+	}{
+		// The first two copies are those of the first epoch's batch: key
+		// a (high priority), then key b. On one stream, a's copy is
+		// queued when b's fails: the slot must wait for it.
+		{1, "2", "b", 0, `keys "a", "b"`, 1},
+		// With a failing, stream 1's graph is never launched.
+		{2, "1", "a", 0, `key "a"`, 2},
+		{2, "2", "b", 1, `key "b"`, 1},
 	}
-	before := e.Stats().Copy
-	for epoch := range 3 {
-		if errs := collectErr(e); len(errs) != 0 {
-			t.Fatalf("epoch %d after the failure: %v", epoch+1, errs)
-		}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("streams=%d,copy=%s", tt.streams, tt.failCopy), func(t *testing.T) {
+			needsEmulator(t, "CUDAEMU_FAIL_COPY injects the failure")
+			if !inChild(t, "CUDAEMU_FAIL_COPY="+tt.failCopy, "CUDAEMU_COPY_LATENCY_US=10000") {
+				return
+			}
+			p := cudaPlan(8)
+			p.Loader.Shuffle = true
+			if tt.streams == 1 {
+				p.NumStreams, p.UseStreams, p.Keys[1].Stream = 1, false, 0
+			}
+			e := newTestEngine(t, p, 8, Options{}, nil)
+			c := e.backend.(*cudaBackend)
+			first, err := e.sampler.Order(0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if second, err := e.sampler.Order(1, nil); err != nil || slices.Equal(first, second) {
+				t.Fatalf("epoch 1's order %v (%v), epoch 0's %v: a refill would not change the bytes", second, err, first)
+			}
+			errs := collectErr(e)
+			want := fmt.Sprintf(`^batch \d+: copy (key "%s"|%s \(one graph launch on stream %d\)): `, tt.key, regexp.QuoteMeta(tt.launched), tt.stream)
+			if len(errs) != 1 || !regexp.MustCompile(want).MatchString(errs[0].Error()) {
+				t.Fatalf("first epoch: %v; want the failed copy of key %s", errs, tt.key)
+			}
+			before := e.Stats().Copy
+			for epoch := 1; epoch <= 3; epoch++ {
+				if errs := collectEpochErr(e, epoch, 0); len(errs) != 0 {
+					t.Fatalf("epoch %d after the failure: %v", epoch, errs)
+				}
+			}
+			if err := e.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for i, d := range e.Stats().Copy {
+				if d < before[i] || d <= 0 {
+					t.Errorf("stream %d: copy time went from %v to %v", i, before[i], d)
+				}
+			}
+			lost := 0
+			if c.graphs {
+				lost = tt.lost
+			}
+			if got := e.Stats().CopyTimesLost; got != int64(lost) {
+				t.Errorf("Stats.CopyTimesLost %d, want %d (graphs %v)", got, lost, c.graphs)
+			}
+		})
 	}
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
-	}
-	for i, d := range e.Stats().Copy {
-		if d < before[i] || d <= 0 {
-			t.Errorf("stream %d: copy time went from %v to %v", i, before[i], d)
-		}
+}
+
+// TestCUDATimingErrorLosesOnlyTimes: when the driver cannot time a slot's
+// copies on a stream (here the stream's start event was made without
+// timing), the slot still goes idle once its copies are complete and is
+// filled again, every time: that stream's time is lost, and counted as
+// lost, and the other stream's is counted as usual.
+func TestCUDATimingErrorLosesOnlyTimes(t *testing.T) {
+	gputest.Need(t, CUDAUsable())
+	for _, graphs := range []bool{true, false} {
+		t.Run(fmt.Sprintf("graphs=%v", graphs), func(t *testing.T) {
+			c := newTestBackend(t, benchPlan([]int64{64, 128}, 2), graphs)
+			var untimed cu.Event
+			onDevice(t, func() (err error) {
+				untimed, err = cu.MakeEvent(cu.DisableTiming)
+				return err
+			})
+			// Between requests the CUDA goroutine touches no slot; the next
+			// request orders these writes before its reads.
+			sl := &c.slots[0]
+			start := sl.start[1]
+			sl.start[1] = untimed
+			for batch := range 3 {
+				issueCalls(t, c, 16) // fails the test if the slot's reuse does
+				if got := c.stats.lost.Load(); got != int64(batch+1) {
+					t.Fatalf("after batch %d: %d copy times lost, want %d", batch, got, batch+1)
+				}
+			}
+			sl.start[1] = start
+			onDevice(t, func() error { return cu.DestroyEvent(&untimed) })
+			if d := c.stats.copy[0].Load(); d <= 0 {
+				t.Errorf("stream 0: copy time %v, want > 0", time.Duration(d))
+			}
+			if d := c.stats.copy[1].Load(); d != 0 {
+				t.Errorf("stream 1: copy time %v counted, which its events cannot measure", time.Duration(d))
+			}
+		})
 	}
 }
 
@@ -366,6 +471,7 @@ func TestCUDACopyFailsPartWay(t *testing.T) {
 // of an epoch too, even when an epoch is shorter than the staging ring. On
 // the emulator, whose copies take a known time, the total is checked.
 func TestCUDACopyTimesAreComplete(t *testing.T) {
+	gputest.Need(t, CUDAUsable())
 	if !inChild(t, "CUDAEMU_COPY_GBPS=0.016", "CUDAEMU_COPY_LATENCY_US=0") {
 		return
 	}
@@ -403,6 +509,7 @@ func TestCUDACopyTimesAreComplete(t *testing.T) {
 // before a refill) sleeps instead of spinning a core: the process burns
 // little CPU while the host waits for a long copy.
 func TestCUDASyncBlocks(t *testing.T) {
+	gputest.Need(t, CUDAUsable())
 	if !inChild(t, "CUDAEMU_COPY_GBPS=0.5") {
 		return
 	}
@@ -464,6 +571,7 @@ func TestCUDAHostStall(t *testing.T) {
 // TestCUDALocalRankDevice: device "cuda" is the GPU of the local rank,
 // modulo the GPUs the process sees.
 func TestCUDALocalRankDevice(t *testing.T) {
+	gputest.Need(t, CUDAUsable())
 	if !inChild(t, "CUDAEMU_DEVICES=3", "RANK=5", "WORLD_SIZE=8", "LOCAL_RANK=2") {
 		return
 	}
@@ -484,16 +592,50 @@ func TestCUDALocalRankDevice(t *testing.T) {
 }
 
 // TestCUDAMissingDeviceSaysHowMany: a device ordinal past the machine's
-// devices is an error that says how many there are.
+// devices, the first one missing, is an error that says how many there
+// are, however many that is: on the emulator 1 and then 2, on a GPU
+// machine its own count (CUDAEMU_DEVICES changes nothing there).
 func TestCUDAMissingDeviceSaysHowMany(t *testing.T) {
-	if !inChild(t, "CUDAEMU_DEVICES=2") {
-		return
+	gputest.Need(t, CUDAUsable())
+	for _, devices := range []int{1, 2} {
+		t.Run(fmt.Sprintf("devices=%d", devices), func(t *testing.T) {
+			if !inChild(t, fmt.Sprintf("CUDAEMU_DEVICES=%d", devices)) {
+				return
+			}
+			n, err := cu.NumDevices()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if emulated(t) && n != devices {
+				t.Fatalf("CUDAEMU_DEVICES=%d, and the emulator has %d devices", devices, n)
+			}
+			p := cudaPlan(4)
+			p.Device = fmt.Sprintf("cuda:%d", n)
+			_, err = NewEngine(p, 8, Options{Logger: quiet}, noFill)
+			want := fmt.Sprintf("get device %d: ", n)
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), ": this machine has "+howManyDevices(n)) {
+				t.Fatalf("NewEngine on cuda:%d: %v; want %q and %q", n, err, want, "this machine has "+howManyDevices(n))
+			}
+		})
 	}
-	p := cudaPlan(4)
-	p.Device = "cuda:5"
-	_, err := NewEngine(p, 8, Options{Logger: quiet}, func(*Run) error { return nil })
-	if err == nil || !strings.Contains(err.Error(), "get device 5: ") || !strings.Contains(err.Error(), "this machine has 2 CUDA device(s), 0 to 1") {
-		t.Fatalf("NewEngine on cuda:5 of 2 devices: %v", err)
+}
+
+// TestHowManyDevices: the count of devices in errors reads well for any
+// number of them.
+func TestHowManyDevices(t *testing.T) {
+	tests := []struct {
+		n    int
+		want string
+	}{
+		{0, "no CUDA device"},
+		{1, "1 CUDA device (0)"},
+		{2, "2 CUDA devices (0 to 1)"},
+		{8, "8 CUDA devices (0 to 7)"},
+	}
+	for _, tt := range tests {
+		if got := howManyDevices(tt.n); got != tt.want {
+			t.Errorf("howManyDevices(%d) = %q, want %q", tt.n, got, tt.want)
+		}
 	}
 }
 
@@ -503,6 +645,7 @@ func TestCUDAMissingDeviceSaysHowMany(t *testing.T) {
 // This is what makes every other test on the emulator a check of the
 // loader's ordering.
 func TestCUDARaceReports(t *testing.T) {
+	gputest.Need(t, CUDAUsable())
 	for _, wait := range []string{"none", "all", "key"} {
 		t.Run(wait, func(t *testing.T) {
 			if os.Getenv(childEnv) != t.Name() {
@@ -529,6 +672,7 @@ func TestCUDARaceReports(t *testing.T) {
 // key a runs while the low-priority key b is still on its way; with the
 // priorities swapped, b's copy goes first and a arrives after it.
 func TestCUDAPriorityOrdersCopies(t *testing.T) {
+	gputest.Need(t, CUDAUsable())
 	for _, tt := range []struct {
 		a, b    Priority
 		pending bool
@@ -551,6 +695,7 @@ func TestCUDAPriorityOrdersCopies(t *testing.T) {
 // tests that count its driver calls.
 func newTestBackend(t testing.TB, p Plan, graphs bool) *cudaBackend {
 	t.Helper()
+	gputest.Need(t, CUDAUsable())
 	st := &counters{copy: make([]atomic.Int64, p.NumStreams)}
 	b, err := newBackend(p.Device, 0, p, 2, 2, true, graphs, quiet, st, nil)
 	if err != nil {
@@ -575,9 +720,11 @@ func issueCalls(t testing.TB, c *cudaBackend, n int) int {
 }
 
 // TestCUDAGraphCalls: with graphs, a full batch is one launch per stream;
-// a short last batch, and every batch with graphs off, is a start and a
-// ready record per stream and a copy and a key record per key.
+// a short last batch, and every batch with graphs off (asked for, or for
+// want of a driver with graphs), is a start and a ready record per stream
+// and a copy and a key record per key.
 func TestCUDAGraphCalls(t *testing.T) {
+	gputest.Need(t, CUDAUsable())
 	for _, keys := range []int{1, 4, 8} {
 		for _, graphs := range []bool{true, false} {
 			t.Run(fmt.Sprintf("keys=%d/graphs=%v", keys, graphs), func(t *testing.T) {
@@ -587,12 +734,18 @@ func TestCUDAGraphCalls(t *testing.T) {
 				}
 				streams := min(keys, 2)
 				c := newTestBackend(t, benchPlan(sizes, streams), graphs)
-				if c.graphs != graphs {
+				switch {
+				case graphs && errors.Is(c.noGraphs, errNoGraphs):
+					// A driver without graphs: the backend issues calls
+					// instead (TestCUDAGraphsFallBack), and the counts
+					// below are those of calls.
+					t.Logf("graphs asked for, but off: %v", c.noGraphs)
+				case c.graphs != graphs:
 					t.Fatalf("graphs %v (%v), want %v", c.graphs, c.noGraphs, graphs)
 				}
 				perCall := 2*streams + 2*keys
 				full := perCall
-				if graphs {
+				if c.graphs {
 					full = streams
 				}
 				if got := issueCalls(t, c, 16); got != full {
@@ -608,7 +761,8 @@ func TestCUDAGraphCalls(t *testing.T) {
 
 // TestCUDAGraphsFallBack: on a driver without the graph calls (the
 // emulator built without them), the backend issues every batch call by
-// call, says so once at start, and the batches still arrive.
+// call, says so once at start, and the batches still arrive; and
+// TestCUDAGraphCalls, which asks for graphs, passes there too.
 func TestCUDAGraphsFallBack(t *testing.T) {
 	lib, err := filepath.Abs("../.cuda/emu-nographs/libcuda.so.1")
 	if err != nil {
@@ -618,6 +772,10 @@ func TestCUDAGraphsFallBack(t *testing.T) {
 		needsEmulator(t, "it loads the emulator built without graphs")
 		if _, err := os.Stat(lib); err != nil {
 			t.Fatalf("%v (make cudaemu builds it)", err)
+		}
+		status, out := runTests(t, []string{"-test.run=^TestCUDAGraphCalls$", "-test.v", "-test.count=1"}, "LOADERGEN_CUDA_DRIVER="+lib)
+		if status != 0 || !strings.Contains(out, "--- PASS: TestCUDAGraphCalls ") {
+			t.Errorf("TestCUDAGraphCalls on a driver without graphs: exit %d:\n%s", status, out)
 		}
 	}
 	if !inChild(t, "LOADERGEN_CUDA_DRIVER="+lib) {
@@ -640,5 +798,64 @@ func TestCUDAGraphsFallBack(t *testing.T) {
 	}
 	if got := issueCalls(t, c, 16); got != 2*2+2*2 {
 		t.Errorf("a full batch took %d driver calls, want 8, call by call", got)
+	}
+}
+
+// deviceFreeTests are the tests named TestCUDA... that need no CUDA device.
+// Every other one needs one, and follows gputest.Need before it touches
+// the device: TestCUDAWithoutDevice checks that it does.
+var deviceFreeTests = []string{"TestCUDABinaryNeedsNoDriver", "TestCUDAUnusable", "TestCUDAWithoutDevice"}
+
+// TestCUDAWithoutDevice: in a process without a CUDA driver, and on the
+// emulator with no device, every TestCUDA test that needs a device is
+// skipped with the reason, and fails with it when LOADERGEN_REQUIRE_GPU=1.
+func TestCUDAWithoutDevice(t *testing.T) {
+	status, out := runTests(t, []string{"-test.list=^TestCUDA"})
+	if status != 0 {
+		t.Fatalf("listing the tests: exit %d:\n%s", status, out)
+	}
+	var need []string
+	for _, name := range strings.Fields(out) {
+		if !slices.Contains(deviceFreeTests, name) {
+			need = append(need, name)
+		}
+	}
+	run := "-test.run=^(" + strings.Join(need, "|") + ")$"
+	tests := []struct {
+		name   string
+		env    string
+		reason string // what CUDAUsable says
+		emu    bool   // needs the repository's emulated driver
+	}{
+		{"no driver", "LOADERGEN_CUDA_DRIVER=/nonexistent/libcuda.so.1", "no CUDA driver: /nonexistent/libcuda.so.1", false},
+		{"no device", "CUDAEMU_DEVICES=0", "no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE)", true},
+	}
+	for _, tt := range tests {
+		for _, require := range []string{"0", "1"} {
+			t.Run(tt.name+"/"+RequireGPUEnv+"="+require, func(t *testing.T) {
+				if tt.emu {
+					needsEmulator(t, "it sets the emulator's device count")
+				}
+				outcome, exit := "SKIP", 0
+				if require == "1" {
+					outcome, exit = "FAIL", 1
+				}
+				status, out := runTests(t, []string{run, "-test.v", "-test.count=1"}, tt.env, RequireGPUEnv+"="+require)
+				if status != exit {
+					t.Errorf("exit %d, want %d", status, exit)
+				}
+				for _, name := range need {
+					if !strings.Contains(out, "--- "+outcome+": "+name+" ") {
+						t.Errorf("%s: no --- %s line", name, outcome)
+					}
+				}
+				if n := strings.Count(out, tt.reason); n < len(need) {
+					t.Errorf("the reason %q is given %d times for %d tests", tt.reason, n, len(need))
+				}
+				if t.Failed() {
+					t.Logf("the tests' output:\n%s", out)
+				}
+			})
+		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"gorgonia.org/cu"
+
+	"github.com/loadergen/loadergen/internal/gputest"
 )
 
 // The GPU benchmark suite: host-to-device bandwidth of the loader against
@@ -110,6 +112,7 @@ func newBenchEngine(b *testing.B, p Plan, n int) *Engine {
 // pageable memory, and of the loader's copies (bytes over their device
 // time), for batches of LOADERGEN_BENCH_BATCH_MB (default 64).
 func BenchmarkCUDAH2D(b *testing.B) {
+	gputest.Need(b, CUDAUsable())
 	size := benchMiB(b, "LOADERGEN_BENCH_BATCH_MB", 64)
 	for _, kind := range []string{"pinned", "pageable"} {
 		b.Run(kind, func(b *testing.B) {
@@ -155,6 +158,7 @@ func BenchmarkCUDAH2D(b *testing.B) {
 // all) copied on one stream or on four, with a consumer that makes its
 // stream wait for each batch and synchronises: GB/s end to end.
 func BenchmarkCUDAStreams(b *testing.B) {
+	gputest.Need(b, CUDAUsable())
 	size := benchMiB(b, "LOADERGEN_BENCH_BATCH_MB", 64)
 	keys := []int64{size / 16 / 2, size / 16 / 4, size / 16 / 8, size / 16 / 8}
 	for _, streams := range []int{1, 4} {
@@ -186,6 +190,7 @@ func BenchmarkCUDAStreams(b *testing.B) {
 // LOADERGEN_BENCH_OVERLAP_MB (default 2.1: 5 ms at the emulator's 0.42 GB/s
 // of make cuda-emu-bench).
 func BenchmarkCUDAOverlap(b *testing.B) {
+	gputest.Need(b, CUDAUsable())
 	size := benchMiB(b, "LOADERGEN_BENCH_OVERLAP_MB", 2.1)
 	kernelMS := 5.0
 	if s := os.Getenv("LOADERGEN_BENCH_KERNEL_MS"); s != "" {

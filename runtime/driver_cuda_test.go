@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loadergen/loadergen/internal/gputest"
 )
 
 // TestCUDABinaryNeedsNoDriver: the cuda build links the driver stub, so its
@@ -95,6 +97,8 @@ func TestCUDAUnusable(t *testing.T) {
 			if !inChild(t, tt.env...) {
 				return
 			}
+			// Each case sets the GPU requirement itself, whatever the run's.
+			t.Setenv(RequireGPUEnv, "")
 			err := CUDAUsable()
 			if err == nil || !strings.Contains(err.Error(), tt.reason) {
 				t.Fatalf("CUDAUsable = %v, want %q", err, tt.reason)
@@ -124,6 +128,7 @@ func TestCUDAUnusable(t *testing.T) {
 // as the binary imports none (TestCUDABinaryNeedsNoDriver) and the stub
 // opens the driver with RTLD_NOW either way.
 func TestCUDABindNowWithDriver(t *testing.T) {
+	gputest.Need(t, CUDAUsable())
 	if !inChild(t, "LD_BIND_NOW=1") {
 		return
 	}

@@ -8,12 +8,15 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/loadergen/loadergen/internal/gputest"
 )
 
 // TestCUDARingDeepens: an auto ring on the CUDA backend adds slots while it
 // runs (pinned host memory, device buffers, events and, when on, graphs),
 // and the batches of the added slots reach the device intact.
 func TestCUDARingDeepens(t *testing.T) {
+	gputest.Need(t, CUDAUsable())
 	p := cudaPlan(8)
 	p.Loader = stragglingLoader(PrefetchAuto)
 	e, _ := newStraggling(t, p, 8*48, Options{})

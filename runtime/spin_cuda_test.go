@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"gorgonia.org/cu"
+
+	"github.com/loadergen/loadergen/internal/gputest"
 )
 
 // spinPTX is a one-thread kernel that spins for a number of clock cycles,
@@ -179,6 +181,7 @@ func readWithSpin(t *testing.T, wait string, first, second Priority) (restPendin
 // batch that reuses the slot waits for the kernel (not only for the last
 // Done), so the kernel still sees batch 0's bytes.
 func TestCUDASlowConsumer(t *testing.T) {
+	gputest.Need(t, CUDAUsable())
 	p := cudaPlan(8)
 	p.Loader.Prefetch = 1 // two slots: batch 2 reuses batch 0's
 	e := newTestEngine(t, p, 64, Options{}, nil)

@@ -23,6 +23,11 @@ type Stats struct {
 	// waiting for a slot's copies before workers refill it. Near zero when
 	// copies keep up; it grows when the device is the bottleneck.
 	HostStall time.Duration
+	// CopyTimesLost counts the copy times, one per batch and stream, that
+	// the CUDA backend could not measure and left out of Copy: the copies
+	// of a failed graph launch, or events the driver failed to time. The
+	// copies themselves completed; only the statistics are short.
+	CopyTimesLost int64
 	// Rows and Spanned measure the padding of ragged keys, summed over
 	// them and the batches handed out: Rows counts the samples' own rows,
 	// Spanned each batch's samples times its longest sample's rows, the
@@ -52,9 +57,9 @@ func (s Stats) Padding() float64 {
 //     await, as it takes a batch;
 //   - busy: every filler (the workers and the consumer's help), after each
 //     run;
-//   - stall and copy: the CUDA backend's goroutine, as it settles a slot's
-//     copies; copy's length is fixed by newEngine before any goroutine
-//     starts.
+//   - stall, copy and lost: the CUDA backend's goroutine, as it settles a
+//     slot's copies; copy's length is fixed by newEngine before any
+//     goroutine starts.
 //
 // Nothing orders one counter's adds against another's, so a snapshot taken
 // while the loader runs may count part of a batch (its batches but not yet
@@ -64,6 +69,7 @@ func (s Stats) Padding() float64 {
 type counters struct {
 	batches, samples, bytes atomic.Int64
 	wait, busy, stall       atomic.Int64   // nanoseconds
+	lost                    atomic.Int64   // Stats.CopyTimesLost
 	rows, spanned           atomic.Int64   // Stats.Rows and Spanned
 	copy                    []atomic.Int64 // nanoseconds, per stream
 }
@@ -72,15 +78,16 @@ type counters struct {
 func (c *counters) snapshot() Stats {
 	rows := c.rows.Load() // before spanned: see counters
 	s := Stats{
-		Batches:    c.batches.Load(),
-		Samples:    c.samples.Load(),
-		Bytes:      c.bytes.Load(),
-		Wait:       time.Duration(c.wait.Load()),
-		WorkerBusy: time.Duration(c.busy.Load()),
-		Copy:       make([]time.Duration, len(c.copy)),
-		HostStall:  time.Duration(c.stall.Load()),
-		Rows:       rows,
-		Spanned:    c.spanned.Load(),
+		Batches:       c.batches.Load(),
+		Samples:       c.samples.Load(),
+		Bytes:         c.bytes.Load(),
+		Wait:          time.Duration(c.wait.Load()),
+		WorkerBusy:    time.Duration(c.busy.Load()),
+		Copy:          make([]time.Duration, len(c.copy)),
+		HostStall:     time.Duration(c.stall.Load()),
+		CopyTimesLost: c.lost.Load(),
+		Rows:          rows,
+		Spanned:       c.spanned.Load(),
 	}
 	for i := range c.copy {
 		s.Copy[i] = time.Duration(c.copy[i].Load())

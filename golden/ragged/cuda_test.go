@@ -6,6 +6,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/loadergen/loadergen/internal/gputest"
 	"github.com/loadergen/loadergen/internal/pattern"
 	"github.com/loadergen/loadergen/runtime"
 )
@@ -14,6 +15,7 @@ import (
 // each ragged key's lengths reach the device with the key, on the key's
 // stream, and hold what the host staged, as does every other key.
 func TestCUDALengths(t *testing.T) {
+	gputest.Need(t, runtime.CUDAUsable())
 	l, err := NewRaggedLoader(appender{200}, runtime.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

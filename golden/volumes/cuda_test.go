@@ -6,6 +6,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/loadergen/loadergen/internal/gputest"
 	"github.com/loadergen/loadergen/internal/pattern"
 	"github.com/loadergen/loadergen/runtime"
 )
@@ -14,6 +15,7 @@ import (
 // test), every key of every batch of crops reaches the device as it was
 // staged: the volume source is a source like any other.
 func TestCUDAStagesCrops(t *testing.T) {
+	gputest.Need(t, runtime.CUDAUsable())
 	src := openVolumes(t, writeVolumes(t, t.TempDir()))
 	l, err := NewCellsLoader(src, runtime.Options{})
 	if err != nil {
