@@ -141,14 +141,14 @@ EMU_BENCH_ENV = CUDAEMU_COPY_GBPS=0.42 LOADERGEN_BENCH_BATCH_MB=8
 EMU_BENCH = cd runtime && $(EMU_BENCH_ENV) LD_LIBRARY_PATH=../.cuda/emu ../.cuda/bin/runtime.test \
 	-test.run '^$$' -test.bench CUDA
 
-# CUDA_GRAPHS_OFF turns the CUDA backend's graph launches off (Options.NoCUDAGraphs).
-CUDA_GRAPHS_OFF = LOADERGEN_CUDA_GRAPHS=0
+# CUDA_GRAPHS_ON turns the CUDA backend's graph launches on (Options.CUDAGraphs).
+CUDA_GRAPHS_ON = LOADERGEN_CUDA_GRAPHS=1
 
 ## cuda-emu-test: every cuda-tagged test binary, plain and -race, and one pass of the GPU benchmarks, on the emulated driver (part of make test)
 cuda-emu-test: cuda-build cudaemu-test
 	@CUDA_LIB=.cuda/emu .ci/cuda-run .cuda/bin/*.test .cuda/race/*.test
-	@echo "cuda-emu-test: again with each batch's copies issued call by call ($(CUDA_GRAPHS_OFF))"
-	@$(CUDA_GRAPHS_OFF) CUDA_LIB=.cuda/emu .ci/cuda-run .cuda/bin/*.test
+	@echo "cuda-emu-test: again with each full batch's copies launched as graphs ($(CUDA_GRAPHS_ON))"
+	@$(CUDA_GRAPHS_ON) CUDA_LIB=.cuda/emu .ci/cuda-run .cuda/bin/*.test
 	@echo "cuda-emu-test: the GPU benchmarks, once each, for correctness"
 	@out=$$($(EMU_BENCH) -test.benchtime 1x 2>&1) || { echo "$$out"; echo "cuda-emu-test: the GPU benchmarks FAILED"; exit 1; }; \
 	echo "$$out" | grep -E '^(Benchmark|ok|PASS|FAIL|cudaemu: race:)'

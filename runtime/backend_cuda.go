@@ -140,7 +140,7 @@ type cudaBackend struct {
 	plan  Plan
 	order []int // issueOrder of the keys
 	// graphs says that each full batch's copies go out as one graph launch
-	// per stream (Options.NoCUDAGraphs unset and the driver able); start,
+	// per stream (Options.CUDAGraphs or CUDAGraphsEnv, and the driver able); start,
 	// on the CUDA goroutine, clears it with the reason in noGraphs when the
 	// driver is not, before newBackend reads them.
 	graphs   bool

@@ -52,3 +52,38 @@ func TestRequireGPUEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestCUDAGraphsEnv: graphs are off unless Options.CUDAGraphs asks for
+// them; LOADERGEN_CUDA_GRAPHS turns them on or off over the Options, and
+// any other value is refused by name.
+func TestCUDAGraphsEnv(t *testing.T) {
+	p := testPlan(4, LoaderDefaults{})
+	for _, tt := range []struct {
+		env    string
+		option bool
+		want   bool
+		err    string
+	}{
+		{"", false, false, ""}, {"", true, true, ""},
+		{"1", false, true, ""}, {"true", false, true, ""},
+		{"0", true, false, ""}, {"false", true, false, ""},
+		{"on", false, false, `environment LOADERGEN_CUDA_GRAPHS="on": want 1 or 0`},
+	} {
+		s, err := resolve(p, Options{CUDAGraphs: tt.option}, func(k string) string {
+			if k == CUDAGraphsEnv {
+				return tt.env
+			}
+			return ""
+		})
+		switch {
+		case tt.err != "":
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("%s=%q: error %v, want %s", CUDAGraphsEnv, tt.env, err, tt.err)
+			}
+		case err != nil:
+			t.Errorf("%s=%q: %v", CUDAGraphsEnv, tt.env, err)
+		case s.graphs != tt.want:
+			t.Errorf("%s=%q, CUDAGraphs %v: graphs = %v, want %v", CUDAGraphsEnv, tt.env, tt.option, s.graphs, tt.want)
+		}
+	}
+}
