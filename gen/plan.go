@@ -138,7 +138,8 @@ func stagingPos(ds *schema.Dataset, o Overrides) string {
 	return ds.Where(schema.PathBatchSize)
 }
 
-// decide applies use_streams = cuda AND batch_size >= min AND batch_mib >= min.
+// decide applies use_streams = cuda AND batch_size >= min AND batch_mib >=
+// min AND max_streams > 1.
 func decide(d schema.Device, batch int, mib float64, s schema.Streams) (bool, string) {
 	mem := strconv.FormatFloat(s.MinBatchMemoryMB, 'f', -1, 64)
 	switch {
@@ -148,6 +149,8 @@ func decide(d schema.Device, batch int, mib float64, s schema.Streams) (bool, st
 		return false, fmt.Sprintf("batch size %d < %d", batch, s.MinBatchSize)
 	case mib < s.MinBatchMemoryMB:
 		return false, fmt.Sprintf("batch memory %.1f MiB < %s MiB", mib, mem)
+	case s.MaxStreams < 2:
+		return false, fmt.Sprintf("batch size %d >= %d and batch memory %.1f MiB >= %s MiB, but max_streams is 1", batch, s.MinBatchSize, mib, mem)
 	}
 	return true, fmt.Sprintf("batch size %d >= %d and batch memory %.1f MiB >= %s MiB", batch, s.MinBatchSize, mib, mem)
 }

@@ -49,8 +49,8 @@ func flags(t *testing.T, pairs ...string) Overrides {
 	return o
 }
 
-// TestDecision: use_streams = cuda AND batch_size >= min AND batch_mib >= min,
-// and num_streams = min(max_streams, keys) when on.
+// TestDecision: use_streams = cuda AND batch_size >= min AND batch_mib >= min
+// AND max_streams > 1, and num_streams = min(max_streams, keys) when on.
 func TestDecision(t *testing.T) {
 	const keys = "  a: {shape: [1024, 1024], dtype: float32}\n  b: {shape: [1024], dtype: uint8}\n  c: {shape: [], dtype: int64}\n" // 64.0 MiB a batch
 	tests := []struct {
@@ -64,9 +64,10 @@ func TestDecision(t *testing.T) {
 		{"cpu", "", Overrides{}, false, 1, "device is cpu"},
 		{"small memory", "device: cuda\n", Overrides{}, false, 1, "batch memory 64.0 MiB < 100 MiB"},
 		{"small batch", "device: cuda\n", flags(t, "min_batch_size=32", "min_batch_memory_mb=1"), false, 1, "batch size 16 < 32"},
-		{"on", "device: cuda\n", flags(t, "min_batch_memory_mb=64"), true, 3, "batch size 16 >= 8 and batch memory 64.0 MiB >= 64 MiB"},
+		{"one stream by default", "device: cuda\n", flags(t, "min_batch_memory_mb=64"), false, 1, "batch size 16 >= 8 and batch memory 64.0 MiB >= 64 MiB, but max_streams is 1"},
+		{"on", "device: cuda\n", flags(t, "min_batch_memory_mb=64", "max_streams=4"), true, 3, "batch size 16 >= 8 and batch memory 64.0 MiB >= 64 MiB"},
 		{"on, capped", "device: cuda:1\nstreams: {min_batch_memory_mb: 0, max_streams: 2}\n", Overrides{}, true, 2, "batch size 16 >= 8 and batch memory 64.0 MiB >= 0 MiB"},
-		{"boundary", "device: cuda\n", flags(t, "min_batch_size=16", "min_batch_memory_mb=64.01"), true, 3, "batch size 16 >= 16 and batch memory 64.0 MiB >= 64.01 MiB"},
+		{"boundary", "device: cuda\n", flags(t, "min_batch_size=16", "min_batch_memory_mb=64.01", "max_streams=4"), true, 3, "batch size 16 >= 16 and batch memory 64.0 MiB >= 64.01 MiB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -27,7 +27,7 @@ var designSchema = func() string {
 // What Parse fills in for the settings a schema leaves out (Defaults).
 var (
 	defaultLoader  = runtime.LoaderDefaults{Prefetch: runtime.PrefetchAuto, MaxStagingMB: 16384}
-	defaultStreams = Streams{MinBatchSize: 8, MinBatchMemoryMB: 100, MaxStreams: 4, Assign: RoundRobin}
+	defaultStreams = Streams{MinBatchSize: 8, MinBatchMemoryMB: 100, MaxStreams: 1, Assign: RoundRobin}
 )
 
 // ignoreAt leaves Dataset.At to TestPositions.
@@ -92,7 +92,7 @@ func designDataset(file string) *Dataset {
 				DType: runtime.Float32, File: "labels.npy", Priority: runtime.Normal, Pos: Pos{Line: 10, Col: 3}},
 		},
 		Loader:  runtime.LoaderDefaults{Prefetch: 2, Shuffle: true, MaxStagingMB: 16384},
-		Streams: defaultStreams,
+		Streams: Streams{MinBatchSize: 8, MinBatchMemoryMB: 100, MaxStreams: 4, Assign: RoundRobin},
 	}
 }
 
@@ -157,7 +157,7 @@ streams:
 					{Name: "mask", GoName: "Mask", Role: runtime.Target, Shape: []int{8, 8}, DType: runtime.Bool, Pos: Pos{Line: 9, Col: 3}},
 				},
 				Loader:  defaultLoader,
-				Streams: Streams{MinBatchSize: 4, MinBatchMemoryMB: 100, MaxStreams: 4},
+				Streams: Streams{MinBatchSize: 4, MinBatchMemoryMB: 100, MaxStreams: 1},
 			},
 		},
 		{

@@ -63,8 +63,8 @@ func TestPlanJSON(t *testing.T) {
 			"batch size 16 >= 8 and batch memory 52.0 MiB >= 50 MiB", 2},
 		{"flag beats env", map[string]string{"MIN_BATCH_MEMORY_FOR_STREAMS_MB": "50"}, []string{"-min-batch-memory-mb", "60"}, false,
 			"batch memory 52.0 MiB < 60 MiB", 1},
-		{"env max streams", map[string]string{"MIN_BATCH_MEMORY_FOR_STREAMS_MB": "1", "MAX_CONCURRENT_CUDA_STREAMS": "1"}, nil, true,
-			"batch size 16 >= 8 and batch memory 52.0 MiB >= 1 MiB", 1},
+		{"env max streams", map[string]string{"MIN_BATCH_MEMORY_FOR_STREAMS_MB": "1", "MAX_CONCURRENT_CUDA_STREAMS": "1"}, nil, false,
+			"batch size 16 >= 8 and batch memory 52.0 MiB >= 1 MiB, but max_streams is 1", 1},
 		{"batch size", nil, []string{"-min-batch-size", "32", "-min-batch-memory-mb", "0"}, false, "batch size 16 < 32", 1},
 		{"device flag", nil, []string{"-device", "cpu"}, false, "device is cpu", 1},
 	}
