@@ -6,7 +6,7 @@ GO ?= go
 # 1.27); a count sets no deadline. 100000 inputs take 2 to 10 s a target here.
 FUZZTIME ?= 100000x
 
-.PHONY: build test fmt-check demo demo-test bench peer golden fuzz zarr-python zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
+.PHONY: build test fmt-check demo demo-test bench codecs peer golden fuzz zarr-python zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
 
 build:
 	$(GO) build ./...
@@ -16,11 +16,12 @@ FUZZ_TARGETS = ./schema:FuzzParse ./gen:FuzzGenerate ./runtime/zarr/blosc:FuzzDe
 	./runtime/zarr/blosc:FuzzEncode ./runtime/zarr:FuzzV2Metadata ./runtime/zarr:FuzzV3Metadata \
 	./runtime/zarr:FuzzMultiscale ./runtime/zarr:FuzzReadLayout
 
-## test: format, vet, race-enabled tests (goldens included), the zarr reader's portable (purego) build, stale-output check, short fuzz runs, the demo's and the GoMLX modules, and the cuda-tagged tests on the emulated driver
+## test: format, vet (also with CGO_ENABLED=0), race-enabled tests (goldens included, zstd through libzstd), the zarr reader's pure-Go build (-tags purego), stale-output check, short fuzz runs, the demo's and the GoMLX modules, and the cuda-tagged tests on the emulated driver
 test: fmt-check demo-test gomlx-test
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	$(GO) test -tags purego -count=1 ./runtime/zarr/...
+	CGO_ENABLED=0 $(GO) vet ./...
 	$(GO) run ./cmd/loadergen check examples/cellmap/dataset.yaml
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	$(MAKE) --no-print-directory cuda-emu-test
@@ -55,6 +56,11 @@ bench:
 	$(GO) test -run '^$$' -bench 'BoxRead|CopyBox' -benchmem -count 5 ./runtime/zarr >.bench-zarr.txt || { cat .bench-zarr.txt; exit 1; }
 	cat .bench-zarr.txt
 	.ci/bench-ratios <.bench-zarr.txt
+	examples/peer/codecs.sh
+
+## codecs: whole-array decode on one thread, the Go reader against zarr-python's a[:] with numcodecs, zstd-6 and blosc-lz4 (needs Debian's python3-zarr; part of make bench)
+codecs:
+	examples/peer/codecs.sh
 
 ## peer: the volume loader against PyTorch's DataLoader over zarr-python on the same crops (needs Debian's python3-zarr and python3-torch; about a minute)
 peer:

@@ -3,6 +3,7 @@ module github.com/loadergen/loadergen
 go 1.24
 
 require (
+	github.com/DataDog/zstd v1.5.7
 	github.com/aymanbagabas/go-udiff v0.4.1
 	github.com/dave/jennifer v1.7.1
 	github.com/google/go-cmp v0.7.0

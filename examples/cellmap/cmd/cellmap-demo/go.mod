@@ -11,6 +11,7 @@ require (
 )
 
 require (
+	github.com/DataDog/zstd v1.5.7 // indirect
 	github.com/google/uuid v1.1.1 // indirect
 	github.com/klauspost/compress v1.18.7 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect

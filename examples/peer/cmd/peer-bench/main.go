@@ -4,6 +4,7 @@
 //	peer-bench crops DIR JSON BIN K                     the epoch's crops, and the bytes of the first K
 //	peer-bench epoch DIR                                one cold epoch of the loader: crops/s
 //	peer-bench boxes DIR [BUFFERS]                      the same boxes read cold, unaugmented: crops/s
+//	peer-bench whole ARRAY                              the whole array decoded on one goroutine: MB/s
 //
 // boxes reads each box into one buffer per goroutine, or into BUFFERS
 // buffers shared out among the goroutines, each using its share in turn
@@ -28,7 +29,9 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/loadergen/loadergen/examples/peer"
 	"github.com/loadergen/loadergen/runtime"
@@ -48,7 +51,7 @@ func main() {
 	slog.SetDefault(slog.New(slog.DiscardHandler))
 	stderr := log.New(os.Stderr, "", 0)
 	if len(os.Args) < 3 {
-		stderr.Fatal("usage: peer-bench write|crops|epoch|boxes ...")
+		stderr.Fatal("usage: peer-bench write|crops|epoch|boxes|whole ...")
 	}
 	var err error
 	switch os.Args[1] {
@@ -68,6 +71,8 @@ func main() {
 		err = crops(os.Args[2], os.Args[3], os.Args[4], k)
 	case "epoch":
 		err = epoch(os.Args[2])
+	case "whole":
+		err = whole(os.Args[2])
 	case "boxes":
 		buffers := goruntime.GOMAXPROCS(0)
 		if len(os.Args) > 3 {
@@ -281,4 +286,47 @@ func boxes(dir string, buffers int) error {
 	}
 	fmt.Printf("%.1f\n", float64(len(list))/time.Since(start).Seconds())
 	return nil
+}
+
+// whole reads the array at dir whole into one buffer on one goroutine, as
+// zarr-python's a[:] does with numcodecs on one thread (codecs.sh), and
+// prints the decoded MB/s, from opening the array to the last chunk. Like
+// zarr-python it keeps no chunk once copied (a cache of 0 MiB, whose
+// buffers are decoded into again), and it allocates the array as numpy
+// does (hugeBytes), so that what is timed is reading, decoding and
+// copying, not filling a cache or faulting in 4 KiB pages.
+func whole(dir string) error {
+	goruntime.GOMAXPROCS(1)
+	start := time.Now()
+	store, err := zarr.OpenStore(dir, zarr.NewCache(0))
+	if err != nil {
+		return err
+	}
+	a, err := store.Array("")
+	if err != nil {
+		return err
+	}
+	shape := a.Shape()
+	n := a.DType().Size()
+	for _, d := range shape {
+		n *= d
+	}
+	if err := a.Read(hugeBytes(n), make([]int, len(shape)), shape); err != nil {
+		return err
+	}
+	fmt.Printf("%.1f\n", float64(n)/1e6/time.Since(start).Seconds())
+	return nil
+}
+
+// hugeBytes returns n bytes that the kernel backs with transparent huge
+// pages where it can, as numpy asks for arrays of 4 MiB or more
+// (madvise(MADV_HUGEPAGE) on 2 MiB-aligned memory); a kernel that refuses
+// leaves ordinary pages.
+func hugeBytes(n int) []byte {
+	const huge = 2 << 20
+	b := make([]byte, n+huge)
+	off := int(uintptr(huge)-uintptr(unsafe.Pointer(unsafe.SliceData(b)))%huge) % huge
+	b = b[off : off+n : off+n]
+	_ = syscall.Madvise(b[:n/huge*huge], syscall.MADV_HUGEPAGE)
+	return b
 }

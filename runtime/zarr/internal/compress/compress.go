@@ -3,9 +3,12 @@
 // expects: a stream that decodes to fewer or more bytes is an error, never a
 // short or truncated result.
 //
-// The formats come from github.com/klauspost/compress (zstd, zlib, gzip,
-// snappy) and github.com/pierrec/lz4/v4 (LZ4 blocks). Every function is safe
-// for concurrent use.
+// zstd decodes through libzstd (github.com/DataDog/zstd, which bundles
+// zstd's C sources) where cgo is available, and through
+// github.com/klauspost/compress with -tags purego or CGO_ENABLED=0; the
+// other formats come from github.com/klauspost/compress (zlib, gzip,
+// snappy) and github.com/pierrec/lz4/v4 (LZ4 blocks) in both builds. Every
+// function is safe for concurrent use.
 package compress
 
 import (
@@ -18,29 +21,8 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zlib"
-	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
-
-// zstdDecoder is shared by all goroutines: DecodeAll is safe for concurrent
-// use, runs up to GOMAXPROCS decodes at once, and never writes past the
-// capacity it is given.
-var zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecodeAllCapLimit(true))
-	if err != nil {
-		panic(fmt.Sprintf("compress: zstd decoder: %v", err))
-	}
-	return d
-})
-
-// Zstd decodes one or more zstd frames, with or without a content size.
-func Zstd(dst, src []byte) error {
-	out, err := zstdDecoder().DecodeAll(src, dst[:0:len(dst)])
-	if err != nil {
-		return fmt.Errorf("zstd: %w", err)
-	}
-	return sized(len(out), len(dst))
-}
 
 // LZ4Block decodes one raw LZ4 block (no frame), as lz4 and lz4hc write it.
 func LZ4Block(dst, src []byte) error {
@@ -139,6 +121,11 @@ func readExactly(format string, r io.Reader, dst []byte) error {
 // ErrSize is wrapped by the errors of streams that decode to a size other
 // than the one expected.
 var ErrSize = errors.New("decoded size differs from the expected size")
+
+// tooLong is the error of a stream that decodes to more than want bytes.
+func tooLong(want int) error {
+	return fmt.Errorf("%w: more than the %d bytes expected", ErrSize, want)
+}
 
 func sized(got, want int) error {
 	if got != want {
