@@ -53,10 +53,10 @@ func TestRequireGPUEnv(t *testing.T) {
 	}
 }
 
-// TestCUDAGraphsEnv: graphs are off unless Options.CUDAGraphs asks for
+// TestGraphsEnv: graphs are off unless Options.CUDAGraphs asks for
 // them; LOADERGEN_CUDA_GRAPHS turns them on or off over the Options, and
 // any other value is refused by name.
-func TestCUDAGraphsEnv(t *testing.T) {
+func TestGraphsEnv(t *testing.T) {
 	p := testPlan(4, LoaderDefaults{})
 	for _, tt := range []struct {
 		env    string
