@@ -138,7 +138,8 @@ func BenchmarkBoxRead(b *testing.B) {
 				cStrides(shape, boxStrides[:])
 				copyOut(b, boxes, size, func(dst []byte, origin []int) {
 					at := origin[0]*wholeStrides[0] + origin[1]*wholeStrides[1] + origin[2]
-					copyBox(dst, region{strides: boxStrides[:]}, whole, region{start: at, strides: wholeStrides[:]}, shape, 1)
+					to, from := mustRegion(b, dst, 1, 0, shape, boxStrides[:]), mustRegion(b, whole, 1, at, shape, wholeStrides[:])
+					copyBox(&to, &from)
 				})
 			})
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/loadergen/loadergen/internal/strided"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr/blosc"
 	"github.com/loadergen/loadergen/runtime/zarr/internal/compress"
@@ -124,7 +125,7 @@ func (c *chain) decode(d *decoder, out, src []byte, shape []int, elem int) error
 		swapBytes(stored, elem)
 	}
 	if c.order != nil {
-		transpose(out, stored, shape, c.order, elem)
+		return transpose(out, stored, shape, c.order, elem)
 	}
 	return nil
 }
@@ -218,7 +219,7 @@ func swapBytes(b []byte, elem int) {
 
 // transpose writes the elements of stored, held in the axis order order,
 // to out in C order of shape.
-func transpose(out, stored []byte, shape, order []int, elem int) {
+func transpose(out, stored []byte, shape, order []int, elem int) error {
 	n := len(shape)
 	var storedShape, storedStrides, src, dst [maxRank]int
 	for i, ax := range order {
@@ -229,7 +230,16 @@ func transpose(out, stored []byte, shape, order []int, elem int) {
 		src[ax] = storedStrides[i]
 	}
 	cStrides(shape, dst[:n])
-	copyBox(out, region{strides: dst[:n]}, stored, region{strides: src[:n]}, shape, elem)
+	to, err := strided.New(out, elem, 0, shape, dst[:n])
+	if err != nil {
+		return fmt.Errorf("transposed chunk: %w", err)
+	}
+	from, err := strided.New(stored, elem, 0, shape, src[:n])
+	if err != nil {
+		return fmt.Errorf("stored chunk of axis order %v: %w", order, err)
+	}
+	copyBox(&to, &from)
+	return nil
 }
 
 // ---------------------------------------------------------------- zarr v2

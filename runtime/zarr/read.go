@@ -1,6 +1,11 @@
 package zarr
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+
+	"github.com/loadergen/loadergen/internal/strided"
+)
 
 // Layout places the elements of a box in a destination buffer: element
 // (i_0, ..., i_n-1) of the box goes to element Start + Σ i_k·Strides[k] of
@@ -8,7 +13,10 @@ import "fmt"
 // strides the suffix products of the box's shape. A negative stride mirrors
 // an axis (with Start at that axis' far end) and permuted strides transpose
 // axes, so a read can apply flips, transposes and quarter turns as it
-// copies, with no second pass over the data.
+// copies, with no second pass over the data. ReadLayout refuses, with an
+// error giving the numbers at fault, a layout that places an element
+// outside the destination, whose offsets overflow an int, or that places
+// more elements than the span of offsets they occupy (some then overlap).
 type Layout struct {
 	Start   int
 	Strides []int
@@ -37,14 +45,11 @@ func (a *Array) Read(dst []byte, origin, shape []int) error {
 	}
 	var strides [maxRank]int
 	cStrides(shape, strides[:len(shape)])
-	return a.read(dst, origin, shape, region{strides: strides[:len(shape)]}, a.fill)
+	return a.read(dst, origin, shape, 0, strides[:len(shape)], a.fill)
 }
 
 // ReadLayout is Read with the box's elements placed in dst by l.
 func (a *Array) ReadLayout(dst []byte, origin, shape []int, l Layout) error {
-	if len(l.Strides) != len(shape) {
-		return fmt.Errorf("zarr array %s: layout of %d strides for a box of %d axes", a.dir, len(l.Strides), len(shape))
-	}
 	outside := a.fill
 	if l.Outside != nil {
 		if len(l.Outside) != len(a.fill) {
@@ -52,27 +57,23 @@ func (a *Array) ReadLayout(dst []byte, origin, shape []int, l Layout) error {
 		}
 		outside = l.Outside
 	}
-	return a.read(dst, origin, shape, region{start: l.Start, strides: l.Strides}, outside)
+	return a.read(dst, origin, shape, l.Start, l.Strides, outside)
 }
 
-// read copies a box into the region d of dst; its elements outside the
-// array are outside.
-func (a *Array) read(dst []byte, origin, shape []int, d region, outside []byte) error {
+// read copies a box into dst, laid out by start and strides; its elements
+// outside the array are outside.
+func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, outside []byte) error {
 	n := len(a.shape)
 	if len(origin) != n || len(shape) != n {
 		return fmt.Errorf("zarr array %s: box origin %v, shape %v for an array of %d axes", a.dir, origin, shape, n)
 	}
-	for _, s := range shape {
-		if s < 0 {
-			return fmt.Errorf("zarr array %s: box shape %v has a negative length", a.dir, shape)
-		}
-		if s == 0 {
-			return nil
-		}
-	}
 	elem := a.dtype.Size()
-	if lo, hi := d.span(shape); lo < 0 || hi >= len(dst)/elem {
-		return fmt.Errorf("zarr array %s: the box %v needs elements %d to %d of the destination, which holds %d", a.dir, shape, lo, hi, len(dst)/elem)
+	box, err := strided.New(dst, elem, start, shape, strides)
+	if err != nil {
+		return fmt.Errorf("zarr array %s: destination layout: %w", a.dir, err)
+	}
+	if box.Count() == 0 {
+		return nil
 	}
 
 	// The part of the box inside the array, and the chunks it touches.
@@ -85,16 +86,16 @@ func (a *Array) read(dst []byte, origin, shape []int, d region, outside []byte) 
 			inside = false
 		}
 		if lo[k] >= hi[k] {
-			fillBox(dst, d, shape, outside)
+			fillBox(&box, outside)
 			return nil
 		}
 		c0[k], c1[k] = lo[k]/a.unit[k], (hi[k]-1)/a.unit[k]
 	}
 	if !inside {
-		fillBox(dst, d, shape, outside)
+		fillBox(&box, outside)
 	}
 	copy(idx[:n], c0[:n])
-	var part [maxRank]int
+	var part, at [maxRank]int
 	unitStrides := a.unitStrides[:n]
 	for {
 		e, err := a.cache.get(cacheKey{a.id, ravel(idx[:n], a.grid)}, a)
@@ -102,22 +103,20 @@ func (a *Array) read(dst []byte, origin, shape []int, d region, outside []byte) 
 			return err
 		}
 		// The chunk's part of the box: where it starts in the chunk and in
-		// the destination, and its shape.
-		src := region{strides: unitStrides}
-		to := region{start: d.start, strides: d.strides}
+		// the box, and its shape.
+		first := 0
 		for k := range n {
 			c := idx[k] * a.unit[k]
 			from, end := max(lo[k], c), min(hi[k], c+a.unit[k])
 			part[k] = end - from
-			src.start += (from - c) * unitStrides[k]
-			to.start += (from - origin[k]) * d.strides[k]
+			first += (from - c) * unitStrides[k]
+			at[k] = from - origin[k]
 		}
-		if e.data == nil {
-			fillBox(dst, to, part[:n], a.fill)
-		} else {
-			copyBox(dst, to, e.data, src, part[:n], elem)
-		}
+		err = a.copyPart(&box, at[:n], part[:n], e.data, first)
 		a.cache.release(e)
+		if err != nil {
+			return fmt.Errorf("zarr array %s: chunk %v: %w", a.dir, slices.Clone(idx[:n]), err)
+		}
 		// The next chunk, last axis fastest.
 		k := n - 1
 		for ; k >= 0; k-- {
@@ -130,4 +129,24 @@ func (a *Array) read(dst []byte, origin, shape []int, d region, outside []byte) 
 			return nil
 		}
 	}
+}
+
+// copyPart copies the part of shape part of a chunk's elements data (nil
+// for a missing chunk, which reads as the fill value), starting at
+// element first of data, into box at at.
+func (a *Array) copyPart(box *strided.Region, at, part []int, data []byte, first int) error {
+	to, err := box.Sub(at, part)
+	if err != nil {
+		return err
+	}
+	if data == nil {
+		fillBox(&to, a.fill)
+		return nil
+	}
+	from, err := strided.New(data, a.dtype.Size(), first, part, a.unitStrides[:len(part)])
+	if err != nil {
+		return fmt.Errorf("decoded elements: %w", err)
+	}
+	copyBox(&to, &from)
+	return nil
 }

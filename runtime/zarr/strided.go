@@ -5,19 +5,22 @@ import (
 	"fmt"
 	"math/bits"
 	"unsafe"
+
+	"github.com/loadergen/loadergen/internal/strided"
 )
+
+// The box copies below index through unsafe pointers (copyRun) and SSE2
+// assembly (transposeGrid), with no bounds check per element. They take
+// their buffers and offsets only from strided.Regions, which were checked
+// once, with overflow-checked arithmetic, to lie inside their buffers, and
+// they index only the Regions' elements: the walks over the axes step by
+// strides from one element to the next, and every product of a stride and
+// a length they form is at most twice the Region's span.
 
 // maxRank bounds the rank of the arrays this package reads, so that the
 // per-read index arithmetic lives in fixed arrays on the stack. NumPy 1.x
 // allows 32 dimensions too.
-const maxRank = 32
-
-// region is an N-d set of elements in a buffer: element (i_0, ..., i_n-1)
-// sits at element start + Σ i_k·strides[k].
-type region struct {
-	start   int
-	strides []int
-}
+const maxRank = strided.MaxRank
 
 // cStrides writes the C-order strides, in elements, of shape into out.
 func cStrides(shape []int, out []int) {
@@ -28,20 +31,6 @@ func cStrides(shape []int, out []int) {
 	}
 }
 
-// span returns the lowest and highest element offsets r addresses for a
-// box of the given shape, which has no zero-length axis.
-func (r region) span(shape []int) (lo, hi int) {
-	lo, hi = r.start, r.start
-	for k, n := range shape {
-		if d := (n - 1) * r.strides[k]; d < 0 {
-			lo += d
-		} else {
-			hi += d
-		}
-	}
-	return lo, hi
-}
-
 // flat is a box with axes of length 1 dropped and contiguous neighbours
 // merged: the loops below then run as few times as the layouts allow.
 type flat struct {
@@ -50,38 +39,46 @@ type flat struct {
 	dst, src [maxRank]int // strides
 }
 
-// flatten builds the flat form of a copy of shape from src strides to dst
-// strides (src may be nil for a fill).
-func flatten(shape, dst, src []int) flat {
+// flatten builds the flat form of a copy from src to dst, two Regions of
+// one shape (src is nil for a fill).
+func flatten(dst, src *strided.Region) flat {
 	var f flat
-	for k, n := range shape {
+	for k := range dst.Rank() {
+		n := dst.Len(k)
 		if n == 1 {
 			continue
 		}
-		var s int
+		d, s := dst.Stride(k), 0
 		if src != nil {
-			s = src[k]
+			s = src.Stride(k)
 		}
 		if f.n > 0 {
 			last := f.n - 1
-			if f.dst[last] == dst[k]*n && f.src[last] == s*n {
+			if f.dst[last] == d*n && f.src[last] == s*n {
 				f.shape[last] *= n
-				f.dst[last], f.src[last] = dst[k], s
+				f.dst[last], f.src[last] = d, s
 				continue
 			}
 		}
-		f.shape[f.n], f.dst[f.n], f.src[f.n] = n, dst[k], s
+		f.shape[f.n], f.dst[f.n], f.src[f.n] = n, d, s
 		f.n++
 	}
 	return f
 }
 
-// copyBox copies a box of shape elements, each elem bytes, from the src
-// region to the dst region.
-func copyBox(dst []byte, d region, src []byte, s region, shape []int, elem int) {
-	f := flatten(shape, d.strides, s.strides)
+// copyBox copies the elements of the Region from to the same elements of
+// the Region to; the two must have the same shape and element size.
+func copyBox(to, from *strided.Region) {
+	if !to.SameShape(from) {
+		panic(fmt.Sprintf("zarr: copyBox between boxes of other shapes or element sizes (%d axes of %d bytes, %d of %d)", to.Rank(), to.Elem(), from.Rank(), from.Elem()))
+	}
+	if to.Count() == 0 {
+		return
+	}
+	dst, src, elem := to.Bytes(), from.Bytes(), to.Elem()
+	f := flatten(to, from)
 	if f.n == 0 {
-		copy(dst[d.start*elem:(d.start+1)*elem], src[s.start*elem:])
+		copy(dst[to.Start()*elem:(to.Start()+1)*elem], src[from.Start()*elem:])
 		return
 	}
 	in := f.n - 1
@@ -89,7 +86,7 @@ func copyBox(dst []byte, d region, src []byte, s region, shape []int, elem int) 
 	if blockSide(elem) > 0 && ss == 1 && ds != 1 && ds != -1 {
 		for t := range in {
 			if f.dst[t] == 1 || f.dst[t] == -1 { // a transpose: square blocks
-				copyPlanes(dst, d.start, src, s.start, f, t, elem)
+				copyPlanes(dst, to.Start(), src, from.Start(), f, t, elem)
 				return
 			}
 		}
@@ -98,7 +95,7 @@ func copyBox(dst []byte, d region, src []byte, s region, shape []int, elem int) 
 	// first row, the next plane is asked for (prefetchPlane).
 	planes := in >= 2 && ss == 1
 	var idx [maxRank]int
-	do, so := d.start, s.start
+	do, so := to.Start(), from.Start()
 	for {
 		if planes && idx[in-1] == 0 && idx[in-2]+1 < f.shape[in-2] {
 			prefetchPlane(src, (so+f.src[in-2])*elem, f.src[in-1]*elem, f.shape[in-1], run*elem)
@@ -184,8 +181,9 @@ func blockSide(elem int) int {
 // both ways goes in blocks (transposeGrid); where nt or nj is not a
 // multiple of the block's side, a last row or column of blocks ends at the
 // plane's edge, overlapping the one before it, whose elements it writes
-// again alike. A plane's corners are its extreme elements, so checking
-// them bounds every block. A narrower plane goes element by element.
+// again alike. Every block is made of the plane's elements, which are
+// elements of the Regions copyBox was given, so they lie inside both
+// buffers. A narrower plane goes element by element.
 func copyPlane(dst []byte, do, dt, dj int, src []byte, so, st, nt, nj, elem int) {
 	b := blockSide(elem)
 	if nt < b || nj < b {
@@ -196,10 +194,6 @@ func copyPlane(dst []byte, do, dt, dj int, src []byte, so, st, nt, nj, elem int)
 			}
 		}
 		return
-	}
-	for _, c := range [4][2]int{{0, 0}, {nt - 1, 0}, {0, nj - 1}, {nt - 1, nj - 1}} {
-		o, s := (do+c[0]*dt+c[1]*dj)*elem, (so+c[0]*st+c[1])*elem
-		_, _ = dst[o:o+elem], src[s:s+elem]
 	}
 	// blocks moves ni x nk blocks, the first at row i0 and column j0.
 	e := elem
@@ -274,14 +268,8 @@ func transposeBlock32Go(dst []byte, do, ds int, src []byte, so, ss int) {
 	}
 }
 
-// runInside reports whether the n >= 1 elements at off, off+stride, ...
-// lie inside a buffer of size elements.
-func runInside(off, stride, n, size int) bool {
-	end := off + (n-1)*stride
-	return off >= 0 && off < size && end >= 0 && end < size
-}
-
-// copyRun copies n elements, strided in both buffers.
+// copyRun copies n elements, strided in both buffers: elements of the
+// Regions copyBox was given.
 func copyRun(dst []byte, do, ds int, src []byte, so, ss, n, elem int) {
 	if ss == 1 && ds == -1 {
 		reverseRun(dst, do, src, so, n, elem)
@@ -291,10 +279,7 @@ func copyRun(dst []byte, do, ds int, src []byte, so, ss, n, elem int) {
 	case 1:
 		// This loop, the one of transposed uint8 crops, indexes through
 		// unsafe pointers: a bounds check per byte costs as much as the
-		// copy. A run is linear, so checking its two ends checks it all.
-		if n > 0 && (!runInside(do, ds, n, len(dst)) || !runInside(so, ss, n, len(src))) {
-			panic(fmt.Sprintf("zarr: a run of %d bytes at %d (stride %d) into %d bytes, from %d (stride %d) of %d", n, do, ds, len(dst), so, ss, len(src)))
-		}
+		// copy. Its bytes are elements of validated Regions.
 		dp, sp := unsafe.Pointer(unsafe.SliceData(dst)), unsafe.Pointer(unsafe.SliceData(src))
 		for range n {
 			*(*byte)(unsafe.Add(dp, do)) = *(*byte)(unsafe.Add(sp, so))
@@ -345,28 +330,32 @@ func reverseRun(dst []byte, do int, src []byte, so, n, elem int) {
 	}
 }
 
-// fillBox sets every element of a box of shape in the dst region to value.
-func fillBox(dst []byte, d region, shape []int, value []byte) {
-	elem := len(value)
+// fillBox sets every element of the Region to to value, one element.
+func fillBox(to *strided.Region, value []byte) {
+	elem := to.Elem()
+	if len(value) != elem {
+		panic(fmt.Sprintf("zarr: fillBox of %d-byte elements with a %d-byte value", elem, len(value)))
+	}
+	if to.Count() == 0 {
+		return
+	}
+	dst := to.Bytes()
 	// A box whose elements fill a whole range of dst, whatever their order
 	// (a crop turned or mirrored into its sample), is one run.
-	n := 1
-	for _, s := range shape {
-		n *= s
-	}
-	if lo, hi := d.span(shape); hi-lo+1 == n {
+	if to.Dense() {
+		lo, hi := to.Span()
 		fillRun(dst[lo*elem:(hi+1)*elem], value)
 		return
 	}
-	f := flatten(shape, d.strides, nil)
+	f := flatten(to, nil)
 	if f.n == 0 {
-		copy(dst[d.start*elem:], value)
+		copy(dst[to.Start()*elem:], value)
 		return
 	}
 	in := f.n - 1
 	run, ds := f.shape[in], f.dst[in]
 	var idx [maxRank]int
-	do := d.start
+	do := to.Start()
 	for {
 		if ds == 1 {
 			fillRun(dst[do*elem:(do+run)*elem], value)

@@ -33,7 +33,8 @@ func BenchmarkCopyBox(b *testing.B) {
 				i := 0
 				for b.Loop() {
 					s, d := i%m.chunks*chunk, i%m.boxes*box
-					copyBox(dst[d:d+box], region{start: c.start, strides: c.strides}, src[s:s+chunk], region{start: 10*128 + 7, strides: srcStrides}, shape, 1)
+					to, from := mustRegion(b, dst[d:d+box], 1, c.start, shape, c.strides), mustRegion(b, src[s:s+chunk], 1, 10*128+7, shape, srcStrides)
+					copyBox(&to, &from)
 					i++
 				}
 			})

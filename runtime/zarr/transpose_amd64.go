@@ -11,8 +11,10 @@ func transposeBlocks(dst *byte, ds, dstepI, dwrapJ int, src *byte, ss, sstepI, s
 // transposeGrid moves nj columns of ni square blocks of elements of elem
 // bytes (1 or 4; blockSide gives the side): block (i, j) has its rows at
 // byte src[so + i·sstepI + j·sstepJ + r·ss] and its columns at byte
-// dst[do + i·dstepI + j·dstepJ + c·ds] (see transposeBlockGo). The
-// caller has checked that every block lies inside both buffers.
+// dst[do + i·dstepI + j·dstepJ + c·ds] (see transposeBlockGo). Every
+// block's bytes are elements of the strided.Regions copyBox was given,
+// which lie inside both buffers; only the first block's start is checked
+// here.
 func transposeGrid(elem int, dst []byte, do, ds, dstepI, dstepJ int, src []byte, so, ss, sstepI, sstepJ, ni, nj int) {
 	if ni < 1 || nj < 1 {
 		return

@@ -17,6 +17,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/loadergen/loadergen/internal/outfile"
+	"github.com/loadergen/loadergen/internal/strided"
 	lgruntime "github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr/blosc"
 )
@@ -328,21 +329,32 @@ func WriteArray(dir string, spec ArraySpec, data []byte) error {
 // array data, padding an edge chunk with the fill value, using buf.
 func (w *Writer) writeFrom(data []byte, c int64, buf []byte) error {
 	rank := len(w.grid)
-	var idx, part [maxRank]int
+	var idx, part, corner [maxRank]int
 	unravel(c, w.grid, idx[:rank])
-	dst := region{strides: w.chunkStrides[:rank]}
-	src := region{strides: w.arrayStrides[:rank]}
-	edge := false
+	elem := w.spec.DType.Size()
+	chunk, err := strided.New(buf, elem, 0, w.spec.Chunks, w.chunkStrides[:rank])
+	if err != nil {
+		return fmt.Errorf("zarr: write %s: chunk %v: %w", w.dir, idx[:rank], err)
+	}
+	first, edge := 0, false
 	for k := range rank {
 		start := idx[k] * w.spec.Chunks[k]
 		part[k] = min(w.spec.Chunks[k], w.spec.Shape[k]-start)
-		src.start += start * w.arrayStrides[k]
+		first += start * w.arrayStrides[k]
 		edge = edge || part[k] < w.spec.Chunks[k]
 	}
 	if edge {
-		fillBox(buf, dst, w.spec.Chunks, w.fill)
+		fillBox(&chunk, w.fill)
 	}
-	copyBox(buf, dst, data, src, part[:rank], w.spec.DType.Size())
+	to, err := chunk.Sub(corner[:rank], part[:rank])
+	if err != nil {
+		return fmt.Errorf("zarr: write %s: chunk %v: %w", w.dir, idx[:rank], err)
+	}
+	from, err := strided.New(data, elem, first, part[:rank], w.arrayStrides[:rank])
+	if err != nil {
+		return fmt.Errorf("zarr: write %s: chunk %v of the array's data: %w", w.dir, idx[:rank], err)
+	}
+	copyBox(&to, &from)
 	return w.WriteChunk(idx[:rank], buf)
 }
 
