@@ -50,7 +50,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./golden/large ./golden/tiny ./golden/rows ./golden/tokens ./examples/cellmap >.bench-loaders.txt || { cat .bench-loaders.txt; exit 1; }
 	cat .bench-loaders.txt
 	.ci/bench-ratios <.bench-loaders.txt
-	$(GO) test -run '^$$' -bench Bucket -benchmem -count 5 ./runtime
+	$(GO) test -run '^$$' -bench 'Bucket|Locality' -benchmem -count 5 ./runtime ./runtime/volume
 	$(GO) test -run '^$$' -bench RingDepth -benchtime 5x -count 5 ./runtime
 	$(GO) test -run '^$$' -bench Generate -count 5 ./gen
 	$(GO) test -run '^$$' -bench 'BoxRead|CopyBox' -benchmem -count 5 ./runtime/zarr >.bench-zarr.txt || { cat .bench-zarr.txt; exit 1; }

@@ -256,6 +256,9 @@ func (g *emitter) plan(f *jen.File) {
 			jen.Id("Key"): jen.Lit(l.Bucket.Key), jen.Id("Window"): jen.Lit(l.Bucket.Window),
 		})})
 	}
+	if l.Locality.Window > 0 {
+		loader = append(loader, field{"Locality", g.rt("Locality").Values(jen.Dict{jen.Id("Window"): jen.Lit(l.Locality.Window)})})
+	}
 	fields := []field{
 		{"Name", jen.Lit(rp.Name)},
 		{"BatchSize", jen.Id(g.n.exported("BatchSize"))},
@@ -627,11 +630,28 @@ func (g *emitter) newLoader(f *jen.File) {
 // or with length bucketing
 //
 //	e, err := runtime.NewBucketEngine(cellMapPlan, src.Len(), src.TokensRows, opts, fill)
+//
+// or for a volume source, whose crops the engine may group by the chunks
+// they read (crops.locality), when the source gives their keys
+//
+//	var keys runtime.LocalityFunc
+//	if k, ok := src.(runtime.LocalityKeyer); ok {
+//		keys = k.LocalityKeys
+//	}
+//	e, err := runtime.NewLocalityEngine(cellMapPlan, src.Len(), keys, opts, fill)
 func (g *emitter) startEngine() jen.Code {
 	plan, n := jen.Id(g.n.unexported("Plan")), jen.Id("src").Dot("Len").Call()
 	call := g.rt("NewEngine").Call(plan, n, jen.Id("opts"), jen.Id("fill"))
-	if k := g.bucketKey(); k != nil {
+	switch k := g.bucketKey(); {
+	case k != nil:
 		call = g.rt("NewBucketEngine").Call(plan, n, jen.Id("src").Dot(rowsMethod(*k)), jen.Id("opts"), jen.Id("fill"))
+	case g.ds.Crops != nil:
+		return jen.Null().
+			Var().Id("keys").Add(g.rt("LocalityFunc")).Line().
+			If(jen.List(jen.Id("k"), jen.Id("ok")).Op(":=").Id("src").Assert(g.rt("LocalityKeyer")), jen.Id("ok")).Block(
+			jen.Id("keys").Op("=").Id("k").Dot("LocalityKeys"),
+		).Line().
+			List(jen.Id("e"), jen.Err()).Op(":=").Add(g.rt("NewLocalityEngine").Call(plan, n, jen.Id("keys"), jen.Id("opts"), jen.Id("fill")))
 	}
 	return jen.List(jen.Id("e"), jen.Err()).Op(":=").Add(call)
 }

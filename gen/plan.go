@@ -41,6 +41,9 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 		Device:    ds.Device.String(),
 		Loader:    ds.Loader,
 	}
+	if ds.Crops != nil {
+		rp.Loader.Locality = runtime.Locality{Window: ds.Crops.Locality}
+	}
 	var data []runtime.Key // the schema's keys; rp.Keys adds their lengths
 	for _, k := range ds.Keys {
 		key, ok := layoutKey(ds, k)

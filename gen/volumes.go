@@ -238,7 +238,8 @@ func (g *emitter) openVolumes(f *jen.File) {
 	)
 }
 
-// volumesMethods renders Len, Read, Crop and Close of the volume source:
+// volumesMethods renders Len, Read, Crop, LocalityKeys and Close of the
+// volume source:
 //
 //	func (v *CellMapVolumes) Read(s *CellMapSample) error {
 //		return v.src.Read(s.Rand, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
@@ -262,6 +263,13 @@ func (g *emitter) volumesMethods(f *jen.File) {
 	f.Comment("makes, whatever the number of workers or ranks.")
 	f.Add(recv()).Id("Crop").Params(jen.List(jen.Id("epoch"), jen.Id("index")).Int()).Add(g.rt("Crop")).Block(
 		jen.Return(jen.Id("v").Dot("src").Dot("Crop").Call(jen.Id("epoch"), jen.Id("index"))))
+
+	f.Comment("LocalityKeys writes into keys[k] where sample indices[k] of epoch reads: its")
+	f.Comment("volume and the chunk its box starts in. The loader sorts crops by these keys")
+	f.Comment("within windows of batches (crops.locality), so that crops sharing chunks run")
+	f.Comment("close together and find them in the cache; what each sample is stays the same.")
+	f.Add(recv()).Id("LocalityKeys").Params(jen.Id("epoch").Int(), jen.Id("indices").Index().Int(), jen.Id("keys").Index().Uint64()).Block(
+		jen.Id("v").Dot("src").Dot("LocalityKeys").Call(jen.Id("epoch"), jen.Id("indices"), jen.Id("keys")))
 
 	f.Comment("Close releases the source.")
 	f.Add(recv()).Id("Close").Params().Error().Block(jen.Return(jen.Id("v").Dot("src").Dot("Close").Call()))

@@ -3,7 +3,11 @@ package gen
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
+
+	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/schema"
 )
 
 // TestFillValue: a zarr key's fill keeps its bits in the generated spec,
@@ -27,5 +31,44 @@ func TestFillValue(t *testing.T) {
 		if got != c.code {
 			t.Errorf("fillValue(%v) = %s, want %s", c.fill, got, c.code)
 		}
+	}
+}
+
+// TestLocalityPlan: crops.locality reaches the plan's loader, on by
+// default; "off" leaves it zero. A volume loader starts its engine with
+// NewLocalityEngine either way, so that Options.Locality can turn it on.
+func TestLocalityPlan(t *testing.T) {
+	const keys = "  raw: {shape: [8, 8], dtype: uint8, zarr: em/raw}\n"
+	for _, c := range []struct {
+		name, crops string
+		want        runtime.Locality
+	}{
+		{"default", "", runtime.Locality{Window: schema.DefaultLocalityWindow}},
+		{"window", "  locality: {window: 4}\n", runtime.Locality{Window: 4}},
+		{"off", "  locality: off\n", runtime.Locality{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ds, err := schema.Parse("p.yaml", []byte("version: 1\npackage: p\nname: P\nbatch_size: 2\ninputs:\n"+keys+"crops:\n  per_epoch: 10\n"+c.crops))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := NewPlan(ds, Overrides{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Runtime.Loader.Locality != c.want {
+				t.Errorf("plan locality %+v, want %+v", p.Runtime.Loader.Locality, c.want)
+			}
+			src, err := Generate(p, "p.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(src), "runtime.NewLocalityEngine(pPlan, src.Len(), keys, opts, fill)") {
+				t.Error("the loader does not start its engine with NewLocalityEngine")
+			}
+			if has := strings.Contains(string(src), "runtime.Locality{Window: "); has != (c.want.Window > 0) {
+				t.Errorf("the plan literal has a Locality field: %v, want %v", has, c.want.Window > 0)
+			}
+		})
 	}
 }

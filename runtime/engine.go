@@ -101,9 +101,16 @@ type Engine struct {
 	grown int
 	most  int
 	order []int // the epoch's order, consumer's scratch, reused
-	// lengths are the bucket key's row counts per sample, fixed at start;
-	// nil without bucketing. grouping is the consumer's scratch for it.
+	// The epoch's grouping (group), fixed at start: lengths are the bucket
+	// key's row counts per sample, nil without bucketing; locality gives
+	// the locality keys of an epoch's samples, grouped in windows of
+	// window batches (settings.locality), nil or 0 without. keys (the
+	// epoch's keys, in order's order) and grouping are the consumer's
+	// scratch.
 	lengths  []int32
+	locality LocalityFunc
+	window   int
+	keys     []uint64
 	grouping []int
 	// lengthKeys are the plan indices of the ragged keys' lengths, whose
 	// staged counts the consumer adds to the stats.
@@ -166,7 +173,23 @@ func NewEngine(p Plan, n int, o Options, fill FillFunc) (*Engine, error) {
 	if b := p.Loader.Bucket.Key; b != "" {
 		return nil, fmt.Errorf("engine: the plan buckets samples by the lengths of key %q: start it with NewBucketEngine", b)
 	}
-	return newEngine(p, n, nil, o, fill)
+	if w := p.Loader.Locality.Window; w > 0 {
+		return nil, fmt.Errorf("engine: the plan groups crops in windows of %d batches (crops.locality): start it with NewLocalityEngine", w)
+	}
+	return newEngine(p, n, nil, nil, o, fill)
+}
+
+// NewLocalityEngine is NewEngine for a volume source, whose crops may be
+// grouped by the chunks they read (Loader.Locality, or Options.Locality):
+// keys gives the locality keys of this rank's samples of an epoch, asked
+// once per epoch before its first batch. With nil keys (a source that
+// gives none) the order stays the sampler's, and Options.Locality is an
+// error.
+func NewLocalityEngine(p Plan, n int, keys LocalityFunc, o Options, fill FillFunc) (*Engine, error) {
+	if b := p.Loader.Bucket.Key; b != "" {
+		return nil, fmt.Errorf("engine: the plan buckets samples by the lengths of key %q: crop locality and length bucketing do not mix", b)
+	}
+	return newEngine(p, n, nil, keys, o, fill)
 }
 
 // NewBucketEngine is NewEngine for a plan with length bucketing
@@ -194,7 +217,7 @@ func NewBucketEngine(p Plan, n int, rows func(index int) int, o Options, fill Fi
 		}
 		lengths[i] = int32(l)
 	}
-	return newEngine(p, n, lengths, o, fill)
+	return newEngine(p, n, lengths, nil, o, fill)
 }
 
 // checkLengthKeys checks that each lengths key of p holds one int32 per
@@ -212,8 +235,9 @@ func checkLengthKeys(p Plan) error {
 }
 
 // newEngine starts an engine over n samples; lengths are the bucket key's
-// row counts, or nil without bucketing.
-func newEngine(p Plan, n int, lengths []int32, o Options, fill FillFunc) (*Engine, error) {
+// row counts, or nil without bucketing; keys gives the samples' locality
+// keys, or is nil without crop locality.
+func newEngine(p Plan, n int, lengths []int32, keys LocalityFunc, o Options, fill FillFunc) (*Engine, error) {
 	if fill == nil {
 		return nil, errors.New("engine: nil fill function")
 	}
@@ -227,6 +251,12 @@ func newEngine(p Plan, n int, lengths []int32, o Options, fill FillFunc) (*Engin
 	if err != nil {
 		return nil, err
 	}
+	switch {
+	case keys == nil && o.Locality > 0:
+		return nil, fmt.Errorf("options: locality %d: the source gives no locality keys (a volume source does)", o.Locality)
+	case keys == nil:
+		set.locality = 0
+	}
 	e := &Engine{
 		plan: p.Clone(),
 		set:  set,
@@ -235,12 +265,17 @@ func newEngine(p Plan, n int, lengths []int32, o Options, fill FillFunc) (*Engin
 			N: n, Shuffle: p.Loader.Shuffle, Seed: p.Loader.Seed,
 			Rank: set.place.Rank, WorldSize: set.place.WorldSize, DropLast: p.Loader.DropLast,
 		},
-		lengths: lengths,
-		runs:    make([]Own[Run], set.workers+1), // the last is the consumer's
-		done:    make(chan struct{}),
-		stopped: make(chan struct{}),
+		lengths:  lengths,
+		locality: keys,
+		window:   set.locality,
+		runs:     make([]Own[Run], set.workers+1), // the last is the consumer's
+		done:     make(chan struct{}),
+		stopped:  make(chan struct{}),
 	}
 	e.order = make([]int, n+e.sampler.Samples())
+	if e.window > 0 {
+		e.keys = make([]uint64, e.sampler.Samples())
+	}
 	e.stats.copy = make([]atomic.Int64, max(e.plan.NumStreams, 1))
 	for i, k := range e.plan.Keys {
 		e.sample += k.SampleBytes
@@ -280,9 +315,12 @@ func newEngine(p Plan, n int, lengths []int32, o Options, fill FillFunc) (*Engin
 		set.logger.Warn("loadergen: " + p.Name + " loader: " + w)
 	}
 	pl := set.place
-	set.logger.Info("loadergen: "+p.Name+" loader: "+e.plan.summary(e.backend.name()),
-		"backend", e.backend.name(), "prefetch", set.describePrefetch(), "slots", nslots, "workers", set.workers, "samples", n,
-		"rank", pl.Rank, "world_size", pl.WorldSize, "local_rank", pl.LocalRank, "placement", pl.From)
+	attrs := []any{"backend", e.backend.name(), "prefetch", set.describePrefetch(), "slots", nslots, "workers", set.workers, "samples", n,
+		"rank", pl.Rank, "world_size", pl.WorldSize, "local_rank", pl.LocalRank, "placement", pl.From}
+	if e.window > 0 {
+		attrs = append(attrs, "locality_window", e.window)
+	}
+	set.logger.Info("loadergen: "+p.Name+" loader: "+e.plan.summary(e.backend.name()), attrs...)
 	if e.trace != nil {
 		e.trace.counter("prefetch", time.Now(), set.prefetch)
 	}
@@ -675,15 +713,7 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 			yield(nil, err)
 			return
 		}
-		if e.lengths != nil {
-			grouped := order
-			if e.sampler.DropLast {
-				// Cut the dropped tail first: grouping would make it the
-				// longest samples of the last window, every epoch.
-				grouped = order[:e.Len()*e.plan.BatchSize]
-			}
-			e.grouping = e.plan.Loader.Bucket.Group(grouped, e.lengths, e.plan.BatchSize, e.plan.Loader.Seed, epoch, e.sampler.Rank, e.grouping)
-		}
+		e.group(order, epoch)
 		nb := e.Len()
 		if start < 0 || start > nb {
 			yield(nil, fmt.Errorf("start batch %d is not in [0, %d]", start, nb))
@@ -733,6 +763,27 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 			}
 		}
 	}
+}
+
+// group reorders this rank's order of epoch by the engine's grouping, if
+// it has one: length bucketing, or crop locality with the epoch's keys.
+func (e *Engine) group(order []int, epoch int) {
+	if e.lengths == nil && e.window == 0 {
+		return
+	}
+	if e.sampler.DropLast {
+		// Cut the dropped tail first: grouping would make it the longest
+		// samples, or the last keys, of the last window, every epoch.
+		order = order[:e.Len()*e.plan.BatchSize]
+	}
+	l := e.plan.Loader
+	if e.lengths != nil {
+		e.grouping = l.Bucket.Group(order, e.lengths, e.plan.BatchSize, l.Seed, epoch, e.sampler.Rank, e.grouping)
+		return
+	}
+	keys := e.keys[:len(order)]
+	e.locality(epoch, order, keys)
+	e.grouping = Locality{Window: e.window}.Group(order, keys, e.plan.BatchSize, l.Seed, epoch, e.sampler.Rank, e.grouping)
 }
 
 // deepen adds a staging slot to an auto-depth ring whose workers idled

@@ -21,6 +21,11 @@ type Options struct {
 	// the schema's, which may be "auto" (PrefetchAuto): a depth chosen at
 	// start and deepened while the loader runs.
 	Prefetch int
+	// Locality sets the window, in batches, within which a volume source's
+	// crops are grouped by the chunks they read (crops.locality); 0 takes
+	// the schema's, LocalityOff turns grouping off. A loader whose source
+	// gives no locality keys (a volume source does) refuses a window.
+	Locality int
 
 	// Rank, WorldSize and LocalRank place this process among the processes
 	// of a distributed run: it loads the shard of rank Rank, and device
@@ -64,6 +69,7 @@ type settings struct {
 	prefetch   int  // batches staged ahead at start
 	maxFetch   int  // the most prefetch may grow to: prefetch itself unless auto
 	auto       bool // prefetch is the schema's "auto": the engine deepens the ring up to maxFetch
+	locality   int  // batches per locality window: Options.Locality over the plan's; 0 off
 	place      placement
 	logger     *slog.Logger
 	logEpochs  bool
@@ -123,6 +129,14 @@ func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 	}
 	if o.Workers < 0 || o.Prefetch < 0 {
 		return s, fmt.Errorf("options: workers (%d) and prefetch (%d) must not be negative", o.Workers, o.Prefetch)
+	}
+	switch {
+	case o.Locality > 0:
+		s.locality = o.Locality
+	case o.Locality == 0:
+		s.locality = max(p.Loader.Locality.Window, 0)
+	case o.Locality != LocalityOff:
+		return s, fmt.Errorf("options: locality %d is not a window >= 1, 0 (the schema's) or LocalityOff", o.Locality)
 	}
 	if o.Workers > 0 {
 		s.workers = o.Workers

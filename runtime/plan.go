@@ -90,6 +90,9 @@ type LoaderDefaults struct {
 	DropLast     bool    `json:"drop_last"`       // drop the short last batch and the shard remainder
 	MaxStagingMB float64 `json:"max_staging_mb"`  // limit of (prefetch+1) x batch MiB; 0: none
 	Bucket       Bucket  `json:"bucket,omitzero"` // length bucketing; the zero value is off
+	// Locality orders a volume source's crops for reuse of the chunks they
+	// read (crops.locality); the zero value is off.
+	Locality Locality `json:"locality,omitzero"`
 }
 
 // PrefetchAuto is LoaderDefaults.Prefetch of a schema that says

@@ -392,3 +392,31 @@ func TestHint(t *testing.T) {
 		}
 	}
 }
+
+// TestCropsLocality: crops.locality is on by default, with the default
+// window; a mapping sets the window (or takes the default), "off" turns it
+// off.
+func TestCropsLocality(t *testing.T) {
+	const schema = "version: 1\npackage: demo\nname: Demo\nbatch_size: 2\ninputs:\n" +
+		"  raw: {shape: [8, 8], dtype: uint8, zarr: em/raw}\ncrops:\n  per_epoch: 10\n"
+	for _, c := range []struct {
+		name, line string
+		want       int
+	}{
+		{"default", "", DefaultLocalityWindow},
+		{"window", "  locality: {window: 8}\n", 8},
+		{"mapping without window", "  locality: {}\n", DefaultLocalityWindow},
+		{"off", "  locality: off\n", 0},
+		{"quoted off", "  locality: \"off\"\n", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ds, err := Parse("d.yaml", []byte(schema+c.line))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ds.Crops.Locality != c.want {
+				t.Errorf("locality %d, want %d", ds.Crops.Locality, c.want)
+			}
+		})
+	}
+}

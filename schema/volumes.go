@@ -13,7 +13,8 @@ import (
 
 // The fields of the crops section and its parts.
 var (
-	cropFields       = []string{"per_epoch", "pad", "foreground", "augment"}
+	cropFields       = []string{"per_epoch", "pad", "foreground", "augment", "locality"}
+	localityFields   = []string{"window"}
 	foregroundFields = []string{"key", "fraction"}
 	augmentFields    = []string{"mirror", "transpose", "rot90"}
 )
@@ -30,7 +31,14 @@ type Crops struct {
 	// Transpose lists the spatial axes that may be permuted (at least two),
 	// Rot90 the plane of quarter turns (two axes); nil when not asked for.
 	Transpose, Rot90 []int
+	// Locality is the window, in batches, within which crops are grouped
+	// by the chunks they read (runtime.Locality); 0 is off.
+	Locality int
 }
+
+// DefaultLocalityWindow is crops.locality's window when the schema says
+// nothing of it, or gives locality without a window.
+const DefaultLocalityWindow = 32
 
 // Foreground centres a fraction of the crops on a voxel where a target is
 // non-zero.
@@ -182,9 +190,10 @@ func (p *parser) crops(n *yaml.Node, rank int) error {
 	if err != nil {
 		return err
 	}
-	c := &Crops{}
+	c := &Crops{Locality: DefaultLocalityWindow}
 	readRequired(r, "crops.per_epoch", atLeast(1), &c.PerEpoch)
 	readOptional(r, "crops.pad", (*parser).boolean, &c.Pad)
+	readOptional(r, "crops.locality", (*parser).locality, &c.Locality)
 	if r.err != nil {
 		return r.err
 	}
@@ -201,6 +210,24 @@ func (p *parser) crops(n *yaml.Node, rank int) error {
 	}
 	p.ds.Crops = c
 	return nil
+}
+
+// locality reads crops.locality: "off" (0), or a mapping with the window
+// in batches, at least 1 (DefaultLocalityWindow when left out).
+func (p *parser) locality(path string, n *yaml.Node) (int, error) {
+	if v := deref(n); v.Kind != yaml.MappingNode {
+		if v.Kind == yaml.ScalarNode && v.ShortTag() == strTag && v.Value == "off" {
+			return 0, nil
+		}
+		return 0, p.errorf(n, path, "want \"off\" or a mapping such as {window: %d}, found %s", DefaultLocalityWindow, describe(v))
+	}
+	r, err := p.mappingOf(path, n, localityFields)
+	if err != nil {
+		return 0, err
+	}
+	window := DefaultLocalityWindow
+	readOptional(r, path+".window", atLeast(1), &window)
+	return window, r.err
 }
 
 // foreground reads crops.foreground: a target key and a fraction.

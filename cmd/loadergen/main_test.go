@@ -112,6 +112,9 @@ func TestPlanJSON(t *testing.T) {
 						Key    string `json:"key"`
 						Window int    `json:"window"`
 					} `json:"bucket"`
+					Locality struct { // only with crop locality
+						Window int `json:"window"`
+					} `json:"locality"`
 				} `json:"loader"`
 				Settings []struct {
 					Name, Value, From string

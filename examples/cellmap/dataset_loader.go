@@ -81,6 +81,7 @@ var cellMapPlan = runtime.Plan{
 		Seed:         0,
 		DropLast:     false,
 		MaxStagingMB: 16384.0,
+		Locality:     runtime.Locality{Window: 32},
 	},
 	Streams: runtime.StreamSettings{
 		MinBatchSize:     8,
@@ -213,7 +214,11 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 	case CellMapSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	e, err := runtime.NewEngine(cellMapPlan, src.Len(), opts, fill)
+	var keys runtime.LocalityFunc
+	if k, ok := src.(runtime.LocalityKeyer); ok {
+		keys = k.LocalityKeys
+	}
+	e, err := runtime.NewLocalityEngine(cellMapPlan, src.Len(), keys, opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("cellmap: NewCellMapLoader: %w", err)
 	}
@@ -414,6 +419,14 @@ func (v *CellMapVolumes) Read(s *CellMapSample) error {
 // makes, whatever the number of workers or ranks.
 func (v *CellMapVolumes) Crop(epoch, index int) runtime.Crop {
 	return v.src.Crop(epoch, index)
+}
+
+// LocalityKeys writes into keys[k] where sample indices[k] of epoch reads: its
+// volume and the chunk its box starts in. The loader sorts crops by these keys
+// within windows of batches (crops.locality), so that crops sharing chunks run
+// close together and find them in the cache; what each sample is stays the same.
+func (v *CellMapVolumes) LocalityKeys(epoch int, indices []int, keys []uint64) {
+	v.src.LocalityKeys(epoch, indices, keys)
 }
 
 // Close releases the source.

@@ -80,6 +80,7 @@ var peerPlan = runtime.Plan{
 		Seed:         1,
 		DropLast:     false,
 		MaxStagingMB: 16384.0,
+		Locality:     runtime.Locality{Window: 32},
 	},
 }
 
@@ -207,7 +208,11 @@ func NewPeerLoader(src PeerSource, opts runtime.Options) (*PeerLoader, error) {
 	case PeerSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	e, err := runtime.NewEngine(peerPlan, src.Len(), opts, fill)
+	var keys runtime.LocalityFunc
+	if k, ok := src.(runtime.LocalityKeyer); ok {
+		keys = k.LocalityKeys
+	}
+	e, err := runtime.NewLocalityEngine(peerPlan, src.Len(), keys, opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("peer: NewPeerLoader: %w", err)
 	}
@@ -405,6 +410,14 @@ func (v *PeerVolumes) Read(s *PeerSample) error {
 // makes, whatever the number of workers or ranks.
 func (v *PeerVolumes) Crop(epoch, index int) runtime.Crop {
 	return v.src.Crop(epoch, index)
+}
+
+// LocalityKeys writes into keys[k] where sample indices[k] of epoch reads: its
+// volume and the chunk its box starts in. The loader sorts crops by these keys
+// within windows of batches (crops.locality), so that crops sharing chunks run
+// close together and find them in the cache; what each sample is stays the same.
+func (v *PeerVolumes) LocalityKeys(epoch int, indices []int, keys []uint64) {
+	v.src.LocalityKeys(epoch, indices, keys)
 }
 
 // Close releases the source.

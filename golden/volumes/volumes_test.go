@@ -189,3 +189,67 @@ func TestCorruptChunkEndsTheEpoch(t *testing.T) {
 	}
 	t.Fatal("the epoch ended without an error")
 }
+
+// epochOrder runs epoch of a loader over src and returns its dataset
+// indices in batch order.
+func epochOrder(t *testing.T, src CellsSource, opts runtime.Options, epoch int) []int {
+	t.Helper()
+	l, err := NewCellsLoader(src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var out []int
+	for b, err := range l.Epoch(context.Background(), epoch) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b.Indices...)
+	}
+	return out
+}
+
+// plainSource hides the volume source's LocalityKeys.
+type plainSource struct{ CellsSource }
+
+// TestLocalityOrdersCrops: by default (crops.locality) each rank's order
+// is the sampler's grouped by the source's locality keys; turned off
+// (Options.Locality), or over a source that gives no keys, it is the
+// sampler's. The samples, and what each holds, stay the same.
+func TestLocalityOrdersCrops(t *testing.T) {
+	src := openVolumes(t, writeVolumes(t, t.TempDir()))
+	const epoch, world = 1, 2
+	l := cellsPlan.Loader
+	if l.Locality.Window < 1 {
+		t.Fatalf("the plan's locality %+v is off: crops.locality should be on by default", l.Locality)
+	}
+	for rank := range world {
+		opts := runtime.Options{Rank: rank, WorldSize: world}
+		order, err := runtime.Sampler{N: src.Len(), Shuffle: l.Shuffle, Seed: l.Seed, Rank: rank, WorldSize: world}.Order(epoch, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := make([]uint64, len(order))
+		src.LocalityKeys(epoch, order, keys)
+		grouped := slices.Clone(order)
+		l.Locality.Group(grouped, keys, CellsBatchSize, l.Seed, epoch, rank, nil)
+		if slices.Equal(grouped, order) {
+			t.Fatalf("rank %d: grouping left the order as it was: the test shows nothing", rank)
+		}
+		if got := epochOrder(t, src, opts, epoch); !slices.Equal(got, grouped) {
+			t.Errorf("rank %d: order %v, want the sampler's grouped by locality %v", rank, got, grouped)
+		}
+		off := opts
+		off.Locality = runtime.LocalityOff
+		if got := epochOrder(t, src, off, epoch); !slices.Equal(got, order) {
+			t.Errorf("rank %d, locality off: order %v, want the sampler's %v", rank, got, order)
+		}
+		if got := epochOrder(t, plainSource{src}, opts, epoch); !slices.Equal(got, order) {
+			t.Errorf("rank %d, a source without keys: order %v, want the sampler's %v", rank, got, order)
+		}
+		on, plain := epochSamples(t, src, opts, epoch), epochSamples(t, src, off, epoch)
+		if !maps.EqualFunc(on, plain, bytes.Equal) {
+			t.Errorf("rank %d: the samples differ with locality on and off", rank)
+		}
+	}
+}

@@ -16,6 +16,9 @@ type state struct {
 	strides [][]int // per key, the strides of its layout
 	prev    []int   // orientation's copy of src
 	prevF   []bool  // and of flip
+	// LocalityKeys' draws: rng over pcg, seeded for each sample.
+	pcg rand.PCG
+	rng *rand.Rand
 }
 
 func (s *Source) newState() *state {
@@ -25,6 +28,7 @@ func (s *Source) newState() *state {
 	for k := range st.strides {
 		st.strides[k] = make([]int, rank)
 	}
+	st.rng = rand.New(&st.pcg)
 	return st
 }
 
@@ -59,9 +63,17 @@ func (s *Source) Read(r *rand.Rand, dst ...[]byte) error {
 }
 
 // draw picks a crop's volume, centre and augmentation from r, in a fixed
-// order of draws: the foreground coin, the volume, the centre, the
+// order of draws: the foreground coin, the volume, the centre (place), the
 // mirrors, the permutation, the quarter turns.
 func (s *Source) draw(r *rand.Rand, c *runtime.Crop) {
+	s.place(r, c)
+	s.augmentation(r, c)
+}
+
+// place draws a crop's volume and centre from r, the first draws of draw:
+// the foreground coin, the volume, the centre. It sets c.Volume,
+// c.Origin and c.Foreground.
+func (s *Source) place(r *rand.Rand, c *runtime.Crop) {
 	c.Foreground = false
 	if fg := s.spec.Foreground; fg != nil && s.fgCum != nil && r.Float64() < fg.Fraction {
 		c.Volume = pick(s.fgCum, r.Float64())
@@ -73,6 +85,11 @@ func (s *Source) draw(r *rand.Rand, c *runtime.Crop) {
 		v := s.vols[c.Volume]
 		v.grid.origins(r.Int64N(v.grid.count), c.Origin)
 	}
+}
+
+// augmentation draws a crop's augmentation from r, the draws of draw after
+// place's: the mirrors, the permutation, the quarter turns.
+func (s *Source) augmentation(r *rand.Rand, c *runtime.Crop) {
 	for a := range c.Mirror {
 		c.Mirror[a] = s.spec.Mirror != nil && s.spec.Mirror[a] > 0 && r.Float64() < s.spec.Mirror[a]
 	}

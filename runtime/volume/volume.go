@@ -90,9 +90,12 @@ type Source struct {
 	// fgCum weighs the volumes by their labelled centres; nil when there is
 	// no foreground, or no labelled voxel at all.
 	fgCum []float64
-	// states holds the scratch of Read: the crop and the layouts. A state
-	// belongs to one Read between Get and Put; Get and Put do not allocate
-	// in steady state.
+	// chunkBits and volumeShift lay out the locality key (localityBits).
+	chunkBits   []int
+	volumeShift int
+	// states holds the scratch of Read (the crop and the layouts) and of
+	// LocalityKeys (a Rand). A state belongs to one call between Get and
+	// Put; Get and Put do not allocate in steady state.
 	states sync.Pool
 }
 
@@ -112,7 +115,8 @@ type vol struct {
 	arrays   [][]*zarr.Array // per key, per class (one for keys without a class axis); nil for a missing class
 	grid     *grid
 	weight   float64
-	labelled []uint32 // centre numbers whose foreground voxel is labelled
+	labelled []uint32  // centre numbers whose foreground voxel is labelled
+	starts   chunkGrid // where crops start, for the locality key
 }
 
 // Open opens every array of every volume and checks it against spec: it
@@ -153,6 +157,7 @@ func Open(spec Spec, vols []Volume, log *slog.Logger) (*Source, error) {
 			s.fgCum = append(s.fgCum, c)
 		}
 	}
+	s.chunkBits, s.volumeShift = localityBits(s.vols)
 	s.states.New = func() any { return s.newState() }
 	s.logOpened(log, missing)
 	return s, nil
@@ -202,6 +207,9 @@ func (s *Source) openVolume(v Volume, stores map[string]*zarr.Store, missing map
 					key.Name, class, lvl.shape, lvl.scale, lvl.translation, classes[found], levels[k].shape, levels[k].scale, levels[k].translation)
 			}
 			ov.arrays[k][c], levels[k], found = a, lvl, c
+			if k == 0 && ov.starts.chunk == nil {
+				ov.starts = chunkGrid{shape: a.Shape(), chunk: a.ChunkShape()}
+			}
 		}
 		if found < 0 {
 			return nil, fmt.Errorf("key %q: no class has an array at %s under %s", key.Name, key.Path, v.Roots[k])

@@ -5,6 +5,7 @@
 //	peer-bench epoch DIR                                one cold epoch of the loader: crops/s
 //	peer-bench boxes DIR [BUFFERS]                      the same boxes read cold, unaugmented: crops/s
 //	peer-bench whole ARRAY                              the whole array decoded on one goroutine: MB/s
+//	peer-bench locality [-cache MiB] [-windows W] DIR   chunk-cache hit rates with and without crop locality
 //
 // boxes reads each box into one buffer per goroutine, or into BUFFERS
 // buffers shared out among the goroutines, each using its share in turn
@@ -51,7 +52,7 @@ func main() {
 	slog.SetDefault(slog.New(slog.DiscardHandler))
 	stderr := log.New(os.Stderr, "", 0)
 	if len(os.Args) < 3 {
-		stderr.Fatal("usage: peer-bench write|crops|epoch|boxes|whole ...")
+		stderr.Fatal("usage: peer-bench write|crops|epoch|boxes|whole|locality ...")
 	}
 	var err error
 	switch os.Args[1] {
@@ -73,6 +74,8 @@ func main() {
 		err = epoch(os.Args[2])
 	case "whole":
 		err = whole(os.Args[2])
+	case "locality":
+		err = locality(os.Args[2:])
 	case "boxes":
 		buffers := goruntime.GOMAXPROCS(0)
 		if len(os.Args) > 3 {

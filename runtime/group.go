@@ -1,0 +1,122 @@
+package runtime
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
+)
+
+// groupSalt keeps the batch shuffle's stream apart from SeedSample's
+// per-sample streams, which start from the same EpochSeed. Its value
+// spells "bucket" in ASCII: length bucketing had the rule first.
+const groupSalt = 0x6275636b6574
+
+// groupWindows is the grouping rule that length bucketing (Bucket.Group)
+// and crop locality (Locality.Group) share, so that it has one home.
+// order is one rank's order of an epoch (after the sampler, with the
+// dropped tail of drop_last cut off).
+//
+// order is cut into windows of window batches of batch samples (a window
+// below 1 counts as 1; one of more batches than order has is the whole
+// order), and sortWindow sorts each, order[lo:hi], in place; it may use
+// from[lo:hi] as scratch. Then the full batches are shuffled over the
+// whole order with a generator seeded from seed, epoch and rank only, so
+// that the sorted windows do not show in the batch order. A short last
+// batch (len(order)%batch samples, the last of the last window once
+// sorted) stays last.
+//
+// perm (len(order)/batch) and from (len(order)) are scratch.
+func groupWindows(order []int, batch, window int, sortWindow func(lo, hi int), seed uint64, epoch, rank int, perm, from []int) {
+	size := len(order) // capped so that a huge window cannot overflow
+	if w := max(window, 1); w <= len(order)/batch {
+		size = w * batch
+	}
+	for lo := 0; lo < len(order); lo += size {
+		sortWindow(lo, min(lo+size, len(order)))
+	}
+	var src rand.PCG
+	src.Seed(mix64(EpochSeed(seed, epoch)^groupSalt), mix64(uint64(rank)))
+	n := len(order) / batch
+	shuffleBlocks(order[:n*batch], batch, &src, perm[:n], from)
+}
+
+// shuffleBlocks permutes the consecutive blocks of size elements of a
+// (len(a) is a multiple of size), keeping the order within each block.
+// perm holds one entry per block, from len(a): both are scratch.
+func shuffleBlocks(a []int, size int, src *rand.PCG, perm, from []int) {
+	for i := range perm {
+		perm[i] = i
+	}
+	shuffle(perm, src)
+	copy(from, a)
+	for i, p := range perm {
+		copy(a[i*size:(i+1)*size], from[p*size:(p+1)*size])
+	}
+}
+
+// Locality is the order of crops for reuse (crops.locality): within each
+// window of Window batches of an epoch's order, samples are sorted by a
+// locality key (a volume source's: the volume, then the chunk where the
+// crop's box starts), so that crops that read the same chunks run close
+// together and find them in the chunk cache; then the batches are
+// shuffled, as length bucketing does. Only the order changes: the epoch
+// visits the same samples, each the same crop.
+type Locality struct {
+	Window int `json:"window,omitempty"` // batches per window; 0 (or less) turns it off
+}
+
+// LocalityOff is Options.Locality that turns crop locality off for a run,
+// whatever the schema says.
+const LocalityOff = -1
+
+// LocalityFunc writes into keys[k] the locality key of dataset index
+// indices[k] in epoch: samples whose keys are close read close data. It
+// must be a pure function of the epoch and the index (the order built on
+// it must not depend on the worker count), and it must not keep indices
+// or keys. A generated volume source's LocalityKeys is one.
+type LocalityFunc func(epoch int, indices []int, keys []uint64)
+
+// LocalityKeyer is a source that gives locality keys: generated volume
+// sources are, and a loader over one groups its crops (crops.locality).
+type LocalityKeyer interface {
+	LocalityKeys(epoch int, indices []int, keys []uint64)
+}
+
+// Group reorders order in place so that crops sharing chunks run close
+// together. order is one rank's order of an epoch (Sampler.Order, with
+// the tail drop_last drops cut off) and keys[k] is the locality key of
+// order[k]; keys is only read, and no longer lines up with order after.
+//
+// It follows the grouping rule (groupWindows): each window of l.Window
+// batches is sorted by key, stably (ties keep their position); then the
+// full batches are shuffled over the whole epoch, and a short last batch
+// stays last. The result is a permutation of order and a pure function of
+// the arguments and l.
+//
+// A Window below 1 turns locality off: order is left as it is. batch
+// must be positive. scratch is reused across calls (it grows as needed);
+// Group returns it, and does not allocate when given back the last call's.
+func (l Locality) Group(order []int, keys []uint64, batch int, seed uint64, epoch, rank int, scratch []int) []int {
+	if l.Window < 1 {
+		return scratch
+	}
+	// A position per sample, for the sort.
+	scratch, from, perm, pos := groupScratch(scratch, len(order), batch, len(order))
+	groupWindows(order, batch, l.Window, func(lo, hi int) {
+		sortByKey(order[lo:hi], keys[lo:hi], from[lo:hi], pos[lo:hi])
+	}, seed, epoch, rank, perm, from)
+	return scratch
+}
+
+// sortByKey sorts a by keys (keys[k] is a[k]'s), stably: it sorts the
+// positions by (key, position). from and pos are scratch of len(a).
+func sortByKey(a []int, keys []uint64, from, pos []int) {
+	for k := range pos {
+		pos[k] = k
+	}
+	slices.SortFunc(pos, func(x, y int) int { return cmp.Or(cmp.Compare(keys[x], keys[y]), cmp.Compare(x, y)) })
+	copy(from, a)
+	for k, p := range pos {
+		a[k] = from[p]
+	}
+}

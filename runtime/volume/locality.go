@@ -1,0 +1,78 @@
+package volume
+
+import (
+	"math/bits"
+
+	"github.com/loadergen/loadergen/runtime"
+)
+
+// The locality key of a crop (LocalityKeys) says where it reads: the
+// volume, then the chunk of the first key's array that holds the box's
+// first corner (clamped into the array, so with pad the first chunk the
+// box touches), as the chunk coordinates' bits interleaved, z first (a
+// Morton, or z-order, code). Crops whose keys are close read the same
+// chunks or neighbouring ones: sorting by the key puts those that share
+// chunks next to each other, and the z-order keeps neighbours along every
+// axis close, where C order would split them along z and y. (Measured on
+// the peer store: docs/PERFORMANCE.md, "Crop locality".)
+
+// chunkGrid is where a volume's crops start, for the locality key: the
+// first key's array shape and chunk shape (its first class's).
+type chunkGrid struct {
+	shape, chunk []int
+}
+
+// localityBits fixes the key's layout for vols: the bits a chunk
+// coordinate takes along each axis, the most any volume needs, and the
+// bits below the volume's index (their sum). Keys of volumes that differ
+// only above the 64th bit (more volumes than the rest leaves room for)
+// share their high bits; they still sort, less well.
+func localityBits(vols []*vol) (axis []int, shift int) {
+	axis = make([]int, len(vols[0].starts.shape))
+	for _, v := range vols {
+		for a := range axis {
+			n := (v.starts.shape[a] + v.starts.chunk[a] - 1) / v.starts.chunk[a]
+			axis[a] = max(axis[a], bits.Len(uint(max(n-1, 0))))
+		}
+	}
+	for _, b := range axis {
+		shift += b
+	}
+	return axis, min(shift, 63)
+}
+
+// LocalityKeys writes into keys[k] the locality key of sample indices[k]
+// of epoch: its volume and the chunk its box starts in (see chunkGrid). It
+// draws each crop's place as Read and Crop do, so the key is a pure
+// function of (seed, epoch, index), and it does not allocate in steady
+// state. A loader groups its crops by these keys (crops.locality).
+func (s *Source) LocalityKeys(epoch int, indices []int, keys []uint64) {
+	st := s.states.Get().(*state)
+	defer s.states.Put(st)
+	seed := runtime.EpochSeed(s.spec.Seed, epoch)
+	for k, index := range indices {
+		runtime.SeedSample(&st.pcg, seed, index)
+		s.place(st.rng, &st.crop)
+		keys[k] = s.localityKey(&st.crop)
+	}
+}
+
+// localityKey is crop c's locality key.
+func (s *Source) localityKey(c *runtime.Crop) uint64 {
+	g := &s.vols[c.Volume].starts
+	var at [runtime.MaxSpatialRank]uint64
+	most := 0
+	for a, o := range c.Origin[0] {
+		at[a] = uint64(min(max(o, 0), g.shape[a]-1) / g.chunk[a])
+		most = max(most, s.chunkBits[a])
+	}
+	var key uint64
+	for b := most - 1; b >= 0; b-- {
+		for a, n := range s.chunkBits {
+			if b < n {
+				key = key<<1 | at[a]>>b&1
+			}
+		}
+	}
+	return uint64(c.Volume)<<s.volumeShift | key
+}
