@@ -20,70 +20,50 @@ func TestPrefetchKeepsTheStagingLimit(t *testing.T) {
 
 func noEnv(string) string { return "" }
 
-// TestRequireGPUEnv: LOADERGEN_REQUIRE_GPU turns RequireGPU on and never
-// off; any other value is refused by name.
-func TestRequireGPUEnv(t *testing.T) {
+// TestEnvSwitches: LOADERGEN_REQUIRE_GPU turns RequireGPU on and never
+// off; LOADERGEN_CUDA_GRAPHS turns graphs on or off over the Options,
+// which leave them off by default; any other value is refused by name.
+func TestEnvSwitches(t *testing.T) {
 	p := testPlan(4, LoaderDefaults{})
-	for _, tt := range []struct {
-		env    string
-		option bool
-		want   bool
-		err    string
+	switches := map[string]struct {
+		set func(o *Options, on bool)
+		get func(s settings) bool
 	}{
-		{"", false, false, ""}, {"", true, true, ""}, {"0", true, true, ""}, {"false", false, false, ""},
-		{"1", false, true, ""}, {"true", false, true, ""},
-		{"yes", false, false, `environment LOADERGEN_REQUIRE_GPU="yes": want 1 or 0`},
-	} {
-		s, err := resolve(p, Options{RequireGPU: tt.option}, func(k string) string {
-			if k == RequireGPUEnv {
-				return tt.env
-			}
-			return ""
-		})
-		switch {
-		case tt.err != "":
-			if err == nil || err.Error() != tt.err {
-				t.Errorf("%s=%q: error %v, want %s", RequireGPUEnv, tt.env, err, tt.err)
-			}
-		case err != nil:
-			t.Errorf("%s=%q: %v", RequireGPUEnv, tt.env, err)
-		case s.requireGPU != tt.want:
-			t.Errorf("%s=%q, RequireGPU %v: requireGPU = %v, want %v", RequireGPUEnv, tt.env, tt.option, s.requireGPU, tt.want)
-		}
+		RequireGPUEnv: {func(o *Options, on bool) { o.RequireGPU = on }, func(s settings) bool { return s.requireGPU }},
+		CUDAGraphsEnv: {func(o *Options, on bool) { o.CUDAGraphs = on }, func(s settings) bool { return s.graphs }},
 	}
-}
-
-// TestGraphsEnv: graphs are off unless Options.CUDAGraphs asks for
-// them; LOADERGEN_CUDA_GRAPHS turns them on or off over the Options, and
-// any other value is refused by name.
-func TestGraphsEnv(t *testing.T) {
-	p := testPlan(4, LoaderDefaults{})
 	for _, tt := range []struct {
-		env    string
-		option bool
-		want   bool
-		err    string
+		env, value   string
+		option, want bool
+		err          string
 	}{
-		{"", false, false, ""}, {"", true, true, ""},
-		{"1", false, true, ""}, {"true", false, true, ""},
-		{"0", true, false, ""}, {"false", true, false, ""},
-		{"on", false, false, `environment LOADERGEN_CUDA_GRAPHS="on": want 1 or 0`},
+		{RequireGPUEnv, "", false, false, ""}, {RequireGPUEnv, "", true, true, ""},
+		{RequireGPUEnv, "0", true, true, ""}, {RequireGPUEnv, "false", false, false, ""},
+		{RequireGPUEnv, "1", false, true, ""}, {RequireGPUEnv, "true", false, true, ""},
+		{RequireGPUEnv, "yes", false, false, `environment LOADERGEN_REQUIRE_GPU="yes": want 1 or 0`},
+		{CUDAGraphsEnv, "", false, false, ""}, {CUDAGraphsEnv, "", true, true, ""},
+		{CUDAGraphsEnv, "1", false, true, ""}, {CUDAGraphsEnv, "true", false, true, ""},
+		{CUDAGraphsEnv, "0", true, false, ""}, {CUDAGraphsEnv, "false", true, false, ""},
+		{CUDAGraphsEnv, "on", false, false, `environment LOADERGEN_CUDA_GRAPHS="on": want 1 or 0`},
 	} {
-		s, err := resolve(p, Options{CUDAGraphs: tt.option}, func(k string) string {
-			if k == CUDAGraphsEnv {
-				return tt.env
+		sw := switches[tt.env]
+		var o Options
+		sw.set(&o, tt.option)
+		s, err := resolve(p, o, func(k string) string {
+			if k == tt.env {
+				return tt.value
 			}
 			return ""
 		})
 		switch {
 		case tt.err != "":
 			if err == nil || err.Error() != tt.err {
-				t.Errorf("%s=%q: error %v, want %s", CUDAGraphsEnv, tt.env, err, tt.err)
+				t.Errorf("%s=%q: error %v, want %s", tt.env, tt.value, err, tt.err)
 			}
 		case err != nil:
-			t.Errorf("%s=%q: %v", CUDAGraphsEnv, tt.env, err)
-		case s.graphs != tt.want:
-			t.Errorf("%s=%q, CUDAGraphs %v: graphs = %v, want %v", CUDAGraphsEnv, tt.env, tt.option, s.graphs, tt.want)
+			t.Errorf("%s=%q: %v", tt.env, tt.value, err)
+		case sw.get(s) != tt.want:
+			t.Errorf("%s=%q, option %v: setting %v, want %v", tt.env, tt.value, tt.option, sw.get(s), tt.want)
 		}
 	}
 }

@@ -2,19 +2,15 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/loadergen/loadergen/examples/peer"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
@@ -120,26 +116,12 @@ func localityRun(dir, w string, cacheMiB int) error {
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	src, err := open(dir)
+	n, d, err := runEpoch(dir, runtime.Options{Locality: window})
 	if err != nil {
 		return err
 	}
-	l, err := peer.NewPeerLoader(src, runtime.Options{Logger: slog.New(slog.DiscardHandler), Locality: window})
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	n := 0
-	for b, err := range l.Epoch(context.Background(), 0) {
-		if err != nil {
-			return err
-		}
-		n += len(b.Indices)
-	}
-	secs := time.Since(start).Seconds()
 	st := cache.Stats()
-	fmt.Printf("%d %d %d %.4f\n", st.Hits, st.Loads, n, secs)
+	fmt.Printf("%d %d %d %.4f\n", st.Hits, st.Loads, n, d.Seconds())
 	return nil
 }
 

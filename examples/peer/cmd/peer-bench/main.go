@@ -208,25 +208,37 @@ func crops(dir, jsonFile, binFile string, k int) error {
 // epoch runs epoch 0 of a loader with GOMAXPROCS workers and prints its
 // crops per second, from opening the source to the last batch.
 func epoch(dir string) error {
-	start := time.Now()
-	src, err := open(dir)
+	n, d, err := runEpoch(dir, runtime.Options{})
 	if err != nil {
 		return err
 	}
-	l, err := peer.NewPeerLoader(src, runtime.Options{Logger: slog.New(slog.DiscardHandler)})
+	fmt.Printf("%.1f\n", float64(n)/d.Seconds())
+	return nil
+}
+
+// runEpoch runs epoch 0 of a loader over the store at dir with o (its
+// logger discarded) and returns the crops it yielded and the time from
+// opening the source to the last batch.
+func runEpoch(dir string, o runtime.Options) (int, time.Duration, error) {
+	start := time.Now()
+	src, err := open(dir)
 	if err != nil {
-		return err
+		return 0, 0, err
+	}
+	o.Logger = slog.New(slog.DiscardHandler)
+	l, err := peer.NewPeerLoader(src, o)
+	if err != nil {
+		return 0, 0, err
 	}
 	defer l.Close()
 	n := 0
 	for b, err := range l.Epoch(context.Background(), 0) {
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		n += len(b.Indices)
 	}
-	fmt.Printf("%.1f\n", float64(n)/time.Since(start).Seconds())
-	return nil
+	return n, time.Since(start), nil
 }
 
 // boxes reads the boxes of the epoch's crops, unaugmented, straight from
