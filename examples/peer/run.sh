@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # make peer: the Go loader against PyTorch's DataLoader over zarr-python,
-# side by side on one machine, for zstd level 6 and blosc-lz4 stores.
+# side by side on one machine, for zstd level 6 and blosc-lz4 stores, each
+# small (256 x 512 x 512 per array, every chunk cached) and big (256 x 1024
+# x 1024, the Go chunk cache at 32 MiB: 4 % of the decoded store).
 #
 # For each store: the crops of epoch 0 (512 crops of 64^3 uint8 raw and two
 # class arrays, mirrored, transposed and turned) are drawn by the Go loader;
@@ -20,18 +22,30 @@ $python -c 'import zarr, torch' || { echo "make peer needs Debian's python3-zarr
 median() { tr ' ' '\n' | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 runs() { local out=""; for _ in 1 2 3; do out="$out $("$@")"; done; echo $out | median; }
 
-printf '%-10s %12s %12s %12s %12s %10s %10s\n' store torch_nw0 torch_nw2 go_loader go_boxes go/torch go/boxes
-for comp in zstd6 blosc-lz4; do
-	store="$work/$comp.zarr"
-	[ -d "$store" ] || "$work/peer-bench" write -compressor "$comp" "$store"
-	"$work/peer-bench" crops "$store" "$work/crops.json" "$work/crops.bin" 16
-	t0=$(runs $python examples/peer/torch_peer.py "$store" "$work/crops.json" "$work/crops.bin" 0)
-	t2=$(runs $python examples/peer/torch_peer.py "$store" "$work/crops.json" "$work/crops.bin" 2)
-	go=$(runs "$work/peer-bench" epoch "$store")
-	boxes=$(runs "$work/peer-bench" boxes "$store")
-	awk -v c="$comp" -v t0="$t0" -v t2="$t2" -v g="$go" -v b="$boxes" 'BEGIN {
-		best = t0 > t2 ? t0 : t2
-		printf "%-10s %12.1f %12.1f %12.1f %12.1f %10.2f %10.2f\n", c, t0, t2, g, b, g / best, g / b
-	}'
-done
+# compare STORE_LABEL SHAPE: the table's rows for the store of that shape,
+# written once per compressor (the Go side's chunk cache is whatever
+# LOADERGEN_ZARR_CACHE_MB says; zarr-python has none).
+compare() {
+	local label=$1 shape=$2
+	for comp in zstd6 blosc-lz4; do
+		store="$work/$label-$comp.zarr"
+		[ -d "$store" ] || "$work/peer-bench" write -compressor "$comp" -shape "$shape" "$store"
+		"$work/peer-bench" crops "$store" "$work/crops.json" "$work/crops.bin" 16
+		t0=$(runs $python examples/peer/torch_peer.py "$store" "$work/crops.json" "$work/crops.bin" 0)
+		t2=$(runs $python examples/peer/torch_peer.py "$store" "$work/crops.json" "$work/crops.bin" 2)
+		go=$(runs "$work/peer-bench" epoch "$store")
+		boxes=$(runs "$work/peer-bench" boxes "$store")
+		awk -v c="$label $comp" -v t0="$t0" -v t2="$t2" -v g="$go" -v b="$boxes" 'BEGIN {
+			best = t0 > t2 ? t0 : t2
+			printf "%-16s %10.1f %10.1f %10.1f %10.1f %9.2f %9.2f\n", c, t0, t2, g, b, g / best, g / b
+		}'
+	done
+}
+
+printf '%-16s %10s %10s %10s %10s %9s %9s\n' store torch_nw0 torch_nw2 go_loader go_boxes go/torch go/boxes
+# The small store: 3 x 64 MiB, every chunk in the default cache (4 GiB).
+compare small 256,512,512
+# The big store: 3 x 256 MiB with the Go chunk cache at 32 MiB, 4 % of the
+# decoded store, what a 100 GB dataset gets from the default 4 GiB.
+LOADERGEN_ZARR_CACHE_MB=32 compare big 256,1024,1024
 echo "(crops/s, median of 3 cold epochs each; go/torch against torch's better configuration)"

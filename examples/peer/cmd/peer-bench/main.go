@@ -1,6 +1,6 @@
 // Command peer-bench is the Go side of make peer (examples/peer/run.sh):
 //
-//	peer-bench write -compressor zstd6|blosc-lz4 DIR   write the store
+//	peer-bench write -compressor zstd6|blosc-lz4 [-shape Z,Y,X] DIR   write the store
 //	peer-bench crops DIR JSON BIN K                     the epoch's crops, and the bytes of the first K
 //	peer-bench epoch DIR                                one cold epoch of the loader: crops/s
 //	peer-bench boxes DIR [BUFFERS]                      the same boxes read cold, unaugmented: crops/s
@@ -59,7 +59,13 @@ func main() {
 	case "write":
 		fs := flag.NewFlagSet("write", flag.ExitOnError)
 		comp := fs.String("compressor", "zstd6", "zstd6 or blosc-lz4")
+		shapeFlag := fs.String("shape", "", "the volume's shape, z,y,x (default 256,512,512; chunks [64, 128, 128])")
 		fs.Parse(os.Args[2:])
+		if *shapeFlag != "" {
+			if shape, err = parseShape(*shapeFlag); err != nil {
+				break
+			}
+		}
 		err = write(fs.Arg(0), *comp)
 	case "crops":
 		if len(os.Args) != 6 {
@@ -260,7 +266,11 @@ func boxes(dir string, buffers int) error {
 		list[i] = src.Crop(0, i)
 	}
 	start := time.Now()
-	store, err := zarr.OpenStore(dir, zarr.NewCache(zarr.DefaultCacheMiB))
+	cache, err := zarr.SharedCache() // LOADERGEN_ZARR_CACHE_MB, as the loader's
+	if err != nil {
+		return err
+	}
+	store, err := zarr.OpenStore(dir, cache)
 	if err != nil {
 		return err
 	}
