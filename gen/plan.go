@@ -66,8 +66,12 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 	}
 	rp.BatchMiB = float64(rp.BatchBytes) / (1 << 20)
 	if err := sizes.CheckStaging(max(ds.Loader.Prefetch, 1), rp.BatchMiB, ds.Loader.MaxStagingMB); err != nil {
-		return nil, fmt.Errorf("%s: %w (raise %s or -%s, or shrink the batch)",
-			stagingPos(ds, o), err, schema.PathMaxStagingMB, schema.FlagName(schema.PathMaxStagingMB))
+		auto := ""
+		if ds.Loader.Prefetch == runtime.PrefetchAuto {
+			auto = "prefetch auto, at its least: "
+		}
+		return nil, fmt.Errorf("%s: %s%w (raise %s or -%s, or shrink the batch)",
+			stagingPos(ds, o), auto, err, schema.PathMaxStagingMB, schema.FlagName(schema.PathMaxStagingMB))
 	}
 	st := ds.Streams
 	rp.UseStreams, rp.Reason = decide(ds.Device, ds.BatchSize, rp.BatchMiB, st)

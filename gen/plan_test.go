@@ -167,9 +167,9 @@ func TestPlanErrorsArePositioned(t *testing.T) {
 	}{
 		{"loader: {prefetch: 3, max_staging_mb: 1}\n", Overrides{}, "p.yaml:5:39: staging needs 4 slots (prefetch 3 + 1) x 64.0 MiB"},
 		{"loader: {prefetch: 3}\n", flags(t, "max_staging_mb=1"), "p.yaml:5:20: staging needs 4 slots"},
-		{"", flags(t, "max_staging_mb=1"), "p.yaml:4:13: staging needs 2 slots (prefetch 1 + 1)"},
+		{"", flags(t, "max_staging_mb=1"), "p.yaml:4:13: prefetch auto, at its least: staging needs 2 slots (prefetch 1 + 1)"},
 		// The override replaces the schema's limit: not there, at the batch size.
-		{"loader: {max_staging_mb: 100000}\n", flags(t, "max_staging_mb=1"), "p.yaml:4:13: staging needs 2 slots (prefetch 1 + 1)"},
+		{"loader: {max_staging_mb: 100000}\n", flags(t, "max_staging_mb=1"), "p.yaml:4:13: prefetch auto, at its least: staging needs 2 slots (prefetch 1 + 1)"},
 		{"", flags(t, "max_streams=0"), "flag -max-streams: max_streams must be between 1 and 64, got 0"},
 	} {
 		_, err := planOf(t, "  a: {shape: [1024, 1024], dtype: float32}\n  b: {shape: [1024], dtype: uint8}\n  c: {shape: [], dtype: int64}\n", tt.extra, tt.o)

@@ -346,9 +346,15 @@ func (c *cudaBackend) start(slots, most int) error {
 	return nil
 }
 
+// growthReserve is the part of the device's memory (1/growthReserve) that
+// an auto ring leaves free as it adds slots: the model may still be
+// allocating while the first epochs run.
+const growthReserve = 8
+
 // addSlot allocates one more staging slot, when free device memory holds
-// it, with its graphs when the backend launches graphs: the ring of an
-// auto-depth loader deepening.
+// it beside the growth reserve, with its graphs when the backend launches
+// graphs: the ring of an auto-depth loader deepening, or starting deeper
+// than its first two slots.
 func (c *cudaBackend) addSlot() error {
 	s := len(c.slots)
 	if s == cap(c.slots) {
@@ -358,18 +364,23 @@ func (c *cudaBackend) addSlot() error {
 	if err != nil {
 		return fmt.Errorf("device memory: %w", err)
 	}
-	if free < c.plan.SlotBytes {
-		return fmt.Errorf("a staging slot needs %s of device memory, but only %s of %s is free", mib(c.plan.SlotBytes), mib(free), mib(total))
+	if reserve := total / growthReserve; free < c.plan.SlotBytes+reserve {
+		return fmt.Errorf("a staging slot needs %s of device memory and %s stays free for other work, but only %s of %s is free",
+			mib(c.plan.SlotBytes), mib(reserve), mib(free), mib(total))
 	}
-	// Appended before alloc, so that release frees what a failed alloc made.
 	c.slots = c.slots[:s+1]
-	if err := c.slots[s].alloc(c.plan.SlotBytes, len(c.streams), len(c.plan.Keys)); err != nil {
-		return err
+	err = c.slots[s].alloc(c.plan.SlotBytes, len(c.streams), len(c.plan.Keys))
+	if err == nil && c.graphs {
+		err = c.makeGraphs(s)
 	}
-	if c.graphs {
-		return c.makeGraphs(s)
+	if err != nil {
+		// Nothing of a slot the ring does not get stays allocated: under
+		// memory pressure its pinned host memory matters most.
+		err = errors.Join(err, c.slots[s].free())
+		c.slots[s] = cudaSlot{}
+		c.slots = c.slots[:s]
 	}
-	return nil
+	return err
 }
 
 // makeGraphs builds slot s's graphs, one per stream: the start record,
@@ -437,6 +448,27 @@ func (sl *cudaSlot) alloc(bytes int64, streams, keys int) error {
 		}
 	}
 	return nil
+}
+
+// free destroys what alloc and makeGraphs made of the slot: its graphs,
+// events, device and pinned host memory. Its copies must be complete and
+// no consumer kernel may read its buffers any more.
+func (sl *cudaSlot) free() error {
+	var errs []error
+	for _, g := range sl.graphs {
+		errs = append(errs, g.destroy())
+	}
+	sl.graphs = nil
+	for _, evs := range [][]cu.Event{sl.start, sl.ready, sl.key, sl.done} {
+		for i := range evs {
+			errs = append(errs, cu.DestroyEvent(&evs[i]))
+		}
+	}
+	if sl.device != 0 {
+		errs = append(errs, cu.MemFree(sl.device))
+	}
+	errs = append(errs, pinnedFree(sl.host))
+	return errors.Join(errs...)
 }
 
 // makeStreams creates the planned streams. A stream runs at the highest
@@ -714,15 +746,7 @@ func (c *cudaBackend) release() error {
 			// The consumer's kernels may still read this slot's buffers.
 			errs = append(errs, done.Synchronize())
 		}
-		for _, evs := range [][]cu.Event{sl.start, sl.ready, sl.key, sl.done} {
-			for i := range evs {
-				errs = append(errs, cu.DestroyEvent(&evs[i]))
-			}
-		}
-		if sl.device != 0 {
-			errs = append(errs, cu.MemFree(sl.device))
-		}
-		errs = append(errs, pinnedFree(sl.host))
+		errs = append(errs, sl.free())
 	}
 	if c.origin != (cu.Event{}) {
 		errs = append(errs, cu.DestroyEvent(&c.origin))

@@ -55,8 +55,9 @@ type Batch struct {
 }
 
 // Engine is the per-dataset-independent part of a generated loader: a ring
-// of preallocated staging slots, a persistent worker pool that fills them,
-// and the epoch iterator that hands them out in order.
+// of staging slots, each allocated once (at start, or when an auto ring
+// deepens), a persistent worker pool that fills them, and the epoch
+// iterator that hands them out in order.
 //
 // Goroutines and what they own:
 //   - The consumer is the goroutine iterating an epoch (one at a time:
@@ -84,7 +85,7 @@ type Engine struct {
 	backend backend
 	// slots has a slot for every place the ring may grow to (MaxSlots);
 	// the first depth of them have staging memory. depth is written by the
-	// consumer only (newEngine, then grow between batches, before the new
+	// consumer only (newEngine, then deepen between batches, before the new
 	// slot's first dispatch), and read by Stats on any goroutine.
 	slots []slot
 	depth atomic.Int32
@@ -284,10 +285,16 @@ func newEngine(p Plan, n int, lengths []int32, keys LocalityFunc, o Options, fil
 		}
 	}
 	nslots, most := set.prefetch+1, set.maxFetch+1
+	// A fixed ring needs all its slots; an auto ring needs 2 (prefetch 1)
+	// and starts as deep as free device memory allows up to nslots.
+	least := nslots
+	if set.auto {
+		least = min(nslots, 2)
+	}
 	if o.Trace != nil {
 		e.trace = newTracer(o.Trace, p.Name, set.workers)
 	}
-	b, err := newBackend(set.device, set.place.LocalRank, e.plan, nslots, most, set.requireGPU, set.graphs, set.logger, &e.stats, e.trace)
+	b, err := newBackend(set.device, set.place.LocalRank, e.plan, least, most, set.requireGPU, set.graphs, set.logger, &e.stats, e.trace)
 	if err != nil {
 		return nil, errors.Join(err, e.shut())
 	}
@@ -297,8 +304,14 @@ func newEngine(p Plan, n int, lengths []int32, keys LocalityFunc, o Options, fil
 	e.free = make([]int, 0, most)
 	e.most = most
 	for s := range nslots {
-		if err := e.initSlot(s); err != nil {
+		err := e.initSlot(s)
+		if err != nil && s < least {
 			return nil, errors.Join(fmt.Errorf("engine: staging slot %d: %w", s, err), e.shut())
+		}
+		if err != nil {
+			set.logger.Warn(fmt.Sprintf("loadergen: %s loader: prefetch auto starts at %d, not %d, and stays there: staging slot %d: %v", p.Name, s-1, nslots-1, s, err))
+			nslots, e.most, set.prefetch = s, s, s-1
+			break
 		}
 	}
 	e.depth.Store(int32(nslots))
@@ -348,7 +361,9 @@ func (e *Engine) initSlot(s int) error {
 	return nil
 }
 
-// Slots is the number of staging slots allocated now: Prefetch() + 1.
+// Slots is the number of staging slots allocated now: Prefetch() + 1. It
+// grows while an auto ring deepens: size per-slot state by MaxSlots, and
+// set it up for each slot with OnSlot.
 func (e *Engine) Slots() int { return int(e.depth.Load()) }
 
 // Prefetch is the number of batches the ring stages ahead of the one in
@@ -789,12 +804,14 @@ func (e *Engine) group(order []int, epoch int) {
 // deepen adds a staging slot to an auto-depth ring whose workers idled
 // for want of a free slot while the consumer waited, and reports whether
 // it did: at most once per turn of the ring (next is the next batch to
-// dispatch), never past the ring's bound. The slot is allocated once and
+// dispatch), never past the ring's bound, and only for a caller that
+// asked to hear of new slots (OnSlot): one that sized its views of the
+// slots at start keeps the ring it saw. The slot is allocated once and
 // stays for the loader's life; a slot the backend cannot allocate (device
 // memory) stops the growth, with the reason logged.
 func (e *Engine) deepen(next int) bool {
 	s := e.Slots()
-	if !e.set.auto || s >= e.most || next-e.grown < s {
+	if !e.set.auto || e.onSlot == nil || s >= e.most || next-e.grown < s {
 		return false
 	}
 	e.grown = next

@@ -51,20 +51,16 @@ func TestCUDARingDeepens(t *testing.T) {
 }
 
 // TestCUDARingStopsAtDeviceMemory: an auto ring whose next slot does not
-// fit in free device memory stays as deep as it is, says why once, and
-// the epoch goes on. Slots of 8 MiB on a device of 48 MiB: the starting 5
-// fit, a sixth does not.
+// fit in free device memory, beside the eighth of it kept free, stays as
+// deep as it is, says why once, and the epoch goes on. Slots of 8 MiB on a
+// device of 48 MiB (6 MiB kept free): the starting 5 fit, a sixth does
+// not.
 func TestCUDARingStopsAtDeviceMemory(t *testing.T) {
 	needsEmulator(t, "sets the device's memory (CUDAEMU_MEM_MB)")
 	if !inChild(t, "CUDAEMU_MEM_MB=48") {
 		return
 	}
-	p := cudaPlan(8)
-	p.Loader = stragglingLoader(PrefetchAuto)
-	pad := Key{Name: "pad", Role: Input, DType: Uint8, Shape: []int{1 << 20}, SampleBytes: 1 << 20, BatchBytes: 8 << 20}
-	p.Keys = append(p.Keys, pad)
-	p.BatchBytes += pad.BatchBytes
-	p.SlotBytes = layout(p.Keys)
+	p := paddedPlan()
 	var logs bytes.Buffer
 	e, _ := newStraggling(t, p, 8*48, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for _, err := range e.Epoch(context.Background(), 0, 0) {
@@ -77,5 +73,44 @@ func TestCUDARingStopsAtDeviceMemory(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "the ring stays at prefetch 4: staging slot 5: a staging slot needs 8.0 MiB of device memory"); n != 1 {
 		t.Errorf("%d lines say the ring stops growing, want 1:\n%s", n, logs.String())
+	}
+}
+
+// paddedPlan is cudaPlan(8) with prefetch auto, straggling samples and a
+// third key of 1 MiB a sample: slots of 8 MiB.
+func paddedPlan() Plan {
+	p := cudaPlan(8)
+	p.Loader = stragglingLoader(PrefetchAuto)
+	pad := Key{Name: "pad", Role: Input, DType: Uint8, Shape: []int{1 << 20}, SampleBytes: 1 << 20, BatchBytes: 8 << 20}
+	p.Keys = append(p.Keys, pad)
+	p.BatchBytes += pad.BatchBytes
+	p.SlotBytes = layout(p.Keys)
+	return p
+}
+
+// TestCUDARingStartsWithinDeviceMemory: an auto ring whose starting depth
+// does not fit in device memory starts as deep as fits, at least 2 slots,
+// says so once, and runs. Slots of 8 MiB on a device of 24 MiB (3 MiB kept
+// free): the first 2 fit, a third does not.
+func TestCUDARingStartsWithinDeviceMemory(t *testing.T) {
+	needsEmulator(t, "sets the device's memory (CUDAEMU_MEM_MB)")
+	if !inChild(t, "CUDAEMU_MEM_MB=24") {
+		return
+	}
+	var logs bytes.Buffer
+	e, _ := newStraggling(t, paddedPlan(), 8*8, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if e.Prefetch() != 1 || e.MaxSlots() != 17 {
+		t.Errorf("prefetch %d of at most %d slots, want 1 (2 slots fit) of 17", e.Prefetch(), e.MaxSlots())
+	}
+	if n := strings.Count(logs.String(), "prefetch auto starts at 1, not 4, and stays there: staging slot 2: a staging slot needs 8.0 MiB of device memory"); n != 1 {
+		t.Errorf("%d lines say the ring starts shallower, want 1:\n%s", n, logs.String())
+	}
+	for _, err := range e.Epoch(context.Background(), 0, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e.Prefetch() != 1 {
+		t.Errorf("prefetch %d after an epoch, want 1: nothing more fits", e.Prefetch())
 	}
 }

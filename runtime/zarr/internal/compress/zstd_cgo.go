@@ -10,8 +10,8 @@ import (
 
 // Zstd decodes one or more zstd frames, with or without a content size,
 // through libzstd (github.com/DataDog/zstd bundles its C sources, so no
-// system library is needed): about twice the speed of the pure-Go decoder
-// on zarr chunks (docs/PERFORMANCE.md, "Codecs").
+// system library is needed): faster than the pure-Go decoder on zarr
+// chunks (BenchmarkZstd; docs/PERFORMANCE.md, "Codecs").
 func Zstd(dst, src []byte) error {
 	if len(src) == 0 {
 		return sized(0, len(dst))

@@ -3,6 +3,7 @@ package compress
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -82,6 +83,46 @@ func TestZstd(t *testing.T) {
 				t.Fatalf("Zstd: %v", err)
 			case tt.want != nil && !bytes.Equal(dst, tt.want):
 				t.Fatalf("decoded %d bytes differ from the %d encoded", len(dst), len(tt.want))
+			}
+		})
+	}
+}
+
+// BenchmarkZstd: one 1 MiB chunk of EM-like bytes (ramps and noise, as
+// peer-bench writes them), zstd at klauspost's SpeedBetterCompression,
+// decoded by this build's Zstd (libzstd with cgo, pure Go without) and by
+// klauspost's pure-Go decoder, side by side.
+func BenchmarkZstd(b *testing.B) {
+	data := make([]byte, 1<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		y, x := i/1024, i%1024
+		data[i] = byte(128 + (50*(y%53-26)+30*(x%29-14))/40 + rng.IntN(40) - 20)
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression))
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := enc.EncodeAll(data, nil)
+	dst := make([]byte, len(data))
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dec.Close()
+	for _, bb := range []struct {
+		name   string
+		decode func() error
+	}{
+		{"build", func() error { return Zstd(dst, src) }},
+		{"klauspost", func() error { _, err := dec.DecodeAll(src, dst[:0]); return err }},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if err := bb.decode(); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}
