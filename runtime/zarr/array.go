@@ -46,6 +46,9 @@ type Array struct {
 	unit, grid, shards []int
 	unitBytes          int
 	unitStrides        [maxRank]int // C-order element strides of a unit
+	// prefix: a unit can be decoded in part, a prefix of its C-order bytes
+	// (chain.prefixable); else reads need it whole.
+	prefix bool
 }
 
 // maxChunkBytes bounds what one read holds in memory: a decoded chunk, a
@@ -309,6 +312,11 @@ func (a *Array) setUnits() error {
 	}
 	a.unitBytes = int(bytes)
 	cStrides(a.unit, a.unitStrides[:len(a.unit)])
+	if sh := a.chain.shard; sh != nil {
+		a.prefix = sh.inner.prefixable()
+	} else {
+		a.prefix = a.chain.prefixable()
+	}
 	return nil
 }
 
@@ -384,29 +392,58 @@ func (a *Array) chunkError(idx, inner []int, err error) error {
 // belongs to one load between Get and Put.
 var raws = sync.Pool{New: func() any { return new([]byte) }}
 
-// load reads and decodes decoded chunk number unit, or, for a negative
-// number, the index of shard -unit-1. A chunk or shard that is not stored
-// loads as nil (it reads as the fill value).
-func (a *Array) load(unit int64) ([]byte, error) {
-	n := len(a.shape)
+// load reads and decodes at least the first need bytes of decoded chunk
+// number unit, or, for a negative number, the index of shard -unit-1
+// (whole). A chunk or shard that is not stored loads as nil (it reads as
+// the fill value).
+func (a *Array) load(unit int64, need int) ([]byte, int, error) {
 	if unit < 0 {
 		var shard [maxRank]int
+		n := len(a.shape)
 		unravel(-unit-1, a.shards, shard[:n])
-		return a.loadIndex(shard[:n])
+		buf, err := a.loadIndex(shard[:n])
+		return buf, a.chain.shard.indexLen, err
 	}
+	return a.loadUnit(unit, nil, 0, need)
+}
+
+// extend decodes chunk number unit's bytes from on, at least to need, into
+// buf, which holds bytes [0, from) of it already (Cache.get's protocol).
+func (a *Array) extend(unit int64, buf []byte, from, need int) (int, error) {
+	if unit < 0 || buf == nil {
+		return 0, fmt.Errorf("zarr array %s: extending unit %d (a bug)", a.dir, unit)
+	}
+	out, n, err := a.loadUnit(unit, buf, from, need)
+	if err == nil && out == nil {
+		var idx [maxRank]int
+		unravel(unit, a.grid, idx[:len(a.shape)])
+		return 0, a.chunkError(idx[:len(a.shape)], nil, errors.New("the chunk's file is gone since it was first read"))
+	}
+	return n, err
+}
+
+// loadUnit decodes bytes [from, n) of decoded chunk number unit into out
+// (a buffer from the cache holding [0, from) already, or nil to get one),
+// with n >= need, and returns out and n. It writes nothing before byte
+// from of the chunk.
+func (a *Array) loadUnit(unit int64, out []byte, from, need int) ([]byte, int, error) {
+	if !a.prefix {
+		need = a.unitBytes
+	}
+	n := len(a.shape)
 	var idx [maxRank]int
 	unravel(unit, a.grid, idx[:n])
 	sh := a.chain.shard
 	if sh == nil {
-		return a.loadChunk(idx[:n])
+		return a.loadChunk(idx[:n], out, from, need)
 	}
 	var shard, inner [maxRank]int
 	for k := range n {
 		shard[k], inner[k] = idx[k]/sh.perShard[k], idx[k]%sh.perShard[k]
 	}
-	ie, err := a.cache.get(cacheKey{a.id, -1 - ravel(shard[:n], a.shards)}, a)
+	ie, err := a.cache.get(cacheKey{a.id, -1 - ravel(shard[:n], a.shards)}, a, sh.indexLen)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var off, size uint64 = math.MaxUint64, math.MaxUint64 // a missing shard's inner chunks are empty
 	if ie.data != nil {
@@ -415,42 +452,53 @@ func (a *Array) load(unit int64) ([]byte, error) {
 	}
 	a.cache.release(ie)
 	if off == math.MaxUint64 && size == math.MaxUint64 {
-		return nil, nil // an empty inner chunk
+		return nil, 0, nil // an empty inner chunk
 	}
 	buf := raws.Get().(*[]byte)
 	defer raws.Put(buf)
 	*buf, err = readFile(filepath.Join(a.dir, filepath.FromSlash(a.key(shard[:n]))), *buf, int64(off), int64(size))
 	if err != nil {
-		return nil, a.chunkError(shard[:n], inner[:n], err)
+		return nil, 0, a.chunkError(shard[:n], inner[:n], err)
 	}
-	return a.decode(&sh.inner, *buf, shard[:n], inner[:n])
+	return a.decode(&sh.inner, *buf, out, from, need, shard[:n], inner[:n])
 }
 
-// loadChunk reads and decodes the chunk at grid index idx of an array
-// without shards. A chunk stored as it decodes (no codec, or an
-// uncompressed Blosc frame, the common case for EM data under blosc-lz4) is
-// read straight into its buffer.
-func (a *Array) loadChunk(idx []int) ([]byte, error) {
+// loadChunk reads and decodes bytes [from, n) of the chunk at grid index
+// idx of an array without shards, n >= need, into out (nil: a new buffer).
+// A chunk stored as it decodes (no codec, or an uncompressed Blosc frame,
+// the common case for EM data under blosc-lz4) is read straight into its
+// buffer, and only bytes [from, need) of it.
+func (a *Array) loadChunk(idx []int, out []byte, from, need int) ([]byte, int, error) {
 	f, size, err := a.openStored(idx)
 	if f == nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer f.Close()
 	if skip, ok := a.chain.storedAsIs(size, a.unitBytes); ok {
-		out := a.cache.buffer(a.unitBytes)
-		if _, err := f.ReadAt(out[headroom-skip:], 0); err != nil {
-			return nil, a.chunkError(idx, nil, readError(err, size))
-		}
-		if skip == 0 || isStoredFrame(out, a.unitBytes) {
-			return out, nil
+		// The header of a Blosc frame (skip bytes) is read with the first
+		// prefix, into the headroom, and stays there: an extension finds it.
+		if from == 0 || skip == 0 || isStoredFrame(out, a.unitBytes) {
+			lo := headroom + from
+			if from == 0 {
+				lo -= skip
+			}
+			if out == nil {
+				out = a.cache.buffer(a.unitBytes)
+			}
+			if _, err := f.ReadAt(out[lo:headroom+need], int64(lo-headroom+skip)); err != nil {
+				return nil, 0, a.chunkError(idx, nil, readError(err, size))
+			}
+			if skip == 0 || isStoredFrame(out, a.unitBytes) {
+				return out, need, nil
+			}
 		}
 	}
 	buf := raws.Get().(*[]byte)
 	defer raws.Put(buf)
 	if *buf, err = readAt(f, *buf, 0, size); err != nil {
-		return nil, a.chunkError(idx, nil, err)
+		return nil, 0, a.chunkError(idx, nil, err)
 	}
-	return a.decode(&a.chain, *buf, idx, nil)
+	return a.decode(&a.chain, *buf, out, from, need, idx, nil)
 }
 
 // openStored opens the file of the chunk or shard at grid index idx and
@@ -479,15 +527,19 @@ func isStoredFrame(out []byte, n int) bool {
 	return err == nil && h.Stored() && h.NBytes == n
 }
 
-// decode decodes a chunk's stored bytes with c.
-func (a *Array) decode(c *chain, src []byte, idx, inner []int) ([]byte, error) {
-	out := a.cache.buffer(a.unitBytes)
+// decode decodes bytes [from, n) of a chunk from its stored bytes src with
+// c into out (nil: a new buffer from the cache), n >= need.
+func (a *Array) decode(c *chain, src, out []byte, from, need int, idx, inner []int) ([]byte, int, error) {
+	if out == nil {
+		out = a.cache.buffer(a.unitBytes)
+	}
 	d := decoders.Get().(*decoder)
 	defer decoders.Put(d)
-	if err := c.decode(d, out[headroom:], src, a.unit, a.dtype.Size()); err != nil {
-		return nil, a.chunkError(idx, inner, err)
+	n, err := c.decodeRange(d, out[headroom:], src, from, need, a.unit, a.dtype.Size())
+	if err != nil {
+		return nil, 0, a.chunkError(idx, inner, err)
 	}
-	return out, nil
+	return out, n, nil
 }
 
 // missing handles a chunk or shard file that does not exist: the chunk was

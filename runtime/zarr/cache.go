@@ -26,6 +26,18 @@ const CacheEnv = "LOADERGEN_ZARR_CACHE_MB"
 // The buffers of evicted chunks are decoded into again once no reader is
 // copying from them, so reading does not allocate in steady state even when
 // every read evicts. A Cache is safe for concurrent use.
+//
+// An entry holds a prefix of its chunk: bytes [0, n) of the chunk decoded
+// in C order, with n recorded in the entry. A read asks for the prefix up to
+// the last byte its part of the chunk covers (the whole chunk where the
+// chunk is stored transposed, or its codecs cannot stop early); a read that
+// needs more than an entry holds extends it, decoding bytes [n, need) at
+// least (a compressed stream is decoded again whole, aside, and its bytes
+// from n copied, so it is extended once at most; Blosc decodes only the
+// further blocks; an uncompressed chunk reads only the further bytes; see
+// chain.decodeRange). Each entry's buffer is sized for the whole
+// chunk and charged whole against the limit, so an extension never moves
+// the data readers are copying from.
 type Cache struct {
 	limit int64 // bytes; NewCache sets it, nothing changes it
 
@@ -47,7 +59,8 @@ var maxFree = 4 * goruntime.GOMAXPROCS(0)
 // CacheStats counts a cache's work since it was made.
 type CacheStats struct {
 	Hits      int64 // chunks found decoded (or being decoded by another reader)
-	Loads     int64 // chunks read and decoded
+	Loads     int64 // chunks read and decoded (a prefix, at least)
+	Extends   int64 // decoded prefixes extended for a read that needed more
 	Evictions int64 // chunks dropped to stay within the limit
 	Bytes     int64 // bytes held now
 	Entries   int   // chunks held now
@@ -65,12 +78,22 @@ type cacheKey struct {
 const cacheEntryOverhead = 128
 
 // cacheEntry is a chunk, loaded or being loaded. The goroutine that inserts
-// it loads it and then, under mu, sets data, err and size and closes done;
-// others wait on done before reading them. refs and evicted change under mu.
+// it loads it and then, under mu, sets data, n, err and size and closes
+// done; others wait on done before reading them. refs and evicted change
+// under mu.
+//
+// Extending: a goroutine that finds n short of what it needs, with growing
+// nil, sets growing under mu, decodes bytes [n, need) of data outside mu
+// (nobody reads past n, so nobody reads what it writes, and it writes
+// nothing before n), then under mu sets n and closes and clears growing.
+// Others that need more than n wait on growing and look again, so a chunk
+// has one decode at a time, and data[:n] never changes once it is out.
 type cacheEntry struct {
 	key        cacheKey
-	buf        []byte // what the loader returned: headroom bytes, then data
-	data       []byte // decoded chunk; nil for a chunk that is not stored
+	buf        []byte        // what the loader returned: headroom bytes, then data
+	data       []byte        // the chunk's buffer, of the whole chunk's size; nil for a chunk that is not stored
+	n          int           // data[:n] is decoded
+	growing    chan struct{} // non-nil while a goroutine extends data past n
 	err        error
 	size       int64
 	done       chan struct{}
@@ -80,10 +103,14 @@ type cacheEntry struct {
 }
 
 // loader loads chunks for the cache (an Array). load returns a buffer from
-// Cache.buffer holding the chunk after its headroom, or nil for a chunk
-// that is not stored.
+// Cache.buffer holding at least the first need bytes of the decoded chunk
+// after its headroom, and how many it holds, or nil for a chunk that is not
+// stored. extend decodes the chunk's bytes from on, at least up to need,
+// into buf (from load, holding [0, from) already) and returns the end of
+// what it decoded; it writes nothing before byte from of the chunk.
 type loader interface {
-	load(chunk int64) ([]byte, error)
+	load(chunk int64, need int) (buf []byte, n int, err error)
+	extend(chunk int64, buf []byte, from, need int) (int, error)
 }
 
 // headroom is the space before a chunk's data in its buffer: a chunk stored
@@ -125,11 +152,12 @@ func (c *Cache) Stats() CacheStats {
 	return s
 }
 
-// get returns the entry of chunk key, loading it with l unless it is held
-// or being loaded already. The caller reads the entry's data and then
-// releases it, and may not touch the data after. Errors are not kept: the
-// next get tries again.
-func (c *Cache) get(key cacheKey, l loader) (*cacheEntry, error) {
+// get returns the entry of chunk key, holding at least its first need
+// bytes decoded, loading or extending it with l unless that is done
+// already. The caller reads the entry's data[:need] and then releases it,
+// and may not touch the data after. Errors are not kept: the next get tries
+// again (a failed extension leaves the prefix held before it).
+func (c *Cache) get(key cacheKey, l loader, need int) (*cacheEntry, error) {
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok {
 		c.stats.Hits++
@@ -137,8 +165,11 @@ func (c *Cache) get(key cacheKey, l loader) (*cacheEntry, error) {
 		if e.prev != nil { // loaded: most recent now
 			e.unlink()
 			c.pushFront(e)
-			c.mu.Unlock()
-			return e, nil
+			if e.n >= need || e.data == nil {
+				c.mu.Unlock()
+				return e, nil
+			}
+			return c.extend(e, l, need) // unlocks mu
 		}
 		c.mu.Unlock()
 		<-e.done
@@ -146,19 +177,20 @@ func (c *Cache) get(key cacheKey, l loader) (*cacheEntry, error) {
 			c.release(e)
 			return nil, e.err
 		}
-		return e, nil
+		c.mu.Lock()
+		return c.extend(e, l, need) // unlocks mu
 	}
 	e := &cacheEntry{key: key, done: make(chan struct{}), refs: 1}
 	c.entries[key] = e
 	c.stats.Loads++
 	c.mu.Unlock()
 
-	buf, err := l.load(key.chunk)
+	buf, n, err := l.load(key.chunk, need)
 
 	c.mu.Lock()
 	e.err = err
 	if buf != nil {
-		e.buf, e.data = buf, buf[headroom:]
+		e.buf, e.data, e.n = buf, buf[headroom:], n
 	}
 	if err != nil {
 		delete(c.entries, key)
@@ -177,6 +209,40 @@ func (c *Cache) get(key cacheKey, l loader) (*cacheEntry, error) {
 		c.release(e)
 		return nil, err
 	}
+	return e, nil
+}
+
+// extend makes a loaded entry hold at least need bytes, waiting for
+// another goroutine's extension or making its own (see cacheEntry). mu is
+// held on entry and released on return; the caller holds a reference,
+// which an error releases.
+func (c *Cache) extend(e *cacheEntry, l loader, need int) (*cacheEntry, error) {
+	for e.data != nil && e.n < need {
+		if ch := e.growing; ch != nil {
+			c.mu.Unlock()
+			<-ch
+			c.mu.Lock()
+			continue
+		}
+		ch := make(chan struct{})
+		e.growing = ch
+		from := e.n
+		c.stats.Extends++
+		c.mu.Unlock()
+
+		n, err := l.extend(e.key.chunk, e.buf, from, need)
+
+		c.mu.Lock()
+		e.growing = nil
+		close(ch)
+		if err != nil {
+			c.mu.Unlock()
+			c.release(e)
+			return nil, err
+		}
+		e.n = max(e.n, n)
+	}
+	c.mu.Unlock()
 	return e, nil
 }
 

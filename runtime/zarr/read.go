@@ -98,19 +98,25 @@ func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, 
 	var part, at [maxRank]int
 	unitStrides := a.unitStrides[:n]
 	for {
-		e, err := a.cache.get(cacheKey{a.id, ravel(idx[:n], a.grid)}, a)
-		if err != nil {
-			return err
-		}
 		// The chunk's part of the box: where it starts in the chunk and in
-		// the box, and its shape.
-		first := 0
+		// the box, and its shape; and the prefix of the chunk it needs, up
+		// to its last element in C order.
+		first, last := 0, 0
 		for k := range n {
 			c := idx[k] * a.unit[k]
 			from, end := max(lo[k], c), min(hi[k], c+a.unit[k])
 			part[k] = end - from
 			first += (from - c) * unitStrides[k]
+			last += (end - 1 - c) * unitStrides[k]
 			at[k] = from - origin[k]
+		}
+		need := (last + 1) * elem
+		if !a.prefix {
+			need = a.unitBytes
+		}
+		e, err := a.cache.get(cacheKey{a.id, ravel(idx[:n], a.grid)}, a, need)
+		if err != nil {
+			return err
 		}
 		err = a.copyPart(&box, at[:n], part[:n], e.data, first)
 		a.cache.release(e)

@@ -125,6 +125,7 @@ func DecodedLen(src []byte) (int, error) {
 // use: give each goroutine its own (the zero value is ready).
 type Decoder struct {
 	scratch []byte // one block before unshuffling
+	partial []byte // one block of which DecodeRange keeps a tail
 }
 
 // Decode decodes the frame src into dst, which must be exactly the frame's
@@ -164,6 +165,63 @@ func (d *Decoder) Decode(dst, src []byte) error {
 		}
 	}
 	return nil
+}
+
+// DecodeRange decodes, from the frame src whose decoded size is len(dst),
+// only the blocks that cover decoded bytes [from, to) (blocks are
+// independent), into dst, and returns the end of the last one: the frame's
+// bytes [from, n) are then in dst[from:n], with n >= to. Nothing before
+// dst[from] is written, so a caller may hand out dst[:from] while this runs;
+// a block that starts before from is decoded aside and only its tail copied.
+// A stored (memcpy) frame copies only [from, to). Only the blocks decoded
+// are checked: a frame damaged elsewhere decodes without an error here.
+func (d *Decoder) DecodeRange(dst, src []byte, from, to int) (int, error) {
+	h, err := ParseHeader(src)
+	if err != nil {
+		return 0, err
+	}
+	if len(dst) != h.NBytes {
+		return 0, fmt.Errorf("blosc: destination holds %d bytes, the frame decodes to %d", len(dst), h.NBytes)
+	}
+	if from < 0 || to > h.NBytes || from > to {
+		return 0, fmt.Errorf("blosc: range [%d, %d) of a frame of %d bytes", from, to, h.NBytes)
+	}
+	if from == to {
+		return to, nil
+	}
+	if h.Flags&flagMemcpy != 0 {
+		if len(src) != HeaderSize+h.NBytes {
+			return 0, corrupt("stored frame of %d bytes for %d decoded", len(src), h.NBytes)
+		}
+		copy(dst[from:to], src[HeaderSize+from:HeaderSize+to])
+		return to, nil
+	}
+	nblocks := (h.NBytes + h.BlockSize - 1) / h.BlockSize
+	starts := HeaderSize + 4*nblocks
+	if starts > len(src) {
+		return 0, corrupt("%d blocks need %d bytes of offsets, the frame has %d", nblocks, 4*nblocks, len(src)-HeaderSize)
+	}
+	hi := from
+	for b := from / h.BlockSize; b <= (to-1)/h.BlockSize; b++ {
+		off := int(binary.LittleEndian.Uint32(src[HeaderSize+4*b:]))
+		if off < starts || off > len(src) {
+			return 0, corrupt("block %d starts at %d, outside [%d, %d]", b, off, starts, len(src))
+		}
+		lo := b * h.BlockSize
+		hi = min(lo+h.BlockSize, h.NBytes)
+		out := dst[lo:hi]
+		if lo < from {
+			d.partial = slices.Grow(d.partial[:0], hi-lo)
+			out = d.partial[:hi-lo]
+		}
+		if err := d.block(h, src, off, out, hi-lo < h.BlockSize); err != nil {
+			return 0, fmt.Errorf("block %d: %w", b, err)
+		}
+		if lo < from {
+			copy(dst[from:hi], out[from-lo:])
+		}
+	}
+	return hi, nil
 }
 
 // block decodes one block starting at src[off:] into dst.

@@ -36,6 +36,24 @@ func FuzzDecode(f *testing.F) {
 		if !bytes.Equal(got, again) {
 			t.Fatalf("two decodings of %d bytes differ", n)
 		}
+		// A range of the frame (its bounds drawn from the frame's bytes)
+		// decodes to the same bytes and writes nothing before it starts.
+		if n == 0 {
+			return
+		}
+		from := int(frame[len(frame)-1]) * n / 256
+		to := from + 1 + int(frame[len(frame)/2])*(n-from-1)/255
+		part := bytes.Repeat([]byte{0xa5}, n)
+		end, err := new(Decoder).DecodeRange(part, frame, from, to)
+		if err != nil {
+			t.Fatalf("a frame that decodes fails in range [%d, %d): %v", from, to, err)
+		}
+		if end < to || end > n || !bytes.Equal(part[from:end], got[from:end]) {
+			t.Fatalf("range [%d, %d) decoded to %d, or differs", from, to, end)
+		}
+		if bytes.Count(part[:from], []byte{0xa5}) != from {
+			t.Fatalf("range [%d, %d) wrote before %d", from, to, from)
+		}
 	})
 }
 

@@ -1,7 +1,9 @@
 // Package compress decodes the compressed streams zarr chunks and Blosc
 // frames hold, each into a destination of exactly the size the caller
 // expects: a stream that decodes to fewer or more bytes is an error, never a
-// short or truncated result.
+// short or truncated result. ZstdRange, GzipRange and ZlibRange decode only
+// a range of a stream's bytes and stop once its end is out; a stream
+// stopped before its end cannot have its checksum verified (readRange).
 //
 // zstd decodes through libzstd (github.com/DataDog/zstd, which bundles
 // zstd's C sources) where cgo is available, and through
@@ -56,7 +58,11 @@ var (
 )
 
 // Zlib decodes a zlib stream (RFC 1950) and checks its Adler-32.
-func Zlib(dst, src []byte) error {
+func Zlib(dst, src []byte) error { return ZlibRange(dst, src, 0, len(dst)) }
+
+// ZlibRange is Zlib for bytes [from, to) of the decoded stream only: see
+// readRange. The Adler-32 is checked only when to is len(dst).
+func ZlibRange(dst, src []byte, from, to int) error {
 	br := bytes.NewReader(src)
 	var r io.ReadCloser
 	if v := zlibReaders.Get(); v != nil {
@@ -71,11 +77,15 @@ func Zlib(dst, src []byte) error {
 		}
 	}
 	defer zlibReaders.Put(r)
-	return readExactly("zlib", r, dst)
+	return readRange("zlib", r, dst, from, to)
 }
 
 // Gzip decodes a gzip stream (RFC 1952) and checks its CRC-32.
-func Gzip(dst, src []byte) error {
+func Gzip(dst, src []byte) error { return GzipRange(dst, src, 0, len(dst)) }
+
+// GzipRange is Gzip for bytes [from, to) of the decoded stream only: see
+// readRange. The CRC-32 is checked only when to is len(dst).
+func GzipRange(dst, src []byte, from, to int) error {
 	br := bytes.NewReader(src)
 	var r *gzip.Reader
 	if v := gzipReaders.Get(); v != nil {
@@ -90,7 +100,54 @@ func Gzip(dst, src []byte) error {
 		}
 	}
 	defer gzipReaders.Put(r)
-	return readExactly("gzip", r, dst)
+	return readRange("gzip", r, dst, from, to)
+}
+
+// readRange decodes bytes [from, to) of the stream r, whose whole decoded
+// size is len(dst), into dst[from:to], and writes nothing before
+// dst[from]: a caller may hand out dst[:from] to readers while this runs.
+// The first from bytes are decoded into dst[from:] and dropped (a stream
+// cannot be entered in its middle). When to is len(dst) the stream is read
+// to its end, so its checksum is verified and a longer stream is caught,
+// as readExactly does. A stream stopped before its end (to < len(dst))
+// cannot have its checksum verified (gzip's CRC-32, zlib's Adler-32 and
+// zstd's content checksum cover the whole stream and come after it): the
+// bytes returned are as far as the stream is intact, and a chunk read later
+// to its end is verified then.
+func readRange(format string, r io.Reader, dst []byte, from, to int) error {
+	if from < 0 || to > len(dst) || from > to {
+		return fmt.Errorf("%s: range [%d, %d) of %d bytes", format, from, to, len(dst))
+	}
+	for skipped := 0; skipped < from; {
+		m := min(from-skipped, len(dst)-from)
+		k, err := io.ReadFull(r, dst[from:from+m])
+		skipped += k
+		if err != nil {
+			return shortOr(format, err, skipped, len(dst))
+		}
+	}
+	if to == len(dst) {
+		if err := readExactly(format, r, dst[from:]); err != nil {
+			if errors.Is(err, ErrSize) {
+				return fmt.Errorf("%w: fewer than the %d bytes expected", ErrSize, len(dst))
+			}
+			return err
+		}
+		return nil
+	}
+	if k, err := io.ReadFull(r, dst[from:to]); err != nil {
+		return shortOr(format, err, from+k, len(dst))
+	}
+	return nil
+}
+
+// shortOr turns the error of a read that stopped after got bytes into a
+// size error when the stream ended, else a stream error.
+func shortOr(format string, err error, got, want int) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return sized(got, want)
+	}
+	return fmt.Errorf("%s: %w", format, err)
 }
 
 // readExactly fills dst from r and then reads r to its end, so that the
