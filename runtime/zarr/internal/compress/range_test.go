@@ -127,21 +127,10 @@ func TestRangeReusesDecoders(t *testing.T) {
 	}
 }
 
-// BenchmarkZstdRange: the prefix decode of one 1 MiB chunk of EM-like
-// bytes (as BenchmarkZstd's), stopping at an eighth, a quarter, a half and
+// BenchmarkZstdRange: the prefix decode of one chunk (benchChunk), stopping at an eighth, a quarter, a half and
 // the whole (the whole through Zstd, for the comparison ZstdRange makes).
 func BenchmarkZstdRange(b *testing.B) {
-	data := make([]byte, 1<<20)
-	rng := rand.New(rand.NewPCG(1, 2))
-	for i := range data {
-		y, x := i/1024, i%1024
-		data[i] = byte(128 + (50*(y%53-26)+30*(x%29-14))/40 + rng.IntN(40) - 20)
-	}
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression))
-	if err != nil {
-		b.Fatal(err)
-	}
-	src := enc.EncodeAll(data, nil)
+	data, src := benchChunk(b)
 	dst := make([]byte, len(data))
 	for _, frac := range []int{8, 4, 2, 1} {
 		to := len(data) / frac

@@ -88,22 +88,10 @@ func TestZstd(t *testing.T) {
 	}
 }
 
-// BenchmarkZstd: one 1 MiB chunk of EM-like bytes (ramps and noise, as
-// peer-bench writes them), zstd at klauspost's SpeedBetterCompression,
-// decoded by this build's Zstd (libzstd with cgo, pure Go without) and by
+// BenchmarkZstd: one chunk (benchChunk) decoded by this build's Zstd (libzstd with cgo, pure Go without) and by
 // klauspost's pure-Go decoder, side by side.
 func BenchmarkZstd(b *testing.B) {
-	data := make([]byte, 1<<20)
-	rng := rand.New(rand.NewPCG(1, 2))
-	for i := range data {
-		y, x := i/1024, i%1024
-		data[i] = byte(128 + (50*(y%53-26)+30*(x%29-14))/40 + rng.IntN(40) - 20)
-	}
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression))
-	if err != nil {
-		b.Fatal(err)
-	}
-	src := enc.EncodeAll(data, nil)
+	data, src := benchChunk(b)
 	dst := make([]byte, len(data))
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
 	if err != nil {
@@ -126,4 +114,22 @@ func BenchmarkZstd(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchChunk is the benchmarks' chunk: 1 MiB of EM-like bytes (ramps and
+// noise, as peer-bench writes them) and its zstd frame at klauspost's
+// SpeedBetterCompression.
+func benchChunk(b *testing.B) (data, src []byte) {
+	b.Helper()
+	data = make([]byte, 1<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		y, x := i/1024, i%1024
+		data[i] = byte(128 + (50*(y%53-26)+30*(x%29-14))/40 + rng.IntN(40) - 20)
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data, enc.EncodeAll(data, nil)
 }
