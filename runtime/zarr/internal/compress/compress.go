@@ -63,18 +63,10 @@ func Zlib(dst, src []byte) error { return ZlibRange(dst, src, 0, len(dst)) }
 // ZlibRange is Zlib for bytes [from, to) of the decoded stream only: see
 // readRange. The Adler-32 is checked only when to is len(dst).
 func ZlibRange(dst, src []byte, from, to int) error {
-	br := bytes.NewReader(src)
-	var r io.ReadCloser
-	if v := zlibReaders.Get(); v != nil {
-		r = v.(io.ReadCloser)
-		if err := r.(zlib.Resetter).Reset(br, nil); err != nil {
-			return fmt.Errorf("zlib: %w", err)
-		}
-	} else {
-		var err error
-		if r, err = zlib.NewReader(br); err != nil {
-			return fmt.Errorf("zlib: %w", err)
-		}
+	reset := func(r io.ReadCloser, br io.Reader) error { return r.(zlib.Resetter).Reset(br, nil) }
+	r, err := pooledReader(&zlibReaders, "zlib", src, reset, zlib.NewReader)
+	if err != nil {
+		return err
 	}
 	defer zlibReaders.Put(r)
 	return readRange("zlib", r, dst, from, to)
@@ -86,21 +78,43 @@ func Gzip(dst, src []byte) error { return GzipRange(dst, src, 0, len(dst)) }
 // GzipRange is Gzip for bytes [from, to) of the decoded stream only: see
 // readRange. The CRC-32 is checked only when to is len(dst).
 func GzipRange(dst, src []byte, from, to int) error {
-	br := bytes.NewReader(src)
-	var r *gzip.Reader
-	if v := gzipReaders.Get(); v != nil {
-		r = v.(*gzip.Reader)
-		if err := r.Reset(br); err != nil {
-			return fmt.Errorf("gzip: %w", err)
-		}
-	} else {
-		var err error
-		if r, err = gzip.NewReader(br); err != nil {
-			return fmt.Errorf("gzip: %w", err)
-		}
+	r, err := pooledReader(&gzipReaders, "gzip", src, (*gzip.Reader).Reset, gzip.NewReader)
+	if err != nil {
+		return err
 	}
 	defer gzipReaders.Put(r)
 	return readRange("gzip", r, dst, from, to)
+}
+
+// ZstdRange is Zstd for bytes [from, to) of the decoded stream only, written
+// to dst[from:to] (len(dst) is the whole decoded size; nothing before
+// dst[from] is written). A range ending before the stream's end stops the
+// build's streaming decoder there (zstdStream) and leaves the frame's
+// content checksum, which only its end can verify, unchecked (readRange).
+func ZstdRange(dst, src []byte, from, to int) error {
+	if from == 0 && to == len(dst) {
+		return Zstd(dst, src)
+	}
+	return zstdStream(dst, src, from, to)
+}
+
+// pooledReader returns a decoder of the stream src for format: one from
+// pool, reset to src, or a new one from open when the pool has none. The
+// caller puts it back in pool when done.
+func pooledReader[R any](pool *sync.Pool, format string, src []byte, reset func(R, io.Reader) error, open func(io.Reader) (R, error)) (R, error) {
+	br := bytes.NewReader(src)
+	if v := pool.Get(); v != nil {
+		r := v.(R)
+		if err := reset(r, br); err != nil {
+			return r, fmt.Errorf("%s: %w", format, err)
+		}
+		return r, nil
+	}
+	r, err := open(br)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", format, err)
+	}
+	return r, nil
 }
 
 // readRange decodes bytes [from, to) of the stream r, whose whole decoded

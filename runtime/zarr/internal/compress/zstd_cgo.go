@@ -34,19 +34,7 @@ func Zstd(dst, src []byte) error {
 	return sized(n, len(dst))
 }
 
-// ZstdRange is Zstd for bytes [from, to) of the decoded stream only, written
-// to dst[from:to] (len(dst) is the whole decoded size; nothing before
-// dst[from] is written). A range ending before the stream's end stops the
-// decoder there, through libzstd's streaming API, and leaves the frame's
-// content checksum, which only its end can verify, unchecked (readRange).
-func ZstdRange(dst, src []byte, from, to int) error {
-	if from == 0 && to == len(dst) {
-		return Zstd(dst, src)
-	}
-	return zstdStream(dst, src, from, to)
-}
-
-// zstdStream is ZstdRange through the streaming decoder, always.
+// zstdStream is ZstdRange through libzstd's streaming decoder, always.
 func zstdStream(dst, src []byte, from, to int) error {
 	r := zstd.NewReader(bytes.NewReader(src))
 	defer r.Close()

@@ -3,9 +3,9 @@
 package compress
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -39,32 +39,13 @@ func Zstd(dst, src []byte) error {
 // (concurrency 1), each used by one goroutine between Get and Put.
 var zstdStreams sync.Pool // of *zstd.Decoder
 
-// ZstdRange is Zstd for bytes [from, to) of the decoded stream only, written
-// to dst[from:to] (len(dst) is the whole decoded size; nothing before
-// dst[from] is written). A range ending before the stream's end stops the
-// decoder there and leaves the frame's content checksum, which only its end
-// can verify, unchecked (readRange).
-func ZstdRange(dst, src []byte, from, to int) error {
-	if from == 0 && to == len(dst) {
-		return Zstd(dst, src)
-	}
-	return zstdStream(dst, src, from, to)
-}
-
-// zstdStream is ZstdRange through the streaming decoder, always.
+// zstdStream is ZstdRange through klauspost's streaming decoder, always.
 func zstdStream(dst, src []byte, from, to int) error {
-	br := bytes.NewReader(src)
-	var d *zstd.Decoder
-	if v := zstdStreams.Get(); v != nil {
-		d = v.(*zstd.Decoder)
-		if err := d.Reset(br); err != nil {
-			return fmt.Errorf("zstd: %w", err)
-		}
-	} else {
-		var err error
-		if d, err = zstd.NewReader(br, zstd.WithDecoderConcurrency(1)); err != nil {
-			return fmt.Errorf("zstd: %w", err)
-		}
+	d, err := pooledReader(&zstdStreams, "zstd", src, (*zstd.Decoder).Reset, func(r io.Reader) (*zstd.Decoder, error) {
+		return zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
+	})
+	if err != nil {
+		return err
 	}
 	defer func() {
 		d.Reset(nil) // drop src
