@@ -743,9 +743,18 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 			e.free = append(e.free, s)
 		}
 		e.grown = start
-		for ; next < nb && len(e.free) > 0; next++ {
+		// dispatchNext dispatches batch next into a free slot; false means
+		// it failed and the error is yielded.
+		dispatchNext := func() bool {
 			if err := e.dispatch(order, epoch, next); err != nil {
 				yield(nil, err)
+				return false
+			}
+			next++
+			return true
+		}
+		for next < nb && len(e.free) > 0 {
+			if !dispatchNext() {
 				return
 			}
 		}
@@ -758,23 +767,15 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 				yield(nil, err)
 				return
 			}
-			if starved && next < nb && e.deepen(next) {
-				if err := e.dispatch(order, epoch, next); err != nil {
-					yield(nil, err)
-					return
-				}
-				next++
+			if starved && next < nb && e.deepen(next) && !dispatchNext() {
+				return
 			}
 			if !yield(batch, nil) {
 				return
 			}
 			e.free = append(e.free, batch.Slot)
-			if next < nb {
-				if err := e.dispatch(order, epoch, next); err != nil {
-					yield(nil, err)
-					return
-				}
-				next++
+			if next < nb && !dispatchNext() {
+				return
 			}
 		}
 	}
