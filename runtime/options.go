@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/loadergen/loadergen/internal/devicename"
+	"github.com/loadergen/loadergen/internal/envswitch"
 	"github.com/loadergen/loadergen/internal/sizes"
 )
 
@@ -80,12 +81,12 @@ type settings struct {
 
 // RequireGPUEnv names the environment variable that sets
 // Options.RequireGPU for every loader of a process ("1" or "true").
-const RequireGPUEnv = "LOADERGEN_REQUIRE_GPU"
+const RequireGPUEnv = envswitch.RequireGPU
 
 // CUDAGraphsEnv names the environment variable that turns the CUDA
 // backend's graphs on ("1" or "true") or off ("0" or "false") for every
 // loader of a process, over Options.CUDAGraphs.
-const CUDAGraphsEnv = "LOADERGEN_CUDA_GRAPHS"
+const CUDAGraphsEnv = envswitch.CUDAGraphs
 
 // errGPURequired is the error of a loader whose CUDA device cannot be used,
 // for the reason why, when the caller requires the GPU.
@@ -104,23 +105,18 @@ func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 		logger:    o.Logger,
 		logEpochs: o.LogEpochs,
 	}
-	switch v := getenv(RequireGPUEnv); v {
-	case "", "0", "false":
-		s.requireGPU = o.RequireGPU
-	case "1", "true":
-		s.requireGPU = true
-	default:
-		return s, fmt.Errorf("environment %s=%q: want 1 or 0", RequireGPUEnv, v)
+	// The GPU demand is turned on, never off, by its variable; graphs are
+	// turned either way by theirs, over the Options.
+	require, _, err := envswitch.Read(RequireGPUEnv, getenv(RequireGPUEnv))
+	if err != nil {
+		return s, err
 	}
-	switch v := getenv(CUDAGraphsEnv); v {
-	case "":
-		s.graphs = o.CUDAGraphs
-	case "1", "true":
-		s.graphs = true
-	case "0", "false":
-	default:
-		return s, fmt.Errorf("environment %s=%q: want 1 or 0", CUDAGraphsEnv, v)
+	s.requireGPU = require || o.RequireGPU
+	graphs, set, err := envswitch.Read(CUDAGraphsEnv, getenv(CUDAGraphsEnv))
+	if err != nil {
+		return s, err
 	}
+	s.graphs = graphs || !set && o.CUDAGraphs
 	if o.Device != "" {
 		if _, _, err := devicename.Parse(o.Device); err != nil {
 			return s, fmt.Errorf("options: %w", err)
@@ -156,7 +152,6 @@ func resolve(p Plan, o Options, getenv func(string) string) (settings, error) {
 	if err := sizes.CheckStaging(s.prefetch, p.BatchMiB, p.Loader.MaxStagingMB); err != nil {
 		return s, fmt.Errorf("options: %w, fixed when the loader was generated (loader.max_staging_mb): lower Prefetch", err)
 	}
-	var err error
 	if s.place, err = place(o, getenv); err != nil {
 		return s, err
 	}

@@ -7,17 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loadergen/loadergen/internal/envswitch"
 	"github.com/loadergen/loadergen/internal/gputest"
-	"github.com/loadergen/loadergen/runtime"
 )
-
-// TestRequireEnvIsTheRuntimes: the variable that makes Need fail is the one
-// that makes the runtime require the GPU.
-func TestRequireEnvIsTheRuntimes(t *testing.T) {
-	if gputest.RequireEnv != runtime.RequireGPUEnv {
-		t.Errorf("gputest.RequireEnv %q, runtime.RequireGPUEnv %q", gputest.RequireEnv, runtime.RequireGPUEnv)
-	}
-}
 
 // recorder is a testing.TB that records a skip or a failure and, as
 // testing's own do, ends its goroutine there.
@@ -38,9 +30,9 @@ func (r *recorder) Fatalf(format string, args ...any) {
 	goruntime.Goexit()
 }
 
-// TestNeed: with CUDA usable the test runs, whatever RequireEnv says;
-// without, it is skipped with the reason, or fails with it when RequireEnv
-// is 1 or true.
+// TestNeed: with CUDA usable the test runs, whatever
+// LOADERGEN_REQUIRE_GPU says; without, it is skipped with the reason, or
+// fails with it when the variable is 1 or true.
 func TestNeed(t *testing.T) {
 	noDevice := errors.New("no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE)")
 	tests := []struct {
@@ -58,7 +50,7 @@ func TestNeed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("unusable=%v,env=%s", tt.why != nil, tt.env), func(t *testing.T) {
-			t.Setenv(gputest.RequireEnv, tt.env)
+			t.Setenv(envswitch.RequireGPU, tt.env)
 			r := &recorder{TB: t}
 			ran := false
 			done := make(chan struct{})
