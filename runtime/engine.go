@@ -589,7 +589,9 @@ func (e *Engine) help(ctx context.Context, s int) {
 	sl := &e.slots[s]
 	for p := sl.pending.Load(); p > 0; p = sl.pending.Load() {
 		if sl.pending.CompareAndSwap(p, p+1) {
+			t0 := time.Now()
 			e.share(ctx, e.set.workers, s)
+			e.stats.selfFill.Add(int64(time.Since(t0)))
 			return
 		}
 	}
@@ -717,6 +719,7 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 			return
 		}
 		defer e.end()
+		asked := time.Now() // when the loop asked for its next batch: Stats.InLoader
 		if e.set.logEpochs {
 			before, t0 := e.Stats(), time.Now()
 			defer func() {
@@ -770,9 +773,11 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 			if starved && next < nb && e.deepen(next) && !dispatchNext() {
 				return
 			}
+			e.stats.inLoader.Add(int64(time.Since(asked)))
 			if !yield(batch, nil) {
 				return
 			}
+			asked = time.Now()
 			e.free = append(e.free, batch.Slot)
 			if next < nb && !dispatchNext() {
 				return
@@ -846,8 +851,8 @@ func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed, star
 	s := e.slotOf(b)
 	sl := &e.slots[s]
 	// Rather than sleep while its batch is filled, the consumer fills the
-	// runs of it that no worker has claimed yet; its wait (in the stats and
-	// the trace) starts after that, its fills count as filling.
+	// runs of it that no worker has claimed yet (Stats.SelfFill); its wait
+	// in the trace starts after that.
 	e.help(ctx, s)
 	t0 := time.Now()
 	select {
@@ -863,7 +868,6 @@ func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed, star
 		}
 		starved = e.parked.Load() != parked
 	}
-	e.stats.wait.Add(int64(time.Since(t0)))
 	if e.trace != nil {
 		e.trace.slice(consumerTrack, "wait", t0, time.Since(t0), b, 0, 0)
 	}

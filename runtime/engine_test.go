@@ -700,14 +700,61 @@ func TestLogEpochs(t *testing.T) {
 }
 
 func TestRates(t *testing.T) {
-	before := Stats{Batches: 2, Samples: 8, Bytes: 1 << 20, Wait: time.Second}
-	after := Stats{Batches: 6, Samples: 24, Bytes: 5 << 20, Wait: 2 * time.Second}
+	before := Stats{Batches: 2, Samples: 8, Bytes: 1 << 20, InLoader: time.Second, SelfFill: time.Second / 2}
+	after := Stats{Batches: 6, Samples: 24, Bytes: 5 << 20, InLoader: 4 * time.Second, SelfFill: time.Second}
 	r := after.Since(before, 4*time.Second)
-	want := Rates{Elapsed: 4 * time.Second, Batches: 4, Samples: 16, Bytes: 4 << 20, SamplesPerSecond: 4, BytesPerSecond: 1 << 20, WaitFraction: 0.25}
+	want := Rates{Elapsed: 4 * time.Second, Batches: 4, Samples: 16, Bytes: 4 << 20, SamplesPerSecond: 4, BytesPerSecond: 1 << 20, InLoader: 0.75, SelfFill: 0.125}
 	if r != want {
 		t.Errorf("Since = %+v, want %+v", r, want)
 	}
-	if got := r.String(); got != "4 batches, 16 samples, 4.0 MiB in 4s: 4 samples/s, 0.00 GB/s; the consumer waited 25% of the time" {
+	if got := r.String(); got != "4 batches, 16 samples, 4.0 MiB in 4s: 4 samples/s, 0.00 GB/s; the loop spent 75% of its time in the loader (12% filling samples itself)" {
 		t.Errorf("String = %q", got)
+	}
+}
+
+// TestInLoader: Stats.InLoader is the loop's time inside the iterator,
+// filling included. A loop that does nothing but iterate a loader whose one
+// worker is slow spends nearly all of its time in the loader, much of it
+// filling samples itself (a count of blocked time alone, the earlier
+// "waited", put such loops at a third or less); a loop whose own work is
+// the slow part spends little.
+func TestInLoader(t *testing.T) {
+	slowFill := func(key, index int) error {
+		if key == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		name           string
+		fill           func(key, index int) error
+		body           time.Duration // the loop's own work per batch
+		inLoader       [2]float64    // Rates.InLoader's bounds
+		selfFillAtMost float64
+	}{
+		{"loader-bound", slowFill, 0, [2]float64{0.9, 1}, 1},
+		{"loop-bound", nil, 5 * time.Millisecond, [2]float64{0, 0.5}, 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestEngine(t, testPlan(4, LoaderDefaults{Prefetch: 2}), 64, Options{Workers: 1}, tc.fill)
+			before, t0 := e.Stats(), time.Now()
+			for _, err := range e.Epoch(context.Background(), 0, 0) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(tc.body)
+			}
+			r := e.Stats().Since(before, time.Since(t0))
+			t.Log(r)
+			if r.InLoader < tc.inLoader[0] || r.InLoader > tc.inLoader[1] {
+				t.Errorf("InLoader %.2f, want in %v (%v)", r.InLoader, tc.inLoader, r)
+			}
+			if r.SelfFill > tc.selfFillAtMost || r.SelfFill > r.InLoader {
+				t.Errorf("SelfFill %.2f, want at most %.2f and InLoader's %.2f", r.SelfFill, tc.selfFillAtMost, r.InLoader)
+			}
+			if tc.body == 0 && r.SelfFill == 0 {
+				t.Errorf("SelfFill 0: the consumer filled nothing for a one-worker loader with 1 ms samples (%v)", r)
+			}
+		})
 	}
 }

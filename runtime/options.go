@@ -54,7 +54,8 @@ type Options struct {
 	// and =0 off, whatever Options say.
 	CUDAGraphs bool
 	// LogEpochs logs a line at the end of every epoch with its rates
-	// (Stats.Since): samples/s, GB/s and how long the loop waited.
+	// (Stats.Since): samples/s, GB/s and the share of the loop's time spent in
+	// the loader, filling samples itself included.
 	LogEpochs bool
 	// Trace, when set, receives a Chrome trace-event JSON (open it in
 	// Perfetto or chrome://tracing): a track per worker with each run of

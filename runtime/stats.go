@@ -8,10 +8,19 @@ import (
 
 // Stats are a loader's running totals since it was created.
 type Stats struct {
-	Batches    int64         // batches handed to the consumer
-	Samples    int64         // samples in those batches
-	Bytes      int64         // staged bytes in those batches
-	Wait       time.Duration // time the consumer was blocked waiting for a batch, not counting the samples it filled itself
+	Batches int64 // batches handed to the consumer
+	Samples int64 // samples in those batches
+	Bytes   int64 // staged bytes in those batches
+	// InLoader is the time the consumer's loop spent inside the loader's
+	// iterator: from asking for a batch (the loop's next iteration, or the
+	// epoch's start) to getting it. It counts the samples the consumer
+	// filled itself, its waits for the workers and the dispatch of later
+	// batches: the whole of what the loop would save with a faster loader.
+	InLoader time.Duration
+	// SelfFill is the part of InLoader the consumer spent filling samples
+	// itself, rather than waiting: rather than sleep while a worker fills
+	// its next batch, the consumer fills that batch's unclaimed samples.
+	SelfFill   time.Duration
 	WorkerBusy time.Duration // time spent filling samples, summed over the workers and the consumer's help
 	// Copy is, per planned stream, the device time of its completed
 	// host-to-device copies (CUDA backend), measured with events around
@@ -53,10 +62,11 @@ func (s Stats) Padding() float64 {
 
 // counters are the totals behind Stats. Each is an atomic added to by one
 // kind of goroutine and read by snapshot on any (Engine.Stats):
-//   - batches, samples, bytes, wait, rows and spanned: the consumer, in
-//     await, as it takes a batch;
+//   - batches, samples, bytes, rows and spanned: the consumer, in await,
+//     as it takes a batch; inLoader: the consumer, in Epoch, before it
+//     yields a batch;
 //   - busy: every filler (the workers and the consumer's help), after each
-//     run;
+//     run; selfFill: the consumer, after its help;
 //   - stall, copy and lost: the CUDA backend's goroutine, as it settles a
 //     slot's copies; copy's length is fixed by newEngine before any
 //     goroutine starts.
@@ -68,7 +78,8 @@ func (s Stats) Padding() float64 {
 // every snapshot and Padding stays in [0, 1].
 type counters struct {
 	batches, samples, bytes atomic.Int64
-	wait, busy, stall       atomic.Int64   // nanoseconds
+	inLoader, selfFill      atomic.Int64   // nanoseconds
+	busy, stall             atomic.Int64   // nanoseconds
 	lost                    atomic.Int64   // Stats.CopyTimesLost
 	rows, spanned           atomic.Int64   // Stats.Rows and Spanned
 	copy                    []atomic.Int64 // nanoseconds, per stream
@@ -81,7 +92,8 @@ func (c *counters) snapshot() Stats {
 		Batches:       c.batches.Load(),
 		Samples:       c.samples.Load(),
 		Bytes:         c.bytes.Load(),
-		Wait:          time.Duration(c.wait.Load()),
+		InLoader:      time.Duration(c.inLoader.Load()),
+		SelfFill:      time.Duration(c.selfFill.Load()),
 		WorkerBusy:    time.Duration(c.busy.Load()),
 		Copy:          make([]time.Duration, len(c.copy)),
 		HostStall:     time.Duration(c.stall.Load()),
@@ -103,10 +115,15 @@ type Rates struct {
 	Bytes            int64 // staged
 	SamplesPerSecond float64
 	BytesPerSecond   float64
-	// WaitFraction is the share of Elapsed the consumer spent blocked on
-	// the loader: near 0 when the loader keeps ahead of it, near 1 when the
-	// loader is what the loop waits for.
-	WaitFraction float64
+	// InLoader is the share of Elapsed the loop spent inside the loader's
+	// iterator (Stats.InLoader): near 0 when the loader keeps ahead of the
+	// loop, near 1 when the loop is loader-bound.
+	InLoader float64
+	// SelfFill is the share of Elapsed the loop spent filling samples
+	// itself (Stats.SelfFill), a part of InLoader. When the loop is
+	// loader-bound and most of InLoader is SelfFill, the workers are too
+	// few for the samples' cost.
+	SelfFill float64
 	// Padding is Stats.Padding over the interval: of the rows up to each
 	// batch's longest sample of a ragged key, the fraction that is padding.
 	Padding float64
@@ -130,18 +147,19 @@ func (s Stats) Since(before Stats, elapsed time.Duration) Rates {
 	if sec := elapsed.Seconds(); sec > 0 {
 		r.SamplesPerSecond = float64(r.Samples) / sec
 		r.BytesPerSecond = float64(r.Bytes) / sec
-		r.WaitFraction = min(1, (s.Wait-before.Wait).Seconds()/sec)
+		r.InLoader = min(1, (s.InLoader-before.InLoader).Seconds()/sec)
+		r.SelfFill = min(1, (s.SelfFill-before.SelfFill).Seconds()/sec)
 	}
 	return r
 }
 
 // String reads "32 batches, 256 samples, 160.0 MiB in 46ms: 5559 samples/s,
-// 3.64 GB/s; the consumer waited 80% of the time", and with ragged keys
-// "; padding 12% of the rows".
+// 3.64 GB/s; the loop spent 80% of its time in the loader (30% filling
+// samples itself)", and with ragged keys "; padding 12% of the rows".
 func (r Rates) String() string {
-	s := fmt.Sprintf("%d batches, %d samples, %.1f MiB in %v: %.0f samples/s, %.2f GB/s; the consumer waited %.0f%% of the time",
+	s := fmt.Sprintf("%d batches, %d samples, %.1f MiB in %v: %.0f samples/s, %.2f GB/s; the loop spent %.0f%% of its time in the loader (%.0f%% filling samples itself)",
 		r.Batches, r.Samples, float64(r.Bytes)/(1<<20), r.Elapsed.Round(time.Millisecond),
-		r.SamplesPerSecond, r.BytesPerSecond/1e9, 100*r.WaitFraction)
+		r.SamplesPerSecond, r.BytesPerSecond/1e9, 100*r.InLoader, 100*r.SelfFill)
 	if r.Padding > 0 {
 		s += fmt.Sprintf("; padding %.0f%% of the rows", 100*r.Padding)
 	}
