@@ -16,13 +16,14 @@ FUZZ_TARGETS = ./schema:FuzzParse ./gen:FuzzGenerate ./runtime/zarr/blosc:FuzzDe
 	./runtime/zarr/blosc:FuzzEncode ./runtime/zarr:FuzzV2Metadata ./runtime/zarr:FuzzV3Metadata \
 	./runtime/zarr:FuzzMultiscale ./runtime/zarr:FuzzReadLayout
 
-## test: format, vet (also with CGO_ENABLED=0), race-enabled tests (goldens included, zstd through libzstd), the zarr reader's pure-Go build (-tags purego), stale-output check, short fuzz runs, the demo's and the GoMLX modules, and the cuda-tagged tests on the emulated driver
+## test: format, vet (also with CGO_ENABLED=0), race-enabled tests (goldens included, zstd through libzstd), the zarr reader's pure-Go build (-tags purego), stale-output check, the README's install commands run from a clone (.ci/readme-install), short fuzz runs, the demo's and the GoMLX modules, and the cuda-tagged tests on the emulated driver
 test: fmt-check demo-test gomlx-test
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	$(GO) test -tags purego -count=1 ./runtime/zarr/...
 	CGO_ENABLED=0 $(GO) vet ./...
 	$(GO) run ./cmd/loadergen check examples/cellmap/dataset.yaml
+	.ci/readme-install
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	$(MAKE) --no-print-directory cuda-emu-test
 
