@@ -37,10 +37,11 @@ func quote(s string) string {
 	return strconv.Quote(string([]rune(s)[:maxQuoted])) + "..."
 }
 
-// hint returns ` (did you mean "c"?)` for the candidate c closest to name,
-// or "" when none is close: a case-insensitive match wins, then the smallest
-// edit distance of at most 2 that is shorter than name itself. Ties go to
-// the earlier candidate.
+// hint returns ` (did you mean "c"?)` for the candidate c closest to name:
+// a case-insensitive match wins, then the smallest edit distance of at most
+// 2 that is shorter than name itself; ties go to the earlier candidate.
+// When none is close, it lists the candidates instead, ` (expected one of:
+// a, b, c)`, the first maxListed of them.
 func hint(name string, candidates []string) string {
 	for _, c := range candidates {
 		if strings.EqualFold(c, name) {
@@ -54,11 +55,20 @@ func hint(name string, candidates []string) string {
 			best, bestDist = c, d
 		}
 	}
-	if best == "" {
-		return ""
+	if best != "" {
+		return fmt.Sprintf(" (did you mean %s?)", quote(best))
 	}
-	return fmt.Sprintf(" (did you mean %s?)", quote(best))
+	switch {
+	case len(candidates) == 0:
+		return ""
+	case len(candidates) > maxListed:
+		return fmt.Sprintf(" (expected one of: %s, and %d more)", strings.Join(candidates[:maxListed], ", "), len(candidates)-maxListed)
+	}
+	return fmt.Sprintf(" (expected one of: %s)", strings.Join(candidates, ", "))
 }
+
+// maxListed is the most candidates a hint lists.
+const maxListed = 16
 
 // distance is the Levenshtein distance between a and b, or limit when it is
 // at least limit.

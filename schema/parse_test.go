@@ -2,6 +2,7 @@ package schema
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -379,13 +380,20 @@ func TestLoad(t *testing.T) {
 }
 
 func TestHint(t *testing.T) {
+	many := make([]string, maxListed+2)
+	for i := range many {
+		many[i] = fmt.Sprintf("field%02d", i)
+	}
+	if got, want := hint("colour", many), " (expected one of: "+strings.Join(many[:maxListed], ", ")+", and 2 more)"; got != want {
+		t.Errorf("hint among %d = %q, want %q", len(many), got, want)
+	}
 	known := []string{"prefetch", "workers", "seed"}
 	for name, want := range map[string]string{
 		"prefech": ` (did you mean "prefetch"?)`,
 		"WORKERS": ` (did you mean "workers"?)`,
 		"sed":     ` (did you mean "seed"?)`,
-		"s":       "",
-		"colour":  "",
+		"s":       ` (expected one of: prefetch, workers, seed)`,
+		"colour":  ` (expected one of: prefetch, workers, seed)`,
 	} {
 		if got := hint(name, known); got != want {
 			t.Errorf("hint(%q) = %q, want %q", name, got, want)
