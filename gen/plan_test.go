@@ -353,3 +353,28 @@ func TestSlotLimit(t *testing.T) {
 		t.Fatalf("NewPlan: %v, want %q", err, want)
 	}
 }
+
+// TestTableSaysWhatRuns: the plan's first lines name the schema's device and,
+// for a CUDA device, that the CUDA backend runs only in a -tags cuda binary
+// on a machine with a GPU (the plan of a CPU device says nothing of it).
+func TestTableSaysWhatRuns(t *testing.T) {
+	for _, c := range []struct {
+		device, want string
+	}{
+		{"cpu", "P: batch 16, device cpu\n\nsettings:\n"},
+		{"cuda", "P: batch 16, device cuda\n" + cudaBackendNote + "\n\nsettings:\n"},
+		{"cuda:1", "P: batch 16, device cuda:1\n" + cudaBackendNote + "\n\nsettings:\n"},
+	} {
+		p, err := planOf(t, "  a: {shape: [4], dtype: uint8}\n", "device: "+c.device+"\n", Overrides{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		if err := p.WriteTable(&out); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(out.String(), c.want) {
+			t.Errorf("device %s: the plan starts\n%s\nwant\n%s", c.device, out.String()[:min(len(out.String()), len(c.want)+40)], c.want)
+		}
+	}
+}

@@ -9,11 +9,22 @@ import (
 	"github.com/loadergen/loadergen/runtime"
 )
 
+// cudaBackendNote follows the first line of a plan for a CUDA device: what
+// will actually run.
+const cudaBackendNote = "runs on the CUDA backend only in a binary built with -tags cuda, on a machine with a driver and a GPU;\n" +
+	"elsewhere (the default build included) on the CPU backend, saying so once at start"
+
 // WriteTable prints the plan for people: each setting with where it came
 // from, one row per key, the total, and the reason for the stream decision.
 func (p *Plan) WriteTable(w io.Writer) error {
 	rp := p.Runtime
-	fmt.Fprintf(w, "%s: batch %d on %s\n\nsettings:\n", rp.Name, rp.BatchSize, rp.Device)
+	fmt.Fprintf(w, "%s: batch %d, device %s\n", rp.Name, rp.BatchSize, rp.Device)
+	if rp.Device != "cpu" {
+		// The device is the schema's wish; the build and the machine the
+		// loader runs in decide the backend, and this tool sees neither.
+		fmt.Fprintln(w, cudaBackendNote)
+	}
+	fmt.Fprint(w, "\nsettings:\n")
 	for _, s := range p.settings() {
 		fmt.Fprintf(w, "  %s=%s (%s)\n", s.Name, s.Value, s.From)
 	}
