@@ -84,7 +84,7 @@ func usePrimaryContext() (undo func() error, err error) {
 }
 
 // emulated reports whether the driver is the repository's emulator.
-func emulated(t *testing.T) bool {
+func emulated(t testing.TB) bool {
 	t.Helper()
 	dev, err := cu.GetDevice(0)
 	if err != nil {
