@@ -27,7 +27,7 @@ func (source) Read(s *EMSample) error {
 	return nil
 }
 
-// TestPlan checks the plan arithmetic (README, "The plan") by hand: 8 x (32768 + 8192 +
+// TestPlan checks the plan arithmetic (docs/SCHEMA.md, "The plan") by hand: 8 x (32768 + 8192 +
 // 128 + 131072) bytes = 1.3 MiB >= 1 MiB and batch 8 >= 8, so streams are
 // on, min(max_streams 2, 4 keys) = 2 of them, keys round robin.
 func TestPlan(t *testing.T) {
