@@ -27,6 +27,11 @@ type Run struct {
 	// names the dataset index Indices[Done] (the run's last sample if Done
 	// is past it, its first if Done is negative).
 	Done int
+	// Truncated counts the samples of ragged keys with overflow: truncate
+	// that the FillFunc cut to their key's maximum rows (TruncateRows,
+	// TruncateSamples), once per key cut; the engine adds the run's count
+	// to Stats.Truncated when it hands out the batch.
+	Truncated int
 }
 
 // failed is where the run failed: the sample's position in the batch and
@@ -164,6 +169,9 @@ type slot struct {
 	errMu   sync.Mutex   // guards err and errPos while fillers run
 	err     error        // the failure at the lowest position, or nil; the consumer reads it after ready
 	errPos  int          // position of err's sample in the batch
+	// truncated sums the Run.Truncated of the batch's runs: each filler
+	// adds its run's after filling it; the consumer reads it after ready.
+	truncated atomic.Int64
 }
 
 // NewEngine checks the options against the plan, allocates prefetch+1
@@ -195,7 +203,9 @@ func NewLocalityEngine(p Plan, n int, keys LocalityFunc, o Options, fill FillFun
 
 // NewBucketEngine is NewEngine for a plan with length bucketing
 // (Loader.Bucket): rows(i) is the row count of sample i in the bucket key,
-// asked once per sample here, each in [0, the key's maximum rows].
+// asked once per sample here, each in [0, the key's maximum rows]; a key
+// with overflow: truncate may count more, and its samples are grouped by
+// the maximum rows they keep.
 func NewBucketEngine(p Plan, n int, rows func(index int) int, o Options, fill FillFunc) (*Engine, error) {
 	b := p.Loader.Bucket
 	k := slices.IndexFunc(p.Keys, func(k Key) bool { return k.Name == b.Key })
@@ -213,6 +223,9 @@ func NewBucketEngine(p Plan, n int, rows func(index int) int, o Options, fill Fi
 	lengths := make([]int32, n)
 	for i := range lengths {
 		l := rows(i)
+		if p.Keys[k].Overflow == OverflowTruncate {
+			l = min(l, maxRows)
+		}
 		if l < 0 || l > maxRows {
 			return nil, fmt.Errorf("engine: sample %d has %d rows in key %q, not in [0, %d]", i, l, b.Key, maxRows)
 		}
@@ -641,6 +654,9 @@ func (e *Engine) fillRuns(ctx context.Context, w, s int) {
 			sl.fail(pos, newReadError(r.Batch, index, err))
 			return
 		}
+		if r.Truncated > 0 {
+			sl.truncated.Add(int64(r.Truncated))
+		}
 	}
 }
 
@@ -691,6 +707,7 @@ func (e *Engine) dispatch(order []int, epoch, b int) error {
 		t.Data = sl.staging[k][:int64(sl.n)*key.SampleBytes]
 	}
 	sl.next.Store(0)
+	sl.truncated.Store(0)
 	sl.abort.Store(false)
 	sl.err = nil
 	// One share per worker, but no more than there are runs: a batch of
@@ -880,6 +897,7 @@ func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed, star
 	for _, k := range e.lengthKeys {
 		e.stats.countRows(View[int32](sl.staging[k])[:sl.n])
 	}
+	e.stats.truncated.Add(sl.truncated.Load())
 	return &sl.batch, true, starved, nil
 }
 

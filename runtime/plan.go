@@ -72,6 +72,9 @@ type Key struct {
 	// Ragged says that the first sample axis is a maximum: a sample holds
 	// up to Shape[0] rows, and the rows after its own are padding.
 	Ragged bool `json:"ragged,omitempty"`
+	// Overflow is what a ragged key does with a sample of more than
+	// Shape[0] rows; OverflowError for every other key.
+	Overflow Overflow `json:"overflow,omitempty"`
 	// LengthsOf names the ragged key whose row counts this key holds, one
 	// int32 per sample; "" for a key of the schema.
 	LengthsOf string `json:"lengths_of,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestPadRows: rows appended in place, rows of a slice of Read's own, and
@@ -38,6 +39,64 @@ func TestPadRows(t *testing.T) {
 				t.Fatalf("rows %d, slot %v, error %v; want %d and %v", rows, slot, err, c.rows, c.want)
 			}
 		})
+	}
+}
+
+// TestTruncateRows: with overflow: truncate, a sample appended past its
+// slot (into append's own array) or handed over as a longer slice of
+// Read's own keeps its first maxRows rows and is reported cut; one within
+// the maximum is padded as PadRows pads it, and partial rows are still an
+// error.
+func TestTruncateRows(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		got   func(slot []int16) []int16
+		rows  int32
+		cut   bool
+		want  []int16
+		error string
+	}{
+		{"within", func(s []int16) []int16 { return append(s[:0], 1, 2) }, 1, false, []int16{1, 2, 9, 9, 9, 9}, ""},
+		{"full", func(s []int16) []int16 { return append(s[:0], 1, 2, 3, 4, 5, 6) }, 3, false, []int16{1, 2, 3, 4, 5, 6}, ""},
+		{"appended past", func(s []int16) []int16 { return append(s[:0], 1, 2, 3, 4, 5, 6, 7, 8) }, 3, true, []int16{1, 2, 3, 4, 5, 6}, ""},
+		{"own slice past", func([]int16) []int16 { return []int16{8, 7, 6, 5, 4, 3, 2, 1, 0, -1} }, 3, true, []int16{8, 7, 6, 5, 4, 3}, ""},
+		{"partial row past", func(s []int16) []int16 { return append(s[:0], 1, 2, 3, 4, 5, 6, 7) }, 0, false, nil, `key "k": 7 elements are not whole rows of 2`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			slot := []int16{-5, -5, -5, -5, -5, -5}
+			rows, cut, err := TruncateRows("k", slot, c.got(slot), 3, int16(9))
+			if c.error != "" {
+				if err == nil || err.Error() != c.error {
+					t.Fatalf("error %v, want %q", err, c.error)
+				}
+				return
+			}
+			if err != nil || rows != c.rows || cut != c.cut || !slices.Equal(slot, c.want) {
+				t.Fatalf("rows %d, cut %v, slot %v, error %v; want %d, %v and %v", rows, cut, slot, err, c.rows, c.cut, c.want)
+			}
+		})
+	}
+}
+
+// TestTruncateSamples: a count above the maximum becomes the maximum and
+// is counted; the others are padded as PadSamples pads them, and a count
+// below 0 stops it.
+func TestTruncateSamples(t *testing.T) {
+	data := []int32{1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}
+	lengths := []int32{1, 9, 5}
+	n, cut, err := TruncateSamples("k", data, lengths, 4, -1)
+	if n != 3 || cut != 2 || err != nil {
+		t.Fatalf("%d samples, %d cut, %v; want 3, 2, nil", n, cut, err)
+	}
+	if want := []int32{1, 4, 4}; !slices.Equal(lengths, want) {
+		t.Fatalf("lengths %v, want %v", lengths, want)
+	}
+	if want := []int32{1, -1, -1, -1, 2, 2, 2, 2, 3, 3, 3, 3}; !slices.Equal(data, want) {
+		t.Fatalf("data %v, want %v", data, want)
+	}
+	n, cut, err = TruncateSamples("k", make([]int32, 12), []int32{6, -1, 0}, 4, 0)
+	if n != 1 || cut != 1 || err == nil || !strings.Contains(err.Error(), `key "k": ReadSamples set -1 rows, not in [0, 4]`) {
+		t.Fatalf("%d, %d, %v", n, cut, err)
 	}
 }
 
@@ -119,6 +178,63 @@ func TestNewBucketEngine(t *testing.T) {
 			e.Close()
 		}
 		t.Fatalf("NewEngine of a bucketing plan: %v", err)
+	}
+}
+
+// TestBucketTruncated: a bucket key with overflow: truncate groups its
+// samples by the rows they keep: a count past the maximum is the maximum.
+func TestBucketTruncated(t *testing.T) {
+	p := Plan{Name: "P", BatchSize: 2, Device: "cpu", Keys: []Key{
+		{Name: "t", DType: Int32, Shape: []int{4}, SampleBytes: 16, BatchBytes: 32, Ragged: true, Overflow: OverflowTruncate},
+		{Name: "t.lengths", DType: Int32, Shape: []int{}, SampleBytes: 4, BatchBytes: 8, Offset: 256, LengthsOf: "t"},
+	}, SlotBytes: 512, Loader: LoaderDefaults{Prefetch: 1, Workers: 1, Bucket: Bucket{Key: "t", Window: 2}}}
+	e, err := NewBucketEngine(p, 8, func(i int) int { return 3 * i }, Options{Logger: quiet}, func(*Run) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if want := []int32{0, 3, 4, 4, 4, 4, 4, 4}; !slices.Equal(e.lengths, want) {
+		t.Fatalf("lengths %v, want %v", e.lengths, want)
+	}
+}
+
+// TestTruncatedCounted: Stats.Truncated sums the Run.Truncated of the runs
+// of the batches handed out, and the epoch's Rates report it.
+func TestTruncatedCounted(t *testing.T) {
+	p := Plan{Name: "P", BatchSize: 4, Device: "cpu", Keys: []Key{
+		{Name: "t", DType: Int32, Shape: []int{4}, SampleBytes: 16, BatchBytes: 64, Ragged: true, Overflow: OverflowTruncate},
+		{Name: "t.lengths", DType: Int32, Shape: []int{}, SampleBytes: 4, BatchBytes: 16, Offset: 256, LengthsOf: "t"},
+	}, SlotBytes: 512, Loader: LoaderDefaults{Prefetch: 2, Workers: 3}}
+	fill := func(r *Run) error { // every sample whose index is a multiple of 3 is cut
+		for ; r.Done < len(r.Indices); r.Done++ {
+			if r.Indices[r.Done]%3 == 0 {
+				r.Truncated++
+			}
+		}
+		return nil
+	}
+	e, err := NewEngine(p, 22, Options{Logger: quiet}, fill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for epoch := range 2 {
+		before := e.Stats()
+		for _, err := range e.Epoch(context.Background(), epoch, 0) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := e.Stats().Since(before, time.Second)
+		if r.Truncated != 8 { // 0, 3, ..., 21
+			t.Fatalf("epoch %d: %d samples truncated, want 8", epoch, r.Truncated)
+		}
+		if want := "; 8 samples truncated to their key's maximum rows"; !strings.HasSuffix(r.String(), want) {
+			t.Fatalf("epoch %d: %q does not end in %q", epoch, r, want)
+		}
+	}
+	if got := e.Stats().Truncated; got != 16 {
+		t.Fatalf("Stats.Truncated %d after two epochs, want 16", got)
 	}
 }
 

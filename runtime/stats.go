@@ -44,6 +44,10 @@ type Stats struct {
 	// sample (the staged batch always holds the key's maximum). Both are 0
 	// without ragged keys.
 	Rows, Spanned int64
+	// Truncated counts the samples of ragged keys with overflow: truncate
+	// that had more rows than their key's maximum and were cut to it, in
+	// the batches handed out: once per key cut, and again each epoch.
+	Truncated int64
 	// Prefetch is the batches the ring stages ahead of the one in use, at
 	// the time of the snapshot: fixed by the schema or Options, or, with
 	// prefetch auto, the depth the loader has grown it to so far.
@@ -62,9 +66,9 @@ func (s Stats) Padding() float64 {
 
 // counters are the totals behind Stats. Each is an atomic added to by one
 // kind of goroutine and read by snapshot on any (Engine.Stats):
-//   - batches, samples, bytes, rows and spanned: the consumer, in await,
-//     as it takes a batch; inLoader: the consumer, in Epoch, before it
-//     yields a batch;
+//   - batches, samples, bytes, rows, spanned and truncated: the
+//     consumer, in await, as it takes a batch; inLoader: the consumer, in
+//     Epoch, before it yields a batch;
 //   - busy: every filler (the workers and the consumer's help), after each
 //     run; selfFill: the consumer, after its help;
 //   - stall, copy and lost: the CUDA backend's goroutine, as it settles a
@@ -82,6 +86,7 @@ type counters struct {
 	busy, stall             atomic.Int64   // nanoseconds
 	lost                    atomic.Int64   // Stats.CopyTimesLost
 	rows, spanned           atomic.Int64   // Stats.Rows and Spanned
+	truncated               atomic.Int64   // Stats.Truncated
 	copy                    []atomic.Int64 // nanoseconds, per stream
 }
 
@@ -100,6 +105,7 @@ func (c *counters) snapshot() Stats {
 		CopyTimesLost: c.lost.Load(),
 		Rows:          rows,
 		Spanned:       c.spanned.Load(),
+		Truncated:     c.truncated.Load(),
 	}
 	for i := range c.copy {
 		s.Copy[i] = time.Duration(c.copy[i].Load())
@@ -127,6 +133,9 @@ type Rates struct {
 	// Padding is Stats.Padding over the interval: of the rows up to each
 	// batch's longest sample of a ragged key, the fraction that is padding.
 	Padding float64
+	// Truncated is Stats.Truncated over the interval: samples cut to their
+	// ragged key's maximum rows (overflow: truncate).
+	Truncated int64
 }
 
 // Since returns the rates of s's counts since before, elapsed apart:
@@ -138,11 +147,12 @@ type Rates struct {
 // Options.LogEpochs logs the same at the end of every epoch.
 func (s Stats) Since(before Stats, elapsed time.Duration) Rates {
 	r := Rates{
-		Elapsed: elapsed,
-		Batches: s.Batches - before.Batches,
-		Samples: s.Samples - before.Samples,
-		Bytes:   s.Bytes - before.Bytes,
-		Padding: Stats{Rows: s.Rows - before.Rows, Spanned: s.Spanned - before.Spanned}.Padding(),
+		Elapsed:   elapsed,
+		Batches:   s.Batches - before.Batches,
+		Samples:   s.Samples - before.Samples,
+		Bytes:     s.Bytes - before.Bytes,
+		Padding:   Stats{Rows: s.Rows - before.Rows, Spanned: s.Spanned - before.Spanned}.Padding(),
+		Truncated: s.Truncated - before.Truncated,
 	}
 	if sec := elapsed.Seconds(); sec > 0 {
 		r.SamplesPerSecond = float64(r.Samples) / sec
@@ -155,13 +165,18 @@ func (s Stats) Since(before Stats, elapsed time.Duration) Rates {
 
 // String reads "32 batches, 256 samples, 160.0 MiB in 46ms: 5559 samples/s,
 // 3.64 GB/s; the loop spent 80% of its time in the loader (30% filling
-// samples itself)", and with ragged keys "; padding 12% of the rows".
+// samples itself)", and with ragged keys "; padding 12% of the rows" and,
+// when some were cut (overflow: truncate), "; 3 samples truncated to their
+// key's maximum rows".
 func (r Rates) String() string {
 	s := fmt.Sprintf("%d batches, %d samples, %.1f MiB in %v: %.0f samples/s, %.2f GB/s; the loop spent %.0f%% of its time in the loader (%.0f%% filling samples itself)",
 		r.Batches, r.Samples, float64(r.Bytes)/(1<<20), r.Elapsed.Round(time.Millisecond),
 		r.SamplesPerSecond, r.BytesPerSecond/1e9, 100*r.InLoader, 100*r.SelfFill)
 	if r.Padding > 0 {
 		s += fmt.Sprintf("; padding %.0f%% of the rows", 100*r.Padding)
+	}
+	if r.Truncated > 0 {
+		s += fmt.Sprintf("; %d samples truncated to their key's maximum rows", r.Truncated)
 	}
 	return s
 }

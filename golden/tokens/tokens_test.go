@@ -260,20 +260,21 @@ func padding(rows []int, batches [][]int) float64 {
 }
 
 // TestBadFiles: inconsistent CSR files are refused at open, naming the file
-// and what is wrong.
+// and what is wrong: for samples over the maximum, every one of them.
 func TestBadFiles(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		edit  func(t *testing.T, root string)
 		error string
 	}{
-		{"row over the maximum", func(t *testing.T, root string) {
-			rows := []int{3, 600, 2}
+		{"rows over the maximum", func(t *testing.T, root string) {
+			rows := []int{3, 600, 2, 512, 513, 7}
 			src := writeTokens(t, rows)
 			for _, f := range []string{"tokens.npy", "offsets.npy", "label.npy"} {
 				copyFile(t, filepath.Join(src, f), filepath.Join(root, f))
 			}
-		}, `sample 1 has 600 rows (offsets[1] = 3, offsets[2] = 603), key "tokens" allows at most 512`},
+		}, "offsets.npy: 2 samples have more rows than key \"tokens\" allows (512): sample 1 (600 rows), sample 4 (513 rows); " +
+			"set overflow: truncate on the key to keep the first 512 rows of such samples"},
 		{"offsets decrease", func(t *testing.T, root string) {
 			writeNpy(t, filepath.Join(root, "offsets.npy"), runtime.Int64, []int64{0, 5, 3, 9, 12})
 		}, "offsets.npy"},

@@ -44,6 +44,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -68,6 +69,12 @@ type Spec struct {
 	// like File, of the 1-D little-endian int64 .npy of the N+1 row offsets.
 	// Sample[0] is then the most rows one sample may have.
 	Offsets string
+	// Overflow says what OpenRagged does with a sample of more rows than
+	// Sample[0]: OverflowError refuses the file, naming every such sample;
+	// OverflowTruncate opens it, and the copies give the loader the
+	// sample's first Sample[0] rows with its whole count (AppendRows,
+	// GatherRows), which runtime.TruncateRows and TruncateSamples cut.
+	Overflow runtime.Overflow
 	// DType is the key's element type.
 	DType runtime.DType
 	// Sample is the shape of one sample, class axis included; the file's
@@ -97,7 +104,8 @@ type File struct {
 	// guard. offsets is nil for a fixed file.
 	offsets     []int64
 	offsetsPath string
-	rowBytes    int // bytes per row of a ragged file
+	rowBytes    int              // bytes per row of a ragged file
+	overflow    runtime.Overflow // Spec.Overflow of a ragged file
 }
 
 // Open opens the .npy file at path, checks it against spec and maps its
@@ -125,8 +133,9 @@ func Open(path string, spec Spec) (*File, error) {
 // OpenRagged opens a ragged key: the .npy file at dataPath, whose shape must
 // be [R, spec.Sample[1:]...], and the 1-D int64 .npy file at offsetsPath of
 // N+1 row offsets into it. The offsets must start at 0, never decrease and
-// end at R, and no sample may have more than spec.Sample[0] rows. spec.Offsets
-// is not read: offsetsPath is the file. Errors name the file they are about.
+// end at R, and, unless spec.Overflow is OverflowTruncate, no sample may
+// have more than spec.Sample[0] rows. spec.Offsets is not read: offsetsPath
+// is the file. Errors name the file they are about.
 func OpenRagged(dataPath, offsetsPath string, spec Spec) (*File, error) {
 	if err := checkSpec(spec); err != nil {
 		return nil, fmt.Errorf("%s: %w", dataPath, err)
@@ -155,13 +164,13 @@ func OpenRagged(dataPath, offsetsPath string, spec Spec) (*File, error) {
 		return nil, err
 	}
 	defer osf.Close()
-	offsets, err := readOffsets(osf, f, spec.Key, maxRows)
+	offsets, err := readOffsets(osf, f, spec, maxRows)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", offsetsPath, err)
 	}
 	f.n, f.rowBytes, f.sampleBytes, f.maxRows = len(offsets)-1, f.sampleBytes, int(slot), maxRows
-	f.offsets, f.offsetsPath = offsets, offsetsPath
+	f.offsets, f.offsetsPath, f.overflow = offsets, offsetsPath, spec.Overflow
 	return f, nil
 }
 
@@ -220,10 +229,10 @@ func open(osf *os.File, spec Spec, lead string) (*File, error) {
 }
 
 // readOffsets reads and checks the offsets file of the ragged file data,
-// whose key allows maxRows rows a sample; its errors do not name the path.
-// A 1-D array is the same bytes in either order, so fortran_order is not
-// looked at.
-func readOffsets(osf *os.File, data *File, key string, maxRows int) ([]int64, error) {
+// whose key (spec) allows maxRows rows a sample; its errors do not name the
+// path. A 1-D array is the same bytes in either order, so fortran_order is
+// not looked at.
+func readOffsets(osf *os.File, data *File, spec Spec, maxRows int) ([]int64, error) {
 	h, dataOff, size, err := readHeader(osf)
 	if err != nil {
 		return nil, err
@@ -259,16 +268,54 @@ func readOffsets(osf *os.File, data *File, key string, maxRows int) ([]int64, er
 	case offsets[last] != int64(data.n):
 		return nil, fmt.Errorf("offsets[%d] (the last) is %d, but %s holds %d rows", last, offsets[last], data.path, data.n)
 	}
+	var over overflows
 	for i := range last {
 		rows := offsets[i+1] - offsets[i]
 		if rows < 0 {
 			return nil, fmt.Errorf("offsets decrease at index %d: offsets[%d] = %d after offsets[%d] = %d", i+1, i+1, offsets[i+1], i, offsets[i])
 		}
-		if rows > int64(maxRows) {
-			return nil, fmt.Errorf("sample %d has %d rows (offsets[%d] = %d, offsets[%d] = %d), key %q allows at most %d", i, rows, i, offsets[i], i+1, offsets[i+1], key, maxRows)
+		if rows > int64(maxRows) && spec.Overflow != runtime.OverflowTruncate {
+			over.add(i, rows)
 		}
 	}
+	if over.count > 0 {
+		return nil, over.err(spec.Key, maxRows)
+	}
 	return offsets, nil
+}
+
+// maxListed is how many samples over their key's maximum an error lists;
+// it counts the rest.
+const maxListed = 20
+
+// overflows are the samples of a ragged file with more rows than their key
+// allows: the first maxListed, and how many in all.
+type overflows struct {
+	listed []string // "sample 4 (600 rows)"
+	count  int
+}
+
+// add records sample i, of the given rows.
+func (o *overflows) add(i int, rows int64) {
+	if o.count < maxListed {
+		o.listed = append(o.listed, fmt.Sprintf("sample %d (%d rows)", i, rows))
+	}
+	o.count++
+}
+
+// err is the error for the samples recorded, of key, which allows maxRows
+// rows a sample: all of them, or the first maxListed and the count.
+func (o *overflows) err(key string, maxRows int) error {
+	which := fmt.Sprintf("%d samples have", o.count)
+	if o.count == 1 {
+		which = "1 sample has"
+	}
+	first := ""
+	if o.count > len(o.listed) {
+		first = fmt.Sprintf(", the first %d", len(o.listed))
+	}
+	return fmt.Errorf("%s more rows than key %q allows (%d)%s: %s; set overflow: truncate on the key to keep the first %d rows of such samples",
+		which, key, maxRows, first, strings.Join(o.listed, ", "), maxRows)
 }
 
 // readHeader reads the preamble and header of an open .npy file and returns
@@ -542,7 +589,11 @@ func Gather[T runtime.Element](f *File, indices []int, dst []T) (n int, err erro
 // returns the extended slice. It never allocates: when cap(dst)-len(dst)
 // is too small for the sample it returns an error instead of growing dst,
 // which may point into staging memory that a new array would silently
-// leave. A row must be whole elements of T. On an error dst is returned
+// leave. A file opened with OverflowTruncate is the exception: its samples
+// may be longer than the key's maximum, and one too long for dst's room
+// is appended in full to a grown copy (an allocation, for the rare
+// outlier), from which the loader's runtime.TruncateRows keeps the first
+// rows. A row must be whole elements of T. On an error dst is returned
 // unchanged; a fault (the file shrank while mapped) is an error, as in Read.
 func AppendRows[T runtime.Element](f *File, i int, dst []T) (res []T, err error) {
 	if f.offsets == nil {
@@ -557,7 +608,7 @@ func AppendRows[T runtime.Element](f *File, i int, dst []T) (res []T, err error)
 	}
 	start, end := int(f.offsets[i]), int(f.offsets[i+1])
 	need := (end - start) * f.rowBytes / size
-	if room := cap(dst) - len(dst); need > room {
+	if room := cap(dst) - len(dst); need > room && f.overflow != runtime.OverflowTruncate {
 		return dst, fmt.Errorf("%s: sample %d is %d rows (%d elements), dst has room for %d elements", f.path, i, end-start, need, room)
 	}
 	defer func(old bool) {
@@ -566,7 +617,7 @@ func AppendRows[T runtime.Element](f *File, i int, dst []T) (res []T, err error)
 			res, err = dst, f.fault(v, i)
 		}
 	}(debug.SetPanicOnFault(true))
-	res = dst[:len(dst)+need]
+	res = slices.Grow(dst, need)[:len(dst)+need]
 	copy(runtime.Bytes(res[len(dst):]), f.data[start*f.rowBytes:end*f.rowBytes])
 	return res, nil
 }
@@ -576,9 +627,13 @@ func AppendRows[T runtime.Element](f *File, i int, dst []T) (res []T, err error)
 // read. dst holds one slot of SampleBytes bytes (Sample[0] rows) per index;
 // sample indices[k] goes to the start of slot k, its row count to
 // lengths[k], and the rest of the slot is left as it was, for the caller to
-// pad. It returns how many samples it copied before an error (a bad index,
-// or a fault, turned into an error as Read does, with one fault guard for
-// the whole call).
+// pad. A sample longer than its slot (a file opened with OverflowTruncate)
+// fills the slot with its first rows, and lengths[k] still holds its whole
+// count (up to runtime.MaxRows), above Sample[0], for
+// runtime.TruncateSamples to cut and count. It
+// returns how many samples it copied before an error (a bad index, or a
+// fault, turned into an error as Read does, with one fault guard for the
+// whole call).
 func GatherRows[T runtime.Element](f *File, indices []int, dst []T, lengths []int32) (n int, err error) {
 	if f.offsets == nil {
 		return 0, f.notRagged("GatherRows")
@@ -603,8 +658,8 @@ func GatherRows[T runtime.Element](f *File, indices []int, dst []T, lengths []in
 			return n, f.unreadable(i)
 		}
 		start, end := int(f.offsets[i]), int(f.offsets[i+1])
-		copy(b[n*slot:], f.data[start*f.rowBytes:end*f.rowBytes])
-		lengths[n] = int32(end - start)
+		copy(b[n*slot:(n+1)*slot], f.data[start*f.rowBytes:end*f.rowBytes])
+		lengths[n] = int32(min(end-start, runtime.MaxRows))
 	}
 	return n, nil
 }

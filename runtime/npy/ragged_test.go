@@ -7,7 +7,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -160,7 +162,9 @@ func TestRaggedRefusals(t *testing.T) {
 		{"2-D", tokens, "csr_offsets_2d.npy", tokensSpec, "",
 			"offsets have shape (2, 3), want (N+1,): one dimension, at least 1 entry"},
 		{"sample too long", tokens, "csr_tokens_offsets.npy", Spec{Key: "tokens", DType: runtime.Int32, Sample: []int{4}}, "",
-			`sample 2 has 5 rows (offsets[2] = 3, offsets[3] = 8), key "tokens" allows at most 4`},
+			`1 sample has more rows than key "tokens" allows (4): sample 2 (5 rows); set overflow: truncate on the key to keep the first 4 rows of such samples`},
+		{"samples too long", tokens, "csr_tokens_offsets.npy", Spec{Key: "tokens", DType: runtime.Int32, Sample: []int{3}}, "",
+			`2 samples have more rows than key "tokens" allows (3): sample 2 (5 rows), sample 4 (4 rows); set overflow: truncate on the key to keep the first 3 rows of such samples`},
 		{"data dtype", tokens, "csr_tokens_offsets.npy", Spec{Key: "tokens", DType: runtime.Float32, Sample: []int{5}}, tokens,
 			`dtype '<i4' (int32), schema key "tokens" expects float32 ('<f4')`},
 		{"data row shape", boxes, "csr_boxes_offsets.npy", Spec{Key: "boxes", DType: runtime.Float32, Sample: []int{3, 3}}, boxes,
@@ -192,6 +196,67 @@ func TestRaggedRefusals(t *testing.T) {
 				t.Errorf("OpenRagged error\n got %s\nwant %s", got, want)
 			}
 		})
+	}
+}
+
+// TestRaggedOverflowListed: of many samples over the maximum, the error
+// lists the first maxListed, in order, and counts them all.
+func TestRaggedOverflowListed(t *testing.T) {
+	offsets := []int64{0}
+	var listed []string
+	for i := range 3 * maxListed {
+		rows := int64(1)
+		if i%2 == 1 { // every other sample has 3 + i rows, over the maximum 2
+			rows = int64(3 + i)
+			if len(listed) < maxListed {
+				listed = append(listed, fmt.Sprintf("sample %d (%d rows)", i, rows))
+			}
+		}
+		offsets = append(offsets, offsets[len(offsets)-1]+rows)
+	}
+	data, offsetsPath := writeRagged(t, t.TempDir(), "t", runtime.Uint8, nil, make([]byte, offsets[len(offsets)-1]), offsets)
+	_, err := OpenRagged(data, offsetsPath, Spec{Key: "t", DType: runtime.Uint8, Sample: []int{2}})
+	want := fmt.Sprintf(`%s: %d samples have more rows than key "t" allows (2), the first %d: %s; set overflow: truncate on the key to keep the first 2 rows of such samples`,
+		offsetsPath, 3*maxListed/2, maxListed, strings.Join(listed, ", "))
+	if err == nil || err.Error() != want {
+		t.Fatalf("OpenRagged error\n got %v\nwant %s", err, want)
+	}
+}
+
+// TestRaggedTruncate: a file opened with OverflowTruncate keeps its samples
+// over the maximum: Rows gives their whole count, GatherRows fills their
+// slot with their first rows and reports the whole count, and AppendRows
+// appends them in full to a grown copy, leaving dst's array alone.
+func TestRaggedTruncate(t *testing.T) {
+	spec := tokensSpec
+	spec.Sample, spec.Overflow = []int{3}, runtime.OverflowTruncate
+	f := mustOpenRagged(t, fixture("csr_tokens.npy"), fixture("csr_tokens_offsets.npy"), spec)
+	if f.Rows(2) != 5 || f.Rows(4) != 4 {
+		t.Errorf("Rows(2), Rows(4) = %d, %d, want 5, 4", f.Rows(2), f.Rows(4))
+	}
+	dst := slices.Repeat([]int32{-1}, 12)
+	lengths := make([]int32, 4)
+	if n, err := GatherRows(f, []int{2, 1, 0, 4}, dst, lengths); n != 4 || err != nil {
+		t.Fatalf("GatherRows = %d, %v", n, err)
+	}
+	// Sample 2's last rows go nowhere, not into the slot of sample 1, which
+	// has none.
+	if want := []int32{3, 4, 5, -1, -1, -1, 0, 1, 2, 9, 10, 11}; !slices.Equal(dst, want) {
+		t.Errorf("GatherRows slots %v, want %v", dst, want)
+	}
+	if want := []int32{5, 0, 3, 4}; !slices.Equal(lengths, want) {
+		t.Errorf("GatherRows lengths %v, want %v", lengths, want)
+	}
+	staging := []int32{-1, -1, -1}
+	got, err := AppendRows(f, 2, staging[:0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int32{3, 4, 5, 6, 7}; !slices.Equal(got, want) {
+		t.Errorf("AppendRows(2) = %v, want %v", got, want)
+	}
+	if !slices.Equal(staging, []int32{-1, -1, -1}) {
+		t.Errorf("AppendRows(2) wrote %v into dst's array, which has no room for it", staging)
 	}
 }
 
