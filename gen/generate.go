@@ -237,6 +237,9 @@ func (g *emitter) plan(f *jen.File) {
 		if k.Ragged {
 			kf = append(kf, field{"Ragged", jen.True()})
 		}
+		if k.Overflow != runtime.OverflowError {
+			kf = append(kf, field{"Overflow", g.overflowConst(k.Overflow)})
+		}
 		if k.LengthsOf != "" {
 			kf = append(kf, field{"LengthsOf", jen.Lit(k.LengthsOf)})
 		}
@@ -322,6 +325,10 @@ func (g *emitter) sample(f *jen.File) {
 		f.Comment("appends the sample's rows (append(s.Tokens, row...)), and the loader")
 		f.Comment("pads the rest and records the count in the batch's lengths. More rows")
 		f.Comment("than the maximum are an error naming the key and the sample.")
+		if slices.ContainsFunc(g.raggedKeys(), truncates) {
+			f.Comment("A key with overflow: truncate keeps a longer sample's first rows")
+			f.Comment("instead, and counts it in Stats.Truncated.")
+		}
 	}
 	f.Type().Id(name).Struct(fields...)
 }
@@ -333,6 +340,8 @@ func sampleComment(k emitKey) string {
 	switch {
 	case len(k.Shape) == 0:
 		s += " (one element)"
+	case truncates(k):
+		s += "; append rows (past the maximum, they are cut: overflow truncate)"
 	case k.Ragged:
 		s += "; append rows"
 	case k.classAxis:
@@ -418,6 +427,11 @@ func (g *emitter) samples(f *jen.File) {
 		f.Comment("A ragged key's slice holds each sample's slot of its most rows: write")
 		f.Comment("a sample's rows at the start of its slot and their count in the key's")
 		f.Comment("lengths; the loader pads the rest of the slot.")
+		if slices.ContainsFunc(g.raggedKeys(), truncates) {
+			f.Comment("A key with overflow: truncate takes a count above the maximum for a")
+			f.Comment("longer sample whose first rows fill its slot: the loader records the")
+			f.Comment("maximum and counts the sample in Stats.Truncated.")
+		}
 	}
 	f.Type().Id(name).Struct(fields...)
 }
@@ -739,9 +753,7 @@ func (g *emitter) fill(f *jen.File) {
 	loop = append(loop, jen.If(jen.Err().Op(":=").Id("l").Dot("src").Dot("Read").Call(jen.Id("s")), jen.Err().Op("!=").Nil()).Block(
 		jen.Return(jen.Err()),
 	))
-	for i, k := range g.raggedKeys() {
-		loop = append(loop, g.padRows(k, i == 0)...)
-	}
+	loop = append(loop, g.padRows()...)
 	f.Comment("fill reads the samples of run r through the source, each into its place")
 	f.Comment("in the staging slot; r.Done tells the runtime which sample failed.")
 	f.Func().Params(jen.Id("l").Op("*").Id(g.n.exported("Loader"))).Id("fill").Params(jen.Id("r").Op("*").Add(g.rt("Run"))).Error().Block(
@@ -925,6 +937,9 @@ func (g *emitter) fileSpecs(f *jen.File) {
 			field{"DType", g.rtConst(k.DType)},
 			field{"Sample", ints(k.Shape)},
 		)
+		if k.Overflow != runtime.OverflowError {
+			fields = append(fields, field{"Overflow", g.overflowConst(k.Overflow)})
+		}
 		specs[i] = literal(fields...)
 	}
 	f.Commentf("%s are the .npy files of %s, relative to the data root.", g.n.unexported("FileSpecs"), g.ds.Name)
@@ -972,7 +987,12 @@ func (g *emitter) openFiles(f *jen.File) {
 	if len(g.raggedKeys()) > 0 {
 		f.Comment("dtype, C order, shape [N, sample...] and size, and the same N for all;")
 		f.Comment("a ragged key's rows [R, row...] and its offsets, N+1 of them, rising")
-		f.Comment("from 0 to R, no sample over the key's most rows.")
+		if slices.ContainsFunc(g.raggedKeys(), truncates) {
+			f.Comment("from 0 to R, no sample over the key's most rows unless the key has")
+			f.Comment("overflow: truncate.")
+		} else {
+			f.Comment("from 0 to R, no sample over the key's most rows.")
+		}
 	} else {
 		f.Comment("dtype, C order, shape [N, sample...] and size, and the same N for all.")
 	}

@@ -115,7 +115,7 @@ func layoutKey(ds *schema.Dataset, k schema.Key) (key runtime.Key, ok bool) {
 	sample, batch, ok := runtime.KeyBytes(k.DType, shape, ds.BatchSize)
 	return runtime.Key{
 		Name: k.Name, Role: k.Role, DType: k.DType, Shape: shape,
-		SampleBytes: sample, BatchBytes: batch, Priority: k.Priority, Ragged: k.Ragged,
+		SampleBytes: sample, BatchBytes: batch, Priority: k.Priority, Ragged: k.Ragged, Overflow: k.Overflow,
 	}, ok
 }
 

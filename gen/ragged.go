@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/dave/jennifer/jen"
 
@@ -27,6 +29,16 @@ func (g *emitter) raggedKeys() []emitKey {
 // cellMapTokensRows, cellMapTokensPad.
 func (g *emitter) rowsConst(k emitKey) string { return g.n.unexported(k.Go + "Rows") }
 func (g *emitter) padVar(k emitKey) string    { return g.n.unexported(k.Go + "Pad") }
+
+// overflowConst renders a ragged key's overflow rule, as the runtime names
+// it: runtime.OverflowTruncate.
+func (g *emitter) overflowConst(o runtime.Overflow) *jen.Statement {
+	s := o.String()
+	return g.rt("Overflow" + strings.ToUpper(s[:1]) + s[1:])
+}
+
+// truncates reports whether ragged key k has overflow: truncate.
+func truncates(k emitKey) bool { return k.Overflow == runtime.OverflowTruncate }
 
 // ragged renders, when the schema has ragged keys,
 //
@@ -88,26 +100,53 @@ func padValue(d runtime.DType, pad float64) (jen.Code, string) {
 	return jen.Id(d.GoType()).Call(jen.Op(text)), ""
 }
 
-// padRows renders, after Read, the padding of ragged key k of the sample
-// at pos and the record of its rows (first: the first ragged key, which
-// declares rows and err):
+// padRows renders, after Read, the padding of each ragged key of the
+// sample at pos and the record of its rows:
 //
 //	rows, err := runtime.PadRows("tokens", b.tokens[pos*cellMapTokensElems:][:cellMapTokensElems], s.Tokens, cellMapTokensRows, cellMapTokensPad)
 //	if err != nil {
 //		return err
 //	}
 //	b.tokensLengths[pos] = rows
-func (g *emitter) padRows(k emitKey, first bool) []jen.Code {
-	op := "="
-	if first {
-		op = ":="
+//
+// and for a key with overflow: truncate, which counts the samples it cuts,
+//
+//	rows, cut, err := runtime.TruncateRows("boxes", ...)
+//	if err != nil {
+//		return err
+//	}
+//	if cut {
+//		r.Truncated++
+//	}
+//	b.boxesLengths[pos] = rows
+//
+// The first key declares rows and err, the first that truncates cut.
+func (g *emitter) padRows() []jen.Code {
+	var out []jen.Code
+	keys := g.raggedKeys()
+	for i, k := range keys {
+		slot := jen.Id("b").Dot(k.view).Index(jen.Id("pos").Op("*").Id(k.elems), jen.Empty()).Index(jen.Empty(), jen.Id(k.elems))
+		args := []jen.Code{jen.Lit(k.Name), slot, jen.Id("s").Dot(k.Go), jen.Id(g.rowsConst(k)), jen.Id(g.padVar(k))}
+		declare := i == 0
+		lhs, fn := []jen.Code{jen.Id("rows"), jen.Err()}, "PadRows"
+		if truncates(k) {
+			declare = declare || !slices.ContainsFunc(keys[:i], truncates)
+			lhs, fn = []jen.Code{jen.Id("rows"), jen.Id("cut"), jen.Err()}, "TruncateRows"
+		}
+		op := "="
+		if declare {
+			op = ":="
+		}
+		out = append(out,
+			jen.List(lhs...).Op(op).Add(g.rt(fn)).Call(args...),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+		)
+		if truncates(k) {
+			out = append(out, jen.If(jen.Id("cut")).Block(jen.Id("r").Dot("Truncated").Op("++")))
+		}
+		out = append(out, jen.Id("b").Dot(k.lengths.view).Index(jen.Id("pos")).Op("=").Id("rows"))
 	}
-	slot := jen.Id("b").Dot(k.view).Index(jen.Id("pos").Op("*").Id(k.elems), jen.Empty()).Index(jen.Empty(), jen.Id(k.elems))
-	return []jen.Code{
-		jen.List(jen.Id("rows"), jen.Err()).Op(op).Add(g.rt("PadRows")).Call(jen.Lit(k.Name), slot, jen.Id("s").Dot(k.Go), jen.Id(g.rowsConst(k)), jen.Id(g.padVar(k))),
-		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
-		jen.Id("b").Dot(k.lengths.view).Index(jen.Id("pos")).Op("=").Id("rows"),
-	}
+	return out
 }
 
 // padSamples renders, after ReadSamples, the padding of ragged key k of
@@ -119,14 +158,30 @@ func (g *emitter) padRows(k emitKey, first bool) []jen.Code {
 //	if k, e := runtime.PadSamples("tokens", s.Tokens[:done*cellMapTokensElems], s.TokensLengths[:done], cellMapTokensRows, cellMapTokensPad); e != nil {
 //		done, err = k, e
 //	}
+//
+// or, for a key with overflow: truncate, which counts the samples it cuts,
+//
+//	if k, cut, e := runtime.TruncateSamples("boxes", ...); e != nil {
+//		done, err = k, e
+//	} else {
+//		r.Truncated += cut
+//	}
 func (g *emitter) padSamples(k emitKey) jen.Code {
+	args := []jen.Code{jen.Lit(k.Name),
+		jen.Id("s").Dot(k.Go).Index(jen.Empty(), jen.Id("done").Op("*").Id(k.elems)),
+		jen.Id("s").Dot(k.lengths.Go).Index(jen.Empty(), jen.Id("done")),
+		jen.Id(g.rowsConst(k)), jen.Id(g.padVar(k))}
+	failed := jen.List(jen.Id("done"), jen.Err()).Op("=").List(jen.Id("k"), jen.Id("e"))
+	if truncates(k) {
+		return jen.If(
+			jen.List(jen.Id("k"), jen.Id("cut"), jen.Id("e")).Op(":=").Add(g.rt("TruncateSamples")).Call(args...),
+			jen.Id("e").Op("!=").Nil(),
+		).Block(failed).Else().Block(jen.Id("r").Dot("Truncated").Op("+=").Id("cut"))
+	}
 	return jen.If(
-		jen.List(jen.Id("k"), jen.Id("e")).Op(":=").Add(g.rt("PadSamples")).Call(jen.Lit(k.Name),
-			jen.Id("s").Dot(k.Go).Index(jen.Empty(), jen.Id("done").Op("*").Id(k.elems)),
-			jen.Id("s").Dot(k.lengths.Go).Index(jen.Empty(), jen.Id("done")),
-			jen.Id(g.rowsConst(k)), jen.Id(g.padVar(k))),
+		jen.List(jen.Id("k"), jen.Id("e")).Op(":=").Add(g.rt("PadSamples")).Call(args...),
 		jen.Id("e").Op("!=").Nil(),
-	).Block(jen.List(jen.Id("done"), jen.Err()).Op("=").List(jen.Id("k"), jen.Id("e")))
+	).Block(failed)
 }
 
 // bucketKey is the key whose lengths bucketing groups by, or nil.

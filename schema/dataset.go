@@ -106,6 +106,7 @@ type Key struct {
 	Ragged    bool             // the first axis of Shape is a maximum: samples have up to Shape[0] rows
 	Pad       float64          // a ragged key's value for the rows past a sample's own (NaN for nan)
 	Offsets   string           // a ragged file key's .npy of int64 row offsets (CSR, N+1 entries)
+	Overflow  runtime.Overflow // what a ragged key does with a sample of more rows than Shape[0]
 	Priority  runtime.Priority // stream priority from streams.priority
 	Pos       Pos              // where the key is declared
 }

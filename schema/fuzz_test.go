@@ -62,8 +62,8 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("ragged key %q has file %q and offsets %q", k.Name, k.File, k.Offsets)
 			case k.Ragged && elementFits(k.Pad, k.DType) != nil:
 				t.Fatalf("ragged key %q has pad %v, which %v", k.Name, k.Pad, elementFits(k.Pad, k.DType))
-			case !k.Ragged && (k.Pad != 0 || k.Offsets != ""):
-				t.Fatalf("key %q is not ragged but has pad %v and offsets %q", k.Name, k.Pad, k.Offsets)
+			case !k.Ragged && (k.Pad != 0 || k.Offsets != "" || k.Overflow != runtime.OverflowError):
+				t.Fatalf("key %q is not ragged but has pad %v, offsets %q and overflow %v", k.Name, k.Pad, k.Offsets, k.Overflow)
 			}
 		}
 		if b := ds.Loader.Bucket; b.Key != "" {

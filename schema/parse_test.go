@@ -58,19 +58,20 @@ func TestPositions(t *testing.T) {
 // Dataset.At, for the stages after Parse to point at.
 func TestRaggedPositions(t *testing.T) {
 	const schema = "version: 1\npackage: demo\nname: Demo\nbatch_size: 2\ninputs:\n" +
-		"  tokens: {shape: [512], dtype: int32, ragged: true, pad: -1, file: t.npy, offsets: o.npy}\n" +
+		"  tokens: {shape: [512], dtype: int32, ragged: true, pad: -1, file: t.npy, offsets: o.npy, overflow: truncate}\n" +
 		"loader:\n  bucket: {key: tokens, window: 3}\n"
 	ds, err := Parse("r.yaml", []byte(schema))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]string{
-		"inputs.tokens.ragged":  "r.yaml:6:48",
-		"inputs.tokens.pad":     "r.yaml:6:59",
-		"inputs.tokens.offsets": "r.yaml:6:85",
-		"loader.bucket":         "r.yaml:8:11",
-		"loader.bucket.key":     "r.yaml:8:17",
-		"loader.bucket.window":  "r.yaml:8:33",
+		"inputs.tokens.ragged":   "r.yaml:6:48",
+		"inputs.tokens.pad":      "r.yaml:6:59",
+		"inputs.tokens.offsets":  "r.yaml:6:85",
+		"inputs.tokens.overflow": "r.yaml:6:102",
+		"loader.bucket":          "r.yaml:8:11",
+		"loader.bucket.key":      "r.yaml:8:17",
+		"loader.bucket.window":   "r.yaml:8:33",
 	} {
 		if got := ds.Where(path); got != want {
 			t.Errorf("Where(%q) = %s, want %s", path, got, want)
@@ -232,7 +233,7 @@ inputs:
   tokens: {shape: [512], dtype: int32, ragged: true, pad: -1, file: tokens.npy, offsets: tokens_offsets.npy}
   image: {shape: [3, 32, 32], dtype: uint8, file: image.npy}
 targets:
-  boxes: {shape: [100, 4], dtype: float32, class_axis: false, ragged: true, pad: nan, file: boxes.npy, offsets: boxes_offsets.npy}
+  boxes: {shape: [100, 4], dtype: float32, class_axis: false, ragged: true, pad: nan, file: boxes.npy, offsets: boxes_offsets.npy, overflow: truncate}
 loader:
   shuffle: true
   bucket: {key: tokens, window: 20}
@@ -246,7 +247,7 @@ loader:
 					{Name: "image", GoName: "Image", Role: runtime.Input, Shape: []int{3, 32, 32}, DType: runtime.Uint8,
 						File: "image.npy", Pos: Pos{Line: 8, Col: 3}},
 					{Name: "boxes", GoName: "Boxes", Role: runtime.Target, Shape: []int{100, 4}, DType: runtime.Float32,
-						File: "boxes.npy", Ragged: true, Pad: math.NaN(), Offsets: "boxes_offsets.npy", Pos: Pos{Line: 10, Col: 3}},
+						File: "boxes.npy", Ragged: true, Pad: math.NaN(), Offsets: "boxes_offsets.npy", Overflow: runtime.OverflowTruncate, Pos: Pos{Line: 10, Col: 3}},
 				},
 				Loader:  runtime.LoaderDefaults{Prefetch: runtime.PrefetchAuto, Shuffle: true, MaxStagingMB: 16384, Bucket: runtime.Bucket{Key: "tokens", Window: 20}},
 				Streams: defaultStreams,

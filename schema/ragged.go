@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"fmt"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/loadergen/loadergen/runtime"
@@ -14,12 +16,13 @@ var bucketFields = []string{"key", "window"}
 // together, Hugging Face's megabatch of 50 batches (group_by_length).
 const defaultBucketWindow = 50
 
-// raggedKey reads the ragged, pad and offsets fields of key (f holds the
-// key's fields) into key: a ragged key's first axis of shape is a maximum,
-// the rows a sample lacks are pad, and a ragged key read from file: holds
-// the rows of all samples back to back there, where offsets: says each
-// sample's first row (CSR). It runs after volumeKey, as zarr keys cannot
-// be ragged.
+// raggedKey reads the ragged, pad, offsets and overflow fields of key (f
+// holds the key's fields) into key: a ragged key's first axis of shape is
+// a maximum, the rows a sample lacks are pad, a sample with more rows is
+// an error or cut to the maximum (overflow), and a ragged key read from
+// file: holds the rows of all samples back to back there, where offsets:
+// says each sample's first row (CSR). It runs after volumeKey, as zarr
+// keys cannot be ragged.
 func (p *parser) raggedKey(kp string, f map[string]*yaml.Node, key *Key) error {
 	rn, ok := f["ragged"]
 	if ok {
@@ -29,7 +32,7 @@ func (p *parser) raggedKey(kp string, f map[string]*yaml.Node, key *Key) error {
 		}
 	}
 	if !key.Ragged {
-		return p.onlyFor(kp, f, []string{"pad", "offsets"}, "ragged keys", "ragged: true")
+		return p.onlyFor(kp, f, []string{"pad", "offsets", "overflow"}, "ragged keys", "ragged: true")
 	}
 	path := kp + ".ragged"
 	switch {
@@ -50,6 +53,11 @@ func (p *parser) raggedKey(kp string, f map[string]*yaml.Node, key *Key) error {
 			return err
 		}
 	}
+	if n, ok := f["overflow"]; ok {
+		if key.Overflow, err = parsed(parseOverflow)(p, kp+".overflow", n); err != nil {
+			return err
+		}
+	}
 	on, hasOffsets := f["offsets"]
 	fn, hasFile := f["file"]
 	switch {
@@ -62,6 +70,17 @@ func (p *parser) raggedKey(kp string, f map[string]*yaml.Node, key *Key) error {
 		key.Offsets, err = p.dataFile(kp+".offsets", on)
 	}
 	return err
+}
+
+// parseOverflow reads a ragged key's overflow as runtime.Overflow spells
+// it: "error" or "truncate".
+func parseOverflow(s string) (runtime.Overflow, error) {
+	for _, o := range []runtime.Overflow{runtime.OverflowError, runtime.OverflowTruncate} {
+		if o.String() == s {
+			return o, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown overflow %q (want error, the default, or truncate)", s)
 }
 
 // bucket reads loader.bucket into ds.Loader.Bucket: the ragged key whose
