@@ -413,11 +413,4 @@ func (p *parser) priorities(path string, n *yaml.Node) error {
 
 // parsePriority reads a stream priority as runtime.Priority spells it:
 // "high", "normal" or "low".
-func parsePriority(s string) (runtime.Priority, error) {
-	for _, p := range []runtime.Priority{runtime.High, runtime.Normal, runtime.Low} {
-		if p.String() == s {
-			return p, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown priority %q (want high, normal or low)", s)
-}
+var parsePriority = named("priority", runtime.High, runtime.Normal, runtime.Low)

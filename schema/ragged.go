@@ -1,8 +1,6 @@
 package schema
 
 import (
-	"fmt"
-
 	"gopkg.in/yaml.v3"
 
 	"github.com/loadergen/loadergen/runtime"
@@ -74,14 +72,7 @@ func (p *parser) raggedKey(kp string, f map[string]*yaml.Node, key *Key) error {
 
 // parseOverflow reads a ragged key's overflow as runtime.Overflow spells
 // it: "error" or "truncate".
-func parseOverflow(s string) (runtime.Overflow, error) {
-	for _, o := range []runtime.Overflow{runtime.OverflowError, runtime.OverflowTruncate} {
-		if o.String() == s {
-			return o, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown overflow %q (want error, the default, or truncate)", s)
-}
+var parseOverflow = named("overflow", runtime.OverflowError, runtime.OverflowTruncate)
 
 // bucket reads loader.bucket into ds.Loader.Bucket: the ragged key whose
 // lengths group the samples, and the window (default defaultBucketWindow).

@@ -188,6 +188,22 @@ func parsed[T any](parse func(string) (T, error)) valueReader[T] {
 	}
 }
 
+// named returns a parser of values by their names (String): the value
+// named s, else an error saying what kind of value s was to be and the
+// names: unknown priority "urgent" (want high, normal or low).
+func named[T fmt.Stringer](kind string, values ...T) func(string) (T, error) {
+	return func(s string) (T, error) {
+		names := make([]string, len(values))
+		for i, v := range values {
+			if names[i] = v.String(); names[i] == s {
+				return v, nil
+			}
+		}
+		var zero T
+		return zero, fmt.Errorf("unknown %s %q (want %s)", kind, s, alternatives(names))
+	}
+}
+
 // mappingReader reads the fields of one mapping in turn and keeps the
 // first error: once it has one, the reads after it do nothing.
 type mappingReader struct {
