@@ -35,13 +35,13 @@ const (
 	OverflowTruncate
 )
 
+// overflowNames are the rules as a schema writes them, by value.
+var overflowNames = [...]string{OverflowError: "error", OverflowTruncate: "truncate"}
+
 // String returns "error" or "truncate", as the schema spells the rule.
 func (o Overflow) String() string {
-	switch o {
-	case OverflowError:
-		return "error"
-	case OverflowTruncate:
-		return "truncate"
+	if int(o) < len(overflowNames) {
+		return overflowNames[o]
 	}
 	return fmt.Sprintf("Overflow(%d)", uint8(o))
 }
