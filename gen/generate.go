@@ -144,8 +144,15 @@ func (g *emitter) rtConst(v fmt.Stringer) *jen.Statement {
 	if v == runtime.BFloat16 {
 		return g.rt("BFloat16")
 	}
+	return g.rt(constName("", v))
+}
+
+// constName is the Go name of the constant v, whose String is its name in
+// a schema, after prefix: constName("Overflow", runtime.OverflowTruncate)
+// is "OverflowTruncate".
+func constName(prefix string, v fmt.Stringer) string {
 	s := v.String()
-	return g.rt(strings.ToUpper(s[:1]) + s[1:])
+	return prefix + strings.ToUpper(s[:1]) + s[1:]
 }
 
 // errPrefix starts the generated file's error strings: the package name,
@@ -238,7 +245,7 @@ func (g *emitter) plan(f *jen.File) {
 			kf = append(kf, field{"Ragged", jen.True()})
 		}
 		if k.Overflow != runtime.OverflowError {
-			kf = append(kf, field{"Overflow", g.overflowConst(k.Overflow)})
+			kf = append(kf, field{"Overflow", g.rt(constName("Overflow", k.Overflow))})
 		}
 		if k.LengthsOf != "" {
 			kf = append(kf, field{"LengthsOf", jen.Lit(k.LengthsOf)})
@@ -938,7 +945,7 @@ func (g *emitter) fileSpecs(f *jen.File) {
 			field{"Sample", ints(k.Shape)},
 		)
 		if k.Overflow != runtime.OverflowError {
-			fields = append(fields, field{"Overflow", g.overflowConst(k.Overflow)})
+			fields = append(fields, field{"Overflow", g.rt(constName("Overflow", k.Overflow))})
 		}
 		specs[i] = literal(fields...)
 	}

@@ -20,8 +20,13 @@ func manyKeys(n int) []byte {
 	return []byte(b.String())
 }
 
-func generate(tb testing.TB, n int) []byte {
-	ds, err := schema.Parse("many.yaml", manyKeys(n))
+func generate(tb testing.TB, n int) []byte { return generateSchema(tb, "many.yaml", manyKeys(n)) }
+
+// generateSchema returns the loader generated from the schema text, with
+// no overrides; file names it.
+func generateSchema(tb testing.TB, file string, text []byte) []byte {
+	tb.Helper()
+	ds, err := schema.Parse(file, text)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -29,7 +34,7 @@ func generate(tb testing.TB, n int) []byte {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	src, err := Generate(p, "many.yaml")
+	src, err := Generate(p, file)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/dave/jennifer/jen"
 
@@ -29,13 +28,6 @@ func (g *emitter) raggedKeys() []emitKey {
 // cellMapTokensRows, cellMapTokensPad.
 func (g *emitter) rowsConst(k emitKey) string { return g.n.unexported(k.Go + "Rows") }
 func (g *emitter) padVar(k emitKey) string    { return g.n.unexported(k.Go + "Pad") }
-
-// overflowConst renders a ragged key's overflow rule, as the runtime names
-// it: runtime.OverflowTruncate.
-func (g *emitter) overflowConst(o runtime.Overflow) *jen.Statement {
-	s := o.String()
-	return g.rt("Overflow" + strings.ToUpper(s[:1]) + s[1:])
-}
 
 // truncates reports whether ragged key k has overflow: truncate.
 func truncates(k emitKey) bool { return k.Overflow == runtime.OverflowTruncate }

@@ -43,6 +43,7 @@ func (g *emitter) volumes(f *jen.File) {
 //		Classes:    []string{"mito", "er"},
 //		PerEpoch:   1000,
 //		Pad:        true,
+//		Align:      volume.AlignNearest,
 //		Foreground: &volume.Foreground{Key: 1, Fraction: 0.33},
 //		Mirror:     []float64{0.1, 0.5, 0.5},
 //		Transpose:  []int{1, 2},
@@ -83,6 +84,9 @@ func (g *emitter) volumeSpec(f *jen.File) {
 	fields = append(fields, field{"PerEpoch", jen.Lit(c.PerEpoch)})
 	if c.Pad {
 		fields = append(fields, field{"Pad", jen.True()})
+	}
+	if c.Align != volume.AlignExact {
+		fields = append(fields, field{"Align", jen.Qual(volumePath, constName("Align", c.Align))})
 	}
 	if fg := c.Foreground; fg != nil {
 		key := slices.IndexFunc(g.keys, func(k emitKey) bool { return k.Name == fg.Key }) // the schema checked it is there

@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -70,5 +71,20 @@ func TestLocalityPlan(t *testing.T) {
 				t.Errorf("the plan literal has a Locality field: %v, want %v", has, c.want.Window > 0)
 			}
 		})
+	}
+}
+
+// TestAlignSpec: crops.align: nearest reaches the generated volume spec;
+// exact, the zero value, leaves the field out.
+func TestAlignSpec(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want bool
+	}{{"", false}, {"  align: exact\n", false}, {"  align: nearest\n", true}} {
+		src := generateSchema(t, "p.yaml", []byte("version: 1\npackage: p\nname: P\nbatch_size: 2\ninputs:\n"+
+			"  raw: {shape: [8, 8], dtype: uint8, zarr: em/raw}\ncrops:\n  per_epoch: 10\n"+c.line))
+		if has := regexp.MustCompile(`\bAlign: +volume\.AlignNearest,`).Match(src); has != c.want {
+			t.Errorf("%q: the spec has Align: volume.AlignNearest: %v, want %v", c.line, has, c.want)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/volume"
 )
 
 // designSchema is the example schema of the README and DESIGN.md, with
@@ -427,5 +428,27 @@ func TestCropsLocality(t *testing.T) {
 				t.Errorf("locality %d, want %d", ds.Crops.Locality, c.want)
 			}
 		})
+	}
+}
+
+// TestCropsAlign: crops.align is exact unless the schema says nearest.
+func TestCropsAlign(t *testing.T) {
+	const schema = "version: 1\npackage: demo\nname: Demo\nbatch_size: 2\ninputs:\n" +
+		"  raw: {shape: [8, 8], dtype: uint8, zarr: em/raw}\ncrops:\n  per_epoch: 10\n"
+	for _, c := range []struct {
+		line string
+		want volume.Align
+	}{
+		{"", volume.AlignExact},
+		{"  align: exact\n", volume.AlignExact},
+		{"  align: nearest\n", volume.AlignNearest},
+	} {
+		ds, err := Parse("d.yaml", []byte(schema+c.line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ds.Crops.Align != c.want {
+			t.Errorf("%q: align %v, want %v", c.line, ds.Crops.Align, c.want)
+		}
 	}
 }

@@ -8,12 +8,13 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/volume"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
 // The fields of the crops section and its parts.
 var (
-	cropFields       = []string{"per_epoch", "pad", "foreground", "augment", "locality"}
+	cropFields       = []string{"per_epoch", "pad", "align", "foreground", "augment", "locality"}
 	localityFields   = []string{"window"}
 	foregroundFields = []string{"key", "fraction"}
 	augmentFields    = []string{"mirror", "transpose", "rot90"}
@@ -22,9 +23,10 @@ var (
 // Crops says how samples are cut out of volumes: the sources of zarr keys
 // (DESIGN section 9).
 type Crops struct {
-	PerEpoch   int         // samples in an epoch: the source's Len
-	Pad        bool        // crops may reach past an array's edge (its fill)
-	Foreground *Foreground // optional: crops centred on a labelled voxel
+	PerEpoch   int          // samples in an epoch: the source's Len
+	Pad        bool         // crops may reach past an array's edge (its fill)
+	Align      volume.Align // what to do with a key whose voxel grid is off the common grid
+	Foreground *Foreground  // optional: crops centred on a labelled voxel
 	// Mirror is each spatial axis' probability of being flipped; nil when
 	// the schema asks for none.
 	Mirror []float64
@@ -193,6 +195,7 @@ func (p *parser) crops(n *yaml.Node, rank int) error {
 	c := &Crops{Locality: DefaultLocalityWindow}
 	readRequired(r, "crops.per_epoch", atLeast(1), &c.PerEpoch)
 	readOptional(r, "crops.pad", (*parser).boolean, &c.Pad)
+	readOptional(r, "crops.align", parsed(parseAlign), &c.Align)
 	readOptional(r, "crops.locality", (*parser).locality, &c.Locality)
 	if r.err != nil {
 		return r.err
@@ -211,6 +214,10 @@ func (p *parser) crops(n *yaml.Node, rank int) error {
 	p.ds.Crops = c
 	return nil
 }
+
+// parseAlign reads crops.align as volume.Align spells it: "exact" or
+// "nearest".
+var parseAlign = named("align", volume.AlignExact, volume.AlignNearest)
 
 // locality reads crops.locality: "off" (0), or a mapping with the window
 // in batches, at least 1 (DefaultLocalityWindow when left out).

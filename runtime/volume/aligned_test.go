@@ -248,13 +248,13 @@ func TestLoadManifest(t *testing.T) {
 func TestGridNeedsNestedVoxels(t *testing.T) {
 	keys := []Key{{Name: "a", Shape: []int{4}}, {Name: "b", Shape: []int{4}}}
 	levels := []level{{shape: []int{100}, scale: []float64{4}, translation: []float64{0}}, {shape: []int{100}, scale: []float64{6}, translation: []float64{0}}}
-	_, err := newGrid(keys, levels, false)
+	_, err := newGrid(keys, levels, false, AlignExact)
 	if err == nil || !strings.Contains(err.Error(), `along x the voxel size of key "a" (4) does not divide that of key "b" (6)`) {
 		t.Fatalf("newGrid: %v", err)
 	}
 	levels[1].scale[0] = 8
 	levels[1].translation[0] = 2
-	g, err := newGrid(keys, levels, false)
+	g, err := newGrid(keys, levels, false, AlignExact)
 	if err != nil {
 		t.Fatal(err)
 	}

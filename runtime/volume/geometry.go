@@ -15,6 +15,7 @@ type level struct {
 	shape       []int
 	scale       []float64
 	translation []float64
+	units       []string // per axis, from the multiscale's axes; nil for a plain array
 }
 
 // grid is the lattice of crop centres of one volume. Along each axis a
@@ -26,6 +27,16 @@ type grid struct {
 	base, step [][]int // per key, per axis
 	lo, hi     []int   // per axis: the valid centres
 	count      int64   // centres in all: the product of hi-lo+1
+	snapped    offset  // the largest offset AlignNearest snapped; zero when none
+}
+
+// offset is how far, in voxels, a key's box start lay from the voxel
+// AlignNearest snapped it to (at most half a voxel), along one axis.
+type offset struct {
+	key, axis int
+	voxels    float64 // the magnitude; 0 when nothing was snapped
+	physical  float64 // the same in the level's physical units
+	unit      string  // those units, when the metadata names them
 }
 
 // relTol absorbs the rounding of the metadata's decimal voxel sizes and
@@ -41,11 +52,32 @@ func near(x float64) (int, bool) {
 	return int(r), math.Abs(x-r) <= relTol
 }
 
+// snap returns the voxel at which a key's box starts whose exact start is
+// x voxels of its grid, and how far x lies past it (x - b): the whole
+// voxel x is (within relTol); else, with AlignNearest, the nearest voxel,
+// the lower one when x lies halfway between two. ok is false when x is off
+// the grid and align is AlignExact. |x - b| is at most half a voxel (and
+// relTol): a grid 0.7 voxels off is 0.3 voxels off the next voxel.
+func snap(x float64, align Align) (b int, off float64, ok bool) {
+	if b, ok := near(x); ok {
+		return b, 0, true
+	}
+	if align != AlignNearest {
+		return 0, 0, false
+	}
+	lo := math.Floor(x)
+	if x-lo > 0.5+relTol {
+		lo++
+	}
+	return int(lo), x - lo, true
+}
+
 // newGrid computes the valid crop centres of a volume whose keys lie at
 // levels (one per key, in spec order), for boxes of the keys' shapes. With
 // pad, a centre is valid when it lies inside every key's array; without,
-// when every key's box lies wholly inside its array.
-func newGrid(keys []Key, levels []level, pad bool) (*grid, error) {
+// when every key's box lies wholly inside its array. align says what to do
+// with a key whose box cannot start on a whole voxel (snap).
+func newGrid(keys []Key, levels []level, pad bool, align Align) (*grid, error) {
 	rank := len(keys[0].Shape)
 	g := &grid{base: make([][]int, len(keys)), step: make([][]int, len(keys)), lo: make([]int, rank), hi: make([]int, rank), count: 1}
 	for k := range keys {
@@ -74,10 +106,18 @@ func newGrid(keys []Key, levels []level, pad bool) (*grid, error) {
 					axes[a], key.Name, v, keys[coarse].Name, vc)
 			}
 			// Key k's box starts at voxel (centre - its centre at origin 0)/v.
-			b, ok := near((centre0 - boxCentre(levels[k], key, a, 0)) / v)
+			x := (centre0 - boxCentre(levels[k], key, a, 0)) / v
+			b, off, ok := snap(x, align)
 			if !ok {
-				return nil, fmt.Errorf("along %s, with key %q's box at its voxel 0 (centre %g), key %q's box would start at voxel %g of its grid (voxel size %g, offset %g): the keys' boxes cannot share a centre on whole voxels",
-					axes[a], keys[coarse].Name, centre0, key.Name, (centre0-boxCentre(levels[k], key, a, 0))/v, v, levels[k].translation[a])
+				return nil, fmt.Errorf("along %s, with key %q's box at its voxel 0 (centre %g), key %q's box would start at voxel %g of its grid (voxel size %g, offset %g): "+
+					"the keys' boxes cannot share a centre on whole voxels (crops: {align: nearest} snaps each box to its nearest voxel)",
+					axes[a], keys[coarse].Name, centre0, key.Name, x, v, levels[k].translation[a])
+			}
+			if math.Abs(off) > g.snapped.voxels {
+				g.snapped = offset{key: k, axis: a, voxels: math.Abs(off), physical: math.Abs(off) * v}
+				if levels[k].units != nil {
+					g.snapped.unit = levels[k].units[a]
+				}
 			}
 			g.base[k][a], g.step[k][a] = b, step
 			klo, khi := centres(b, step, key.Shape[a], levels[k].shape[a], pad)

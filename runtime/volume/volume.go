@@ -34,6 +34,35 @@ type Spec struct {
 	Transpose  []int     // spatial axes that may be permuted; nil for none
 	Rot90      []int     // the plane of quarter turns (two axes); nil for none
 	Seed       uint64    // the schema's loader seed, for Crop
+	Align      Align     // what to do with a key whose box cannot start on a whole voxel
+}
+
+// Align is what a volume source does with a key whose array's voxel grid
+// (OME-NGFF scale and translation) is off the common grid, so that its box
+// cannot start on a whole voxel at the centre the keys share
+// (crops.align). The common grid is the coarsest key's (the first of
+// several at one voxel size); the other keys' boxes are placed on it.
+type Align uint8
+
+// The alignments. The zero value is AlignExact.
+const (
+	// AlignExact refuses such a key: Open's error gives the numbers.
+	AlignExact Align = iota
+	// AlignNearest starts the key's box at its nearest voxel, the lower
+	// one when two are as near, at most half a voxel from its exact place;
+	// Open logs the largest such offset.
+	AlignNearest
+)
+
+// alignNames are the rules as a schema writes them, by value.
+var alignNames = [...]string{AlignExact: "exact", AlignNearest: "nearest"}
+
+// String returns "exact" or "nearest", as the schema spells the rule.
+func (a Align) String() string {
+	if int(a) < len(alignNames) {
+		return alignNames[a]
+	}
+	return fmt.Sprintf("Align(%d)", uint8(a))
 }
 
 // Key is one key of a volume source.
@@ -216,7 +245,7 @@ func (s *Source) openVolume(v Volume, stores map[string]*zarr.Store, missing map
 		}
 	}
 	var err error
-	if ov.grid, err = newGrid(keys, levels, s.spec.Pad); err != nil {
+	if ov.grid, err = newGrid(keys, levels, s.spec.Pad, s.spec.Align); err != nil {
 		return nil, err
 	}
 	if fg := s.spec.Foreground; fg != nil {
@@ -265,6 +294,9 @@ func openLevel(store *zarr.Store, path string, key Key) (*zarr.Array, level, err
 			return nil, level{}, err
 		}
 		lvl.scale, lvl.translation = ms.Levels[i].Scale, ms.Levels[i].Translation
+		for _, ax := range ms.Axes {
+			lvl.units = append(lvl.units, ax.Unit)
+		}
 		where = path + "/" + ms.Levels[i].Path
 	}
 	if a.DType() != key.DType {
@@ -302,8 +334,8 @@ func sameLevel(a, b level) bool {
 
 func uniq(s []string) []string { return slices.Compact(slices.Sorted(slices.Values(s))) }
 
-// logOpened logs what Open found: volumes, centres, missing classes and the
-// foreground index's size.
+// logOpened logs what Open found: volumes, centres, missing classes, the
+// largest offset AlignNearest snapped and the foreground index's size.
 func (s *Source) logOpened(log *slog.Logger, missing map[string]int) {
 	if log == nil {
 		return
@@ -321,6 +353,9 @@ func (s *Source) logOpened(log *slog.Logger, missing map[string]int) {
 		}
 		attrs = append(attrs, "missing_classes_filled", strings.Join(parts, ", "))
 	}
+	if s.spec.Align == AlignNearest {
+		attrs = append(attrs, "align", AlignNearest.String(), "largest_offset", s.largestOffset())
+	}
 	if s.spec.Foreground != nil {
 		attrs = append(attrs, "foreground_centres", labelled, "foreground_index_bytes", 4*labelled)
 		if labelled == 0 {
@@ -328,6 +363,28 @@ func (s *Source) logOpened(log *slog.Logger, missing map[string]int) {
 		}
 	}
 	log.Info("volume source", attrs...)
+}
+
+// largestOffset describes the largest offset AlignNearest snapped over the
+// volumes: `0.3 voxels (1.2 nanometer) along x of key "labels" in volume
+// 0`, or that there was none.
+func (s *Source) largestOffset() string {
+	v := -1
+	for i, ov := range s.vols {
+		if ov.grid.snapped.voxels > 0 && (v < 0 || ov.grid.snapped.voxels > s.vols[v].grid.snapped.voxels) {
+			v = i
+		}
+	}
+	if v < 0 {
+		return "none: every key's box starts on a whole voxel"
+	}
+	o := s.vols[v].grid.snapped
+	unit := o.unit
+	if unit == "" {
+		unit = "physical units"
+	}
+	return fmt.Sprintf("%.3g voxels (%.3g %s) along %s of key %q in volume %d",
+		o.voxels, o.physical, unit, runtime.SpatialAxes(len(s.spec.Keys[0].Shape))[o.axis], s.spec.Keys[o.key].Name, v)
 }
 
 // Len returns the number of samples in an epoch.
