@@ -39,6 +39,19 @@ type Stats struct {
 	// the time of the snapshot: fixed by the schema or Options, or, with
 	// prefetch auto, the depth the loader has grown it to so far.
 	Prefetch int
+	// MissingChunks counts the chunks that a volume source's reads found
+	// not stored in their zarr arrays (a file absent, or marked empty in
+	// its shard's index), once per read whose box touches one: under a
+	// key's missing: fill they read as the array's fill value, under
+	// missing: error the read failed. 0 for other sources.
+	MissingChunks int64
+}
+
+// MissingCounter is a source whose reads count the chunks they found not
+// stored (Stats.MissingChunks): generated volume sources are. A loader
+// over one reports the count (Engine.CountMissing).
+type MissingCounter interface {
+	MissingChunks() int64
 }
 
 // Padding is the fraction of Spanned rows that are padding: 0 when every
@@ -110,6 +123,8 @@ type Rates struct {
 	// Padding is Stats.Padding over the interval: of the rows up to each
 	// batch's longest sample of a ragged key, the fraction that is padding.
 	Padding float64
+	// MissingChunks is Stats.MissingChunks over the interval.
+	MissingChunks int64
 }
 
 // Since returns the rates of s's counts since before, elapsed apart:
@@ -127,6 +142,7 @@ func (s Stats) Since(before Stats, elapsed time.Duration) Rates {
 		Bytes:   s.Bytes - before.Bytes,
 		Padding: Stats{Rows: s.Rows - before.Rows, Spanned: s.Spanned - before.Spanned}.Padding(),
 	}
+	r.MissingChunks = s.MissingChunks - before.MissingChunks
 	if sec := elapsed.Seconds(); sec > 0 {
 		r.SamplesPerSecond = float64(r.Samples) / sec
 		r.BytesPerSecond = float64(r.Bytes) / sec
@@ -136,14 +152,18 @@ func (s Stats) Since(before Stats, elapsed time.Duration) Rates {
 }
 
 // String reads "32 batches, 256 samples, 160.0 MiB in 46ms: 5559 samples/s,
-// 3.64 GB/s; the consumer waited 80% of the time", and with ragged keys
-// "; padding 12% of the rows".
+// 3.64 GB/s; the consumer waited 80% of the time", with ragged keys
+// "; padding 12% of the rows", and when reads found chunks not stored
+// "; 7 missing chunks read (see Stats.MissingChunks)".
 func (r Rates) String() string {
 	s := fmt.Sprintf("%d batches, %d samples, %.1f MiB in %v: %.0f samples/s, %.2f GB/s; the consumer waited %.0f%% of the time",
 		r.Batches, r.Samples, float64(r.Bytes)/(1<<20), r.Elapsed.Round(time.Millisecond),
 		r.SamplesPerSecond, r.BytesPerSecond/1e9, 100*r.WaitFraction)
 	if r.Padding > 0 {
 		s += fmt.Sprintf("; padding %.0f%% of the rows", 100*r.Padding)
+	}
+	if r.MissingChunks > 0 {
+		s += fmt.Sprintf("; %d missing chunks read (see Stats.MissingChunks)", r.MissingChunks)
 	}
 	return s
 }

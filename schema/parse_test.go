@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/volume"
 )
 
 // designSchema is the example schema of the README and DESIGN.md, with
@@ -418,5 +419,25 @@ func TestCropsLocality(t *testing.T) {
 				t.Errorf("locality %d, want %d", ds.Crops.Locality, c.want)
 			}
 		})
+	}
+}
+
+// TestZarrMissing: a zarr key's missing: is fill unless it says error,
+// key by key.
+func TestZarrMissing(t *testing.T) {
+	const schema = "version: 1\npackage: demo\nname: Demo\nbatch_size: 2\ninputs:\n" +
+		"  raw: {shape: [8, 8], dtype: uint8, zarr: em/raw, missing: error}\n" +
+		"  mask: {shape: [8, 8], dtype: uint8, zarr: em/mask}\n" +
+		"  labels: {shape: [8, 8], dtype: uint8, zarr: em/labels, missing: fill}\n" +
+		"crops:\n  per_epoch: 10\n"
+	ds, err := Parse("d.yaml", []byte(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []volume.Missing{volume.MissingError, volume.MissingFill, volume.MissingFill}
+	for i, k := range ds.Keys {
+		if k.Missing != want[i] {
+			t.Errorf("key %s: missing %v, want %v", k.Name, k.Missing, want[i])
+		}
 	}
 }
