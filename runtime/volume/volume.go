@@ -133,6 +133,7 @@ type Source struct {
 	// Put; Get and Put do not allocate in steady state.
 	states sync.Pool
 	log    *slog.Logger // where the first missing chunk of each array is logged; nil for nowhere
+	cache  *zarr.Cache  // the chunk cache of every store opened (zarr.SharedCache)
 	// missing counts the chunks that reads found not stored
 	// (MissingChunks): every reader adds to it, any goroutine loads it.
 	missing atomic.Int64
@@ -163,7 +164,8 @@ type vol struct {
 // exists (a missing class is filled), holds the key's dtype, has the level
 // the key's scale names, and lies so that the keys' boxes can share a
 // centre on each key's voxel grid; a volume must hold a whole crop unless
-// spec.Pad. Unless log is nil, it logs there what it opened (an Info line),
+// spec.Pad. Unless log is nil, it logs there what it opened and the size
+// of the chunk cache (an Info line),
 // a Warn when no volume has a labelled voxel for foreground crops, and,
 // as reads find them, a Warn for the first chunk of each array that is not
 // stored and reads as the fill value (MissingFill).
@@ -171,7 +173,11 @@ func Open(spec Spec, vols []Volume, log *slog.Logger) (*Source, error) {
 	if len(vols) == 0 {
 		return nil, errors.New("no volumes")
 	}
-	s := &Source{spec: spec, keys: make([]keyLayout, len(spec.Keys)), log: log}
+	cache, err := zarr.SharedCache()
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{spec: spec, keys: make([]keyLayout, len(spec.Keys)), log: log, cache: cache}
 	for k, key := range spec.Keys {
 		bytes, _, ok := runtime.KeyBytes(key.DType, key.Shape, 1)
 		if !ok {
@@ -223,7 +229,7 @@ func (s *Source) openVolume(i int, v Volume, stores map[string]*zarr.Store, miss
 		store, ok := stores[v.Roots[k]]
 		if !ok {
 			var err error
-			if store, err = zarr.OpenStore(v.Roots[k], nil); err != nil {
+			if store, err = zarr.OpenStore(v.Roots[k], s.cache); err != nil {
 				return nil, fmt.Errorf("key %q: %w", key.Name, err)
 			}
 			stores[v.Roots[k]] = store
@@ -346,8 +352,8 @@ func sameLevel(a, b level) bool {
 
 func uniq(s []string) []string { return slices.Compact(slices.Sorted(slices.Values(s))) }
 
-// logOpened logs what Open found: volumes, centres, missing classes and the
-// foreground index's size.
+// logOpened logs what Open found: volumes, centres, missing classes, the
+// foreground index's size, and the chunk cache's size and why.
 func (s *Source) logOpened(log *slog.Logger, missing map[string]int) {
 	if log == nil {
 		return
@@ -357,7 +363,7 @@ func (s *Source) logOpened(log *slog.Logger, missing map[string]int) {
 		centres += v.grid.count
 		labelled += int64(len(v.labelled))
 	}
-	attrs := []any{"volumes", len(s.vols), "crop_centres", centres, "per_epoch", s.spec.PerEpoch}
+	attrs := []any{"volumes", len(s.vols), "crop_centres", centres, "per_epoch", s.spec.PerEpoch, "chunk_cache", s.cache.Describe()}
 	if len(missing) > 0 {
 		var parts []string
 		for _, n := range slices.Sorted(maps.Keys(missing)) {
