@@ -166,7 +166,25 @@ func TestCorruptChunkEndsTheEpoch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l, err := NewCellsLoader(src, runtime.Options{})
+	re := epochError(t, src)
+	if re.Key != "raw" {
+		t.Fatalf("epoch error %v, want a ReadError of key raw", re)
+	}
+	if c := src.Crop(0, re.Index); c.Volume != 1 {
+		t.Errorf("sample %d is from volume %d, whose chunks are whole", re.Index, c.Volume)
+	}
+	for _, want := range []string{"read sample", `key "raw"`, "volume 1 (" + filepath.Join(dir, "b.zarr") + ")", "chunk ", "corrupt blosc frame"} {
+		if !strings.Contains(re.Error(), want) {
+			t.Errorf("error %q does not say %q", re, want)
+		}
+	}
+}
+
+// epochError runs epoch 0 of a loader of 2 workers over src and returns
+// the ReadError it ends with.
+func epochError(t *testing.T, src CellsSource) *runtime.ReadError {
+	t.Helper()
+	l, err := NewCellsLoader(src, runtime.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,20 +194,13 @@ func TestCorruptChunkEndsTheEpoch(t *testing.T) {
 			continue
 		}
 		var re *runtime.ReadError
-		if !errors.As(err, &re) || re.Key != "raw" {
-			t.Fatalf("epoch error %v, want a ReadError of key raw", err)
+		if !errors.As(err, &re) {
+			t.Fatalf("epoch error %v, want a ReadError", err)
 		}
-		if c := src.Crop(0, re.Index); c.Volume != 1 {
-			t.Errorf("sample %d is from volume %d, whose chunks are whole", re.Index, c.Volume)
-		}
-		for _, want := range []string{"read sample", `key "raw"`, "volume 1 (" + filepath.Join(dir, "b.zarr") + ")", "chunk ", "corrupt blosc frame"} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("error %q does not say %q", err, want)
-			}
-		}
-		return
+		return re
 	}
 	t.Fatal("the epoch ended without an error")
+	return nil
 }
 
 // epochOrder runs epoch of a loader over src and returns its dataset
@@ -315,34 +326,19 @@ func TestMissingChunkRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := openVolumes(t, manifest)
-	l, err := NewCellsLoader(src, runtime.Options{Workers: 2})
-	if err != nil {
-		t.Fatal(err)
+	re := epochError(t, src)
+	c := src.Crop(0, re.Index)
+	touches := c.Volume == 1
+	for a, o := range c.Origin[0] {
+		lo := []int{8, 16, 16}[a]
+		touches = touches && o < 2*lo && o+8 > lo
 	}
-	defer l.Close()
-	for _, err := range l.Epoch(context.Background(), 0) {
-		if err == nil {
-			continue
-		}
-		var re *runtime.ReadError
-		if !errors.As(err, &re) {
-			t.Fatalf("epoch error %v, want a ReadError", err)
-		}
-		c := src.Crop(0, re.Index)
-		touches := c.Volume == 1
-		for a, o := range c.Origin[0] {
-			lo := []int{8, 16, 16}[a]
-			touches = touches && o < 2*lo && o+8 > lo
-		}
-		if !touches {
-			t.Errorf("sample %d (volume %d, raw box at %v) does not touch the deleted chunk", re.Index, c.Volume, c.Origin[0])
-		}
-		want := fmt.Sprintf(`batch %d: read sample %d: key "raw": volume 1 (%s), box origin %v: zarr array %s: chunk 1/1/1: not stored (the key's missing: error refuses it; missing: fill reads the array's fill value)`,
-			re.Batch, re.Index, filepath.Join(dir, "b.zarr"), c.Origin[0], array)
-		if err.Error() != want {
-			t.Errorf("epoch error\n %s\nwant\n %s", err, want)
-		}
-		return
+	if !touches {
+		t.Errorf("sample %d (volume %d, raw box at %v) does not touch the deleted chunk", re.Index, c.Volume, c.Origin[0])
 	}
-	t.Fatal("the epoch ended without an error")
+	want := fmt.Sprintf(`batch %d: read sample %d: key "raw": volume 1 (%s), box origin %v: zarr array %s: chunk 1/1/1: not stored (the key's missing: error refuses it; missing: fill reads the array's fill value)`,
+		re.Batch, re.Index, filepath.Join(dir, "b.zarr"), c.Origin[0], array)
+	if re.Error() != want {
+		t.Errorf("epoch error\n %s\nwant\n %s", re, want)
+	}
 }

@@ -165,10 +165,10 @@ type vol struct {
 // the key's scale names, and lies so that the keys' boxes can share a
 // centre on each key's voxel grid; a volume must hold a whole crop unless
 // spec.Pad. Unless log is nil, it logs there what it opened and the size
-// of the chunk cache (an Info line),
-// a Warn when no volume has a labelled voxel for foreground crops, and,
-// as reads find them, a Warn for the first chunk of each array that is not
-// stored and reads as the fill value (MissingFill).
+// of the chunk cache (an Info line), a Warn when no volume has a labelled
+// voxel for foreground crops, and, as reads find them, a Warn for the
+// first chunk of each array that is not stored and reads as the fill
+// value (MissingFill).
 func Open(spec Spec, vols []Volume, log *slog.Logger) (*Source, error) {
 	if len(vols) == 0 {
 		return nil, errors.New("no volumes")

@@ -2,9 +2,7 @@ package zarr
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,30 +91,7 @@ func TestMissingChunksReported(t *testing.T) {
 // file is absent, are missing and named by shard and inner chunk.
 func TestMissingInnerChunksReported(t *testing.T) {
 	t.Run("index", func(t *testing.T) {
-		meta := `{"zarr_format": 3, "node_type": "array", "shape": [64, 64], "data_type": "uint8",
-		  "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [64, 64]}},
-		  "chunk_key_encoding": {"name": "default"}, "fill_value": 7, "codecs": ` + specShardingCodecs + `}`
-		a := writeSpecArray(t, meta)
-		// Inner chunk (1, 0) is stored; the index marks the others empty.
-		var gz bytes.Buffer
-		gzipTo(t, &gz, make([]byte, 32*32))
-		var index []byte
-		for i := range 4 {
-			off, n := uint64(math.MaxUint64), uint64(math.MaxUint64)
-			if i == 2 {
-				off, n = 0, uint64(gz.Len())
-			}
-			index = binary.LittleEndian.AppendUint64(index, off)
-			index = binary.LittleEndian.AppendUint64(index, n)
-		}
-		index = binary.LittleEndian.AppendUint32(index, crc32c(index))
-		shard := append(gz.Bytes(), index...)
-		if err := os.MkdirAll(filepath.Join(a.Dir(), "c", "0"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(a.Dir(), "c", "0", "0"), shard, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		a := specShardingArray(t, 2, make([]byte, 32*32)) // inner chunk (1, 0) stored
 		m := &missingLog{a: a}
 		if _, err := readTelling(a, m); err != nil {
 			t.Fatal(err)
