@@ -10,6 +10,7 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/volume"
 	"github.com/loadergen/loadergen/schema"
 )
 
@@ -98,11 +99,12 @@ type emitKey struct {
 	file      string // the .npy path; "" when it has none
 	classAxis bool   // the sample shape starts with the class axis
 	// A zarr key's path, its spatial shape (the sample's without the class
-	// axis), voxel size and fill.
+	// axis), voxel size, fill, and what a chunk not stored reads as.
 	zarr    string
 	spatial []int
 	scale   []float64
 	fill    float64
+	missing volume.Missing
 	// A ragged key's padding, CSR offsets file, and the names of its
 	// lengths key.
 	pad     float64
@@ -118,7 +120,7 @@ func (g *emitter) emitKey(k runtime.Key) emitKey {
 	}
 	sk := g.schemaKey(k.Name)
 	ek := emitKey{Key: k, keyNames: g.n.key(sk), file: sk.File, classAxis: sk.ClassAxis,
-		zarr: sk.Zarr, spatial: sk.Shape, scale: sk.Scale, fill: sk.Fill, pad: sk.Pad, offsets: sk.Offsets}
+		zarr: sk.Zarr, spatial: sk.Shape, scale: sk.Scale, fill: sk.Fill, missing: sk.Missing, pad: sk.Pad, offsets: sk.Offsets}
 	if k.Ragged {
 		ek.lengths = g.n.lengthsKey(sk)
 	}
@@ -622,6 +624,7 @@ func (g *emitter) newLoader(f *jen.File) {
 			jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(errf("%w"), jen.Err())),
 		),
 		jen.Id("l").Dot("engine").Op("=").Id("e"),
+		g.countMissing(),
 		jen.Id("l").Dot("batches").Op("=").Make(jen.Index().Id(g.n.exported("Batch")), jen.Id("e").Dot("MaxSlots").Call()),
 		jen.Id("e").Dot("OnSlot").Call(jen.Func().Params(jen.Id("s").Int()).Block(g.slotViews()...)),
 		jen.If(jen.Id("l").Dot("many").Op("!=").Nil()).Block(
@@ -675,6 +678,21 @@ func (g *emitter) startEngine() jen.Code {
 			List(jen.Id("e"), jen.Err()).Op(":=").Add(g.rt("NewLocalityEngine").Call(plan, n, jen.Id("keys"), jen.Id("opts"), jen.Id("fill")))
 	}
 	return jen.List(jen.Id("e"), jen.Err()).Op(":=").Add(call)
+}
+
+// countMissing renders, for a volume source, the engine's count of the
+// chunks the source found not stored (Stats.MissingChunks):
+//
+//	if m, ok := src.(runtime.MissingCounter); ok {
+//		e.CountMissing(m.MissingChunks)
+//	}
+func (g *emitter) countMissing() jen.Code {
+	if g.ds.Crops == nil {
+		return jen.Null()
+	}
+	return jen.If(jen.List(jen.Id("m"), jen.Id("ok")).Op(":=").Id("src").Assert(g.rt("MissingCounter")), jen.Id("ok")).Block(
+		jen.Id("e").Dot("CountMissing").Call(jen.Id("m").Dot("MissingChunks")),
+	)
 }
 
 // pickFill renders the choice of fill: the source's ReadSamples when it is

@@ -39,6 +39,7 @@ func (g *emitter) volumes(f *jen.File) {
 //			...
 //			Fill:      math.NaN(),
 //			ClassAxis: true,
+//			Missing:   volume.MissingError, // missing: error
 //		}},
 //		Classes:    []string{"mito", "er"},
 //		PerEpoch:   1000,
@@ -69,6 +70,9 @@ func (g *emitter) volumeSpec(f *jen.File) {
 		}
 		if k.classAxis {
 			fields = append(fields, field{"ClassAxis", jen.True()})
+		}
+		if k.missing == volume.MissingError {
+			fields = append(fields, field{"Missing", jen.Qual(volumePath, "MissingError")})
 		}
 		keys[i] = literal(fields...)
 	}
@@ -242,8 +246,8 @@ func (g *emitter) openVolumes(f *jen.File) {
 	)
 }
 
-// volumesMethods renders Len, Read, Crop, LocalityKeys and Close of the
-// volume source:
+// volumesMethods renders Len, Read, Crop, LocalityKeys, MissingChunks and
+// Close of the volume source:
 //
 //	func (v *CellMapVolumes) Read(s *CellMapSample) error {
 //		return v.src.Read(s.Rand, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
@@ -274,6 +278,12 @@ func (g *emitter) volumesMethods(f *jen.File) {
 	f.Comment("close together and find them in the cache; what each sample is stays the same.")
 	f.Add(recv()).Id("LocalityKeys").Params(jen.Id("epoch").Int(), jen.Id("indices").Index().Int(), jen.Id("keys").Index().Uint64()).Block(
 		jen.Id("v").Dot("src").Dot("LocalityKeys").Call(jen.Id("epoch"), jen.Id("indices"), jen.Id("keys")))
+
+	f.Comment("MissingChunks returns how many chunks the source's reads found not stored")
+	f.Comment("(read as the fill value under a key's missing: fill, refused under missing:")
+	f.Comment("error), once per read whose box touches one. The loader reports it in")
+	f.Comment("Stats.MissingChunks.")
+	f.Add(recv()).Id("MissingChunks").Params().Int64().Block(jen.Return(jen.Id("v").Dot("src").Dot("MissingChunks").Call()))
 
 	f.Comment("Close releases the source.")
 	f.Add(recv()).Id("Close").Params().Error().Block(jen.Return(jen.Id("v").Dot("src").Dot("Close").Call()))

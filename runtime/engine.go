@@ -148,7 +148,11 @@ type Engine struct {
 	released bool // the backend has been closed
 
 	stats counters
-	trace *tracer // nil unless Options.Trace is set
+	// missing gives the source's count of chunks found not stored, for
+	// Stats.MissingChunks (CountMissing); nil for none. Set before the
+	// first epoch; read by Stats on any goroutine.
+	missing func() int64
+	trace   *tracer // nil unless Options.Trace is set
 }
 
 // slot is one staging buffer of the ring and the state of the batch in it.
@@ -415,11 +419,20 @@ func (e *Engine) Len() int { return e.sampler.Batches(e.plan.BatchSize) }
 // Plan returns a copy of the plan the engine runs.
 func (e *Engine) Plan() Plan { return e.plan.Clone() }
 
+// CountMissing has Stats report f's count as MissingChunks: a volume
+// source's count of the chunks its reads found not stored (MissingCounter).
+// Generated loaders over such a source call it, once, before the first
+// epoch.
+func (e *Engine) CountMissing(f func() int64) { e.missing = f }
+
 // Stats returns the running totals and the ring's depth.
 func (e *Engine) Stats() Stats {
 	e.backend.settleAll()
 	s := e.stats.snapshot()
 	s.Prefetch = e.Prefetch()
+	if e.missing != nil {
+		s.MissingChunks = e.missing()
+	}
 	return s
 }
 

@@ -758,3 +758,20 @@ func TestInLoader(t *testing.T) {
 		})
 	}
 }
+
+// TestRatesMissingChunks: the interval's missing chunks are the
+// difference of the counts, and the epoch line names them only when there
+// are some.
+func TestRatesMissingChunks(t *testing.T) {
+	before, after := Stats{MissingChunks: 3}, Stats{MissingChunks: 10}
+	r := after.Since(before, time.Second)
+	if r.MissingChunks != 7 {
+		t.Errorf("Since: %d missing chunks, want 7", r.MissingChunks)
+	}
+	if want := "; 7 missing chunks read (see Stats.MissingChunks)"; !strings.HasSuffix(r.String(), want) {
+		t.Errorf("String = %q, want it to end with %q", r, want)
+	}
+	if s := after.Since(after, time.Second).String(); strings.Contains(s, "missing") {
+		t.Errorf("String of an interval without missing chunks = %q", s)
+	}
+}

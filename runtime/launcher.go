@@ -13,6 +13,12 @@ type placement struct {
 	WorldSize int    // number of processes, >= 1
 	LocalRank int    // rank on this node; device "cuda" is this GPU
 	From      string // where the numbers came from: "options", a launcher's name, or "single process"
+	// LocalWorldSize is the number of processes on this node, in
+	// [1, WorldSize], as the launcher's LocalWorld variable says, and
+	// LocalFrom names that variable ("torchrun's LOCAL_WORLD_SIZE"); 0 and
+	// "" when no launcher says (Options and a single process do not).
+	LocalWorldSize int
+	LocalFrom      string
 }
 
 // A Launcher is a program that starts one process per GPU and tells each
@@ -20,14 +26,31 @@ type placement struct {
 type Launcher struct {
 	Name                  string // as logs and errors name it
 	Rank, World, LocalEnv string // its variables for the rank, world size and local rank
+	// LocalWorld is its variable for the number of processes on this node,
+	// which it may leave unset (Slurm sets it only with --ntasks-per-node).
+	LocalWorld string
 }
 
 // Launchers are the launchers whose variables a loader reads when
 // Options.WorldSize is 0.
 var Launchers = []Launcher{
-	{"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
-	{"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
-	{"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+	{"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+	{"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
+	{"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+}
+
+// LocalProcesses returns how many processes of a distributed run share
+// this node, as the launcher's environment (Launchers, read through
+// getenv) says, and the variable that says it, as "torchrun's
+// LOCAL_WORLD_SIZE"; 1 and "" when no launcher says (a single process, or
+// a launcher that leaves the count unset). The zarr chunk cache divides
+// its default size by it.
+func LocalProcesses(getenv func(string) string) (int, string, error) {
+	p, err := fromEnvironment(getenv)
+	if err != nil || p.LocalWorldSize == 0 {
+		return 1, "", err
+	}
+	return p.LocalWorldSize, p.LocalFrom, nil
 }
 
 // place resolves the placement: Options when WorldSize is set, else the
@@ -54,6 +77,10 @@ func (p placement) check() error {
 		return fmt.Errorf("rank %d is not in [0, world size %d)", p.Rank, p.WorldSize)
 	case p.LocalRank < 0 || p.LocalRank >= p.WorldSize:
 		return fmt.Errorf("local rank %d is not in [0, world size %d)", p.LocalRank, p.WorldSize)
+	case p.LocalFrom != "" && (p.LocalWorldSize < 1 || p.LocalWorldSize > p.WorldSize):
+		return fmt.Errorf("local world size %d is not in [1, world size %d]", p.LocalWorldSize, p.WorldSize)
+	case p.LocalFrom != "" && p.LocalRank >= p.LocalWorldSize:
+		return fmt.Errorf("local rank %d is not in [0, local world size %d)", p.LocalRank, p.LocalWorldSize)
 	}
 	return nil
 }
@@ -86,13 +113,14 @@ func fromEnvironment(getenv func(string) string) (placement, error) {
 }
 
 // read returns the placement l's variables give, and whether they are set.
-// The rank and world size go together; the local rank defaults to 0.
+// The rank and world size go together; the local rank defaults to 0, the
+// local world size to 0 (unknown).
 func (l *Launcher) read(getenv func(string) string) (placement, bool, error) {
 	p := placement{From: l.Name}
 	vars := []struct {
 		name string
 		dst  *int
-	}{{l.Rank, &p.Rank}, {l.World, &p.WorldSize}, {l.LocalEnv, &p.LocalRank}}
+	}{{l.Rank, &p.Rank}, {l.World, &p.WorldSize}, {l.LocalEnv, &p.LocalRank}, {l.LocalWorld, &p.LocalWorldSize}}
 	set := 0
 	for i, v := range vars {
 		s := strings.TrimSpace(getenv(v.name))
@@ -107,6 +135,9 @@ func (l *Launcher) read(getenv func(string) string) (placement, bool, error) {
 			return p, false, fmt.Errorf("%s=%q is not an integer", v.name, s)
 		}
 		*v.dst = n
+		if v.name == l.LocalWorld {
+			p.LocalFrom = l.Name + "'s " + l.LocalWorld
+		}
 	}
 	switch set {
 	case 0:
@@ -115,7 +146,11 @@ func (l *Launcher) read(getenv func(string) string) (placement, bool, error) {
 		return p, false, fmt.Errorf("%s sets only one of %s and %s", l.Name, l.Rank, l.World)
 	}
 	if err := p.check(); err != nil {
-		return p, false, fmt.Errorf("%s (%s=%d %s=%d %s=%d): %w", l.Name, l.Rank, p.Rank, l.World, p.WorldSize, l.LocalEnv, p.LocalRank, err)
+		vars := fmt.Sprintf("%s=%d %s=%d %s=%d", l.Rank, p.Rank, l.World, p.WorldSize, l.LocalEnv, p.LocalRank)
+		if p.LocalFrom != "" {
+			vars += fmt.Sprintf(" %s=%d", l.LocalWorld, p.LocalWorldSize)
+		}
+		return p, false, fmt.Errorf("%s (%s): %w", l.Name, vars, err)
 	}
 	return p, true, nil
 }

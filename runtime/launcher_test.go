@@ -44,6 +44,14 @@ func TestPlace(t *testing.T) {
 			want: placement{Rank: 5, WorldSize: 8, LocalRank: 1, From: "torchrun"}},
 		{name: "conflict", env: map[string]string{"RANK": "1", "WORLD_SIZE": "4", "SLURM_PROCID": "2", "SLURM_NTASKS": "4"},
 			err: "environment: torchrun and Slurm disagree on this process's place: RANK=1 WORLD_SIZE=4 LOCAL_RANK=0, but SLURM_PROCID=2 SLURM_NTASKS=4 SLURM_LOCALID=0 (unset one, or set Options.Rank, WorldSize and LocalRank)"},
+		{name: "torchrun with its local world size", env: map[string]string{"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "4"},
+			want: placement{Rank: 3, WorldSize: 8, LocalRank: 3, From: "torchrun", LocalWorldSize: 4, LocalFrom: "torchrun's LOCAL_WORLD_SIZE"}},
+		{name: "local world larger than the world", env: map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_NTASKS_PER_NODE": "4"},
+			err: "environment: Slurm (SLURM_PROCID=0 SLURM_NTASKS=2 SLURM_LOCALID=0 SLURM_NTASKS_PER_NODE=4): local world size 4 is not in [1, world size 2]"},
+		{name: "local world of none", env: map[string]string{"RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "0"},
+			err: "environment: torchrun (RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=0): local world size 0 is not in [1, world size 2]"},
+		{name: "local rank past the local world", env: map[string]string{"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "2", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"},
+			err: "environment: Open MPI (OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=4 OMPI_COMM_WORLD_LOCAL_RANK=2 OMPI_COMM_WORLD_LOCAL_SIZE=2): local rank 2 is not in [0, local world size 2)"},
 		{name: "half set", env: map[string]string{"WORLD_SIZE": "4"},
 			err: "environment: torchrun sets only one of RANK and WORLD_SIZE"},
 		{name: "not a number", env: map[string]string{"SLURM_PROCID": "x", "SLURM_NTASKS": "2"},
@@ -65,6 +73,39 @@ func TestPlace(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("placement (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLocalProcesses: the processes on this node and the variable that
+// says so, from the launcher whose world is this process's; one, named by
+// none, when no launcher gives the count.
+func TestLocalProcesses(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		n    int
+		from string
+		err  string
+	}{
+		{name: "alone", n: 1},
+		{name: "torchrun", env: map[string]string{"RANK": "5", "WORLD_SIZE": "16", "LOCAL_RANK": "5", "LOCAL_WORLD_SIZE": "8"}, n: 8, from: "torchrun's LOCAL_WORLD_SIZE"},
+		{name: "Slurm without --ntasks-per-node", env: map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1"}, n: 1},
+		{name: "Open MPI", env: map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}, n: 2, from: "Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE"},
+		{name: "srun starting torchrun: torchrun's count",
+			env: map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_NTASKS_PER_NODE": "1", "RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "4"},
+			n:   4, from: "torchrun's LOCAL_WORLD_SIZE"},
+		{name: "bad environment", env: map[string]string{"RANK": "1"}, n: 1, err: "environment: torchrun sets only one of RANK and WORLD_SIZE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, from, err := LocalProcesses(func(k string) string { return tt.env[k] })
+			if (err == nil) != (tt.err == "") || err != nil && err.Error() != tt.err {
+				t.Fatalf("err = %v, want %q", err, tt.err)
+			}
+			if n != tt.n || from != tt.from {
+				t.Errorf("LocalProcesses = %d, %q; want %d, %q", n, from, tt.n, tt.from)
 			}
 		})
 	}
@@ -140,7 +181,7 @@ func withoutLaunchers(env []string) []string {
 	return slices.DeleteFunc(env, func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
 		for _, l := range Launchers {
-			if name == l.Rank || name == l.World || name == l.LocalEnv {
+			if name == l.Rank || name == l.World || name == l.LocalEnv || name == l.LocalWorld {
 				return true
 			}
 		}

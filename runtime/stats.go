@@ -52,6 +52,19 @@ type Stats struct {
 	// the time of the snapshot: fixed by the schema or Options, or, with
 	// prefetch auto, the depth the loader has grown it to so far.
 	Prefetch int
+	// MissingChunks counts the chunks that a volume source's reads found
+	// not stored in their zarr arrays (a file absent, or marked empty in
+	// its shard's index), once per read whose box touches one: under a
+	// key's missing: fill they read as the array's fill value, under
+	// missing: error the read failed. 0 for other sources.
+	MissingChunks int64
+}
+
+// MissingCounter is a source whose reads count the chunks they found not
+// stored (Stats.MissingChunks): generated volume sources are. A loader
+// over one reports the count (Engine.CountMissing).
+type MissingCounter interface {
+	MissingChunks() int64
 }
 
 // Padding is the fraction of Spanned rows that are padding: 0 when every
@@ -136,6 +149,8 @@ type Rates struct {
 	// Truncated is Stats.Truncated over the interval: samples cut to their
 	// ragged key's maximum rows (overflow: truncate).
 	Truncated int64
+	// MissingChunks is Stats.MissingChunks over the interval.
+	MissingChunks int64
 }
 
 // Since returns the rates of s's counts since before, elapsed apart:
@@ -154,6 +169,7 @@ func (s Stats) Since(before Stats, elapsed time.Duration) Rates {
 		Padding:   Stats{Rows: s.Rows - before.Rows, Spanned: s.Spanned - before.Spanned}.Padding(),
 		Truncated: s.Truncated - before.Truncated,
 	}
+	r.MissingChunks = s.MissingChunks - before.MissingChunks
 	if sec := elapsed.Seconds(); sec > 0 {
 		r.SamplesPerSecond = float64(r.Samples) / sec
 		r.BytesPerSecond = float64(r.Bytes) / sec
@@ -165,9 +181,10 @@ func (s Stats) Since(before Stats, elapsed time.Duration) Rates {
 
 // String reads "32 batches, 256 samples, 160.0 MiB in 46ms: 5559 samples/s,
 // 3.64 GB/s; the loop spent 80% of its time in the loader (30% filling
-// samples itself)", and with ragged keys "; padding 12% of the rows" and,
+// samples itself)", and with ragged keys "; padding 12% of the rows";
 // when some were cut (overflow: truncate), "; 3 samples truncated to their
-// key's maximum rows".
+// key's maximum rows"; and when reads found chunks not stored "; 7 missing
+// chunks read (see Stats.MissingChunks)".
 func (r Rates) String() string {
 	s := fmt.Sprintf("%d batches, %d samples, %.1f MiB in %v: %.0f samples/s, %.2f GB/s; the loop spent %.0f%% of its time in the loader (%.0f%% filling samples itself)",
 		r.Batches, r.Samples, float64(r.Bytes)/(1<<20), r.Elapsed.Round(time.Millisecond),
@@ -177,6 +194,9 @@ func (r Rates) String() string {
 	}
 	if r.Truncated > 0 {
 		s += fmt.Sprintf("; %d samples truncated to their key's maximum rows", r.Truncated)
+	}
+	if r.MissingChunks > 0 {
+		s += fmt.Sprintf("; %d missing chunks read (see Stats.MissingChunks)", r.MissingChunks)
 	}
 	return s
 }

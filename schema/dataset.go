@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/volume"
 )
 
 // Version is the only schema version this loadergen reads.
@@ -103,6 +104,7 @@ type Key struct {
 	Zarr      string           // optional zarr path, relative to a volume's root; may hold {class}
 	Scale     []float64        // a zarr key's voxel size along each spatial axis; nil when not given
 	Fill      float64          // a zarr key's value outside its array or for a missing class (NaN for nan)
+	Missing   volume.Missing   // a zarr key's missing: what a chunk that is not stored reads as
 	Ragged    bool             // the first axis of Shape is a maximum: samples have up to Shape[0] rows
 	Pad       float64          // a ragged key's value for the rows past a sample's own (NaN for nan)
 	Offsets   string           // a ragged file key's .npy of int64 row offsets (CSR, N+1 entries)

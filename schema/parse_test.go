@@ -452,3 +452,23 @@ func TestCropsAlign(t *testing.T) {
 		}
 	}
 }
+
+// TestZarrMissing: a zarr key's missing: is fill unless it says error,
+// key by key.
+func TestZarrMissing(t *testing.T) {
+	const schema = "version: 1\npackage: demo\nname: Demo\nbatch_size: 2\ninputs:\n" +
+		"  raw: {shape: [8, 8], dtype: uint8, zarr: em/raw, missing: error}\n" +
+		"  mask: {shape: [8, 8], dtype: uint8, zarr: em/mask}\n" +
+		"  labels: {shape: [8, 8], dtype: uint8, zarr: em/labels, missing: fill}\n" +
+		"crops:\n  per_epoch: 10\n"
+	ds, err := Parse("d.yaml", []byte(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []volume.Missing{volume.MissingError, volume.MissingFill, volume.MissingFill}
+	for i, k := range ds.Keys {
+		if k.Missing != want[i] {
+			t.Errorf("key %s: missing %v, want %v", k.Name, k.Missing, want[i])
+		}
+	}
+}

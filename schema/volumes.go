@@ -53,12 +53,12 @@ type Foreground struct {
 // the volume's sampling weight, beside one field per key.
 const VolumeWeight = "Weight"
 
-// volumeKey reads the zarr, scale and fill fields of key (f holds the key's
-// fields) into key.
+// volumeKey reads the zarr, scale, fill and missing fields of key (f holds
+// the key's fields) into key.
 func (p *parser) volumeKey(kp string, f map[string]*yaml.Node, key *Key) error {
 	zn, ok := f["zarr"]
 	if !ok {
-		return p.onlyFor(kp, f, []string{"scale", "fill"}, "zarr keys", "zarr:")
+		return p.onlyFor(kp, f, []string{"scale", "fill", "missing"}, "zarr keys", "zarr:")
 	}
 	if _, ok := f["file"]; ok {
 		return p.errorf(zn, kp+".zarr", "a key reads from file: or from zarr:, not both")
@@ -82,7 +82,28 @@ func (p *parser) volumeKey(kp string, f map[string]*yaml.Node, key *Key) error {
 			return err
 		}
 	}
+	if n, ok := f["missing"]; ok {
+		if key.Missing, err = p.missing(kp+".missing", n); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// missing reads a zarr key's missing: "fill" (the default) or "error".
+func (p *parser) missing(path string, n *yaml.Node) (volume.Missing, error) {
+	s, err := p.str(path, n)
+	if err != nil {
+		return 0, err
+	}
+	names := make([]string, len(volume.MissingModes))
+	for i, m := range volume.MissingModes {
+		if s == m.String() {
+			return m, nil
+		}
+		names[i] = m.String()
+	}
+	return 0, p.errorf(n, path, "must be %s, got %s", alternatives(names), quote(s))
 }
 
 // zarrPath reads a key's zarr path, relative to a volume's root: a path

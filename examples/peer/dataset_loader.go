@@ -20,8 +20,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 2)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(2 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 3)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(3 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Peer, fixed at generation time: device is cpu.
@@ -217,6 +217,9 @@ func NewPeerLoader(src PeerSource, opts runtime.Options) (*PeerLoader, error) {
 		return nil, fmt.Errorf("peer: NewPeerLoader: %w", err)
 	}
 	l.engine = e
+	if m, ok := src.(runtime.MissingCounter); ok {
+		e.CountMissing(m.MissingChunks)
+	}
 	l.batches = make([]PeerBatch, e.MaxSlots())
 	e.OnSlot(func(s int) {
 		b := &l.batches[s]
@@ -418,6 +421,14 @@ func (v *PeerVolumes) Crop(epoch, index int) runtime.Crop {
 // close together and find them in the cache; what each sample is stays the same.
 func (v *PeerVolumes) LocalityKeys(epoch int, indices []int, keys []uint64) {
 	v.src.LocalityKeys(epoch, indices, keys)
+}
+
+// MissingChunks returns how many chunks the source's reads found not stored
+// (read as the fill value under a key's missing: fill, refused under missing:
+// error), once per read whose box touches one. The loader reports it in
+// Stats.MissingChunks.
+func (v *PeerVolumes) MissingChunks() int64 {
+	return v.src.MissingChunks()
 }
 
 // Close releases the source.

@@ -21,8 +21,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 2)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(2 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 3)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(3 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Cells, fixed at generation time: batch size 4 < 8.
@@ -223,6 +223,9 @@ func NewCellsLoader(src CellsSource, opts runtime.Options) (*CellsLoader, error)
 		return nil, fmt.Errorf("volumes: NewCellsLoader: %w", err)
 	}
 	l.engine = e
+	if m, ok := src.(runtime.MissingCounter); ok {
+		e.CountMissing(m.MissingChunks)
+	}
 	l.batches = make([]CellsBatch, e.MaxSlots())
 	e.OnSlot(func(s int) {
 		b := &l.batches[s]
@@ -329,11 +332,12 @@ func (l *CellsLoader) Close() error {
 // cellsVolumeSpec is what the schema says of Cells's volumes.
 var cellsVolumeSpec = volume.Spec{
 	Keys: []volume.Key{{
-		Name:  "raw",
-		Path:  "em/raw",
-		DType: runtime.Uint8,
-		Shape: []int{8, 8, 8},
-		Scale: []float64{4.0, 4.0, 4.0},
+		Name:    "raw",
+		Path:    "em/raw",
+		DType:   runtime.Uint8,
+		Shape:   []int{8, 8, 8},
+		Scale:   []float64{4.0, 4.0, 4.0},
+		Missing: volume.MissingError,
 	}, {
 		Name:      "labels",
 		Path:      "labels/{class}",
@@ -427,6 +431,14 @@ func (v *CellsVolumes) Crop(epoch, index int) runtime.Crop {
 // close together and find them in the cache; what each sample is stays the same.
 func (v *CellsVolumes) LocalityKeys(epoch int, indices []int, keys []uint64) {
 	v.src.LocalityKeys(epoch, indices, keys)
+}
+
+// MissingChunks returns how many chunks the source's reads found not stored
+// (read as the fill value under a key's missing: fill, refused under missing:
+// error), once per read whose box touches one. The loader reports it in
+// Stats.MissingChunks.
+func (v *CellsVolumes) MissingChunks() int64 {
+	return v.src.MissingChunks()
 }
 
 // Close releases the source.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -164,7 +166,25 @@ func TestCorruptChunkEndsTheEpoch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l, err := NewCellsLoader(src, runtime.Options{})
+	re := epochError(t, src)
+	if re.Key != "raw" {
+		t.Fatalf("epoch error %v, want a ReadError of key raw", re)
+	}
+	if c := src.Crop(0, re.Index); c.Volume != 1 {
+		t.Errorf("sample %d is from volume %d, whose chunks are whole", re.Index, c.Volume)
+	}
+	for _, want := range []string{"read sample", `key "raw"`, "volume 1 (" + filepath.Join(dir, "b.zarr") + ")", "chunk ", "corrupt blosc frame"} {
+		if !strings.Contains(re.Error(), want) {
+			t.Errorf("error %q does not say %q", re, want)
+		}
+	}
+}
+
+// epochError runs epoch 0 of a loader of 2 workers over src and returns
+// the ReadError it ends with.
+func epochError(t *testing.T, src CellsSource) *runtime.ReadError {
+	t.Helper()
+	l, err := NewCellsLoader(src, runtime.Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,20 +194,13 @@ func TestCorruptChunkEndsTheEpoch(t *testing.T) {
 			continue
 		}
 		var re *runtime.ReadError
-		if !errors.As(err, &re) || re.Key != "raw" {
-			t.Fatalf("epoch error %v, want a ReadError of key raw", err)
+		if !errors.As(err, &re) {
+			t.Fatalf("epoch error %v, want a ReadError", err)
 		}
-		if c := src.Crop(0, re.Index); c.Volume != 1 {
-			t.Errorf("sample %d is from volume %d, whose chunks are whole", re.Index, c.Volume)
-		}
-		for _, want := range []string{"read sample", `key "raw"`, "volume 1 (" + filepath.Join(dir, "b.zarr") + ")", "chunk ", "corrupt blosc frame"} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("error %q does not say %q", err, want)
-			}
-		}
-		return
+		return re
 	}
 	t.Fatal("the epoch ended without an error")
+	return nil
 }
 
 // epochOrder runs epoch of a loader over src and returns its dataset
@@ -251,5 +264,81 @@ func TestLocalityOrdersCrops(t *testing.T) {
 		if !maps.EqualFunc(on, plain, bytes.Equal) {
 			t.Errorf("rank %d: the samples differ with locality on and off", rank)
 		}
+	}
+}
+
+// TestMissingChunkFilled: a labels chunk deleted from volume a (labels
+// leave missing: at fill) reads as the fill value; the loader's Stats and
+// epoch line count every sample that read it, and the source logs it once,
+// naming the array and the chunk.
+func TestMissingChunkFilled(t *testing.T) {
+	dir := t.TempDir()
+	manifest := writeVolumes(t, dir)
+	// The label crop is one chunk at 8 nm: every labels box of volume a touches it.
+	array := filepath.Join(dir, "a.zarr", "labels", "mito", "s1")
+	if err := os.Remove(filepath.Join(array, "0", "0", "0")); err != nil {
+		t.Fatal(err)
+	}
+	var sourceLog, loaderLog strings.Builder
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&sourceLog, nil))) // OpenCellsVolumes logs there
+	src := openVolumes(t, manifest)
+	l, err := NewCellsLoader(src, runtime.Options{Workers: 2, LogEpochs: true, Logger: slog.New(slog.NewTextHandler(&loaderLog, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, err := range l.Epoch(context.Background(), 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want int64
+	for i := range src.Len() {
+		if src.Crop(0, i).Volume == 0 {
+			want++
+		}
+	}
+	if want < 2 {
+		t.Fatalf("%d samples of volume a: too few to tell a count from a flag", want)
+	}
+	if got := l.Stats().MissingChunks; got != want {
+		t.Errorf("Stats().MissingChunks = %d, want %d (the samples of volume a)", got, want)
+	}
+	if line := fmt.Sprintf("; %d missing chunks read (see Stats.MissingChunks)", want); !strings.Contains(loaderLog.String(), line) {
+		t.Errorf("the epoch line does not say %q:\n%s", line, loaderLog.String())
+	}
+	warn := fmt.Sprintf(`level=WARN msg="volume source: a chunk is not stored and reads as the array's fill value (missing: fill); further missing chunks of this array are counted in Stats().MissingChunks, not logged" key=labels volume=0 array=%s chunk=0/0/0`, array)
+	if n := strings.Count(sourceLog.String(), "level=WARN"); n != 1 || !strings.Contains(sourceLog.String(), warn) {
+		t.Errorf("the source logged %d warnings, want one:\n%s\nwant it to end with:\n%s", n, sourceLog.String(), warn)
+	}
+}
+
+// TestMissingChunkRefused: a raw chunk deleted from volume b (raw says
+// missing: error) ends the epoch with a ReadError naming the batch, the
+// sample, the key, the volume, the box origin, the array and the chunk.
+func TestMissingChunkRefused(t *testing.T) {
+	dir := t.TempDir()
+	manifest := writeVolumes(t, dir)
+	// Chunk 1/1/1 of raw at 4 nm: voxels [8, 16) x [16, 32) x [16, 32).
+	array := filepath.Join(dir, "b.zarr", "em", "raw", "s0")
+	if err := os.Remove(filepath.Join(array, "1", "1", "1")); err != nil {
+		t.Fatal(err)
+	}
+	src := openVolumes(t, manifest)
+	re := epochError(t, src)
+	c := src.Crop(0, re.Index)
+	touches := c.Volume == 1
+	for a, o := range c.Origin[0] {
+		lo := []int{8, 16, 16}[a]
+		touches = touches && o < 2*lo && o+8 > lo
+	}
+	if !touches {
+		t.Errorf("sample %d (volume %d, raw box at %v) does not touch the deleted chunk", re.Index, c.Volume, c.Origin[0])
+	}
+	want := fmt.Sprintf(`batch %d: read sample %d: key "raw": volume 1 (%s), box origin %v: zarr array %s: chunk 1/1/1: not stored (the key's missing: error refuses it; missing: fill reads the array's fill value)`,
+		re.Batch, re.Index, filepath.Join(dir, "b.zarr"), c.Origin[0], array)
+	if re.Error() != want {
+		t.Errorf("epoch error\n %s\nwant\n %s", re, want)
 	}
 }

@@ -41,8 +41,13 @@ func (s *Source) labelled(v *vol, f int) ([]uint32, error) {
 		planes *= int64(g.hi[a] - g.lo[a] + 1)
 	}
 	perPlane := g.count / planes
-	// Voxels outside the array (with pad) are not labelled.
+	// Voxels outside the array (with pad) are not labelled. Under missing:
+	// error a chunk that is not stored is refused here too; missing chunks
+	// are counted and logged for samples only (missingChunks).
 	lay := zarr.Layout{Strides: zarr.CStrides(box), Outside: make([]byte, size)}
+	if key.Missing == MissingError {
+		lay.Missing = func(int64) error { return ErrMissingChunk }
+	}
 	first := make([][]int, len(s.spec.Keys))
 	for k := range first {
 		first[k] = make([]int, rank)

@@ -54,7 +54,8 @@ func (s *Source) Crop(epoch, index int) runtime.Crop {
 // Read draws a crop from r, the sample's Rand, and reads every key's box
 // into dst: one buffer per key, in spec order, holding the key's sample
 // ([C, S...] for a key with a class axis). A failed chunk is a
-// *runtime.KeyError naming the key, with the volume and the chunk.
+// *runtime.KeyError naming the key, with the volume, the key's box origin
+// (Crop's), the array and the chunk.
 func (s *Source) Read(r *rand.Rand, dst ...[]byte) error {
 	st := s.states.Get().(*state)
 	defer s.states.Put(st)
@@ -126,9 +127,9 @@ func (s *Source) read(c *runtime.Crop, st *state, dst [][]byte) error {
 				repeat(buf, kl.fill)
 				continue
 			}
-			l := zarr.Layout{Start: start, Strides: st.strides[k], Outside: kl.fill}
+			l := zarr.Layout{Start: start, Strides: st.strides[k], Outside: kl.fill, Missing: v.missing[k][ci]}
 			if err := a.ReadLayout(buf, c.Origin[k], key.Shape, l); err != nil {
-				return &runtime.KeyError{Key: key.Name, Err: fmt.Errorf("volume %d (%s): %w", c.Volume, v.roots[k], err)}
+				return &runtime.KeyError{Key: key.Name, Err: fmt.Errorf("volume %d (%s), box origin %v: %w", c.Volume, v.roots[k], c.Origin[k], err)}
 			}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr"
@@ -74,7 +75,41 @@ type Key struct {
 	Scale     []float64 // the voxel size that picks a multiscale level; nil for a plain array at its own (1 per voxel)
 	Fill      float64   // outside an array (with Pad) and for a missing class
 	ClassAxis bool      // one array per class, stacked on a leading axis
+	Missing   Missing   // what a chunk of the key's arrays that is not stored reads as
 }
+
+// Missing says what a key makes of a chunk inside its array that is not
+// stored (no file, or marked empty in its shard's index): the schema's
+// missing: of a zarr key. Either way the source counts such chunks
+// (Source.MissingChunks).
+type Missing int
+
+const (
+	// MissingFill reads the chunk as the array's fill value, as the zarr
+	// spec says of chunks never written, and logs the first such chunk of
+	// each array.
+	MissingFill Missing = iota
+	// MissingError fails the sample's read with ErrMissingChunk, naming
+	// the array, the chunk and the crop.
+	MissingError
+)
+
+// MissingModes lists the values of Missing, in the order the schema's
+// errors offer their names.
+var MissingModes = []Missing{MissingFill, MissingError}
+
+// String returns the schema's name of m: "fill" or "error".
+func (m Missing) String() string {
+	if m == MissingError {
+		return "error"
+	}
+	return "fill"
+}
+
+// ErrMissingChunk is the error of a chunk that is not stored, read for a
+// key whose Missing is MissingError; a *zarr.ChunkError naming the array
+// and the chunk wraps it.
+var ErrMissingChunk = errors.New("not stored (the key's missing: error refuses it; missing: fill reads the array's fill value)")
 
 // Foreground centres a fraction of the crops on voxels where Keys[Key] is
 // neither zero nor NaN.
@@ -126,6 +161,11 @@ type Source struct {
 	// LocalityKeys (a Rand). A state belongs to one call between Get and
 	// Put; Get and Put do not allocate in steady state.
 	states sync.Pool
+	log    *slog.Logger // where the first missing chunk of each array is logged; nil for nowhere
+	cache  *zarr.Cache  // the chunk cache of every store opened (zarr.SharedCache)
+	// missing counts the chunks that reads found not stored
+	// (MissingChunks): every reader adds to it, any goroutine loads it.
+	missing atomic.Int64
 }
 
 // keyLayout is what reading a key's box needs that depends on the spec
@@ -141,7 +181,8 @@ type keyLayout struct {
 // with, which guards itself.
 type vol struct {
 	roots    []string
-	arrays   [][]*zarr.Array // per key, per class (one for keys without a class axis); nil for a missing class
+	arrays   [][]*zarr.Array       // per key, per class (one for keys without a class axis); nil for a missing class
+	missing  [][]func(int64) error // per array, its zarr.Layout.Missing (a missingChunks' chunk)
 	grid     *grid
 	weight   float64
 	labelled []uint32  // centre numbers whose foreground voxel is labelled
@@ -152,13 +193,20 @@ type vol struct {
 // exists (a missing class is filled), holds the key's dtype, has the level
 // the key's scale names, and lies so that the keys' boxes can share a
 // centre on each key's voxel grid; a volume must hold a whole crop unless
-// spec.Pad. Unless log is nil, it logs there what it opened (an Info line),
-// and a Warn when no volume has a labelled voxel for foreground crops.
+// spec.Pad. Unless log is nil, it logs there what it opened and the size
+// of the chunk cache (an Info line), a Warn when no volume has a labelled
+// voxel for foreground crops, and, as reads find them, a Warn for the
+// first chunk of each array that is not stored and reads as the fill
+// value (MissingFill).
 func Open(spec Spec, vols []Volume, log *slog.Logger) (*Source, error) {
 	if len(vols) == 0 {
 		return nil, errors.New("no volumes")
 	}
-	s := &Source{spec: spec, keys: make([]keyLayout, len(spec.Keys))}
+	cache, err := zarr.SharedCache()
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{spec: spec, keys: make([]keyLayout, len(spec.Keys)), log: log, cache: cache}
 	for k, key := range spec.Keys {
 		bytes, _, ok := runtime.KeyBytes(key.DType, key.Shape, 1)
 		if !ok {
@@ -170,7 +218,7 @@ func Open(spec Spec, vols []Volume, log *slog.Logger) (*Source, error) {
 	missing := map[string]int{} // "key/class" -> volumes without it
 	var total, fgTotal float64
 	for i, v := range vols {
-		ov, err := s.openVolume(v, stores, missing)
+		ov, err := s.openVolume(i, v, stores, missing)
 		if err != nil {
 			return nil, fmt.Errorf("volume %d (%s): %w", i, strings.Join(uniq(v.Roots), ", "), err)
 		}
@@ -192,8 +240,8 @@ func Open(spec Spec, vols []Volume, log *slog.Logger) (*Source, error) {
 	return s, nil
 }
 
-// openVolume opens one volume's arrays and computes its crop centres.
-func (s *Source) openVolume(v Volume, stores map[string]*zarr.Store, missing map[string]int) (*vol, error) {
+// openVolume opens volume number i's arrays and computes its crop centres.
+func (s *Source) openVolume(i int, v Volume, stores map[string]*zarr.Store, missing map[string]int) (*vol, error) {
 	keys := s.spec.Keys
 	if len(v.Roots) != len(keys) {
 		return nil, fmt.Errorf("%d roots for %d keys", len(v.Roots), len(keys))
@@ -201,7 +249,7 @@ func (s *Source) openVolume(v Volume, stores map[string]*zarr.Store, missing map
 	if err := checkWeight(v.Weight); err != nil {
 		return nil, fmt.Errorf("weight %v %w", v.Weight, err)
 	}
-	ov := &vol{roots: v.Roots, arrays: make([][]*zarr.Array, len(keys)), weight: v.Weight}
+	ov := &vol{roots: v.Roots, arrays: make([][]*zarr.Array, len(keys)), missing: make([][]func(int64) error, len(keys)), weight: v.Weight}
 	if ov.weight == 0 {
 		ov.weight = 1
 	}
@@ -210,7 +258,7 @@ func (s *Source) openVolume(v Volume, stores map[string]*zarr.Store, missing map
 		store, ok := stores[v.Roots[k]]
 		if !ok {
 			var err error
-			if store, err = zarr.OpenStore(v.Roots[k], nil); err != nil {
+			if store, err = zarr.OpenStore(v.Roots[k], s.cache); err != nil {
 				return nil, fmt.Errorf("key %q: %w", key.Name, err)
 			}
 			stores[v.Roots[k]] = store
@@ -220,6 +268,7 @@ func (s *Source) openVolume(v Volume, stores map[string]*zarr.Store, missing map
 			classes = s.spec.Classes
 		}
 		ov.arrays[k] = make([]*zarr.Array, len(classes))
+		ov.missing[k] = make([]func(int64) error, len(classes))
 		found := -1
 		for c, class := range classes {
 			path := strings.ReplaceAll(key.Path, runtime.ClassPlaceholder, class)
@@ -236,6 +285,7 @@ func (s *Source) openVolume(v Volume, stores map[string]*zarr.Store, missing map
 					key.Name, class, lvl.shape, lvl.scale, lvl.translation, classes[found], levels[k].shape, levels[k].scale, levels[k].translation)
 			}
 			ov.arrays[k][c], levels[k], found = a, lvl, c
+			ov.missing[k][c] = (&missingChunks{s: s, key: k, volume: i, array: a}).chunk
 			if k == 0 && ov.starts.chunk == nil {
 				ov.starts = chunkGrid{shape: a.Shape(), chunk: a.ChunkShape()}
 			}
@@ -335,7 +385,8 @@ func sameLevel(a, b level) bool {
 func uniq(s []string) []string { return slices.Compact(slices.Sorted(slices.Values(s))) }
 
 // logOpened logs what Open found: volumes, centres, missing classes, the
-// largest offset AlignNearest snapped and the foreground index's size.
+// largest offset AlignNearest snapped, the foreground index's size, and
+// the chunk cache's size and why.
 func (s *Source) logOpened(log *slog.Logger, missing map[string]int) {
 	if log == nil {
 		return
@@ -345,7 +396,7 @@ func (s *Source) logOpened(log *slog.Logger, missing map[string]int) {
 		centres += v.grid.count
 		labelled += int64(len(v.labelled))
 	}
-	attrs := []any{"volumes", len(s.vols), "crop_centres", centres, "per_epoch", s.spec.PerEpoch}
+	attrs := []any{"volumes", len(s.vols), "crop_centres", centres, "per_epoch", s.spec.PerEpoch, "chunk_cache", s.cache.Describe()}
 	if len(missing) > 0 {
 		var parts []string
 		for _, n := range slices.Sorted(maps.Keys(missing)) {
@@ -386,6 +437,40 @@ func (s *Source) largestOffset() string {
 	return fmt.Sprintf("%.3g voxels (%.3g %s) along %s of key %q in volume %d",
 		o.voxels, o.physical, unit, runtime.SpatialAxes(len(s.spec.Keys[0].Shape))[o.axis], s.spec.Keys[o.key].Name, v)
 }
+
+// missingChunks answers for the chunks of one array of a volume that reads
+// find not stored (zarr.Layout.Missing), as its key's Missing says.
+type missingChunks struct {
+	s      *Source
+	key    int // in the spec
+	volume int
+	array  *zarr.Array
+	// logged is set by the first read to find a chunk of the array not
+	// stored, which then logs it; every later such read loads it.
+	logged atomic.Bool
+}
+
+// chunk counts chunk number chunk of the array, found not stored, in
+// MissingChunks; under MissingError it refuses it, under MissingFill it
+// logs it if it is the array's first and lets it read as the fill value.
+func (m *missingChunks) chunk(chunk int64) error {
+	m.s.missing.Add(1)
+	key := m.s.spec.Keys[m.key]
+	if key.Missing == MissingError {
+		return ErrMissingChunk
+	}
+	if m.s.log != nil && !m.logged.Load() && m.logged.CompareAndSwap(false, true) {
+		m.s.log.Warn("volume source: a chunk is not stored and reads as the array's fill value (missing: fill); further missing chunks of this array are counted in Stats().MissingChunks, not logged",
+			"key", key.Name, "volume", m.volume, "array", m.array.Dir(), "chunk", m.array.ChunkName(chunk))
+	}
+	return nil
+}
+
+// MissingChunks returns how many chunks the source's reads have found not
+// stored (MissingFill read them as the fill value; MissingError refused
+// them), counting a chunk again for each read whose box it lies in. A
+// generated loader reports it in Stats.MissingChunks.
+func (s *Source) MissingChunks() int64 { return s.missing.Load() }
 
 // Len returns the number of samples in an epoch.
 func (s *Source) Len() int { return s.spec.PerEpoch }

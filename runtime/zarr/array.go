@@ -381,11 +381,37 @@ func chunkKey(prefix, sep string, idx []int) string {
 // chunkError makes a ChunkError for the chunk or shard at grid index idx;
 // inner, when not nil, is an inner chunk's index within the shard.
 func (a *Array) chunkError(idx, inner []int, err error) error {
+	return &ChunkError{Array: a.dir, Chunk: a.chunkName(idx, inner), Err: err}
+}
+
+// chunkName names the chunk or shard at grid index idx, and with inner an
+// inner chunk of that shard, as ChunkError.Chunk does.
+func (a *Array) chunkName(idx, inner []int) string {
 	name := a.key(idx)
 	if inner != nil {
 		name = fmt.Sprintf("%s (inner chunk %v)", name, inner)
 	}
-	return &ChunkError{Array: a.dir, Chunk: name, Err: err}
+	return name
+}
+
+// ChunkName names the decoded chunk of number chunk (its C-order position
+// in the grid of the chunks reads decode, as Layout.Missing gives it) as a
+// ChunkError does: its key, "c/1/0/2"; for an inner chunk of a shard, the
+// shard's key and the inner chunk's index in the shard, "c/0/0/0 (inner
+// chunk [1 0 1])".
+func (a *Array) ChunkName(chunk int64) string {
+	n := len(a.shape)
+	idx := make([]int, n)
+	unravel(chunk, a.grid, idx)
+	sh := a.chain.shard
+	if sh == nil {
+		return a.chunkName(idx, nil)
+	}
+	inner := make([]int, n)
+	for k := range n {
+		idx[k], inner[k] = idx[k]/sh.perShard[k], idx[k]%sh.perShard[k]
+	}
+	return a.chunkName(idx, inner)
 }
 
 // raws recycles the buffers that hold chunks' stored bytes; a buffer

@@ -7,16 +7,21 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr/blosc"
 )
 
-// DefaultCacheMiB is the size of the shared cache of decoded chunks unless
-// the environment variable LOADERGEN_ZARR_CACHE_MB says otherwise: 4 GiB,
-// a sixteenth of a 64 GiB training node, holds 4096 chunks of 1 MiB.
+// DefaultCacheMiB is what the shared caches of decoded chunks of one node
+// hold together unless the environment variable LOADERGEN_ZARR_CACHE_MB
+// says otherwise: 4 GiB, a sixteenth of a 64 GiB training node, 4096 chunks
+// of 1 MiB. Each process takes its share: DefaultCacheMiB divided by the
+// processes that the launcher places on the node (runtime.LocalProcesses),
+// 512 MiB for each of 8 torchrun ranks.
 const DefaultCacheMiB = 4096
 
 // CacheEnv names the environment variable that sizes the shared cache, in
-// MiB; 0 turns caching off (every read decodes its chunks).
+// MiB per process (not divided among the node's processes); 0 turns
+// caching off (every read decodes its chunks).
 const CacheEnv = "LOADERGEN_ZARR_CACHE_MB"
 
 // Cache holds decoded chunks of any number of arrays, within a size limit,
@@ -39,7 +44,8 @@ const CacheEnv = "LOADERGEN_ZARR_CACHE_MB"
 // chunk and charged whole against the limit, so an extension never moves
 // the data readers are copying from.
 type Cache struct {
-	limit int64 // bytes; NewCache sets it, nothing changes it
+	limit int64  // bytes; NewCache sets it, nothing changes it
+	why   string // how the shared cache's size was chosen, for Describe; "" for NewCache's. Set before the cache is shared
 
 	// mu guards everything below. Any goroutine reading through the cache
 	// takes it to look up, to insert a finished decode, to evict, to release
@@ -127,21 +133,63 @@ func NewCache(maxMiB int) *Cache {
 }
 
 // sharedCache is the cache arrays use unless told otherwise.
-var sharedCache = sync.OnceValues(func() (*Cache, error) {
-	mib := DefaultCacheMiB
-	if v := os.Getenv(CacheEnv); v != "" { // empty is unset, as for every variable of loadergen
+var sharedCache = sync.OnceValues(func() (*Cache, error) { return newSharedCache(os.Getenv) })
+
+// newSharedCache makes the shared cache as the environment, read through
+// getenv, sizes it: CacheEnv's MiB, else this process's share of
+// DefaultCacheMiB.
+func newSharedCache(getenv func(string) string) (*Cache, error) {
+	if v := getenv(CacheEnv); v != "" { // empty is unset, as for every variable of loadergen
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 1<<30 {
 			return nil, fmt.Errorf("environment %s=%q: want a size in MiB from 0 to %d", CacheEnv, v, 1<<30)
 		}
-		mib = n
+		c := NewCache(n)
+		c.why = fmt.Sprintf("%s=%s, per process", CacheEnv, v)
+		return c, nil
 	}
-	return NewCache(mib), nil
-})
+	local, from, err := runtime.LocalProcesses(getenv)
+	if err != nil {
+		return nil, fmt.Errorf("zarr chunk cache: %w", err)
+	}
+	ranks := fmt.Sprintf("%d local ranks", local)
+	if local == 1 {
+		ranks = "1 local rank"
+	}
+	if from == "" {
+		from = "no launcher variable gives the count"
+	}
+	c := NewCache(max(DefaultCacheMiB/local, 1))
+	c.why = fmt.Sprintf("%s per node / %s, %s", mibString(DefaultCacheMiB), ranks, from)
+	return c, nil
+}
 
 // SharedCache returns the process-wide cache that stores opened without a
-// cache of their own use: DefaultCacheMiB, or CacheEnv's value.
+// cache of their own use: CacheEnv's size, else this process's share of
+// DefaultCacheMiB. Its Describe says which.
 func SharedCache() (*Cache, error) { return sharedCache() }
+
+// Describe says how large the cache is and, for the shared cache, why:
+// "512 MiB (4 GiB per node / 8 local ranks, torchrun's LOCAL_WORLD_SIZE)",
+// "1000 MiB (LOADERGEN_ZARR_CACHE_MB=1000, per process)", "off (...)".
+func (c *Cache) Describe() string {
+	size := "off"
+	if c.limit > 0 {
+		size = mibString(int(c.limit >> 20))
+	}
+	if c.why == "" {
+		return size
+	}
+	return size + " (" + c.why + ")"
+}
+
+// mibString writes a size in MiB, in GiB when it is a whole number of them.
+func mibString(mib int) string {
+	if mib >= 1024 && mib%1024 == 0 {
+		return fmt.Sprintf("%d GiB", mib/1024)
+	}
+	return fmt.Sprintf("%d MiB", mib)
+}
 
 // Stats returns the cache's counters.
 func (c *Cache) Stats() CacheStats {

@@ -22,9 +22,17 @@ type Layout struct {
 	Strides []int
 	// Outside, when not nil, is the value (one element, little-endian) of
 	// the box's elements outside the array; nil means the array's fill
-	// value. Missing chunks inside the array read as the fill value either
-	// way.
+	// value. Chunks inside the array that are not stored read as the fill
+	// value either way, unless Missing refuses them.
 	Outside []byte
+	// Missing, when not nil, is called for each chunk inside the box that
+	// is not stored (its file does not exist, or its shard's index marks
+	// it empty), with the chunk's number, which ChunkName names. Returning
+	// nil reads the chunk as the fill value, as the zarr spec says of
+	// chunks never written; an error ends the read as a *ChunkError
+	// naming the array and the chunk. Concurrent reads call it
+	// concurrently. Nil reads every such chunk as the fill value.
+	Missing func(chunk int64) error
 }
 
 // CStrides returns the C-order strides of a box of shape, in elements: a
@@ -45,7 +53,7 @@ func (a *Array) Read(dst []byte, origin, shape []int) error {
 	}
 	var strides [maxRank]int
 	cStrides(shape, strides[:len(shape)])
-	return a.read(dst, origin, shape, 0, strides[:len(shape)], a.fill)
+	return a.read(dst, origin, shape, 0, strides[:len(shape)], a.fill, nil)
 }
 
 // ReadLayout is Read with the box's elements placed in dst by l.
@@ -57,12 +65,13 @@ func (a *Array) ReadLayout(dst []byte, origin, shape []int, l Layout) error {
 		}
 		outside = l.Outside
 	}
-	return a.read(dst, origin, shape, l.Start, l.Strides, outside)
+	return a.read(dst, origin, shape, l.Start, l.Strides, outside, l.Missing)
 }
 
 // read copies a box into dst, laid out by start and strides; its elements
-// outside the array are outside.
-func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, outside []byte) error {
+// outside the array are outside, and missing, when not nil, is told of the
+// chunks inside it that are not stored (Layout.Missing).
+func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, outside []byte, missing func(int64) error) error {
 	n := len(a.shape)
 	if len(origin) != n || len(shape) != n {
 		return fmt.Errorf("zarr array %s: box origin %v, shape %v for an array of %d axes", a.dir, origin, shape, n)
@@ -114,9 +123,16 @@ func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, 
 		if !a.prefix {
 			need = a.unitBytes
 		}
-		e, err := a.cache.get(cacheKey{a.id, ravel(idx[:n], a.grid)}, a, need)
+		unit := ravel(idx[:n], a.grid)
+		e, err := a.cache.get(cacheKey{a.id, unit}, a, need)
 		if err != nil {
 			return err
+		}
+		if e.data == nil && missing != nil {
+			if err := missing(unit); err != nil {
+				a.cache.release(e)
+				return &ChunkError{Array: a.dir, Chunk: a.ChunkName(unit), Err: err}
+			}
 		}
 		err = a.copyPart(&box, at[:n], part[:n], e.data, first)
 		a.cache.release(e)

@@ -117,9 +117,13 @@ func TestSpecArrayExample(t *testing.T) {
 	}
 }
 
-// TestSpecShardingExample writes one shard as the sharding specification
-// lays it out (inner chunks, then the index and its crc32c) and reads it.
-func TestSpecShardingExample(t *testing.T) {
+// specShardingArray writes an array of one 64 x 64 shard of 2 x 2 inner
+// chunks, with specShardingCodecs and fill value 7, and the shard as the
+// sharding specification lays it out (inner chunks, then the index and
+// its crc32c): inner chunk number stored (in C order) holds data,
+// gzip-compressed, and the index marks the others empty.
+func specShardingArray(t *testing.T, stored int, data []byte) *Array {
+	t.Helper()
 	meta := `{"zarr_format": 3, "node_type": "array", "shape": [64, 64], "data_type": "uint8",
 	  "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [64, 64]}},
 	  "chunk_key_encoding": {"name": "default"}, "fill_value": 7, "codecs": ` + specShardingCodecs + `}`
@@ -127,17 +131,12 @@ func TestSpecShardingExample(t *testing.T) {
 	if !slices.Equal(a.ChunkShape(), []int{32, 32}) {
 		t.Fatalf("inner chunk shape %v", a.ChunkShape())
 	}
-	// Inner chunk (0, 1) holds 0..255 repeated, gzip-compressed; the others are empty.
-	inner := make([]byte, 32*32)
-	for i := range inner {
-		inner[i] = byte(i)
-	}
 	var gz bytes.Buffer
-	gzipTo(t, &gz, inner)
+	gzipTo(t, &gz, data)
 	index := make([]byte, 0, 4*16+4)
 	for i := range 4 {
 		off, n := uint64(math.MaxUint64), uint64(math.MaxUint64)
-		if i == 1 {
+		if i == stored {
 			off, n = 0, uint64(gz.Len())
 		}
 		index = binary.LittleEndian.AppendUint64(index, off)
@@ -151,6 +150,18 @@ func TestSpecShardingExample(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(a.Dir(), "c", "0", "0"), shard, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return a
+}
+
+// TestSpecShardingExample writes one shard as the sharding specification
+// lays it out and reads it.
+func TestSpecShardingExample(t *testing.T) {
+	// Inner chunk (0, 1) holds 0..255 repeated; the others are empty.
+	inner := make([]byte, 32*32)
+	for i := range inner {
+		inner[i] = byte(i)
+	}
+	a := specShardingArray(t, 1, inner)
 	got := make([]byte, 64*64)
 	if err := a.Read(got, []int{0, 0}, []int{64, 64}); err != nil {
 		t.Fatal(err)

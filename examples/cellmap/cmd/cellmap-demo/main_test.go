@@ -22,6 +22,10 @@ func TestPlainOutputWithoutTerminal(t *testing.T) {
 	if n := strings.Count(stdout.String(), "\nepoch "); n != 2 || !strings.HasPrefix(stdout.String(), "wrote a synthetic CellMap-like zarr store") {
 		t.Errorf("stdout is not the data line and one line per epoch:\n%s", stdout.String())
 	}
+	// Its figures come from a store the chunk cache holds whole: they say so.
+	if want := "evicted none, so after each chunk's first read the figures above are of a store in memory"; !strings.Contains(stdout.String(), want) {
+		t.Errorf("stdout does not label the figures as those of a store in memory (%q):\n%s", want, stdout.String())
+	}
 	// The main job's first screen must not look like a failure.
 	if strings.Contains(stderr.String(), "level=WARN") || strings.Contains(stderr.String(), "level=ERROR") {
 		t.Errorf("the demo warns:\n%s", stderr.String())
