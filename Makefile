@@ -6,7 +6,7 @@ GO ?= go
 # 1.27); a count sets no deadline. 100000 inputs take 2 to 10 s a target here.
 FUZZTIME ?= 100000x
 
-.PHONY: build test fmt-check demo demo-test bench codecs peer golden fuzz zarr-python zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
+.PHONY: build test versitygw fmt-check demo demo-test bench codecs peer golden fuzz zarr-python zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
 
 build:
 	$(GO) build ./...
@@ -19,7 +19,7 @@ FUZZ_TARGETS = ./schema:FuzzParse ./gen:FuzzGenerate ./runtime/zarr/blosc:FuzzDe
 ## test: format, vet (also with CGO_ENABLED=0), race-enabled tests (goldens included, zstd through libzstd), the zarr reader's pure-Go build (-tags purego), stale-output check, the README's install commands run from a clone (.ci/readme-install), short fuzz runs, the demo's and the GoMLX modules, and the cuda-tagged tests on the emulated driver
 test: fmt-check demo-test gomlx-test
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	LOADERGEN_REQUIRE_VERSITYGW=1 $(GO) test -race -count=1 ./...
 	$(GO) test -tags purego -count=1 ./runtime/zarr/...
 	CGO_ENABLED=0 $(GO) vet ./...
 	$(GO) run ./cmd/loadergen check examples/cellmap/dataset.yaml
@@ -90,6 +90,10 @@ zarr-python:
 		echo "runtime/zarr's tests need Debian's python3-zarr: sudo apt-get install python3-zarr python3-numcodecs"; \
 		exit 1; \
 	fi
+
+## versitygw: install versitygw v1.8.0, the S3 server the remote-data tests run (go install; about 2 minutes the first time)
+versitygw:
+	@command -v versitygw >/dev/null || test -x "$$($(GO) env GOPATH)/bin/versitygw" || $(GO) install github.com/versity/versitygw/cmd/versitygw@v1.8.0
 
 ## zarr-fixtures: rewrite testdata/zarr with python3-zarr, numcodecs and the zstd command (testdata/zarr/make_fixtures.py)
 zarr-fixtures: zarr-python

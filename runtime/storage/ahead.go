@@ -1,0 +1,212 @@
+package storage
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Hinter is a root that can read objects ahead: Hint says that object
+// name will be read whole (ReadAll) soon, and about how many bytes it
+// holds (expect; 0 when unknown). Remote roots opened by Open are Hinters.
+type Hinter interface {
+	Hint(name string, expect int64)
+}
+
+// Read-ahead's environment variables and defaults.
+const (
+	AheadEnv         = "LOADERGEN_READAHEAD_MB" // the memory bound of objects read ahead, process-wide; 0 turns read-ahead off
+	DefaultAheadMiB  = 512
+	AheadRequests    = 64             // requests in flight at most, process-wide
+	aheadStale       = time.Minute    // a fetched object unread this long is dropped (an epoch stopped early)
+	aheadExpectGuess = int64(1) << 20 // the bytes counted for an object of unknown size until it arrives
+)
+
+// ahead is a remote root whose reads of hinted objects come from the
+// process's read-ahead.
+type ahead struct {
+	Root
+	ra *readAhead
+}
+
+// withAhead wraps remote root r in the process's read-ahead, unless
+// LOADERGEN_READAHEAD_MB is 0.
+func withAhead(r Root) (Root, error) {
+	ra, err := processAhead()
+	if err != nil || ra == nil {
+		return r, err
+	}
+	return &ahead{Root: r, ra: ra}, nil
+}
+
+// Hint queues object name for reading ahead.
+func (a *ahead) Hint(name string, expect int64) { a.ra.hint(a.Root, name, expect) }
+
+// ReadAll takes object name from the read-ahead when it was hinted,
+// waiting for it if it is in flight, and else reads it.
+func (a *ahead) ReadAll(name string, buf []byte) ([]byte, error) {
+	if data, err, ok := a.ra.take(a.Root.URL(name)); ok {
+		return data, err
+	}
+	return a.Root.ReadAll(name, buf)
+}
+
+// Sub keeps the read-ahead.
+func (a *ahead) Sub(dir string) Root { return &ahead{Root: a.Root.Sub(dir), ra: a.ra} }
+
+// fetch is one object read ahead.
+type fetch struct {
+	root    Root
+	name    string
+	expect  int64         // the bytes counted for it until it arrives
+	started bool          // a fetcher took it from the queue
+	done    chan struct{} // closed when data and err are set
+	data    []byte
+	err     error
+	at      time.Time // when it arrived
+}
+
+// readAhead reads hinted objects, at most AheadRequests at a time and
+// within a memory bound, and holds them until they are read.
+type readAhead struct {
+	budget int64
+	// mu guards the fields below. Hint adds entries and queues them, the
+	// fetchers (at most AheadRequests goroutines, each started by hint
+	// and ending when the queue is empty) take queued ones and complete
+	// them, take removes them; every change happens under mu.
+	mu       sync.Mutex
+	entries  map[string]*fetch // by URL
+	queue    []*fetch          // hinted, not yet started
+	held     int64             // bytes counted for the entries
+	fetchers int
+}
+
+var (
+	aheadOnce sync.Once
+	aheadInst *readAhead
+	aheadErr  error
+)
+
+// processAhead returns the process's read-ahead, or nil when the
+// environment turns it off.
+func processAhead() (*readAhead, error) {
+	aheadOnce.Do(func() {
+		mib := int64(DefaultAheadMiB)
+		if v := os.Getenv(AheadEnv); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 || n > 1<<30 {
+				aheadErr = fmt.Errorf("environment %s=%q: want a whole number of MiB, 0 to turn read-ahead off", AheadEnv, v)
+				return
+			}
+			mib = n
+		}
+		if mib > 0 {
+			aheadInst = newReadAhead(mib << 20)
+		}
+	})
+	return aheadInst, aheadErr
+}
+
+func newReadAhead(budget int64) *readAhead {
+	return &readAhead{budget: budget, entries: map[string]*fetch{}}
+}
+
+// hint queues object name of root r, unless it is already hinted or the
+// memory bound is reached (then the object is read when needed).
+func (ra *readAhead) hint(r Root, name string, expect int64) {
+	if expect <= 0 {
+		expect = aheadExpectGuess
+	}
+	u := r.URL(name)
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	if _, ok := ra.entries[u]; ok {
+		return
+	}
+	if ra.held+expect > ra.budget {
+		if ra.dropStale(); ra.held+expect > ra.budget {
+			return
+		}
+	}
+	f := &fetch{root: r, name: name, expect: expect, done: make(chan struct{})}
+	ra.entries[u] = f
+	ra.queue = append(ra.queue, f)
+	ra.held += expect
+	if ra.fetchers < AheadRequests {
+		ra.fetchers++
+		go ra.fetcher()
+	}
+}
+
+// fetcher reads queued objects until the queue is empty.
+func (ra *readAhead) fetcher() {
+	for {
+		ra.mu.Lock()
+		if len(ra.queue) == 0 {
+			ra.fetchers--
+			ra.mu.Unlock()
+			return
+		}
+		f := ra.queue[0]
+		ra.queue[0] = nil
+		ra.queue = ra.queue[1:]
+		f.started = true
+		ra.mu.Unlock()
+
+		data, err := f.root.ReadAll(f.name, nil)
+
+		ra.mu.Lock()
+		f.data, f.err, f.at = data, err, time.Now()
+		if ra.entries[f.root.URL(f.name)] == f { // not taken meanwhile
+			ra.held += int64(len(data)) - f.expect
+			f.expect = int64(len(data))
+		}
+		close(f.done)
+		ra.mu.Unlock()
+	}
+}
+
+// take removes object u from the read-ahead and returns its bytes,
+// waiting for them if they are in flight; ok is false when u was not
+// hinted, or was hinted but not started (it is then dropped from the
+// queue, and the caller reads it).
+func (ra *readAhead) take(u string) (data []byte, err error, ok bool) {
+	ra.mu.Lock()
+	f, hinted := ra.entries[u]
+	if hinted {
+		delete(ra.entries, u)
+		ra.held -= f.expect
+		if !f.started {
+			for i, q := range ra.queue {
+				if q == f {
+					ra.queue = append(ra.queue[:i], ra.queue[i+1:]...)
+					break
+				}
+			}
+		}
+	}
+	ra.mu.Unlock()
+	if !hinted || !f.started {
+		return nil, nil, false
+	}
+	<-f.done
+	return f.data, f.err, true
+}
+
+// dropStale forgets fetched objects nobody read for aheadStale. Called
+// with mu held.
+func (ra *readAhead) dropStale() {
+	now := time.Now()
+	for u, f := range ra.entries {
+		select {
+		case <-f.done:
+			if now.Sub(f.at) > aheadStale {
+				delete(ra.entries, u)
+				ra.held -= f.expect
+			}
+		default:
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/loadergen/loadergen/internal/remotetest"
+)
+
+// proxied returns a web root over dir through a fault proxy.
+func proxied(t *testing.T, dir string) (Root, *remotetest.Faults) {
+	t.Helper()
+	web := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(web.Close)
+	f := remotetest.Proxy(t, web.URL)
+	r, err := OpenHTTP(f.URL, Options{Retry: quick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, f
+}
+
+// chunks writes n objects of size bytes each, "c/0" ... and returns them.
+func chunks(t *testing.T, dir string, n, size int) [][]byte {
+	t.Helper()
+	os.MkdirAll(filepath.Join(dir, "c"), 0o755)
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = bytes.Repeat([]byte{byte(i)}, size)
+		if err := os.WriteFile(filepath.Join(dir, "c", fmt.Sprint(i)), out[i], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// TestAhead: hinted objects are fetched once each, in the background,
+// and their reads take them; a read of an object not hinted goes to the
+// root; hints past the memory bound are dropped, so those objects are
+// read when needed; nothing is held once everything is read.
+func TestAhead(t *testing.T) {
+	dir := t.TempDir()
+	want := chunks(t, dir, 16, 1000)
+	r, faults := proxied(t, dir)
+	faults.Set(5*time.Millisecond, 0, 0)
+	ra := newReadAhead(10 * 1000) // room for 10 of the 16
+	a := &ahead{Root: r, ra: ra}
+	for i := range want {
+		a.Hint(fmt.Sprintf("c/%d", i), 1000)
+	}
+	a.Hint("c/0", 1000) // again: ignored
+	ra.mu.Lock()
+	hinted := len(ra.entries)
+	ra.mu.Unlock()
+	if hinted != 10 {
+		t.Errorf("%d objects hinted, want the 10 the bound holds", hinted)
+	}
+	var wg sync.WaitGroup
+	for i := range want {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := a.ReadAll(fmt.Sprintf("c/%d", i), nil)
+			if err != nil || !bytes.Equal(got, want[i]) {
+				t.Errorf("c/%d: %d bytes, %v", i, len(got), err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := faults.Requests(); n != 16 {
+		t.Errorf("%d requests for 16 objects, want 16 (each once)", n)
+	}
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	if len(ra.entries) != 0 || len(ra.queue) != 0 || ra.held != 0 {
+		t.Errorf("after every read: %d entries, %d queued, %d bytes held; want none", len(ra.entries), len(ra.queue), ra.held)
+	}
+}
+
+// TestAheadStale: an object hinted and fetched but never read (an epoch
+// stopped early) leaves room for new hints once it is stale.
+func TestAheadStale(t *testing.T) {
+	dir := t.TempDir()
+	chunks(t, dir, 2, 1000)
+	r, _ := proxied(t, dir)
+	ra := newReadAhead(1000)
+	a := &ahead{Root: r, ra: ra}
+	a.Hint("c/0", 1000)
+	ra.mu.Lock()
+	f := ra.entries[r.URL("c/0")]
+	ra.mu.Unlock()
+	<-f.done
+	a.Hint("c/1", 1000)
+	ra.mu.Lock()
+	_, fresh := ra.entries[r.URL("c/1")]
+	f.at = time.Now().Add(-2 * aheadStale)
+	ra.mu.Unlock()
+	if fresh {
+		t.Fatal("c/1 hinted while c/0, fetched and fresh, fills the bound")
+	}
+	a.Hint("c/1", 1000)
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	if _, ok := ra.entries[r.URL("c/1")]; !ok {
+		t.Error("c/1 not hinted after c/0 went stale")
+	}
+	if _, ok := ra.entries[r.URL("c/0")]; ok {
+		t.Error("stale c/0 still held")
+	}
+}
+
+// TestDiskCache: a second read of an object, whole or by range, comes
+// from the disk, also for a new process (a cache reopened on the same
+// directory); the cache stays within its bound, dropping the least
+// recently read.
+func TestDiskCache(t *testing.T) {
+	dir := t.TempDir()
+	want := chunks(t, dir, 4, 1000)
+	r, faults := proxied(t, dir)
+	cacheDir := t.TempDir()
+	dc, err := openDiskCache(cacheDir, 2500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cached{Root: r, disk: dc}
+	read := func(c Root, i int) {
+		t.Helper()
+		got, err := c.ReadAll(fmt.Sprintf("c/%d", i), nil)
+		if err != nil || !bytes.Equal(got, want[i]) {
+			t.Fatalf("c/%d: %d bytes, %v", i, len(got), err)
+		}
+	}
+	read(c, 0)
+	read(c, 1)
+	read(c, 0)
+	if n := faults.Requests(); n != 2 {
+		t.Errorf("%d requests for c/0, c/1, c/0; want 2", n)
+	}
+	p := make([]byte, 10)
+	for range 2 {
+		if err := c.ReadAt("c/2", p, 100); err != nil || !bytes.Equal(p, want[2][:10]) {
+			t.Fatalf("ReadAt(c/2) = %v", err)
+		}
+	}
+	if n := faults.Requests(); n != 3 {
+		t.Errorf("%d requests after two ranged reads of c/2; want 3", n)
+	}
+	time.Sleep(10 * time.Millisecond) // distinct modification times
+	read(c, 1)                        // c/1 is now the most recent, c/0 the least
+	time.Sleep(10 * time.Millisecond)
+	read(c, 3) // 1000+1000+10+1000 > 2500: c/0, the least recently read, goes
+	dc2, err := openDiskCache(cacheDir, 2500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dc2.used > 2500 || dc2.used != dc.used {
+		t.Errorf("reopened cache holds %d bytes, the first %d; bound 2500", dc2.used, dc.used)
+	}
+	before := faults.Requests()
+	c2 := &cached{Root: r, disk: dc2}
+	read(c2, 1)
+	read(c2, 3)
+	if n := faults.Requests() - before; n != 0 {
+		t.Errorf("the reopened cache made %d requests for c/1 and c/3, want 0", n)
+	}
+	read(c2, 0)
+	if n := faults.Requests() - before; n != 1 {
+		t.Errorf("c/0, the least recently read, was not evicted (%d requests)", n)
+	}
+}

@@ -1,0 +1,214 @@
+package storage
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// The on-disk cache's environment variables and default.
+const (
+	CacheDirEnv     = "LOADERGEN_REMOTE_CACHE_DIR" // a directory: remote objects read are kept there; unset, none are
+	CacheMBEnv      = "LOADERGEN_REMOTE_CACHE_MB"  // its bound in MiB
+	DefaultCacheMiB = 10240
+)
+
+// cached is a remote root whose whole-object and ranged reads are kept in
+// a bounded directory on local disk, for repeated epochs on one node.
+type cached struct {
+	Root
+	disk *diskCache
+}
+
+// cachedFromEnv wraps remote root r in the process's disk cache when
+// LOADERGEN_REMOTE_CACHE_DIR is set, then in the read-ahead.
+func cachedFromEnv(r Root) (Root, error) {
+	dc, err := processCache()
+	if err != nil {
+		return nil, err
+	}
+	if dc != nil {
+		r = &cached{Root: r, disk: dc}
+	}
+	return withAhead(r)
+}
+
+// ReadAll reads object name from the cache, or from the root and into the
+// cache.
+func (c *cached) ReadAll(name string, buf []byte) ([]byte, error) {
+	key := c.disk.key(c.URL(name), -1, -1)
+	if data, ok := c.disk.get(key, buf); ok {
+		return data, nil
+	}
+	data, err := c.Root.ReadAll(name, buf)
+	if err == nil {
+		c.disk.put(key, data)
+	}
+	return data, err
+}
+
+// ReadAt reads bytes of object name from the cache, or from the root and
+// into the cache: each range is an entry of its own.
+func (c *cached) ReadAt(name string, p []byte, off int64) error {
+	key := c.disk.key(c.URL(name), off, int64(len(p)))
+	if data, ok := c.disk.get(key, p[:0]); ok && len(data) == len(p) {
+		return nil
+	}
+	if err := c.Root.ReadAt(name, p, off); err != nil {
+		return err
+	}
+	c.disk.put(key, p)
+	return nil
+}
+
+// Sub keeps the cache.
+func (c *cached) Sub(dir string) Root { return &cached{Root: c.Root.Sub(dir), disk: c.disk} }
+
+// diskCache is a directory of objects named by the hash of their URL and
+// range, bounded in bytes: the least recently read go first. Entries are
+// written to a temporary file and renamed, so that a reader never sees
+// half an entry, even across processes sharing the directory.
+type diskCache struct {
+	dir   string
+	bound int64
+	// mu guards used and sizes; get and put take it after their file
+	// operations, so that reads of different entries run in parallel.
+	mu    sync.Mutex
+	used  int64
+	sizes map[string]int64 // entry file name -> bytes
+}
+
+var (
+	cacheOnce sync.Once
+	cacheInst *diskCache
+	cacheErr  error
+)
+
+// processCache returns the process's disk cache, or nil when
+// LOADERGEN_REMOTE_CACHE_DIR is unset.
+func processCache() (*diskCache, error) {
+	cacheOnce.Do(func() {
+		dir := os.Getenv(CacheDirEnv)
+		if dir == "" {
+			return
+		}
+		mib := int64(DefaultCacheMiB)
+		if v := os.Getenv(CacheMBEnv); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 1 || n > 1<<30 {
+				cacheErr = fmt.Errorf("environment %s=%q: want a whole number of MiB, at least 1", CacheMBEnv, v)
+				return
+			}
+			mib = n
+		}
+		cacheInst, cacheErr = openDiskCache(dir, mib<<20)
+	})
+	return cacheInst, cacheErr
+}
+
+// openDiskCache opens (creating it) the cache in dir, bounded by bound
+// bytes, counting what earlier processes left there.
+func openDiskCache(dir string, bound int64) (*diskCache, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", CacheDirEnv, dir, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", CacheDirEnv, dir, err)
+	}
+	dc := &diskCache{dir: dir, bound: bound, sizes: map[string]int64{}}
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && len(e.Name()) == 64 {
+			dc.sizes[e.Name()] = info.Size()
+			dc.used += info.Size()
+		}
+	}
+	dc.mu.Lock()
+	dc.evict()
+	dc.mu.Unlock()
+	return dc, nil
+}
+
+// key names the entry of object u's bytes [off, off+n), or of the whole
+// object when n < 0.
+func (dc *diskCache) key(u string, off, n int64) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d", u, off, n)))
+	return hex.EncodeToString(h[:])
+}
+
+// get reads entry key into buf and marks it used; ok is false when it is
+// not there.
+func (dc *diskCache) get(key string, buf []byte) ([]byte, bool) {
+	file := filepath.Join(dc.dir, key)
+	data, err := Local(dc.dir).ReadAll(key, buf)
+	if err != nil {
+		return buf, false
+	}
+	now := time.Now()
+	os.Chtimes(file, now, now) // the eviction order; a failure only ages the entry
+	return data, true
+}
+
+// put writes entry key, then evicts the least recently used entries over
+// the bound. A failure to write leaves the cache without the entry: the
+// object is read from its root again next time.
+func (dc *diskCache) put(key string, data []byte) {
+	if int64(len(data)) > dc.bound {
+		return
+	}
+	tmp, err := os.CreateTemp(dc.dir, "put-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), filepath.Join(dc.dir, key)) != nil {
+		os.Remove(tmp.Name())
+		return
+	}
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	dc.used += int64(len(data)) - dc.sizes[key]
+	dc.sizes[key] = int64(len(data))
+	dc.evict()
+}
+
+// evict removes the least recently used entries until the cache is within
+// its bound. Called with mu held.
+func (dc *diskCache) evict() {
+	if dc.used <= dc.bound {
+		return
+	}
+	type entry struct {
+		name string
+		used time.Time
+	}
+	var all []entry
+	for name := range dc.sizes {
+		info, err := os.Stat(filepath.Join(dc.dir, name))
+		if err != nil {
+			dc.used -= dc.sizes[name]
+			delete(dc.sizes, name)
+			continue
+		}
+		all = append(all, entry{name, info.ModTime()})
+	}
+	slices.SortFunc(all, func(a, b entry) int { return a.used.Compare(b.used) })
+	for _, e := range all {
+		if dc.used <= dc.bound {
+			break
+		}
+		if err := os.Remove(filepath.Join(dc.dir, e.name)); err == nil || errors.Is(err, fs.ErrNotExist) {
+			dc.used -= dc.sizes[e.name]
+			delete(dc.sizes, e.name)
+		}
+	}
+}

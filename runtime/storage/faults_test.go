@@ -1,0 +1,141 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loadergen/loadergen/internal/remotetest"
+)
+
+// faultRoots returns a web root and an S3 root over objects, each through
+// its own fault proxy.
+func faultRoots(t *testing.T) map[string]struct {
+	root   Root
+	faults *remotetest.Faults
+} {
+	t.Helper()
+	local := t.TempDir()
+	writeObjects(t, local)
+	web := httptest.NewServer(http.FileServer(http.Dir(local)))
+	t.Cleanup(web.Close)
+	wf := remotetest.Proxy(t, web.URL)
+	w, err := OpenHTTP(wf.URL, Options{Retry: quick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := remotetest.Start(t)
+	writeObjects(t, srv.Bucket(t, "data"))
+	sf := remotetest.Proxy(t, srv.Endpoint)
+	srv.Env(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", sf.URL)
+	s3, err := OpenS3("s3://data", Options{Retry: quick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]struct {
+		root   Root
+		faults *remotetest.Faults
+	}{"http": {w, wf}, "s3": {s3, sf}}
+}
+
+// TestFaultsSurvived: throttling and connections dropped mid-body are
+// retried until the read succeeds, whole or by range.
+func TestFaultsSurvived(t *testing.T) {
+	for kind, c := range faultRoots(t) {
+		t.Run(kind, func(t *testing.T) {
+			for _, f := range []struct {
+				name          string
+				fail503, cuts int
+			}{{"503 SlowDown", 3, 0}, {"cut bodies", 0, 2}, {"both", 2, 2}} {
+				c.faults.Set(time.Millisecond, f.fail503, f.cuts)
+				before := c.faults.Requests()
+				got, err := c.root.ReadAll("a.bin", nil)
+				if err != nil || !bytes.Equal(got, objects["a.bin"]) {
+					t.Errorf("%s: ReadAll = %d bytes, %v", f.name, len(got), err)
+				}
+				if n, want := c.faults.Requests()-before, 1+f.fail503+f.cuts; n != want {
+					t.Errorf("%s: %d requests, want %d", f.name, n, want)
+				}
+				c.faults.Set(0, f.fail503, f.cuts)
+				p := make([]byte, 100)
+				if err := c.root.ReadAt("a.bin", p, 5000); err != nil || !bytes.Equal(p, objects["a.bin"][5000:5100]) {
+					t.Errorf("%s: ReadAt = %v", f.name, err)
+				}
+			}
+		})
+	}
+}
+
+// TestFaultsNamed: a server that keeps throttling is given up on after
+// the policy's attempts, and the error names the URL, the status and the
+// attempts; a missing object is fs.ErrNotExist at once, without retries.
+func TestFaultsNamed(t *testing.T) {
+	for kind, c := range faultRoots(t) {
+		t.Run(kind, func(t *testing.T) {
+			c.faults.Set(0, 100, 0)
+			before := c.faults.Requests()
+			_, err := c.root.ReadAll("dir/b.txt", nil)
+			for _, want := range []string{c.root.URL("dir/b.txt"), "HTTP 503", "gave up after 5 attempts"} {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("endless 503: %v, want it to say %q", err, want)
+				}
+			}
+			t.Log(err)
+			if n := c.faults.Requests() - before; n != quick.Attempts {
+				t.Errorf("endless 503: %d requests, want %d", n, quick.Attempts)
+			}
+			c.faults.Set(0, 0, 0)
+			before = c.faults.Requests()
+			if _, err := c.root.ReadAll("nope.bin", nil); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("missing object: %v, want fs.ErrNotExist", err)
+			}
+			if n := c.faults.Requests() - before; n != 1 {
+				t.Errorf("missing object: %d requests, want 1 (no retry)", n)
+			}
+		})
+	}
+}
+
+// TestS3WrongCredentials: a wrong secret is an error naming the URL and
+// the status, after one request, not a hang or a retry loop.
+func TestS3WrongCredentials(t *testing.T) {
+	srv := remotetest.Start(t)
+	writeObjects(t, srv.Bucket(t, "data"))
+	srv.Env(t)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+	r, err := OpenS3("s3://data", Options{Retry: quick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = r.ReadAll("a.bin", nil)
+	if err == nil || !strings.Contains(err.Error(), "s3://data/a.bin") || !strings.Contains(err.Error(), "HTTP 403") ||
+		strings.Contains(err.Error(), "attempt") {
+		t.Errorf("wrong secret: %v, want one HTTP 403 naming s3://data/a.bin", err)
+	}
+	t.Log(err)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("wrong secret took %v", d)
+	}
+}
+
+// TestServerGone: a server that stops answering (connection refused) is
+// retried, then named.
+func TestServerGone(t *testing.T) {
+	web := httptest.NewServer(http.NotFoundHandler())
+	web.Close()
+	r, err := OpenHTTP(web.URL+"/x", Options{Retry: quick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.ReadAll("a.bin", nil)
+	if err == nil || !strings.Contains(err.Error(), web.URL+"/x/a.bin") || !strings.Contains(err.Error(), "gave up after 5 attempts") {
+		t.Errorf("server gone: %v", err)
+	}
+}

@@ -1,0 +1,214 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// web is a root on a web server: object name is the URL base/name. It is
+// read-only and cannot be listed.
+type web struct {
+	base   string // the root's URL, without a trailing slash
+	client *http.Client
+	retry  Retry
+}
+
+// OpenHTTP returns the root at URL loc (https:// or http://). It makes no
+// request: a wrong URL shows at the first read.
+func OpenHTTP(loc string, o ...Options) (Root, error) {
+	u, err := url.Parse(loc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", loc, err)
+	}
+	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("%s: want http(s)://host/path, with no query or fragment", loc)
+	}
+	opt := first(o)
+	return &web{base: strings.TrimSuffix(loc, "/"), client: opt.client(), retry: opt.retry()}, nil
+}
+
+// first returns the first of o, or zero Options.
+func first(o []Options) Options {
+	if len(o) == 0 {
+		return Options{}
+	}
+	return o[0]
+}
+
+func (w *web) URL(name string) string {
+	if name == "" {
+		return w.base
+	}
+	return w.base + "/" + (&url.URL{Path: name}).EscapedPath()
+}
+
+func (w *web) Sub(dir string) Root {
+	c := *w
+	c.base = w.URL(strings.TrimSuffix(dir, "/"))
+	return &c
+}
+
+func (w *web) Local() (string, bool) { return "", false }
+
+func (w *web) List(dir string) ([]string, error) {
+	return nil, fmt.Errorf("%s: a web server cannot be listed: name its objects (a shard pattern, a manifest) instead", w.URL(dir))
+}
+
+// get makes one GET of name, for bytes [off, off+n) when n >= 0, and
+// hands the response to read; a 404 is fs.ErrNotExist, other statuses
+// than 200 and 206 a StatusError.
+func (w *web) get(ctx context.Context, method, name string, off, n int64, read func(*http.Response) error) error {
+	req, err := http.NewRequestWithContext(ctx, method, w.URL(name), nil)
+	if err != nil {
+		return err
+	}
+	if n >= 0 {
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+n-1))
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusPartialContent:
+		return read(resp)
+	case http.StatusRequestedRangeNotSatisfiable:
+		return errShort(w.URL(name), off, n, 0)
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4096)) // lets the connection be reused
+	return &StatusError{URL: w.URL(name), Status: resp.StatusCode}
+}
+
+func (w *web) ReadAll(name string, buf []byte) ([]byte, error) {
+	if err := checkName(name); err != nil {
+		return buf, err
+	}
+	err := w.retry.do(func(ctx context.Context) error {
+		return w.get(ctx, http.MethodGet, name, 0, -1, func(resp *http.Response) error {
+			var err error
+			buf, err = readBody(resp.Body, resp.ContentLength, buf)
+			return err
+		})
+	})
+	if err != nil {
+		return buf, fmt.Errorf("read %s: %w", w.URL(name), err)
+	}
+	return buf, nil
+}
+
+func (w *web) ReadAt(name string, p []byte, off int64) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	err := w.retry.do(func(ctx context.Context) error {
+		return w.get(ctx, http.MethodGet, name, off, int64(len(p)), func(resp *http.Response) error {
+			if resp.StatusCode == http.StatusOK { // the server ignored the range: skip to it
+				if resp.ContentLength >= 0 && resp.ContentLength < off+int64(len(p)) {
+					return errShort(w.URL(name), off, int64(len(p)), max(0, resp.ContentLength-off))
+				}
+				if _, err := io.CopyN(io.Discard, resp.Body, off); err != nil {
+					return shortOrCut(w.URL(name), off, int64(len(p)), err)
+				}
+			} else if err := checkRange(resp.Header.Get("Content-Range"), off, int64(len(p))); err != nil {
+				return fmt.Errorf("%s: %w", w.URL(name), err)
+			}
+			got, err := io.ReadFull(resp.Body, p)
+			if err != nil {
+				return shortOrCut(w.URL(name), off, int64(len(p)), fmt.Errorf("%d bytes: %w", got, err))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("read %s: %w", w.URL(name), err)
+	}
+	return nil
+}
+
+func (w *web) Size(name string) (int64, error) {
+	if err := checkName(name); err != nil {
+		return 0, err
+	}
+	var size int64
+	err := w.retry.do(func(ctx context.Context) error {
+		return w.get(ctx, http.MethodHead, name, 0, -1, func(resp *http.Response) error {
+			if resp.ContentLength < 0 {
+				return fmt.Errorf("%s: the server gave no Content-Length", w.URL(name))
+			}
+			size = resp.ContentLength
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("size of %s: %w", w.URL(name), err)
+	}
+	return size, nil
+}
+
+// readBody reads a response body of length n (-1: unknown) into buf.
+func readBody(body io.Reader, n int64, buf []byte) ([]byte, error) {
+	if n >= 0 {
+		buf = slices.Grow(buf[:0], int(n))[:n]
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return buf, fmt.Errorf("body cut short: %w", asCut(err))
+		}
+		return buf, nil
+	}
+	buf = buf[:0]
+	for {
+		buf = slices.Grow(buf, 64<<10)
+		m, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// asCut makes the EOF of a body that ends early an unexpected EOF, which
+// is retried.
+func asCut(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// shortOrCut is the error of a ranged read whose body ended early: the
+// connection was cut (retried).
+func shortOrCut(u string, off, n int64, err error) error {
+	return fmt.Errorf("%s: bytes [%d, %d): body cut short: %w", u, off, off+n, asCut(err))
+}
+
+// checkRange checks a 206's Content-Range ("bytes first-last/total")
+// against the bytes [off, off+n) asked for: fewer means the object ends
+// first (ErrShort).
+func checkRange(cr string, off, n int64) error {
+	spec, ok := strings.CutPrefix(cr, "bytes ")
+	rng, total, ok2 := strings.Cut(spec, "/")
+	lo, hi, ok3 := strings.Cut(rng, "-")
+	first, err1 := strconv.ParseInt(lo, 10, 64)
+	last, err2 := strconv.ParseInt(hi, 10, 64)
+	if !ok || !ok2 || !ok3 || err1 != nil || err2 != nil || first != off {
+		return fmt.Errorf("Content-Range %q for bytes %d-%d", cr, off, off+n-1)
+	}
+	if last-first+1 < n {
+		size, _ := strconv.ParseInt(total, 10, 64)
+		return fmt.Errorf("bytes %d-%d of a %d-byte object: %w", off, off+n-1, size, ErrShort)
+	}
+	return nil
+}

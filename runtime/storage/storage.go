@@ -1,0 +1,169 @@
+// Package storage reads the objects a dataset is made of, whole or by byte
+// range, from where they live: a local directory, an S3 bucket
+// (s3://bucket/prefix) or a web server (https://host/path). Every root is
+// read-only. Remote reads are retried with backoff on throttling, server
+// errors, timeouts and dropped connections (see Retry), can be read ahead
+// (Ahead) and kept in a bounded cache on disk (Cached); errors name the
+// object's URL.
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Root is a directory of objects. Names are "/"-separated paths relative
+// to it. A Root is safe for concurrent use.
+type Root interface {
+	// ReadAll returns the whole of object name in buf, grown as needed:
+	// one request for a remote root. The error of a missing object wraps
+	// fs.ErrNotExist.
+	ReadAll(name string, buf []byte) ([]byte, error)
+	// ReadAt fills p with the bytes of object name from offset off. An
+	// object that ends before off+len(p) is an error wrapping ErrShort.
+	ReadAt(name string, p []byte, off int64) error
+	// Size returns the size of object name in bytes.
+	Size(name string) (int64, error)
+	// List returns the names of the objects and directories directly in
+	// directory dir ("" is the root), sorted; a directory's name ends in
+	// "/". Web servers cannot be listed.
+	List(dir string) ([]string, error)
+	// Sub returns the root of directory dir of this one.
+	Sub(dir string) Root
+	// Local returns the directory of a local root, for what only a local
+	// file allows (mapping it into memory); ok is false for remote roots.
+	Local() (dir string, ok bool)
+	// URL names object name for messages: a path or a URL.
+	URL(name string) string
+}
+
+// Open returns the root at loc: "s3://bucket/prefix" (see OpenS3),
+// "https://host/path" or "http://host/path" (see OpenHTTP), or else a
+// local directory. Remote roots are wrapped by Cached when
+// LOADERGEN_REMOTE_CACHE_DIR names a directory.
+func Open(loc string) (Root, error) {
+	var r Root
+	var err error
+	switch scheme(loc) {
+	case "s3":
+		r, err = OpenS3(loc)
+	case "http", "https":
+		r, err = OpenHTTP(loc)
+	case "":
+		return Local(loc), nil
+	default:
+		return nil, fmt.Errorf("%s: unknown scheme %q (use a local path, s3://bucket/prefix or https://host/path)", loc, scheme(loc))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cachedFromEnv(r)
+}
+
+// IsURL reports whether loc names a remote root (it has a scheme such as
+// s3:// or https://) rather than a local path.
+func IsURL(loc string) bool { return scheme(loc) != "" }
+
+// scheme returns loc's URL scheme in lower case, or "" for a local path
+// (Windows drive letters included).
+func scheme(loc string) string {
+	i := strings.Index(loc, "://")
+	if i <= 1 {
+		return ""
+	}
+	s := loc[:i]
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.') {
+			return ""
+		}
+	}
+	return strings.ToLower(s)
+}
+
+// Join returns location rel taken relative to the directory base: rel
+// itself when it is a URL or an absolute path, else rel joined to base
+// (with "/" for a URL base, with the system's separator for a path).
+func Join(base, rel string) string {
+	if IsURL(rel) || filepath.IsAbs(rel) {
+		return rel
+	}
+	if !IsURL(base) {
+		return filepath.Join(base, rel)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return strings.TrimSuffix(base, "/") + "/" + rel
+	}
+	u.Path = path.Join(u.Path, rel)
+	return u.String()
+}
+
+// Split returns the directory of location loc and its last element, for
+// a URL as for a path: Split("s3://b/x/m.csv") is "s3://b/x", "m.csv".
+func Split(loc string) (dir, name string) {
+	if !IsURL(loc) {
+		return filepath.Dir(loc), filepath.Base(loc)
+	}
+	i := strings.LastIndex(loc, "/")
+	if i < len(scheme(loc))+3 { // "s3://bucket": the root itself
+		return loc, ""
+	}
+	return loc[:i], loc[i+1:]
+}
+
+// checkName refuses names that would leave their root: absolute ones, and
+// "." or ".." elements.
+func checkName(name string) error {
+	if name == "" {
+		return nil
+	}
+	if strings.HasPrefix(name, "/") || path.Clean("/" + name)[1:] != strings.TrimSuffix(name, "/") {
+		return fmt.Errorf("object name %q: use a plain relative path (no leading /, ., .. or doubled slashes)", name)
+	}
+	return nil
+}
+
+// notFound is the error of a missing object.
+func notFound(u string) error {
+	return &fs.PathError{Op: "read", Path: u, Err: fs.ErrNotExist}
+}
+
+// StatusError is a remote server's refusal: the URL, the HTTP status and,
+// for S3, its error code.
+type StatusError struct {
+	URL    string
+	Status int    // HTTP status code
+	Code   string // S3 error code (SlowDown, AccessDenied, ...), or ""
+}
+
+// Error gives the status and code; the errors of this package that wrap
+// it name the URL.
+func (e *StatusError) Error() string {
+	msg := fmt.Sprintf("HTTP %d", e.Status)
+	if e.Code != "" {
+		msg += " " + e.Code
+	}
+	switch e.Status {
+	case 401, 403:
+		msg += " (check the credentials: AWS_ACCESS_KEY_ID, AWS_PROFILE, ...)"
+	}
+	return msg
+}
+
+// Is makes a 404 match fs.ErrNotExist.
+func (e *StatusError) Is(target error) bool {
+	return target == fs.ErrNotExist && e.Status == 404
+}
+
+// ErrShort is wrapped by the error of a read past an object's end.
+var ErrShort = errors.New("the object ends before the read's last byte")
+
+// errShort is the error of an object that ends before a read's last byte.
+func errShort(u string, off, n, got int64) error {
+	return fmt.Errorf("%s: %d bytes at offset %d, but the object gave %d (truncated while in use?): %w", u, n, off, got, ErrShort)
+}

@@ -1,0 +1,153 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loadergen/loadergen/internal/remotetest"
+)
+
+// quick retries for tests: the faults they inject pass at once.
+var quick = Retry{Attempts: 5, First: time.Millisecond, Max: 5 * time.Millisecond, Timeout: 10 * time.Second}
+
+// objects are the files every root of the tests serves.
+var objects = map[string][]byte{
+	"a.bin":       bytes.Repeat([]byte("0123456789"), 1000),
+	"dir/b.txt":   []byte("hello, world"),
+	"dir/c/d.bin": {},
+}
+
+// writeObjects writes objects under dir.
+func writeObjects(t *testing.T, dir string) {
+	t.Helper()
+	for name, data := range objects {
+		file := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// roots returns the three kinds of root over the same objects: a local
+// directory, a web server (TLS, net/http's file server, which answers
+// ranges) and an S3 bucket served by versitygw.
+func roots(t *testing.T) map[string]Root {
+	t.Helper()
+	local := t.TempDir()
+	writeObjects(t, local)
+	web := httptest.NewTLSServer(http.FileServer(http.Dir(local)))
+	t.Cleanup(web.Close)
+	w, err := OpenHTTP(web.URL+"/", Options{Retry: quick, Client: web.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := remotetest.Start(t)
+	srv.Env(t)
+	writeObjects(t, filepath.Join(srv.Bucket(t, "data"), "pre", "fix"))
+	s3, err := OpenS3("s3://data/pre/fix", Options{Retry: quick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]Root{"local": Local(local), "https": w, "s3": s3}
+}
+
+// TestRoots: every kind of root reads the same bytes, whole and by range,
+// gives the same sizes, and says the same of missing objects, of reads
+// past an object's end and of names that would leave the root.
+func TestRoots(t *testing.T) {
+	for kind, r := range roots(t) {
+		t.Run(kind, func(t *testing.T) {
+			for name, want := range objects {
+				got, err := r.ReadAll(name, []byte("stale"))
+				if err != nil || !bytes.Equal(got, want) {
+					t.Errorf("ReadAll(%s) = %d bytes, %v; want %d", name, len(got), err, len(want))
+				}
+				if n, err := r.Size(name); err != nil || n != int64(len(want)) {
+					t.Errorf("Size(%s) = %d, %v; want %d", name, n, err, len(want))
+				}
+			}
+			p := make([]byte, 25)
+			if err := r.ReadAt("a.bin", p, 9973); err != nil || string(p) != "3456789012345678901234567" {
+				t.Errorf("ReadAt(a.bin, 9973) = %q, %v", p, err)
+			}
+			if err := r.ReadAt("a.bin", make([]byte, 30), 9990); !errors.Is(err, ErrShort) {
+				t.Errorf("ReadAt past the end: %v, want ErrShort", err)
+			}
+			sub := r.Sub("dir")
+			if got, err := sub.ReadAll("b.txt", nil); err != nil || string(got) != "hello, world" {
+				t.Errorf("Sub(dir).ReadAll(b.txt) = %q, %v", got, err)
+			}
+			_, err := r.ReadAll("dir/missing.bin", nil)
+			if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "missing.bin") {
+				t.Errorf("ReadAll of a missing object: %v, want fs.ErrNotExist naming it", err)
+			}
+			for _, bad := range []string{"../a.bin", "/a.bin", "dir/../a.bin", "dir//b.txt"} {
+				if _, err := r.ReadAll(bad, nil); err == nil || !strings.Contains(err.Error(), "plain relative path") {
+					t.Errorf("ReadAll(%q): %v, want a refusal", bad, err)
+				}
+			}
+			if kind == "https" {
+				if _, err := r.List(""); err == nil || !strings.Contains(err.Error(), "cannot be listed") {
+					t.Errorf("List on a web server: %v", err)
+				}
+				return
+			}
+			if got, err := r.List("dir"); err != nil || !slices.Equal(got, []string{"b.txt", "c/"}) {
+				t.Errorf("List(dir) = %q, %v", got, err)
+			}
+		})
+	}
+}
+
+func TestLocations(t *testing.T) {
+	for _, c := range []struct {
+		base, rel, joined string
+	}{
+		{"data", "raw.zarr", "data/raw.zarr"},
+		{"/data", "/other/raw.zarr", "/other/raw.zarr"},
+		{"s3://bucket/prefix", "raw.zarr", "s3://bucket/prefix/raw.zarr"},
+		{"s3://bucket", "a/b", "s3://bucket/a/b"},
+		{"https://host/x/", "raw.zarr", "https://host/x/raw.zarr"},
+		{"data", "s3://bucket/raw.zarr", "s3://bucket/raw.zarr"},
+		{"s3://bucket/p", "https://host/raw.zarr", "https://host/raw.zarr"},
+	} {
+		if got := Join(c.base, c.rel); got != c.joined {
+			t.Errorf("Join(%q, %q) = %q, want %q", c.base, c.rel, got, c.joined)
+		}
+	}
+	for _, c := range []struct{ loc, dir, name string }{
+		{"data/volumes.csv", "data", "volumes.csv"},
+		{"s3://bucket/x/volumes.csv", "s3://bucket/x", "volumes.csv"},
+		{"https://host/volumes.csv", "https://host", "volumes.csv"},
+	} {
+		if dir, name := Split(c.loc); dir != c.dir || name != c.name {
+			t.Errorf("Split(%q) = %q, %q; want %q, %q", c.loc, dir, name, c.dir, c.name)
+		}
+	}
+	for loc, want := range map[string]bool{"s3://b/p": true, "https://h/p": true, "HTTP://h": true,
+		"data/x": false, "/abs/x": false, `C:\data`: false, "a:b": false} {
+		if IsURL(loc) != want {
+			t.Errorf("IsURL(%q) = %v", loc, !want)
+		}
+	}
+	if _, err := Open("ftp://host/x"); err == nil || !strings.Contains(err.Error(), `unknown scheme "ftp"`) {
+		t.Errorf("Open(ftp://...): %v", err)
+	}
+	for _, bad := range []string{"s3://", "s3://bucket/a/../b", "https://host/x?y=1"} {
+		if _, err := Open(bad); err == nil {
+			t.Errorf("Open(%q) accepted", bad)
+		}
+	}
+}
