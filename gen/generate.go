@@ -606,7 +606,7 @@ func (g *emitter) loaderType(f *jen.File) {
 //	func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, error) {
 //		... l := &CellMapLoader{src: src}; fill := l.fill, or l.fillSamples when src is a CellMapSamplesReader ...
 //		e, err := runtime.NewEngine(cellMapPlan, src.Len(), opts, fill)
-//		... l.engine = e; each batch's typed views of its slot (slotViews), each filler's Sample or Samples and its Rand ...
+//		... l.engine = e; each batch's typed views of its slot (slotViews); the source's ReadAhead, if it has one; each filler's Sample or Samples and its Rand ...
 //		return l, nil
 //	}
 func (g *emitter) newLoader(f *jen.File) {
@@ -627,6 +627,9 @@ func (g *emitter) newLoader(f *jen.File) {
 		g.countMissing(),
 		jen.Id("l").Dot("batches").Op("=").Make(jen.Index().Id(g.n.exported("Batch")), jen.Id("e").Dot("MaxSlots").Call()),
 		jen.Id("e").Dot("OnSlot").Call(jen.Func().Params(jen.Id("s").Int()).Block(g.slotViews()...)),
+		jen.If(jen.List(jen.Id("ra"), jen.Id("ok")).Op(":=").Id("src").Assert(g.rt("ReadAheader")), jen.Id("ok")).Block(
+			jen.Id("e").Dot("ReadAhead").Call(jen.Id("ra").Dot("ReadAhead")),
+		),
 		jen.If(jen.Id("l").Dot("many").Op("!=").Nil()).Block(
 			jen.Id("l").Dot("runs").Op("=").Make(jen.Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Samples"))), jen.Id("e").Dot("Fillers").Call()),
 			jen.For(jen.Id("w").Op(":=").Range().Id("l").Dot("runs")).Block(

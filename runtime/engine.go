@@ -97,6 +97,11 @@ type Engine struct {
 	// onSlot sets generated code's views of a slot's staging (OnSlot):
 	// set before the first epoch, called by the consumer.
 	onSlot func(s int)
+	// readAhead hears of batches before they are dispatched (ReadAhead):
+	// set before the first epoch, called by the consumer, which alone
+	// writes hinted, the first batch of the epoch not yet hinted.
+	readAhead func(epoch int, indices []int)
+	hinted    int
 	// The consumer's ring bookkeeping: held[b%len(slots)] is the slot of
 	// dispatched batch b, free the slots holding no batch, grown the
 	// batches dispatched when the ring last grew (one growth per turn of
@@ -401,6 +406,39 @@ func (e *Engine) OnSlot(f func(s int)) {
 	e.onSlot = f
 	for s := range e.Slots() {
 		f(s)
+	}
+}
+
+// ReadAheader is a Source that can start reading samples' data before
+// they are filled, such as a volume source on a remote store fetching the
+// chunks their crops will read. Generated loaders hand its ReadAhead to
+// the engine (Engine.ReadAhead).
+type ReadAheader interface {
+	// ReadAhead is told the dataset indices of a batch of epoch, a batch
+	// or more before workers start filling it. It must return at once
+	// (queue its reads), must not keep indices, and must not change what
+	// is read: a hint that is not acted on costs only time.
+	ReadAhead(epoch int, indices []int)
+}
+
+// aheadTurns is how far ahead of its dispatch a batch is hinted to
+// ReadAhead: this many turns of the ring (its slots' count of batches).
+const aheadTurns = 2
+
+// ReadAhead has f told of each batch of an epoch aheadTurns turns of the
+// ring before it is dispatched, on the goroutine iterating the epoch. Call
+// it once, before the first epoch.
+func (e *Engine) ReadAhead(f func(epoch int, indices []int)) { e.readAhead = f }
+
+// hint tells readAhead of the batches of order up to aheadTurns turns of
+// the ring past batch next, the next to be dispatched.
+func (e *Engine) hint(order []int, epoch, next int) {
+	if e.readAhead == nil {
+		return
+	}
+	bs := e.plan.BatchSize
+	for last := min(next+aheadTurns*e.Slots(), e.Len()); e.hinted < last; e.hinted++ {
+		e.readAhead(epoch, order[e.hinted*bs:min((e.hinted+1)*bs, len(order))])
 	}
 }
 
@@ -784,8 +822,11 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 				return false
 			}
 			next++
+			e.hint(order, epoch, next)
 			return true
 		}
+		e.hinted = start
+		e.hint(order, epoch, next)
 		for next < nb && len(e.free) > 0 {
 			if !dispatchNext() {
 				return

@@ -10,6 +10,7 @@ import (
 	goruntime "runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -773,5 +774,54 @@ func TestRatesMissingChunks(t *testing.T) {
 	}
 	if s := after.Since(after, time.Second).String(); strings.Contains(s, "missing") {
 		t.Errorf("String of an interval without missing chunks = %q", s)
+	}
+}
+
+// TestReadAhead: with ReadAhead, every batch of an epoch (from its start
+// batch) is hinted once, with its indices, before any of its samples is
+// filled.
+func TestReadAhead(t *testing.T) {
+	for _, start := range []int{0, 3} {
+		var mu sync.Mutex
+		var seq int
+		hinted := map[int]int{} // first index of a batch -> seq of its hint
+		filled := map[int]int{} // dataset index -> seq of its fill
+		var hints [][]int
+		e := newTestEngine(t, testPlan(4, LoaderDefaults{Prefetch: 2, Shuffle: true, Seed: 7}), 40, Options{Workers: 2}, func(key, index int) error {
+			if key == 0 {
+				mu.Lock()
+				seq++
+				filled[index] = seq
+				mu.Unlock()
+			}
+			return nil
+		})
+		e.ReadAhead(func(epoch int, indices []int) {
+			if epoch != 5 {
+				t.Errorf("hint for epoch %d, want 5", epoch)
+			}
+			mu.Lock()
+			seq++
+			hinted[indices[0]] = seq
+			hints = append(hints, slices.Clone(indices))
+			mu.Unlock()
+		})
+		var batches [][]int
+		for b, err := range e.Epoch(context.Background(), 5, start) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			batches = append(batches, slices.Clone(b.Indices))
+		}
+		if !slices.EqualFunc(hints, batches, slices.Equal[[]int]) {
+			t.Errorf("start %d: hints %v, want the batches %v", start, hints, batches)
+		}
+		for _, b := range batches {
+			for _, i := range b {
+				if filled[i] < hinted[b[0]] {
+					t.Errorf("start %d: sample %d filled before its batch %v was hinted", start, i, b)
+				}
+			}
+		}
 	}
 }

@@ -232,6 +232,9 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 		b.raw = runtime.View[uint8](e.Staging(s, 0))
 		b.labels = runtime.View[float32](e.Staging(s, 1))
 	})
+	if ra, ok := src.(runtime.ReadAheader); ok {
+		e.ReadAhead(ra.ReadAhead)
+	}
 	if l.many != nil {
 		l.runs = make([]runtime.Own[CellMapSamples], e.Fillers())
 		for w := range l.runs {

@@ -220,6 +220,9 @@ func NewFashionMNISTLoader(src FashionMNISTSource, opts runtime.Options) (*Fashi
 		b.image = runtime.View[uint8](e.Staging(s, 0))
 		b.label = runtime.View[int64](e.Staging(s, 1))
 	})
+	if ra, ok := src.(runtime.ReadAheader); ok {
+		e.ReadAhead(ra.ReadAhead)
+	}
 	if l.many != nil {
 		l.runs = make([]runtime.Own[FashionMNISTSamples], e.Fillers())
 		for w := range l.runs {

@@ -248,6 +248,9 @@ func NewImagesLoader(src ImagesSource, opts runtime.Options) (*ImagesLoader, err
 		b.mask = runtime.View[uint8](e.Staging(s, 1))
 		b.label = runtime.View[int64](e.Staging(s, 2))
 	})
+	if ra, ok := src.(runtime.ReadAheader); ok {
+		e.ReadAhead(ra.ReadAhead)
+	}
 	if l.many != nil {
 		l.runs = make([]runtime.Own[ImagesSamples], e.Fillers())
 		for w := range l.runs {

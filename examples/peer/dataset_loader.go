@@ -226,6 +226,9 @@ func NewPeerLoader(src PeerSource, opts runtime.Options) (*PeerLoader, error) {
 		b.raw = runtime.View[uint8](e.Staging(s, 0))
 		b.labels = runtime.View[uint8](e.Staging(s, 1))
 	})
+	if ra, ok := src.(runtime.ReadAheader); ok {
+		e.ReadAhead(ra.ReadAhead)
+	}
 	if l.many != nil {
 		l.runs = make([]runtime.Own[PeerSamples], e.Fillers())
 		for w := range l.runs {

@@ -359,6 +359,9 @@ func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoade
 		b.code = runtime.View[uint32](e.Staging(s, 6))
 		b.step = runtime.View[int16](e.Staging(s, 7))
 	})
+	if ra, ok := src.(runtime.ReadAheader); ok {
+		e.ReadAhead(ra.ReadAhead)
+	}
 	if l.many != nil {
 		l.runs = make([]runtime.Own[BalancedSamples], e.Fillers())
 		for w := range l.runs {

@@ -271,6 +271,9 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 		b.valid = runtime.View[uint8](e.Staging(s, 2))
 		b.weight = runtime.View[float32](e.Staging(s, 3))
 	})
+	if ra, ok := src.(runtime.ReadAheader); ok {
+		e.ReadAhead(ra.ReadAhead)
+	}
 	if l.many != nil {
 		l.runs = make([]runtime.Own[CellMapSamples], e.Fillers())
 		for w := range l.runs {

@@ -220,6 +220,9 @@ func NewRowsLoader(src RowsSource, opts runtime.Options) (*RowsLoader, error) {
 		b.features = runtime.View[float32](e.Staging(s, 0))
 		b.label = runtime.View[int64](e.Staging(s, 1))
 	})
+	if ra, ok := src.(runtime.ReadAheader); ok {
+		e.ReadAhead(ra.ReadAhead)
+	}
 	if l.many != nil {
 		l.runs = make([]runtime.Own[RowsSamples], e.Fillers())
 		for w := range l.runs {

@@ -239,6 +239,9 @@ func NewSmallLoader(src SmallSource, opts runtime.Options) (*SmallLoader, error)
 		b.mask = runtime.View[uint8](e.Staging(s, 1))
 		b.label = runtime.View[int64](e.Staging(s, 2))
 	})
+	if ra, ok := src.(runtime.ReadAheader); ok {
+		e.ReadAhead(ra.ReadAhead)
+	}
 	if l.many != nil {
 		l.runs = make([]runtime.Own[SmallSamples], e.Fillers())
 		for w := range l.runs {

@@ -267,6 +267,9 @@ func NewEMLoader(src EMSource, opts runtime.Options) (*EMLoader, error) {
 		b.lm = runtime.View[uint16](e.Staging(s, 2))
 		b.dist = runtime.View[float32](e.Staging(s, 3))
 	})
+	if ra, ok := src.(runtime.ReadAheader); ok {
+		e.ReadAhead(ra.ReadAhead)
+	}
 	if l.many != nil {
 		l.runs = make([]runtime.Own[EMSamples], e.Fillers())
 		for w := range l.runs {

@@ -354,6 +354,9 @@ func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 		b.g = runtime.View[int64](e.Staging(s, 6))
 		b.h = runtime.View[float64](e.Staging(s, 7))
 	})
+	if ra, ok := src.(runtime.ReadAheader); ok {
+		e.ReadAhead(ra.ReadAhead)
+	}
 	if l.many != nil {
 		l.runs = make([]runtime.Own[TinySamples], e.Fillers())
 		for w := range l.runs {

@@ -272,6 +272,9 @@ func NewTokensLoader(src TokensSource, opts runtime.Options) (*TokensLoader, err
 		b.tokensLengths = runtime.View[int32](e.Staging(s, 1))
 		b.label = runtime.View[int64](e.Staging(s, 2))
 	})
+	if ra, ok := src.(runtime.ReadAheader); ok {
+		e.ReadAhead(ra.ReadAhead)
+	}
 	if l.many != nil {
 		l.runs = make([]runtime.Own[TokensSamples], e.Fillers())
 		for w := range l.runs {

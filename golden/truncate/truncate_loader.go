@@ -327,6 +327,9 @@ func NewTruncateLoader(src TruncateSource, opts runtime.Options) (*TruncateLoade
 		b.tokensLengths = runtime.View[int32](e.Staging(s, 3))
 		b.label = runtime.View[int64](e.Staging(s, 4))
 	})
+	if ra, ok := src.(runtime.ReadAheader); ok {
+		e.ReadAhead(ra.ReadAhead)
+	}
 	if l.many != nil {
 		l.runs = make([]runtime.Own[TruncateSamples], e.Fillers())
 		for w := range l.runs {

@@ -469,6 +469,9 @@ func NewAllTypesLoader(src AllTypesSource, opts runtime.Options) (*AllTypesLoade
 		b.label = runtime.View[int64](e.Staging(s, 11))
 		b.ok = runtime.View[uint8](e.Staging(s, 12))
 	})
+	if ra, ok := src.(runtime.ReadAheader); ok {
+		e.ReadAhead(ra.ReadAhead)
+	}
 	if l.many != nil {
 		l.runs = make([]runtime.Own[AllTypesSamples], e.Fillers())
 		for w := range l.runs {

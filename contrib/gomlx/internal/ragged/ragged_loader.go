@@ -260,6 +260,9 @@ func NewRaggedLoader(src RaggedSource, opts runtime.Options) (*RaggedLoader, err
 		b.tokensLengths = runtime.View[int32](e.Staging(s, 1))
 		b.label = runtime.View[int64](e.Staging(s, 2))
 	})
+	if ra, ok := src.(runtime.ReadAheader); ok {
+		e.ReadAhead(ra.ReadAhead)
+	}
 	if l.many != nil {
 		l.runs = make([]runtime.Own[RaggedSamples], e.Fillers())
 		for w := range l.runs {
