@@ -246,8 +246,8 @@ func (g *emitter) openVolumes(f *jen.File) {
 	)
 }
 
-// volumesMethods renders Len, Read, Crop, LocalityKeys, MissingChunks and
-// Close of the volume source:
+// volumesMethods renders Len, Read, Crop, LocalityKeys, MissingChunks,
+// ReadAhead and Close of the volume source:
 //
 //	func (v *CellMapVolumes) Read(s *CellMapSample) error {
 //		return v.src.Read(s.Rand, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
@@ -284,6 +284,12 @@ func (g *emitter) volumesMethods(f *jen.File) {
 	f.Comment("error), once per read whose box touches one. The loader reports it in")
 	f.Comment("Stats.MissingChunks.")
 	f.Add(recv()).Id("MissingChunks").Params().Int64().Block(jen.Return(jen.Id("v").Dot("src").Dot("MissingChunks").Call()))
+
+	f.Comment("ReadAhead starts reading the chunks the crops of samples indices of epoch")
+	f.Comment("will read, when the volumes are on S3 or a web server; the loader calls it")
+	f.Comment("for the batches after the ones being filled. Local volumes ignore it.")
+	f.Add(recv()).Id("ReadAhead").Params(jen.Id("epoch").Int(), jen.Id("indices").Index().Int()).Block(
+		jen.Id("v").Dot("src").Dot("ReadAhead").Call(jen.Id("epoch"), jen.Id("indices")))
 
 	f.Comment("Close releases the source.")
 	f.Add(recv()).Id("Close").Params().Error().Block(jen.Return(jen.Id("v").Dot("src").Dot("Close").Call()))

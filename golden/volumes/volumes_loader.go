@@ -444,6 +444,13 @@ func (v *CellsVolumes) MissingChunks() int64 {
 	return v.src.MissingChunks()
 }
 
+// ReadAhead starts reading the chunks the crops of samples indices of epoch
+// will read, when the volumes are on S3 or a web server; the loader calls it
+// for the batches after the ones being filled. Local volumes ignore it.
+func (v *CellsVolumes) ReadAhead(epoch int, indices []int) {
+	v.src.ReadAhead(epoch, indices)
+}
+
 // Close releases the source.
 func (v *CellsVolumes) Close() error {
 	return v.src.Close()

@@ -76,3 +76,28 @@ func (s *Source) localityKey(c *runtime.Crop) uint64 {
 	}
 	return uint64(c.Volume)<<s.volumeShift | key
 }
+
+// ReadAhead has the arrays of remote volumes start reading the chunks
+// that the crops of samples indices of epoch will read (a loader calls it
+// through runtime.ReadAheader, batches ahead). It draws each crop's place
+// as Read does and hints each key's box; local arrays ignore the hints.
+func (s *Source) ReadAhead(epoch int, indices []int) {
+	if !s.remote {
+		return
+	}
+	st := s.states.Get().(*state)
+	defer s.states.Put(st)
+	seed := runtime.EpochSeed(s.spec.Seed, epoch)
+	for _, index := range indices {
+		runtime.SeedSample(&st.pcg, seed, index)
+		s.place(st.rng, &st.crop)
+		v := s.vols[st.crop.Volume]
+		for k, key := range s.spec.Keys {
+			for _, a := range v.arrays[k] {
+				if a != nil {
+					a.ReadAhead(st.crop.Origin[k], key.Shape)
+				}
+			}
+		}
+	}
+}

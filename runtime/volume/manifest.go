@@ -1,15 +1,16 @@
 package volume
 
 import (
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/loadergen/loadergen/runtime/storage"
 )
 
 // WeightColumn is the optional manifest column of sampling weights.
@@ -17,15 +18,21 @@ const WeightColumn = "weight"
 
 // LoadManifest reads a CSV manifest of volumes: a header naming one column
 // per key of spec (in any order) and optionally a weight column, then one
-// row per volume holding each key's root directory. Relative roots are
-// relative to the manifest's directory. An empty weight means 1.
+// row per volume holding each key's root: a directory or a URL
+// (s3://bucket/prefix, https://host/path). Relative roots are relative to
+// the manifest's directory, which may itself be a URL. An empty weight
+// means 1.
 func LoadManifest(file string, spec Spec) ([]Volume, error) {
-	f, err := os.Open(file)
+	dir, name := storage.Split(file)
+	root, err := storage.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
-	defer f.Close()
-	r := csv.NewReader(f)
+	text, err := root.ReadAll(name, nil)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	r := csv.NewReader(bytes.NewReader(text))
 	r.TrimLeadingSpace = true
 	header, err := r.Read()
 	if errors.Is(err, io.EOF) {
@@ -58,7 +65,6 @@ func LoadManifest(file string, spec Spec) ([]Volume, error) {
 			return nil, fmt.Errorf("%s:1: no column for key %q (the columns are %s)", file, key.Name, columns(spec))
 		}
 	}
-	dir := filepath.Dir(file)
 	var vols []Volume
 	for {
 		rec, err := r.Read()
@@ -75,10 +81,7 @@ func LoadManifest(file string, spec Spec) ([]Volume, error) {
 			if root == "" {
 				return nil, fmt.Errorf("%s:%d: no root for key %q", file, line, key.Name)
 			}
-			if !filepath.IsAbs(root) {
-				root = filepath.Join(dir, root)
-			}
-			v.Roots[k] = root
+			v.Roots[k] = storage.Join(dir, root)
 		}
 		if weight >= 0 {
 			if w := strings.TrimSpace(rec[weight]); w != "" {

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/storage"
 	"github.com/loadergen/loadergen/runtime/zarr/blosc"
 )
 
@@ -26,9 +27,12 @@ import (
 // nothing writes them after; the decoded chunks live in cache, which
 // orders its own writes.
 type Array struct {
-	dir   string // the array's directory
-	id    uint64 // the array's name in its cache
-	cache *Cache
+	dir string // the array's directory, or its URL: for messages, and for a local array's files
+	// remote, for an array at a remote root, reads its chunks (by their
+	// keys); nil for a local array, whose files are read directly.
+	remote storage.Root
+	id     uint64 // the array's name in its cache
+	cache  *Cache
 
 	format    int // 2 or 3
 	shape     []int
@@ -67,11 +71,14 @@ func (s *Store) Array(p string) (*Array, error) {
 	}
 	dir, _ := s.dir(p)
 	a := &Array{dir: dir, id: arrayIDs.Add(1), cache: s.cache}
+	if _, local := s.root.Local(); !local {
+		a.remote = s.root.Sub(strings.Trim(p, "/"))
+	}
 	switch kind {
 	case v2Array:
 		err = a.parseV2(doc)
 		if err == nil {
-			a.attrs, err = s.v2Attributes(dir, p)
+			a.attrs, err = s.v2Attributes(p)
 		}
 	case v3Array:
 		err = a.parseV3(doc)
@@ -88,8 +95,8 @@ func (s *Store) Array(p string) (*Array, error) {
 }
 
 // v2Attributes reads a v2 node's optional .zattrs.
-func (s *Store) v2Attributes(dir, p string) (json.RawMessage, error) {
-	doc, err := s.doc(dir, p, ".zattrs")
+func (s *Store) v2Attributes(p string) (json.RawMessage, error) {
+	doc, err := s.doc(p, ".zattrs")
 	if errors.Is(err, fs.ErrNotExist) {
 		return json.RawMessage("{}"), nil
 	}
@@ -482,7 +489,7 @@ func (a *Array) loadUnit(unit int64, out []byte, from, need int) ([]byte, int, e
 	}
 	buf := raws.Get().(*[]byte)
 	defer raws.Put(buf)
-	*buf, err = readFile(filepath.Join(a.dir, filepath.FromSlash(a.key(shard[:n]))), *buf, int64(off), int64(size))
+	*buf, err = a.readRange(a.key(shard[:n]), *buf, int64(off), int64(size))
 	if err != nil {
 		return nil, 0, a.chunkError(shard[:n], inner[:n], err)
 	}
@@ -495,6 +502,9 @@ func (a *Array) loadUnit(unit int64, out []byte, from, need int) ([]byte, int, e
 // the common case for EM data under blosc-lz4) is read straight into its
 // buffer, and only bytes [from, need) of it.
 func (a *Array) loadChunk(idx []int, out []byte, from, need int) ([]byte, int, error) {
+	if a.remote != nil {
+		return a.loadRemoteChunk(idx, out, from, need)
+	}
 	f, size, err := a.openStored(idx)
 	if f == nil {
 		return nil, 0, err
@@ -525,6 +535,40 @@ func (a *Array) loadChunk(idx []int, out []byte, from, need int) ([]byte, int, e
 		return nil, 0, a.chunkError(idx, nil, err)
 	}
 	return a.decode(&a.chain, *buf, out, from, need, idx, nil)
+}
+
+// loadRemoteChunk is loadChunk for a remote array: one request reads the
+// stored chunk whole (a ranged read of a chunk stored as it decodes would
+// save bytes but cost a request for its size first), or takes it from the
+// read-ahead.
+func (a *Array) loadRemoteChunk(idx []int, out []byte, from, need int) ([]byte, int, error) {
+	buf := raws.Get().(*[]byte)
+	defer raws.Put(buf)
+	raw, err := a.remote.ReadAll(a.key(idx), *buf)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil // never written: the fill value
+	}
+	if err != nil {
+		return nil, 0, a.chunkError(idx, nil, err)
+	}
+	if len(raw) > maxChunkBytes {
+		return nil, 0, a.chunkError(idx, nil, fmt.Errorf("%d bytes is more than a chunk may hold", len(raw)))
+	}
+	*buf = raw
+	return a.decode(&a.chain, raw, out, from, need, idx, nil)
+}
+
+// readRange reads n bytes at offset off of the object at key into buf
+// (grown as needed): a local file, or a remote object.
+func (a *Array) readRange(key string, buf []byte, off, n int64) ([]byte, error) {
+	if a.remote == nil {
+		return readFile(filepath.Join(a.dir, filepath.FromSlash(key)), buf, off, n)
+	}
+	if n > maxChunkBytes {
+		return buf, fmt.Errorf("%d bytes is more than a chunk may hold", n)
+	}
+	buf = slices.Grow(buf[:0], int(n))[:n]
+	return buf, a.remote.ReadAt(key, buf, off)
 }
 
 // openStored opens the file of the chunk or shard at grid index idx and
@@ -581,11 +625,24 @@ func (a *Array) missing(idx []int) error {
 // loadIndex reads and checks the index of the shard at grid index shard.
 func (a *Array) loadIndex(shard []int) ([]byte, error) {
 	sh := a.chain.shard
-	f, size, err := a.openStored(shard)
-	if f == nil {
-		return nil, err
+	key := a.key(shard)
+	var size int64
+	var err error
+	if a.remote != nil {
+		size, err = a.remote.Size(key)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil // a shard never written: its inner chunks are the fill value
+		}
+		if err != nil {
+			return nil, a.chunkError(shard, nil, err)
+		}
+	} else {
+		var f *os.File
+		if f, size, err = a.openStored(shard); f == nil {
+			return nil, err
+		}
+		f.Close()
 	}
-	defer f.Close()
 	if size < int64(sh.indexBytes) {
 		return nil, a.chunkError(shard, nil, fmt.Errorf("shard of %d bytes, shorter than its %d-byte index", size, sh.indexBytes))
 	}
@@ -593,8 +650,8 @@ func (a *Array) loadIndex(shard []int) ([]byte, error) {
 	if !sh.indexAtStart {
 		at = size - int64(sh.indexBytes)
 	}
-	raw := make([]byte, sh.indexBytes)
-	if _, err := f.ReadAt(raw, at); err != nil {
+	raw, err := a.readRange(key, nil, at, int64(sh.indexBytes))
+	if err != nil {
 		return nil, a.chunkError(shard, nil, fmt.Errorf("read the index: %w", err))
 	}
 	out := a.cache.buffer(sh.indexLen)

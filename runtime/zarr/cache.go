@@ -200,6 +200,14 @@ func (c *Cache) Stats() CacheStats {
 	return s
 }
 
+// has reports whether chunk key is loaded or being loaded.
+func (c *Cache) has(key cacheKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.entries[key]
+	return ok
+}
+
 // get returns the entry of chunk key, holding at least its first need
 // bytes decoded, loading or extending it with l unless that is done
 // already. The caller reads the entry's data[:need] and then releases it,

@@ -46,7 +46,7 @@ func (s *Store) Multiscale(p string) (*Multiscale, error) {
 	dir, _ := s.dir(p) // node checked p
 	switch kind {
 	case v2Group:
-		if attrs, err = s.doc(dir, p, ".zattrs"); err != nil {
+		if attrs, err = s.doc(p, ".zattrs"); err != nil {
 			return nil, fmt.Errorf("zarr group %s: no .zattrs, so no multiscales: %w", dir, err)
 		}
 	case v3Group:

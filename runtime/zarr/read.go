@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/internal/strided"
+	"github.com/loadergen/loadergen/runtime/storage"
 )
 
 // Layout places the elements of a box in a destination buffer: element
@@ -171,4 +172,40 @@ func (a *Array) copyPart(box *strided.Region, at, part []int, data []byte, first
 	}
 	copyBox(&to, &from)
 	return nil
+}
+
+// ReadAhead asks a remote array's root to start reading the stored chunks
+// that a Read of the box at origin, shape would load and that the cache
+// neither holds nor is loading, so that the Read finds them fetched. It
+// returns at once. Local arrays, and sharded ones (whose inner chunks'
+// places are in each shard's index), ignore it; so does a box outside the
+// array.
+func (a *Array) ReadAhead(origin, shape []int) {
+	h, ok := a.remote.(storage.Hinter)
+	n := len(a.shape)
+	if !ok || a.chain.shard != nil || len(origin) != n || len(shape) != n {
+		return
+	}
+	var c0, c1, idx [maxRank]int
+	for k := range n {
+		lo, hi := max(origin[k], 0), min(origin[k]+shape[k], a.shape[k])
+		if lo >= hi {
+			return
+		}
+		c0[k], c1[k] = lo/a.unit[k], (hi-1)/a.unit[k]
+	}
+	copy(idx[:n], c0[:n])
+	for {
+		if !a.cache.has(cacheKey{a.id, ravel(idx[:n], a.grid)}) {
+			h.Hint(a.key(idx[:n]), int64(a.unitBytes))
+		}
+		k := n - 1
+		for ; k >= 0 && idx[k] == c1[k]; k-- {
+			idx[k] = c0[k]
+		}
+		if k < 0 {
+			return
+		}
+		idx[k]++
+	}
 }

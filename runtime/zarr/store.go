@@ -6,26 +6,30 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
+
+	"github.com/loadergen/loadergen/runtime/storage"
 )
 
-// Store is a zarr hierarchy (v2 or v3) in a local directory: a group, an
-// array, or a group of groups and arrays. It is safe for concurrent use.
+// Store is a zarr hierarchy (v2 or v3): a group, an array, or a group of
+// groups and arrays, in a local directory or at a remote root (see
+// OpenStore). It is safe for concurrent use.
 type Store struct {
 	// OpenStore writes every field before it returns the Store; nothing
 	// writes them after, so concurrent opens read them without a lock.
-	root  string
+	root  storage.Root
 	cache *Cache // shared by the arrays opened through the store
 	// consolidated holds the entries of a v2 .zmetadata at the root, by key
 	// ("raw/.zarray"), or is nil. It is written once, by OpenStore.
 	consolidated map[string]*metaDoc
 }
 
-// OpenStore opens the zarr hierarchy in directory root. Arrays opened
-// through it keep their decoded chunks in cache, or in SharedCache when
-// cache is nil. A v2 .zmetadata at the root (consolidated metadata) is read
-// once and preferred to the files it describes.
+// OpenStore opens the zarr hierarchy at root: a local directory, or a
+// URL, s3://bucket/prefix or https://host/path (package storage reads
+// those, with retries, read-ahead and an optional disk cache). Arrays
+// opened through it keep their decoded chunks in cache, or in SharedCache
+// when cache is nil. A v2 .zmetadata at the root (consolidated metadata)
+// is read once and preferred to the files it describes.
 func OpenStore(root string, cache *Cache) (*Store, error) {
 	if cache == nil {
 		var err error
@@ -33,21 +37,28 @@ func OpenStore(root string, cache *Cache) (*Store, error) {
 			return nil, err
 		}
 	}
-	st, err := os.Stat(root)
+	r, err := storage.Open(root)
 	if err != nil {
 		return nil, fmt.Errorf("zarr store: %w", err)
 	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("zarr store %s: not a directory", root)
+	if dir, local := r.Local(); local {
+		st, err := os.Stat(dir)
+		if err != nil {
+			return nil, fmt.Errorf("zarr store: %w", err)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("zarr store %s: not a directory", root)
+		}
 	}
-	s := &Store{root: root, cache: cache}
+	s := &Store{root: r, cache: cache}
 	if err := s.readConsolidated(); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// Open opens the array in directory dir with the shared cache.
+// Open opens the array at dir (a directory or a URL, as OpenStore takes)
+// with the shared cache.
 func Open(dir string) (*Array, error) {
 	s, err := OpenStore(dir, nil)
 	if err != nil {
@@ -58,8 +69,8 @@ func Open(dir string) (*Array, error) {
 
 // readConsolidated loads .zmetadata, when present.
 func (s *Store) readConsolidated() error {
-	file := filepath.Join(s.root, ".zmetadata")
-	text, err := os.ReadFile(file)
+	file := s.root.URL(".zmetadata")
+	text, err := s.root.ReadAll(".zmetadata", nil)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -115,12 +126,13 @@ func CheckPath(p string) error {
 	return nil
 }
 
-// dir returns the directory of node p (see CheckPath).
+// dir returns where node p is (see CheckPath), for messages: its
+// directory, or its URL.
 func (s *Store) dir(p string) (string, error) {
 	if err := CheckPath(p); err != nil {
 		return "", err
 	}
-	return filepath.Join(s.root, filepath.FromSlash(strings.Trim(p, "/"))), nil
+	return s.root.URL(strings.Trim(p, "/")), nil
 }
 
 // node reads the metadata of node p: zarr.json (v3), else .zarray or
@@ -130,7 +142,7 @@ func (s *Store) node(p string) (nodeKind, *metaDoc, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if doc, err := s.doc(dir, p, "zarr.json"); err == nil {
+	if doc, err := s.doc(p, "zarr.json"); err == nil {
 		var nodeType string
 		if err := doc.get("node_type", &nodeType, true); err != nil {
 			return 0, nil, err
@@ -145,12 +157,12 @@ func (s *Store) node(p string) (nodeKind, *metaDoc, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return 0, nil, err
 	}
-	if doc, err := s.doc(dir, p, ".zarray"); err == nil {
+	if doc, err := s.doc(p, ".zarray"); err == nil {
 		return v2Array, doc, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return 0, nil, err
 	}
-	if doc, err := s.doc(dir, p, ".zgroup"); err == nil {
+	if doc, err := s.doc(p, ".zgroup"); err == nil {
 		return v2Group, doc, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return 0, nil, err
@@ -158,19 +170,18 @@ func (s *Store) node(p string) (nodeKind, *metaDoc, error) {
 	return 0, nil, fmt.Errorf("zarr: no array or group at %s (no zarr.json, .zarray or .zgroup): %w", dir, fs.ErrNotExist)
 }
 
-// doc reads metadata file name of node p, in directory dir: from the
-// consolidated metadata when it has it, else from the file.
-func (s *Store) doc(dir, p, name string) (*metaDoc, error) {
+// doc reads metadata file name of node p: from the consolidated metadata
+// when it has it, else from the file.
+func (s *Store) doc(p, name string) (*metaDoc, error) {
 	key := path.Join(strings.Trim(p, "/"), name)
 	if d, ok := s.consolidated[key]; ok {
 		return d, nil
 	}
-	file := filepath.Join(dir, name)
-	text, err := os.ReadFile(file)
+	text, err := s.root.ReadAll(key, nil)
 	if err != nil {
 		return nil, err
 	}
-	return parseDoc(file, text, 0)
+	return parseDoc(s.root.URL(key), text, 0)
 }
 
 // IsArray reports whether path p of the store holds an array (rather than a

@@ -1,0 +1,95 @@
+package volume
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loadergen/loadergen/internal/remotetest"
+	"github.com/loadergen/loadergen/runtime"
+)
+
+// readSample reads sample (epoch, index) of s as the loader does.
+func readSample(s *Source, epoch, index int) ([][]byte, error) {
+	var pcg rand.PCG
+	runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, epoch), index)
+	dst := sampleBufs(s)
+	return dst, s.Read(rand.New(&pcg), dst...)
+}
+
+// TestRemoteVolumes: volumes whose manifest and stores are in an S3
+// bucket (versitygw) give every sample the bytes of the same volumes on
+// local disk, with read-ahead, through a network that adds latency,
+// throttles and cuts connections; a store the server stops serving fails
+// the sample with an error naming the URL.
+func TestRemoteVolumes(t *testing.T) {
+	local := t.TempDir()
+	testVolume(t, filepath.Join(local, "a.zarr"), true)
+	testVolume(t, filepath.Join(local, "b.zarr"), false)
+	manifest := "raw,labels,weight\na.zarr,a.zarr,1\nb.zarr,b.zarr,2\n"
+	if err := os.WriteFile(filepath.Join(local, "volumes.csv"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := remotetest.Start(t)
+	if err := os.CopyFS(filepath.Join(srv.Bucket(t, "emdata"), "cells"), os.DirFS(local)); err != nil {
+		t.Fatal(err)
+	}
+	faults := remotetest.Proxy(t, srv.Endpoint)
+	srv.Env(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", faults.URL)
+
+	open := func(manifest string) *Source {
+		t.Helper()
+		vols, err := LoadManifest(manifest, cellSpec())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(cellSpec(), vols, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	want := open(filepath.Join(local, "volumes.csv"))
+	got := open("s3://emdata/cells/volumes.csv")
+	if r := got.vols[0].roots[0]; r != "s3://emdata/cells/a.zarr" {
+		t.Errorf("the manifest's first root is %q, want s3://emdata/cells/a.zarr", r)
+	}
+	faults.Set(2*time.Millisecond, 3, 3)
+	for epoch := range 2 {
+		indices := make([]int, want.Len())
+		for i := range indices {
+			indices[i] = i
+		}
+		got.ReadAhead(epoch, indices)
+		for _, i := range indices {
+			w, err := readSample(want, epoch, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := readSample(got, epoch, i)
+			if err != nil {
+				t.Fatalf("epoch %d sample %d: %v", epoch, i, err)
+			}
+			for k := range w {
+				if !bytes.Equal(g[k], w[k]) {
+					t.Fatalf("epoch %d sample %d key %d: the S3 volume's bytes differ from the local one's", epoch, i, k)
+				}
+			}
+		}
+	}
+
+	// A fresh source (nothing cached) over a server that keeps failing.
+	failing := open("s3://emdata/cells/volumes.csv")
+	faults.Set(0, 1000, 0)
+	_, err := readSample(failing, 5, 0)
+	var ke *runtime.KeyError
+	if !errors.As(err, &ke) || !strings.Contains(err.Error(), "s3://emdata/cells/") || !strings.Contains(err.Error(), "HTTP 503 SlowDown") {
+		t.Errorf("a failing server: %v, want a KeyError naming the chunk's URL and the status", err)
+	}
+}
