@@ -6,7 +6,7 @@ GO ?= go
 # 1.27); a count sets no deadline. 100000 inputs take 2 to 10 s a target here.
 FUZZTIME ?= 100000x
 
-.PHONY: build test versitygw fmt-check demo demo-test bench codecs peer golden fuzz zarr-python zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
+.PHONY: build test versitygw remote-bench fmt-check demo demo-test bench codecs peer golden fuzz zarr-python zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
 
 build:
 	$(GO) build ./...
@@ -66,6 +66,10 @@ codecs:
 ## peer: the volume loader against PyTorch's DataLoader over zarr-python on the same crops (needs Debian's python3-zarr and python3-torch; about a minute)
 peer:
 	examples/peer/run.sh
+
+## remote-bench: the volume loader reading make peer's big stores from versitygw on the loopback against local disk, one epoch per process, medians of 3 (needs make versitygw; several minutes)
+remote-bench:
+	examples/peer/remote.sh
 
 ## golden: rewrite the golden files and the example's generated loader
 golden:

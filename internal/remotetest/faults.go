@@ -26,6 +26,7 @@ type Faults struct {
 	fail503  int           // the next fail503 requests get 503 SlowDown
 	cut      int           // the next cut requests are forwarded, their bodies cut after a few bytes
 	requests int           // requests seen
+	conns    int           // connections clients opened to the proxy
 }
 
 // Proxy starts a fault proxy in front of target (a URL), stopped when the
@@ -39,7 +40,7 @@ func Proxy(t testing.TB, target string) *Faults {
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ErrorLog = log.New(io.Discard, "", 0) // the faults it injects are the point
 	f := &Faults{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.requests++
 		latency := f.latency
@@ -62,6 +63,14 @@ func Proxy(t testing.TB, target string) *Faults {
 			rp.ServeHTTP(w, r)
 		}
 	}))
+	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			f.mu.Lock()
+			f.conns++
+			f.mu.Unlock()
+		}
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	f.URL = srv.URL
 	return f
@@ -81,6 +90,13 @@ func (f *Faults) Requests() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.requests
+}
+
+// Conns returns how many connections clients have opened to the proxy.
+func (f *Faults) Conns() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.conns
 }
 
 // cutter forwards a response's status and headers, then its first left

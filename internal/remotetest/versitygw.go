@@ -50,7 +50,7 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--access", Access, "--secret", Secret, "--port", addr, "posix", "--nometa", dir)
+	cmd := exec.Command(bin, "--access", Access, "--secret", Secret, "--port", addr, "--keep-alive", "--quiet", "posix", "--nometa", dir)
 	log, err := os.Create(filepath.Join(t.TempDir(), "versitygw.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -139,3 +139,27 @@ func TestServerGone(t *testing.T) {
 		t.Errorf("server gone: %v", err)
 	}
 }
+
+// TestConnectionsReused: sequential reads, whole and by range, reuse one
+// connection; a client that opened one per request would leave thousands
+// of sockets behind an epoch.
+func TestConnectionsReused(t *testing.T) {
+	for kind, c := range faultRoots(t) {
+		t.Run(kind, func(t *testing.T) {
+			c.faults.Set(0, 0, 0)
+			before := c.faults.Conns()
+			p := make([]byte, 100)
+			for range 10 {
+				if _, err := c.root.ReadAll("a.bin", nil); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.root.ReadAt("a.bin", p, 10); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := c.faults.Conns() - before; n > 1 {
+				t.Errorf("20 sequential reads opened %d connections, want 1", n)
+			}
+		})
+	}
+}

@@ -24,6 +24,7 @@ var objects = map[string][]byte{
 	"a.bin":       bytes.Repeat([]byte("0123456789"), 1000),
 	"dir/b.txt":   []byte("hello, world"),
 	"dir/c/d.bin": {},
+	"big.bin":     bytes.Repeat([]byte{7}, 1<<20),
 }
 
 // writeObjects writes objects under dir.

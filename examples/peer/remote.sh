@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# make remote-bench: the volume loader reading make peer's big stores from
+# an S3 server on the loopback (versitygw, make versitygw) against reading
+# them from local disk, side by side: one epoch per fresh process (the
+# chunk cache at 32 MiB, as make peer's big case; the page cache as the
+# machine has it, so both sides read files from memory and the ratio is
+# the cost of S3 requests), alternating local and S3, 3 runs each, medians.
+# PEER_DIR keeps the stores between runs (make peer writes them too).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+work=${PEER_DIR:-$(mktemp -d)}
+mkdir -p "$work"
+go build -o "$work/peer-bench" ./examples/peer/cmd/peer-bench
+vgw=$(command -v versitygw || echo "$(go env GOPATH)/bin/versitygw")
+[ -x "$vgw" ] || { echo "make remote-bench needs versitygw: make versitygw"; exit 1; }
+
+root=$(mktemp -d)
+ln -s "$(cd "$work" && pwd)" "$root/peerwork" # the bucket "peerwork" is the work directory
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$vgw" --access bench --secret bench-secret --port "127.0.0.1:$port" --keep-alive --quiet posix --bucketlinks --nometa "$root" >"$root.log" 2>&1 &
+vgw_pid=$!
+trap 'kill $vgw_pid; rm -rf "$root" "$root.log"' EXIT
+for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+
+export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$port AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret \
+	AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true LOADERGEN_ZARR_CACHE_MB=32
+
+median() { tr ' ' '\n' | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+printf '%-16s %10s %10s %8s\n' store local s3 s3/local
+for comp in zstd6 blosc-lz4; do
+	store="big-$comp.zarr"
+	[ -d "$work/$store" ] || "$work/peer-bench" write -compressor "$comp" -shape 256,1024,1024 "$work/$store"
+	l="" s=""
+	for _ in 1 2 3; do
+		l="$l $("$work/peer-bench" epoch "$work/$store")"
+		s="$s $("$work/peer-bench" epoch "s3://peerwork/$store")"
+	done
+	l=$(echo $l | median) s=$(echo $s | median)
+	awk -v c="$comp" -v l="$l" -v s="$s" 'BEGIN { printf "%-16s %10.1f %10.1f %8.2f\n", c, l, s, s / l }'
+done
+echo "(crops/s of one epoch in a fresh process, median of 3, local and S3 alternating)"
