@@ -18,8 +18,8 @@ const defaultBucketWindow = 50
 // key's fields) into key: a ragged key's first axis of shape is a maximum,
 // the rows a sample lacks are pad, and a ragged key read from file: holds
 // the rows of all samples back to back there, where offsets: says each
-// sample's first row (CSR). It runs after volumeKey, as zarr keys cannot
-// be ragged.
+// sample's first row (CSR). It runs after volumeKey and recordKey, as zarr
+// keys and record keys cannot be ragged.
 func (p *parser) raggedKey(kp string, f map[string]*yaml.Node, key *Key) error {
 	rn, ok := f["ragged"]
 	if ok {
@@ -35,6 +35,8 @@ func (p *parser) raggedKey(kp string, f map[string]*yaml.Node, key *Key) error {
 	switch {
 	case key.Zarr != "":
 		return p.errorf(rn, path, "a zarr key cannot be ragged: volume crops are fixed-size boxes")
+	case key.Member != "":
+		return p.errorf(rn, path, "a record key cannot be ragged: its images are resampled to the shape, its labels are scalars")
 	case len(key.Shape) == 0:
 		return p.errorf(rn, path, "a scalar key cannot be ragged: ragged makes the first axis of shape a maximum")
 	case key.ClassAxis:
