@@ -6,7 +6,7 @@ GO ?= go
 # 1.27); a count sets no deadline. 100000 inputs take 2 to 10 s a target here.
 FUZZTIME ?= 100000x
 
-.PHONY: build test fmt-check demo demo-test bench codecs peer golden fuzz zarr-python zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
+.PHONY: build test fmt-check demo demo-test bench codecs peer golden fuzz zarr-python image-python zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
 
 build:
 	$(GO) build ./...
@@ -88,6 +88,18 @@ zarr-python:
 			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-zarr python3-numcodecs >/dev/null 2>&1; }; \
 	else \
 		echo "runtime/zarr's tests need Debian's python3-zarr: sudo apt-get install python3-zarr python3-numcodecs"; \
+		exit 1; \
+	fi
+
+## image-python: install Debian's python3-pil, python3-sklearn and python3-skimage when missing (as root), else say what to install; runtime/images' tests compare with PIL on their photos
+image-python:
+	@if /usr/bin/python3 -c 'import PIL' 2>/dev/null && [ -f /usr/lib/python3/dist-packages/sklearn/datasets/images/china.jpg ] && [ -f /usr/lib/python3/dist-packages/skimage/data/rocket.jpg ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -qq --no-install-recommends python3-pil python3-sklearn python3-skimage >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-pil python3-sklearn python3-skimage >/dev/null 2>&1; }; \
+	else \
+		echo "runtime/images' tests need Debian's python3-pil, python3-sklearn and python3-skimage: sudo apt-get install python3-pil python3-sklearn python3-skimage"; \
 		exit 1; \
 	fi
 
