@@ -6,7 +6,7 @@ GO ?= go
 # 1.27); a count sets no deadline. 100000 inputs take 2 to 10 s a target here.
 FUZZTIME ?= 100000x
 
-.PHONY: build test fmt-check demo demo-test bench codecs peer golden fuzz zarr-python image-python zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
+.PHONY: build test fmt-check demo demo-images peer-images demo-test bench codecs peer golden fuzz zarr-python image-python zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
 
 build:
 	$(GO) build ./...
@@ -41,6 +41,15 @@ demo:
 	$(GO) run ./cmd/loadergen plan examples/cellmap/dataset.yaml
 	$(GO) -C $(DEMO_MODULE) build -o $(CURDIR)/.demo-data/cellmap-demo .
 	.demo-data/cellmap-demo -data .demo-data/cellmap -epochs 5 -trace .demo-data/trace.json
+
+## demo-images: write synthetic WebDataset shards of JPEG photos if absent, run the generated image loader (random-resized crops 224, flips, normalised float32) for 3 epochs and print img/s
+demo-images:
+	$(GO) run ./examples/imagenet/cmd/imagenet-demo -data .demo-data/imagenet -epochs 3
+
+## peer-images: the image loader against torchvision's ImageFolder + PIL + the same transforms in a DataLoader (workers 0 and 2) on the same JPEGs (needs Debian's python3-torchvision)
+peer-images:
+	$(GO) run ./examples/imagenet/cmd/imagenet-demo -data .demo-data/imagenet -epochs 3
+	/usr/bin/python3 examples/imagenet/peer.py .demo-data/imagenet/folder 3
 
 ## demo-test: vet and race-test the demo's module (part of make test)
 demo-test:

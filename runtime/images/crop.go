@@ -20,7 +20,8 @@ type Crop struct {
 	X0, Y0, X1, Y1 float64
 	Flip           bool // mirror left and right after resampling
 
-	grid grid // center: the resized image's size and the crop's place in it
+	grid       grid // center: the resized image's size and the crop's place in it
+	outW, outH int  // the key's size, which the box is resampled to
 }
 
 // Draw draws the crop and flip of transform t for an image of w x h pixels
@@ -28,7 +29,7 @@ type Crop struct {
 // (random_resized) or Resize then CenterCrop (center), then
 // RandomHorizontalFlip, in that order of draws.
 func Draw(r *rand.Rand, t *Transform, w, h, outW, outH int) Crop {
-	c := Crop{Width: w, Height: h}
+	c := Crop{Width: w, Height: h, outW: outW, outH: outH}
 	switch t.Crop {
 	case RandomResized:
 		c.Region = randomResized(r, w, h, t.Scale, t.Ratio)

