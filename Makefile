@@ -6,7 +6,7 @@ GO ?= go
 # 1.27); a count sets no deadline. 100000 inputs take 2 to 10 s a target here.
 FUZZTIME ?= 100000x
 
-.PHONY: build test versitygw remote-bench fmt-check demo demo-test bench codecs peer golden fuzz zarr-python zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
+.PHONY: build test versitygw remote-bench fmt-check demo demo-images peer-images demo-test bench codecs peer golden fuzz zarr-python image-python zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
 
 build:
 	$(GO) build ./...
@@ -41,6 +41,15 @@ demo:
 	$(GO) run ./cmd/loadergen plan examples/cellmap/dataset.yaml
 	$(GO) -C $(DEMO_MODULE) build -o $(CURDIR)/.demo-data/cellmap-demo .
 	.demo-data/cellmap-demo -data .demo-data/cellmap -epochs 5 -trace .demo-data/trace.json
+
+## demo-images: write synthetic WebDataset shards of JPEG photos if absent, run the generated image loader (random-resized crops 224, flips, normalised float32) for 3 epochs and print img/s
+demo-images:
+	$(GO) run ./examples/imagenet/cmd/imagenet-demo -data .demo-data/imagenet -epochs 3
+
+## peer-images: the image loader against torchvision's ImageFolder + PIL + the same transforms in a DataLoader (workers 0 and 2) on the same JPEGs (needs Debian's python3-torchvision)
+peer-images:
+	$(GO) run ./examples/imagenet/cmd/imagenet-demo -data .demo-data/imagenet -epochs 3
+	/usr/bin/python3 examples/imagenet/peer.py .demo-data/imagenet/folder 3
 
 ## demo-test: vet and race-test the demo's module (part of make test)
 demo-test:
@@ -98,6 +107,18 @@ zarr-python:
 ## versitygw: install versitygw v1.8.0, the S3 server the remote-data tests run (go install; about 2 minutes the first time)
 versitygw:
 	@command -v versitygw >/dev/null || test -x "$$($(GO) env GOPATH)/bin/versitygw" || $(GO) install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+
+## image-python: install Debian's python3-pil, python3-sklearn and python3-skimage when missing (as root), else say what to install; runtime/images' tests compare with PIL on their photos
+image-python:
+	@if /usr/bin/python3 -c 'import PIL' 2>/dev/null && [ -f /usr/lib/python3/dist-packages/sklearn/datasets/images/china.jpg ] && [ -f /usr/lib/python3/dist-packages/skimage/data/rocket.jpg ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -qq --no-install-recommends python3-pil python3-sklearn python3-skimage >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-pil python3-sklearn python3-skimage >/dev/null 2>&1; }; \
+	else \
+		echo "runtime/images' tests need Debian's python3-pil, python3-sklearn and python3-skimage: sudo apt-get install python3-pil python3-sklearn python3-skimage"; \
+		exit 1; \
+	fi
 
 ## zarr-fixtures: rewrite testdata/zarr with python3-zarr, numcodecs and the zstd command (testdata/zarr/make_fixtures.py)
 zarr-fixtures: zarr-python

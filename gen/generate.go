@@ -36,6 +36,8 @@ func Generate(p *Plan, source string) ([]byte, error) {
 	f.ImportName(npyPath, "npy")
 	f.ImportName(randPath, "rand")
 	f.ImportName(volumePath, "volume")
+	f.ImportName(recordsPath, "records")
+	f.ImportName(imagesPath, "images")
 	f.HeaderComment(Header)
 	f.HeaderComment("source: " + commentSafe(source))
 	f.HeaderComment(strings.TrimPrefix(settingsPrefix, "// ") + p.headerSettings())
@@ -72,6 +74,9 @@ func Generate(p *Plan, source string) ([]byte, error) {
 	}
 	if g.ds.Crops != nil {
 		g.volumes(f)
+	}
+	if g.ds.Records != nil {
+		g.records(f)
 	}
 	var buf bytes.Buffer
 	if err := f.Render(&buf); err != nil {

@@ -146,6 +146,11 @@ func (d DType) Encode(v float64) []byte {
 	return out
 }
 
+// PutInt stores v as one element of the integer dtype d at the start of
+// out, little-endian, as Go converts an int64 to it (the caller checks
+// that d holds v).
+func (d DType) PutInt(out []byte, v int64) { putUint(out[:d.Size()], uint64(v)) }
+
 // putUint stores the low len(out) bytes of v, little-endian.
 func putUint(out []byte, v uint64) {
 	for i := range out {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/images"
 	"github.com/loadergen/loadergen/runtime/volume"
 )
 
@@ -23,6 +24,7 @@ type Dataset struct {
 	Classes   []string // optional; targets get a leading class axis
 	Keys      []Key    // inputs then targets, in file order
 	Crops     *Crops   // how samples are cut from volumes; nil unless the keys read zarr arrays
+	Records   *Records // where record keys' samples come from; nil unless the keys read members
 	Loader    runtime.LoaderDefaults
 	Streams   Streams
 	// At is where each field is written, by its path: "batch_size",
@@ -94,23 +96,26 @@ func (d Device) String() string {
 
 // Key is one named array of a sample.
 type Key struct {
-	Name      string           // as written in the schema
-	GoName    string           // CamelCase form: em_raw -> EmRaw
-	Role      runtime.Role     // input or target
-	Shape     []int            // sample shape S, without the class axis; empty for a scalar
-	ClassAxis bool             // the sample has a leading axis of len(classes): [C, S...]
-	DType     runtime.DType    // element type
-	File      string           // optional .npy path, relative to the data root
-	Zarr      string           // optional zarr path, relative to a volume's root; may hold {class}
-	Scale     []float64        // a zarr key's voxel size along each spatial axis; nil when not given
-	Fill      float64          // a zarr key's value outside its array or for a missing class (NaN for nan)
-	Missing   volume.Missing   // a zarr key's missing: what a chunk that is not stored reads as
-	Ragged    bool             // the first axis of Shape is a maximum: samples have up to Shape[0] rows
-	Pad       float64          // a ragged key's value for the rows past a sample's own (NaN for nan)
-	Offsets   string           // a ragged file key's .npy of int64 row offsets (CSR, N+1 entries)
-	Overflow  runtime.Overflow // what a ragged key does with a sample of more rows than Shape[0]
-	Priority  runtime.Priority // stream priority from streams.priority
-	Pos       Pos              // where the key is declared
+	Name      string            // as written in the schema
+	GoName    string            // CamelCase form: em_raw -> EmRaw
+	Role      runtime.Role      // input or target
+	Shape     []int             // sample shape S, without the class axis; empty for a scalar
+	ClassAxis bool              // the sample has a leading axis of len(classes): [C, S...]
+	DType     runtime.DType     // element type
+	File      string            // optional .npy path, relative to the data root
+	Zarr      string            // optional zarr path, relative to a volume's root; may hold {class}
+	Scale     []float64         // a zarr key's voxel size along each spatial axis; nil when not given
+	Fill      float64           // a zarr key's value outside its array or for a missing class (NaN for nan)
+	Missing   volume.Missing    // a zarr key's missing: what a chunk that is not stored reads as
+	Ragged    bool              // the first axis of Shape is a maximum: samples have up to Shape[0] rows
+	Pad       float64           // a ragged key's value for the rows past a sample's own (NaN for nan)
+	Offsets   string            // a ragged file key's .npy of int64 row offsets (CSR, N+1 entries)
+	Overflow  runtime.Overflow  // what a ragged key does with a sample of more rows than Shape[0]
+	Member    string            // a record key's member: jpg, jpeg, png or cls (lower case)
+	Image     *images.Transform // an image key's layout, crop, flip and normalisation; nil for others
+	Geometry  string            // a mask key's image key, whose crop and flip it takes (nearest)
+	Priority  runtime.Priority  // stream priority from streams.priority
+	Pos       Pos               // where the key is declared
 }
 
 // Streams are the settings of the stream decision (streams:), each a

@@ -182,6 +182,9 @@ func (p *parser) key(path string, kn, vn *yaml.Node, role runtime.Role) error {
 	if err := p.volumeKey(kp, f, &key); err != nil {
 		return err
 	}
+	if err := p.recordKey(kp, f, &key); err != nil {
+		return err
+	}
 	if err := p.raggedKey(kp, f, &key); err != nil {
 		return err
 	}
@@ -315,8 +318,18 @@ func (p *parser) dtype(path string, n *yaml.Node) (runtime.DType, error) {
 	return d, nil
 }
 
-// dataFile reads a key's .npy path: local, with forward slashes.
+// dataFile reads a key's .npy path: a localPath ending in .npy.
 func (p *parser) dataFile(path string, n *yaml.Node) (string, error) {
+	s, err := p.localPath(path, n)
+	if err == nil && !strings.HasSuffix(s, ".npy") {
+		err = p.errorf(n, path, "%s must name a .npy file", quote(s))
+	}
+	return s, err
+}
+
+// localPath reads a path relative to the data root: local, with forward
+// slashes.
+func (p *parser) localPath(path string, n *yaml.Node) (string, error) {
 	s, err := p.str(path, n)
 	if err != nil {
 		return "", err
@@ -328,8 +341,6 @@ func (p *parser) dataFile(path string, n *yaml.Node) (string, error) {
 		return "", p.errorf(n, path, "%s must use forward slashes", quote(s))
 	case !filepath.IsLocal(s):
 		return "", p.errorf(n, path, "%s is not a local path (it must be relative and stay inside the data root)", quote(s))
-	case !strings.HasSuffix(s, ".npy"):
-		return "", p.errorf(n, path, "%s must name a .npy file", quote(s))
 	}
 	return s, nil
 }

@@ -23,8 +23,9 @@ const (
 
 // The fields of each mapping of a schema, in documentation order.
 var (
-	topFields    = []string{"version", "package", "name", "batch_size", "device", "classes", "inputs", "targets", "crops", "loader", "streams"}
-	keyFields    = []string{"shape", "dtype", "file", "class_axis", "zarr", "scale", "fill", "missing", "ragged", "pad", "offsets", "overflow"}
+	topFields = []string{"version", "package", "name", "batch_size", "device", "classes", "inputs", "targets", "records", "crops", "loader", "streams"}
+	keyFields = []string{"shape", "dtype", "file", "class_axis", "zarr", "scale", "fill", "missing", "ragged", "pad", "offsets", "overflow",
+		"member", "resize", "flip", "normalize", "layout", "geometry"}
 	loaderFields = []string{"prefetch", "workers", "shuffle", "seed", "drop_last", "max_staging_mb", "bucket"}
 	streamFields = []string{"min_batch_size", "min_batch_memory_mb", "max_streams", "assign", "priority"}
 )
@@ -52,11 +53,12 @@ func Load(file string) (*Dataset, error) {
 // found, pointing at the offending node.
 func Parse(file string, data []byte) (*Dataset, error) {
 	p := &parser{
-		file:    file,
-		keyAt:   make(map[string]int),
-		members: make(map[string]member),
-		views:   make(map[string]member),
-		at:      make(map[string]Pos),
+		file:     file,
+		keyAt:    make(map[string]int),
+		members:  make(map[string]member),
+		views:    make(map[string]member),
+		geometry: make(map[string]*yaml.Node),
+		at:       make(map[string]Pos),
 	}
 	root, err := p.decode(bytes.TrimPrefix(data, []byte("\ufeff")))
 	if err != nil {
@@ -76,8 +78,11 @@ type parser struct {
 	keyAt   map[string]int    // key name -> index in ds.Keys
 	members map[string]member // generated batch member name -> key that owns it
 	views   map[string]member // unexported view field name -> key that owns it
-	total   int64             // batch bytes of the keys declared so far
-	at      map[string]Pos    // field path -> position of its value (Dataset.At)
+	// geometry holds each mask key's geometry field, by key name, for
+	// records to check once every key is read.
+	geometry map[string]*yaml.Node
+	total    int64          // batch bytes of the keys declared so far
+	at       map[string]Pos // field path -> position of its value (Dataset.At)
 }
 
 // syntaxLine matches yaml.v3's syntax errors that carry a line number.
@@ -163,6 +168,7 @@ func (p *parser) dataset(root *yaml.Node) error {
 		func() error { return p.classes(vals) },
 		func() error { return p.allKeys(m, vals) },
 		func() error { return p.volumes(vals) },
+		func() error { return p.records(vals) },
 		func() error { return p.loader(vals) },
 		func() error { return p.streams(vals) },
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/images"
 	"github.com/loadergen/loadergen/runtime/volume"
 )
 
@@ -278,6 +279,61 @@ loader:
 				},
 				Loader:  runtime.LoaderDefaults{Prefetch: runtime.PrefetchAuto, MaxStagingMB: 16384, Bucket: runtime.Bucket{Key: "boxes", Window: 50}},
 				Streams: defaultStreams,
+			},
+		},
+		{
+			name: "records_shards",
+			schema: `version: 1
+package: imgs
+name: Imgs
+batch_size: 4
+records: {shards: "train-{00..02}.tar"}
+inputs:
+  image:
+    shape: [3, 16, 16]
+    dtype: float32
+    member: JPG
+    resize: {crop: random_resized, scale: [0.25, 1], ratio: [0.5, 2]}
+    flip: 0.5
+    normalize: {mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}
+targets:
+  mask: {shape: [16, 16], dtype: int64, member: png, geometry: image}
+  label: {shape: [], dtype: int32, member: cls}
+`,
+			want: &Dataset{
+				File: "records_shards.yaml", Package: "imgs", Name: "Imgs", BatchSize: 4,
+				Records: &Records{Shards: "train-{00..02}.tar"},
+				Keys: []Key{
+					{Name: "image", GoName: "Image", Role: runtime.Input, Shape: []int{3, 16, 16}, DType: runtime.Float32, Member: "jpg",
+						Image: &images.Transform{Crop: images.RandomResized, Scale: [2]float64{0.25, 1}, Ratio: [2]float64{0.5, 2}, Flip: 0.5,
+							Mean: []float64{0.485, 0.456, 0.406}, Std: []float64{0.229, 0.224, 0.225}},
+						Pos: Pos{Line: 7, Col: 3}},
+					{Name: "mask", GoName: "Mask", Role: runtime.Target, Shape: []int{16, 16}, DType: runtime.Int64, Member: "png", Geometry: "image", Pos: Pos{Line: 15, Col: 3}},
+					{Name: "label", GoName: "Label", Role: runtime.Target, Shape: []int{}, DType: runtime.Int32, Member: "cls", Pos: Pos{Line: 16, Col: 3}},
+				},
+				Loader: defaultLoader, Streams: defaultStreams,
+			},
+		},
+		{
+			name: "records_folder",
+			schema: `version: 1
+package: imgs
+name: Imgs
+batch_size: 4
+records: {folder: val}
+inputs:
+  image: {shape: [24, 32, 1], dtype: uint8, member: jpeg, layout: hwc, resize: {crop: center}}
+  default_crop: {shape: [], dtype: uint8, member: cls}
+`,
+			want: &Dataset{
+				File: "records_folder.yaml", Package: "imgs", Name: "Imgs", BatchSize: 4,
+				Records: &Records{Folder: "val"},
+				Keys: []Key{
+					{Name: "image", GoName: "Image", Role: runtime.Input, Shape: []int{24, 32, 1}, DType: runtime.Uint8, Member: "jpeg",
+						Image: &images.Transform{Layout: images.HWC, Crop: images.Center, Size: 32}, Pos: Pos{Line: 7, Col: 3}},
+					{Name: "default_crop", GoName: "DefaultCrop", Role: runtime.Input, Shape: []int{}, DType: runtime.Uint8, Member: "cls", Pos: Pos{Line: 8, Col: 3}},
+				},
+				Loader: defaultLoader, Streams: defaultStreams,
 			},
 		},
 	}

@@ -19,8 +19,8 @@ const defaultBucketWindow = 50
 // a maximum, the rows a sample lacks are pad, a sample with more rows is
 // an error or cut to the maximum (overflow), and a ragged key read from
 // file: holds the rows of all samples back to back there, where offsets:
-// says each sample's first row (CSR). It runs after volumeKey, as zarr
-// keys cannot be ragged.
+// says each sample's first row (CSR). It runs after volumeKey and
+// recordKey, as zarr keys and record keys cannot be ragged.
 func (p *parser) raggedKey(kp string, f map[string]*yaml.Node, key *Key) error {
 	rn, ok := f["ragged"]
 	if ok {
@@ -36,6 +36,8 @@ func (p *parser) raggedKey(kp string, f map[string]*yaml.Node, key *Key) error {
 	switch {
 	case key.Zarr != "":
 		return p.errorf(rn, path, "a zarr key cannot be ragged: volume crops are fixed-size boxes")
+	case key.Member != "":
+		return p.errorf(rn, path, "a record key cannot be ragged: its images are resampled to the shape, its labels are scalars")
 	case len(key.Shape) == 0:
 		return p.errorf(rn, path, "a scalar key cannot be ragged: ragged makes the first axis of shape a maximum")
 	case key.ClassAxis:

@@ -161,7 +161,8 @@ func (p *parser) scale(path string, n *yaml.Node, rank int) ([]float64, error) {
 	return out, nil
 }
 
-// volumes checks that keys read from one kind of source, that zarr keys
+// volumes checks that keys read from one kind of source (zarr arrays,
+// record members, or files and your own Source), that zarr keys
 // share their spatial rank, and that crops is there exactly when they are.
 func (p *parser) volumes(vals map[string]*yaml.Node) error {
 	var first *Key
@@ -172,7 +173,7 @@ func (p *parser) volumes(vals map[string]*yaml.Node) error {
 			continue
 		}
 		switch {
-		case (k.Zarr != "") != (first.Zarr != ""):
+		case (k.Zarr != "") != (first.Zarr != "") || (k.Member != "") != (first.Member != ""):
 			return p.errorAt(k.Pos, "", "key %s reads %s but key %s reads %s; all keys of a dataset use the same kind of source",
 				quote(k.Name), sourceKind(*k), quote(first.Name), sourceKind(*first))
 		case k.Zarr != "" && len(k.Shape) != len(first.Shape):
@@ -197,14 +198,17 @@ func (p *parser) volumes(vals map[string]*yaml.Node) error {
 	return p.crops(cn, len(first.Shape))
 }
 
+// sourceKind names where key k reads from, for messages.
 func sourceKind(k Key) string {
 	switch {
 	case k.Zarr != "":
 		return "zarr:"
+	case k.Member != "":
+		return "member:"
 	case k.File != "":
 		return "file:"
 	}
-	return "neither file: nor zarr:"
+	return "none of file:, zarr: and member:"
 }
 
 // crops reads the crops section for keys of the given spatial rank.

@@ -1,0 +1,160 @@
+package photos
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/loadergen/loadergen/internal/photoshards"
+	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/records"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// set is the test's data: 22 photos of 40 x 30 pixels in the schema's two
+// shards, masks holding each pixel's column.
+var set = photoshards.Set{Samples: 22, Shards: 2, Width: 40, Height: 30, Classes: 5, Quality: 90, Seed: 1}
+
+func openRecords(t *testing.T) *PhotosRecords {
+	t.Helper()
+	dir := t.TempDir()
+	if err := set.WriteShards(dir, "photos-%d.tar"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenPhotosRecords(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// epochSamples runs epoch and returns each sample's keys' bytes by index.
+func epochSamples(t *testing.T, src PhotosSource, opts runtime.Options, epoch int) map[int][]byte {
+	t.Helper()
+	l, err := NewPhotosLoader(src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	out := map[int][]byte{}
+	for b, err := range l.Epoch(context.Background(), epoch) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, mask, label := runtime.Bytes(b.ImageData()), b.MaskData(), runtime.Bytes(b.LabelData())
+		for i, index := range b.Indices {
+			out[index] = slices.Concat(img[i*4*photosImageElems:][:4*photosImageElems],
+				mask[i*photosMaskElems:][:photosMaskElems], label[8*i:][:8])
+		}
+	}
+	return out
+}
+
+// TestRecords: every sample of two shards arrives with its label; its mask
+// holds the columns of the crop Crop reports, in the order its flip says;
+// samples are the same whatever the number of workers, and differ across
+// epochs.
+func TestRecords(t *testing.T) {
+	r := openRecords(t)
+	if r.Len() != set.Samples {
+		t.Fatalf("Len = %d, want %d", r.Len(), set.Samples)
+	}
+	one := epochSamples(t, r, runtime.Options{Workers: 1}, 3)
+	three := epochSamples(t, r, runtime.Options{Workers: 3}, 3)
+	other := epochSamples(t, r, runtime.Options{Workers: 2}, 4)
+	if len(one) != set.Samples {
+		t.Fatalf("epoch has %d samples, want %d", len(one), set.Samples)
+	}
+	changed, flips := 0, 0
+	for index, got := range one {
+		if !slices.Equal(got, three[index]) {
+			t.Errorf("sample %d differs between 1 and 3 workers", index)
+		}
+		if !slices.Equal(got, other[index]) {
+			changed++
+		}
+		if label := runtime.View[int64](got[len(got)-8:])[0]; label != int64(index%set.Classes) {
+			t.Errorf("sample %d: label %d, want %d", index, label, index%set.Classes)
+		}
+		crops, err := r.Crop(3, index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := crops[0]
+		if w, h := set.Size(index); c.Width != w || c.Height != h {
+			t.Errorf("sample %d: Crop says %d x %d, the photo is %d x %d", index, c.Width, c.Height, w, h)
+		}
+		mask := got[4*photosImageElems:][:photosMaskElems]
+		first, last := int(mask[0]), int(mask[31])
+		if c.Flip {
+			first, last = last, first
+			flips++
+		}
+		if first < c.Region.Min.X || last >= c.Region.Max.X || last <= first || first > c.Region.Min.X+1 || last < c.Region.Max.X-2 {
+			t.Errorf("sample %d: mask row runs from column %d to %d (flip %v), the crop is %v", index, mask[0], mask[31], c.Flip, c.Region)
+		}
+		for y := 1; y < 32; y++ {
+			if !slices.Equal(mask[y*32:][:32], mask[:32]) {
+				t.Fatalf("sample %d: mask row %d differs from row 0", index, y)
+			}
+		}
+	}
+	if changed < set.Samples/2 {
+		t.Errorf("only %d of %d samples differ between epochs 3 and 4", changed, set.Samples)
+	}
+	if flips == 0 || flips == set.Samples {
+		t.Errorf("%d of %d samples flipped with flip: 0.5", flips, set.Samples)
+	}
+}
+
+// TestBadRecord: a truncated JPEG ends the epoch with an error naming the
+// sample's index, the key, the shard, the sample and the member.
+func TestBadRecord(t *testing.T) {
+	dir := t.TempDir()
+	if err := set.WriteShards(dir, "photos-%d.tar"); err != nil {
+		t.Fatal(err)
+	}
+	// Cut sample 0's JPEG in half in place: zeros from its middle on.
+	path := filepath.Join(dir, "photos-0.tar")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, jpg, _, _, err := set.Members(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(data[512+len(jpg)/2 : 512+len(jpg)])
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenPhotosRecords(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	l, err := NewPhotosLoader(r, runtime.Options{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, err := range l.Epoch(context.Background(), 0) {
+		if err == nil {
+			continue
+		}
+		var re *runtime.ReadError
+		var se *records.SampleError
+		if !errors.As(err, &re) || re.Index != 0 || !errors.As(err, &se) || se.File != path || se.Sample != "000000" || se.Member != "jpg" {
+			t.Fatalf("error %v does not name sample 0, its shard and member", err)
+		}
+		return
+	}
+	t.Fatal("the epoch read a corrupt JPEG without an error")
+}

@@ -1,0 +1,330 @@
+package records
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/images"
+)
+
+// Spec is what a schema says of a dataset of records (DESIGN section 12).
+type Spec struct {
+	Shards string // a brace pattern of tar shards relative to the root; "" with Folder
+	Folder string // a directory of class folders relative to the root; "" with Shards
+	Keys   []Key  // in plan order
+	Seed   uint64 // the schema's seed, which Crop seeds each sample's Rand from
+}
+
+// Key is one key of a record sample.
+type Key struct {
+	Name   string
+	Member string // jpg, jpeg, png or cls
+	DType  runtime.DType
+	Shape  []int // the sample's shape: [C, H, W] or [H, W, C] (Image.Layout), [H, W] for a mask, [] for cls
+	// Image is an image key's transform; nil for masks and labels.
+	Image *images.Transform
+	// Geometry names a mask's image key, whose crop and flip it takes.
+	Geometry string
+}
+
+// Source reads the samples of a records dataset: every key's member of
+// sample i, decoded, cropped and written into staging. It is safe for
+// concurrent use.
+type Source struct {
+	spec    Spec
+	ix      *index
+	classes []string   // a folder's classes, sorted; nil for shards
+	shards  []*os.File // open shards, by file index; nil for a folder
+	member  []int      // per key: its member's place in ix.members (-1 for a folder's cls)
+	outs    []*images.Output
+	masks   []*images.Mask
+	geom    []int // per mask key: its image key's index
+	states  sync.Pool
+}
+
+// state is one Read's scratch: member bytes and the image buffers.
+type state struct {
+	data    [][]byte // per member
+	scratch images.Scratch
+	crops   []images.Crop // per key: an image key's crop in the image's pixels
+	draw    drawer
+}
+
+// drawer draws an image key's crop from a sample's Rand once its decoder
+// knows the image's size (images.Drawer).
+type drawer struct {
+	r    *rand.Rand
+	out  *images.Output
+	crop images.Crop // what it drew, in the image's pixels
+}
+
+func (d *drawer) Draw(w, h int) images.Crop {
+	d.crop = images.Draw(d.r, d.out.T, w, h, d.out.W, d.out.H)
+	return d.crop
+}
+
+// Open indexes the dataset under root (the shards' headers, or the class
+// folders' files), checks that every sample holds every member the keys
+// read, and logs what it found.
+func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
+	s := &Source{spec: spec}
+	if err := s.prepareKeys(); err != nil {
+		return nil, err
+	}
+	var members []string
+	for _, k := range spec.Keys {
+		if (spec.Folder == "" || k.Member != "cls") && !slices.Contains(members, k.Member) {
+			members = append(members, k.Member)
+		}
+	}
+	var err error
+	if spec.Folder != "" {
+		dir := filepath.Join(root, filepath.FromSlash(spec.Folder))
+		if s.ix, s.classes, err = indexFolder(dir); err != nil {
+			return nil, err
+		}
+		log.Info("records: opened class folders", "folder", dir, "classes", len(s.classes), "samples", len(s.ix.samples))
+	} else {
+		names, err := ExpandShards(spec.Shards)
+		if err != nil {
+			return nil, err
+		}
+		for i := range names {
+			names[i] = filepath.Join(root, filepath.FromSlash(names[i]))
+		}
+		if s.ix, err = indexShards(names, members); err != nil {
+			return nil, err
+		}
+		if err := s.openShards(); err != nil {
+			return nil, err
+		}
+		log.Info("records: indexed tar shards", "shards", len(names), "samples", len(s.ix.samples), "members", strings.Join(members, ","))
+	}
+	if len(s.ix.samples) == 0 {
+		s.Close()
+		return nil, errors.New("records: no samples")
+	}
+	s.member = make([]int, len(spec.Keys))
+	for i, k := range spec.Keys {
+		s.member[i] = slices.Index(s.ix.members, k.Member)
+		if spec.Folder != "" && k.Member != "cls" {
+			s.member[i] = 0
+		}
+	}
+	s.states.New = func() any {
+		return &state{data: make([][]byte, len(s.ix.members)), crops: make([]images.Crop, len(spec.Keys))}
+	}
+	return s, nil
+}
+
+// prepareKeys builds each key's output and finds each mask's image key.
+func (s *Source) prepareKeys() error {
+	n := len(s.spec.Keys)
+	s.outs, s.masks, s.geom = make([]*images.Output, n), make([]*images.Mask, n), make([]int, n)
+	for i, k := range s.spec.Keys {
+		switch {
+		case k.Image != nil:
+			h, w, c := k.Shape[1], k.Shape[2], k.Shape[0]
+			if k.Image.Layout == images.HWC {
+				h, w, c = k.Shape[0], k.Shape[1], k.Shape[2]
+			}
+			s.outs[i] = images.NewOutput(k.Image, h, w, c, k.DType == runtime.Float32)
+		case k.Geometry != "":
+			s.geom[i] = slices.IndexFunc(s.spec.Keys, func(o Key) bool { return o.Name == k.Geometry })
+			if s.geom[i] < 0 || s.spec.Keys[s.geom[i]].Image == nil {
+				return fmt.Errorf("records: key %q: geometry %q is not an image key", k.Name, k.Geometry)
+			}
+			s.masks[i] = &images.Mask{H: k.Shape[0], W: k.Shape[1], DType: k.DType}
+		}
+	}
+	return nil
+}
+
+// openShards opens every shard for reading, kept open until Close.
+func (s *Source) openShards() error {
+	s.shards = make([]*os.File, len(s.ix.files))
+	for i, name := range s.ix.files {
+		f, err := os.Open(name)
+		if err != nil {
+			s.Close()
+			return fmt.Errorf("shard %s: %w", name, err)
+		}
+		s.shards[i] = f
+	}
+	return nil
+}
+
+// Len returns the number of samples.
+func (s *Source) Len() int { return len(s.ix.samples) }
+
+// Classes returns a folder's classes, sorted: label i is Classes()[i].
+// It is nil for shards.
+func (s *Source) Classes() []string { return slices.Clone(s.classes) }
+
+// Close closes the shards.
+func (s *Source) Close() error {
+	var errs []error
+	for _, f := range s.shards {
+		if f != nil {
+			errs = append(errs, f.Close())
+		}
+	}
+	s.shards = nil
+	return errors.Join(errs...)
+}
+
+// SampleError is a sample that cannot be read: it names the file (a shard
+// or a folder's image), the sample's key, and the member.
+type SampleError struct {
+	File   string
+	Sample string // the WebDataset key, or the image's path in a folder
+	Member string
+	Err    error
+}
+
+func (e *SampleError) Error() string {
+	return fmt.Sprintf("%s: sample %q, member %q: %v", e.File, e.Sample, e.Member, e.Err)
+}
+
+// Unwrap returns what went wrong.
+func (e *SampleError) Unwrap() error { return e.Err }
+
+// Read draws sample index's crops from r (each image key's, in key order)
+// and writes every key into dst, one buffer per key in spec order. An
+// error is a *runtime.KeyError around a *SampleError.
+func (s *Source) Read(r *rand.Rand, index int, dst ...[]byte) error {
+	st := s.states.Get().(*state)
+	defer s.states.Put(st)
+	if err := s.load(st, index); err != nil {
+		return err
+	}
+	for i, k := range s.spec.Keys {
+		if err := s.write(st, r, index, i, dst[i]); err != nil {
+			return &runtime.KeyError{Key: k.Name, Err: s.sampleError(index, i, err)}
+		}
+	}
+	return nil
+}
+
+// load reads sample index's members into st.data.
+func (s *Source) load(st *state, index int) error {
+	sm := s.ix.samples[index]
+	for j := range s.ix.members {
+		sp := s.ix.spans[index*len(s.ix.members)+j]
+		st.data[j] = slices.Grow(st.data[j][:0], int(sp.size))[:sp.size]
+		var err error
+		if s.shards != nil {
+			_, err = s.shards[sm.file].ReadAt(st.data[j], sp.off)
+		} else {
+			err = readFile(s.ix.files[sm.file], st.data[j])
+		}
+		if err != nil {
+			k := slices.IndexFunc(s.member, func(m int) bool { return m == j })
+			return &runtime.KeyError{Key: s.spec.Keys[k].Name, Err: s.sampleError(index, k, err)}
+		}
+	}
+	return nil
+}
+
+// readFile reads the file name into buf, which holds its size as indexed.
+func readFile(name string, buf []byte) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	n, err := f.ReadAt(buf, 0)
+	if n == len(buf) {
+		return nil
+	}
+	return err
+}
+
+// sampleError names sample index, key i's member and the file.
+func (s *Source) sampleError(index, i int, err error) *SampleError {
+	sm := s.ix.samples[index]
+	member := s.spec.Keys[i].Member
+	if s.spec.Folder != "" && member != "cls" {
+		member = filepath.Base(sm.key)
+	}
+	return &SampleError{File: s.ix.files[sm.file], Sample: sm.key, Member: member, Err: err}
+}
+
+// write writes key i of sample index, whose members st holds, into dst.
+func (s *Source) write(st *state, r *rand.Rand, index, i int, dst []byte) error {
+	k := s.spec.Keys[i]
+	switch {
+	case k.Image != nil:
+		st.draw = drawer{r: r, out: s.outs[i]}
+		d, c, err := st.scratch.Decode(st.data[s.member[i]], &st.draw)
+		if err != nil {
+			return err
+		}
+		st.crops[i] = st.draw.crop
+		return s.outs[i].Write(&st.scratch, dst, d, c)
+	case k.Geometry != "":
+		d, err := st.scratch.DecodeMask(st.data[s.member[i]])
+		if err != nil {
+			return err
+		}
+		return s.masks[i].Write(&st.scratch, dst, d, st.crops[s.geom[i]])
+	case s.member[i] < 0:
+		k.DType.PutInt(dst, int64(s.ix.samples[index].label))
+		return nil
+	}
+	v, err := parseLabel(st.data[s.member[i]], k.DType)
+	if err != nil {
+		return err
+	}
+	k.DType.PutInt(dst, v)
+	return nil
+}
+
+// parseLabel reads a cls member: a text integer (surrounding white space
+// allowed) that dtype d holds.
+func parseLabel(b []byte, d runtime.DType) (int64, error) {
+	text := strings.TrimSpace(string(b))
+	v, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cls %q is not an integer", text)
+	}
+	if lo, hi := d.IntRange(); v < lo || (v > 0 && uint64(v) > hi) {
+		return 0, fmt.Errorf("cls %d does not fit %s", v, d)
+	}
+	return v, nil
+}
+
+// Crop returns the crop and flip of each image key (nil entries for other
+// keys) of sample index in epoch: the draws Read makes, whatever the number
+// of workers. It reads the images' headers to know their sizes.
+func (s *Source) Crop(epoch, index int) ([]images.Crop, error) {
+	var pcg rand.PCG
+	runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, epoch), index)
+	r := rand.New(&pcg)
+	st := s.states.Get().(*state)
+	defer s.states.Put(st)
+	if err := s.load(st, index); err != nil {
+		return nil, err
+	}
+	crops := make([]images.Crop, len(s.spec.Keys))
+	for i, k := range s.spec.Keys {
+		if k.Image == nil {
+			continue
+		}
+		w, h, err := images.Size(st.data[s.member[i]])
+		if err != nil {
+			return nil, &runtime.KeyError{Key: k.Name, Err: s.sampleError(index, i, err)}
+		}
+		crops[i] = images.Draw(r, k.Image, w, h, s.outs[i].W, s.outs[i].H)
+	}
+	return crops, nil
+}

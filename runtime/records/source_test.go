@@ -1,0 +1,267 @@
+package records
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/images"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// testJPEG and testPNG are small images with a gradient, whose pixel (x, y)
+// is known from its place.
+func testJPEG(t *testing.T, w, h int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, gradient(w, h), &jpeg.Options{Quality: 95}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func testPNG(t *testing.T, img image.Image) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func gradient(w, h int) *image.RGBA {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, color.RGBA{uint8(x * 255 / w), uint8(y * 255 / h), 128, 255})
+		}
+	}
+	return img
+}
+
+// member is one tar member of a test shard.
+type member struct {
+	name string
+	data []byte
+}
+
+// writeShard writes the members as a tar file at path.
+func writeShard(t *testing.T, path string, members []member) {
+	t.Helper()
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, m := range members {
+		if err := tw.WriteHeader(&tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.data)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(m.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// spec is a dataset of a 3 x 8 x 8 uint8 image (random-resized crop), an
+// 8 x 8 mask and a label, from shards s-0.tar and s-1.tar.
+func spec() Spec {
+	img := &images.Transform{Crop: images.RandomResized, Scale: images.DefaultScale, Ratio: images.DefaultRatio, Flip: 0.5}
+	return Spec{Shards: "s-{0..1}.tar", Keys: []Key{
+		{Name: "image", Member: "jpg", DType: runtime.Uint8, Shape: []int{3, 8, 8}, Image: img},
+		{Name: "mask", Member: "png", DType: runtime.Int64, Shape: []int{8, 8}, Geometry: "image"},
+		{Name: "label", Member: "cls", DType: runtime.Int32, Shape: []int{}},
+	}}
+}
+
+// goodSamples returns n samples' members, keys from prefix.
+func goodSamples(t *testing.T, prefix string, n int) []member {
+	mask := image.NewGray(image.Rect(0, 0, 20, 16))
+	for i := range mask.Pix {
+		mask.Pix[i] = uint8(i % 7)
+	}
+	var ms []member
+	for i := range n {
+		key := prefix + string(rune('a'+i))
+		ms = append(ms,
+			member{key + ".jpg", testJPEG(t, 20, 16)},
+			member{key + ".png", testPNG(t, mask)},
+			member{key + ".cls", []byte(" 7\n")},
+			member{key + ".json", []byte("{}")})
+	}
+	return ms
+}
+
+// TestShards: samples are indexed across shards in order, metadata and
+// unused members skipped, and each reads whole.
+func TestShards(t *testing.T) {
+	dir := t.TempDir()
+	writeShard(t, filepath.Join(dir, "s-0.tar"), append([]member{{"__index__", []byte("x")}}, goodSamples(t, "x/0", 3)...))
+	writeShard(t, filepath.Join(dir, "s-1.tar"), goodSamples(t, "x/1", 2))
+	src, err := Open(spec(), dir, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if src.Len() != 5 {
+		t.Fatalf("Len = %d, want 5", src.Len())
+	}
+	if k := src.ix.samples[3].key; k != "x/1a" {
+		t.Errorf("sample 3's key is %q, want x/1a", k)
+	}
+	img, mask, label := make([]byte, 3*8*8), make([]byte, 8*8*8), make([]byte, 4)
+	for i := range src.Len() {
+		r := rand.New(rand.NewPCG(1, uint64(i)))
+		if err := src.Read(r, i, img, mask, label); err != nil {
+			t.Fatal(err)
+		}
+		if got := runtime.View[int32](label)[0]; got != 7 {
+			t.Errorf("sample %d: label %d, want 7", i, got)
+		}
+		for j, v := range runtime.View[int64](mask) {
+			if v < 0 || v > 6 {
+				t.Fatalf("sample %d: mask[%d] = %d, not a value of the mask", i, j, v)
+			}
+		}
+	}
+}
+
+// TestBadShards: every kind of bad record is an error naming the shard,
+// the sample and the member, at open or at read.
+func TestBadShards(t *testing.T) {
+	jpg := testJPEG(t, 20, 16)
+	mask := testPNG(t, image.NewGray(image.Rect(0, 0, 20, 16)))
+	good := func(key string) []member {
+		return []member{{key + ".jpg", jpg}, {key + ".png", mask}, {key + ".cls", []byte("3")}}
+	}
+	tests := []struct {
+		name    string
+		members []member
+		truncTo int    // cut the tar file to this many bytes; 0 keeps it
+		open    string // the error at Open, or "" when it opens
+		read    string // then the error reading sample 1
+	}{
+		{"missing member", append(good("a"), member{"b.jpg", jpg}, member{"b.cls", []byte("1")}), 0,
+			`sample "b" has no member "png" (it has cls, jpg)`, ""},
+		{"repeated extension", append(good("a"), member{"a.JPG", jpg}), 0,
+			`member "a.JPG": sample "a" repeats extension "jpg" (first in member "a.jpg")`, ""},
+		{"not adjacent", append(append(good("a"), good("b")...), member{"a.txt", nil}), 0,
+			`member "a.txt": sample "a" appears again, apart from its member "a.jpg"`, ""},
+		{"no extension", append(good("a"), member{"README", nil}), 0,
+			`member "README" has no extension`, ""},
+		{"tar ends mid-member", append(good("a"), good("b")...), 3*512 + 2*1024 + 512 + 100, // inside b.jpg
+			`the tar ends inside member "b.jpg"`, ""},
+		{"truncated jpeg", append(good("a"), member{"b.jpg", jpg[:len(jpg)/2]}, member{"b.png", mask}, member{"b.cls", []byte("1")}), 0,
+			"", `sample "b", member "jpg": jpeg: `}, // each decoder words it its own way
+		{"cls not an integer", append(good("a"), member{"b.jpg", jpg}, member{"b.png", mask}, member{"b.cls", []byte("cat")}), 0,
+			"", `sample "b", member "cls": cls "cat" is not an integer`},
+		{"cls out of range", append(good("a"), member{"b.jpg", jpg}, member{"b.png", mask}, member{"b.cls", []byte("3000000000")}), 0,
+			"", `cls 3000000000 does not fit int32`},
+		{"16-bit png", append(good("a"), member{"b.jpg", jpg}, member{"b.png", testPNG(t, image.NewGray16(image.Rect(0, 0, 20, 16)))}, member{"b.cls", []byte("1")}), 0,
+			"", `member "png": png: 16-bit images are not supported`},
+		{"colour mask", append(good("a"), member{"b.jpg", jpg}, member{"b.png", testPNG(t, gradient(20, 16))}, member{"b.cls", []byte("1")}), 0,
+			"", `member "png": a mask is a PNG of one channel`},
+		{"mask of another size", append(good("a"), member{"b.jpg", jpg}, member{"b.png", testPNG(t, image.NewGray(image.Rect(0, 0, 20, 15)))}, member{"b.cls", []byte("1")}), 0,
+			"", `the mask is 20 x 15 pixels but its image 20 x 16`},
+		{"not an image", append(good("a"), member{"b.jpg", []byte("GIF89a...")}, member{"b.png", mask}, member{"b.cls", []byte("1")}), 0,
+			"", `member "jpg": not a JPEG or PNG image`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			sp := spec()
+			sp.Shards = "s.tar"
+			path := filepath.Join(dir, "s.tar")
+			writeShard(t, path, tt.members)
+			if tt.truncTo > 0 {
+				if err := os.Truncate(path, int64(tt.truncTo)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			src, err := Open(sp, dir, quiet)
+			if tt.open != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.open) || !strings.Contains(err.Error(), path) {
+					t.Fatalf("Open: %v, want an error naming %s with %q", err, path, tt.open)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			r := rand.New(rand.NewPCG(1, 2))
+			err = src.Read(r, 1, make([]byte, 3*8*8), make([]byte, 8*8*8), make([]byte, 4))
+			var se *SampleError
+			var ke *runtime.KeyError
+			if err == nil || !strings.Contains(err.Error(), tt.read) || !errors.As(err, &se) || !errors.As(err, &ke) || se.File != path {
+				t.Fatalf("Read: %v, want a KeyError around a SampleError of %s with %q", err, path, tt.read)
+			}
+		})
+	}
+}
+
+// TestFolder: classes are the sorted directories, a label its class's
+// index, files in sorted order; a file that is no image is an error.
+func TestFolder(t *testing.T) {
+	dir := t.TempDir()
+	jpg := testJPEG(t, 12, 12)
+	for _, p := range []string{"train/dog/b.jpg", "train/dog/a.JPEG", "train/cat/z/1.jpg", "train/cat/y.jpg"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), jpg, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp := Spec{Folder: "train", Keys: []Key{
+		{Name: "image", Member: "jpg", DType: runtime.Float32, Shape: []int{8, 8, 1},
+			Image: &images.Transform{Layout: images.HWC, Crop: images.Center, Size: 8}},
+		{Name: "label", Member: "cls", DType: runtime.Int64, Shape: []int{}},
+	}}
+	src, err := Open(sp, dir, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	want := []struct {
+		file  string
+		label int64
+	}{{"cat/y.jpg", 0}, {"cat/z/1.jpg", 0}, {"dog/a.JPEG", 1}, {"dog/b.jpg", 1}}
+	if src.Len() != len(want) {
+		t.Fatalf("Len = %d, want %d", src.Len(), len(want))
+	}
+	img, label := make([]byte, 8*8*4), make([]byte, 8)
+	for i, w := range want {
+		if got := src.ix.files[i]; got != filepath.Join(dir, "train", w.file) {
+			t.Errorf("sample %d is %s, want %s", i, got, w.file)
+		}
+		if err := src.Read(rand.New(rand.NewPCG(0, 0)), i, img, label); err != nil {
+			t.Fatal(err)
+		}
+		if got := runtime.View[int64](label)[0]; got != w.label {
+			t.Errorf("sample %d: label %d, want %d", i, got, w.label)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "train/dog/notes.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(sp, dir, quiet); err == nil || !strings.Contains(err.Error(), "notes.txt is not a .jpg, .jpeg or .png image") {
+		t.Errorf("Open with notes.txt: %v", err)
+	}
+}
