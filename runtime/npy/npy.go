@@ -51,6 +51,7 @@ import (
 
 	"github.com/loadergen/loadergen/internal/sizes"
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/storage"
 )
 
 // magic starts every .npy file.
@@ -112,14 +113,18 @@ type File struct {
 // data. Every refusal is an error that names path and says what was expected
 // and what was found. A ragged spec (Offsets set) is refused: OpenRagged
 // opens it.
-func Open(path string, spec Spec) (*File, error) {
+func Open(path string, spec Spec) (*File, error) { return openNamed(path, path, spec) }
+
+// openNamed is Open of the file at path, named name in messages (a URL
+// for a file fetched from one).
+func openNamed(path, name string, spec Spec) (*File, error) {
 	if spec.Offsets != "" {
-		return nil, fmt.Errorf("%s: schema key %q is ragged (offsets %s): open it with OpenRagged", path, spec.Key, spec.Offsets)
+		return nil, fmt.Errorf("%s: schema key %q is ragged (offsets %s): open it with OpenRagged", name, spec.Key, spec.Offsets)
 	}
 	if err := checkSpec(spec); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	f, err := openData(path, spec, "N")
+	f, err := openData(path, name, spec, "N")
 	if err != nil {
 		return nil, err
 	}
@@ -137,26 +142,32 @@ func Open(path string, spec Spec) (*File, error) {
 // have more than spec.Sample[0] rows. spec.Offsets is not read: offsetsPath
 // is the file. Errors name the file they are about.
 func OpenRagged(dataPath, offsetsPath string, spec Spec) (*File, error) {
+	return openRaggedNamed(dataPath, dataPath, offsetsPath, offsetsPath, spec)
+}
+
+// openRaggedNamed is OpenRagged of the files at dataPath and offsetsPath,
+// named dataName and offsetsName in messages.
+func openRaggedNamed(dataPath, dataName, offsetsPath, offsetsName string, spec Spec) (*File, error) {
 	if err := checkSpec(spec); err != nil {
-		return nil, fmt.Errorf("%s: %w", dataPath, err)
+		return nil, fmt.Errorf("%s: %w", dataName, err)
 	}
 	if len(spec.Sample) == 0 {
-		return nil, fmt.Errorf("%s: ragged key %q has no sample axis: Sample[0] is the most rows of a sample", dataPath, spec.Key)
+		return nil, fmt.Errorf("%s: ragged key %q has no sample axis: Sample[0] is the most rows of a sample", dataName, spec.Key)
 	}
 	maxRows := spec.Sample[0]
 	if maxRows > runtime.MaxRows {
-		return nil, fmt.Errorf("%s: ragged key %q allows %d rows a sample, more than an int32 length holds", dataPath, spec.Key, maxRows)
+		return nil, fmt.Errorf("%s: ragged key %q allows %d rows a sample, more than an int32 length holds", dataName, spec.Key, maxRows)
 	}
 	rows := spec
 	rows.Sample = spec.Sample[1:]
-	f, err := openData(dataPath, rows, "rows")
+	f, err := openData(dataPath, dataName, rows, "rows")
 	if err != nil {
 		return nil, err
 	}
 	slot, ok := mulSize(int64(f.sampleBytes), int64(maxRows), true)
 	if !ok {
 		f.Close()
-		return nil, fmt.Errorf("%s: a sample of %d rows of %d bytes overflows int%d", dataPath, maxRows, f.sampleBytes, strconv.IntSize)
+		return nil, fmt.Errorf("%s: a sample of %d rows of %d bytes overflows int%d", dataName, maxRows, f.sampleBytes, strconv.IntSize)
 	}
 	osf, err := os.Open(offsetsPath)
 	if err != nil {
@@ -167,10 +178,10 @@ func OpenRagged(dataPath, offsetsPath string, spec Spec) (*File, error) {
 	offsets, err := readOffsets(osf, f, spec, maxRows)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: %w", offsetsPath, err)
+		return nil, fmt.Errorf("%s: %w", offsetsName, err)
 	}
 	f.n, f.rowBytes, f.sampleBytes, f.maxRows = len(offsets)-1, f.sampleBytes, int(slot), maxRows
-	f.offsets, f.offsetsPath, f.overflow = offsets, offsetsPath, spec.Overflow
+	f.offsets, f.offsetsPath, f.overflow = offsets, offsetsName, spec.Overflow
 	return f, nil
 }
 
@@ -188,8 +199,9 @@ func checkSpec(spec Spec) error {
 }
 
 // openData opens and maps the data file at path, whose shape must be
-// [lead, spec.Sample...]; lead names the leading dimension in messages.
-func openData(path string, spec Spec, lead string) (*File, error) {
+// [lead, spec.Sample...]; name names the file and lead the leading
+// dimension in messages.
+func openData(path, name string, spec Spec, lead string) (*File, error) {
 	osf, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -197,9 +209,9 @@ func openData(path string, spec Spec, lead string) (*File, error) {
 	defer osf.Close() // the mapping outlives the descriptor
 	f, err := open(osf, spec, lead)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	f.path = path
+	f.path = name
 	return f, nil
 }
 
@@ -685,22 +697,18 @@ func (f *File) Close() error {
 
 // OpenAll opens the files of every spec under root, with OpenRagged for a
 // ragged spec and Open for the others, and checks that they all hold the
-// same number of samples. On any refusal it closes what it opened.
+// same number of samples. On any refusal it closes what it opened. root
+// may be a URL (s3://bucket/prefix, https://host/path): each file is then
+// fetched whole to local disk first (storage.Fetch), and messages name its
+// URL.
 func OpenAll(root string, specs []Spec) ([]*File, error) {
 	files := make([]*File, 0, len(specs))
 	for _, spec := range specs {
-		path := filepath.Join(root, filepath.FromSlash(spec.File))
-		var f *File
-		var err error
-		if spec.Offsets == "" {
-			f, err = Open(path, spec)
-		} else {
-			f, err = OpenRagged(path, filepath.Join(root, filepath.FromSlash(spec.Offsets)), spec)
-		}
+		f, err := openUnder(root, spec)
 		if errors.Is(err, fs.ErrNotExist) {
 			name := spec.File
 			var pe *fs.PathError
-			if errors.As(err, &pe) && pe.Path != path {
+			if spec.Offsets != "" && errors.As(err, &pe) && strings.HasSuffix(filepath.ToSlash(pe.Path), spec.Offsets) {
 				name = spec.Offsets
 			}
 			err = &runtime.KeyError{Key: spec.Key, Err: fmt.Errorf("%w (the schema's file %q under the data root %s)", err, name, root)}
@@ -738,4 +746,25 @@ func CloseAll(files ...*File) error {
 		}
 	}
 	return first
+}
+
+// openUnder opens spec's files under root (a directory or a URL), fetching
+// them to local disk when root is a URL.
+func openUnder(root string, spec Spec) (*File, error) {
+	data := storage.Join(root, spec.File)
+	dataPath, done, err := storage.Fetch(data)
+	if err != nil {
+		return nil, err
+	}
+	defer done() // the mapping outlives a fetched file's name
+	if spec.Offsets == "" {
+		return openNamed(dataPath, data, spec)
+	}
+	offsets := storage.Join(root, spec.Offsets)
+	offsetsPath, done, err := storage.Fetch(offsets)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return openRaggedNamed(dataPath, data, offsetsPath, offsets, spec)
 }

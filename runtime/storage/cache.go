@@ -181,6 +181,28 @@ func (dc *diskCache) put(key string, data []byte) {
 	dc.evict()
 }
 
+// touch reports whether entry file p is in the cache, marking it used.
+func (dc *diskCache) touch(p string) bool {
+	now := time.Now()
+	return os.Chtimes(p, now, now) == nil
+}
+
+// adopt moves file tmp, size bytes and in the cache's directory, into the
+// cache as entry key, and returns the entry's path; ok is false when the
+// object is larger than the whole cache (tmp stays as it is).
+func (dc *diskCache) adopt(key, tmp string, size int64) (string, bool) {
+	p := filepath.Join(dc.dir, key)
+	if size > dc.bound || os.Rename(tmp, p) != nil {
+		return "", false
+	}
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	dc.used += size - dc.sizes[key]
+	dc.sizes[key] = size
+	dc.evict()
+	return p, true
+}
+
 // evict removes the least recently used entries until the cache is within
 // its bound. Called with mu held.
 func (dc *diskCache) evict() {

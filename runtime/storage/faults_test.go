@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +163,39 @@ func TestConnectionsReused(t *testing.T) {
 				t.Errorf("20 sequential reads opened %d connections, want 1", n)
 			}
 		})
+	}
+}
+
+// TestFetch: a URL's object is fetched whole, by parts in parallel,
+// through throttling and cut connections, into a temporary file that done
+// removes; a local path is itself.
+func TestFetch(t *testing.T) {
+	dir := t.TempDir()
+	big := make([]byte, 2*fetchPart+12345)
+	for i := range big {
+		big[i] = byte(i * 7 / 5)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big.npy"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	web := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(web.Close)
+	faults := remotetest.Proxy(t, web.URL)
+	faults.Set(0, 2, 2)
+	t.Setenv("TMPDIR", t.TempDir())
+	path, done, err := Fetch(faults.URL + "/big.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, big) {
+		t.Errorf("fetched %d bytes, %v; want the object's %d", len(got), err, len(big))
+	}
+	done()
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("done left %s: %v", path, err)
+	}
+	if p, _, err := Fetch(filepath.Join(dir, "big.npy")); p != filepath.Join(dir, "big.npy") || err != nil {
+		t.Errorf("Fetch of a local path = %q, %v", p, err)
 	}
 }

@@ -1,0 +1,114 @@
+package storage
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// A fetch reads an object by parts of fetchPart bytes, fetchParallel of
+// them in flight: a large object comes at the link's rate, not one
+// request's.
+const (
+	fetchPart     = 16 << 20
+	fetchParallel = 8
+)
+
+// Fetch returns a local file that holds the object at loc, for what needs
+// one (a .npy file is mapped into memory): loc itself for a local path;
+// for a URL, the object fetched whole, into the disk cache when
+// LOADERGEN_REMOTE_CACHE_DIR is set (a later Fetch of it, by any process,
+// reads no byte), else into a temporary file that done removes. Call done
+// once the file is opened: a mapping outlives the file's name.
+func Fetch(loc string) (path string, done func(), err error) {
+	nothing := func() {}
+	if !IsURL(loc) {
+		return loc, nothing, nil
+	}
+	dir, name := Split(loc)
+	r, err := Open(dir)
+	if err != nil {
+		return "", nothing, err
+	}
+	dc, err := processCache()
+	if err != nil {
+		return "", nothing, err
+	}
+	var key string
+	tmpDir := os.TempDir()
+	if dc != nil {
+		key, tmpDir = dc.key(r.URL(name), -1, -1), dc.dir
+		if p := filepath.Join(dc.dir, key); dc.touch(p) {
+			return p, nothing, nil
+		}
+	}
+	size, err := r.Size(name)
+	if err != nil {
+		return "", nothing, err
+	}
+	f, err := os.CreateTemp(tmpDir, "fetch-*")
+	if err != nil {
+		return "", nothing, fmt.Errorf("fetch %s: %w", loc, err)
+	}
+	err = download(r, name, size, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", nothing, fmt.Errorf("fetch %s: %w", loc, err)
+	}
+	if dc != nil {
+		if p, ok := dc.adopt(key, f.Name(), size); ok {
+			return p, nothing, nil
+		}
+	}
+	return f.Name(), func() { os.Remove(f.Name()) }, nil
+}
+
+// download writes object name of r, size bytes, into f, by parts read in
+// parallel; the first failure is returned.
+func download(r Root, name string, size int64, f *os.File) error {
+	parts := make(chan int64)
+	errs := make(chan error, fetchParallel)
+	var wg sync.WaitGroup
+	for range fetchParallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 0, min(size, fetchPart))
+			for off := range parts {
+				p := buf[:min(fetchPart, size-off)]
+				err := r.ReadAt(name, p, off)
+				if err == nil {
+					_, err = f.WriteAt(p, off)
+				}
+				if err != nil {
+					errs <- err
+					for range parts { // drain: the sender stops at the first error
+					}
+					return
+				}
+			}
+		}()
+	}
+	var err error
+send:
+	for off := int64(0); off < size; off += fetchPart {
+		select {
+		case parts <- off:
+		case err = <-errs:
+			break send
+		}
+	}
+	close(parts)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errs:
+		default:
+		}
+	}
+	return err
+}
