@@ -91,6 +91,12 @@ func (s *Store) Array(p string) (*Array, error) {
 	if err := a.setUnits(); err != nil {
 		return nil, &MetadataError{File: doc.file, Err: err}
 	}
+	if a.remote != nil {
+		// A remote chunk comes whole in one request: decoding a prefix of
+		// it would save little, and extending that prefix later would fetch
+		// the chunk again.
+		a.prefix = false
+	}
 	return a, nil
 }
 
