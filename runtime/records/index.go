@@ -25,7 +25,8 @@ type sample struct {
 // index says where every sample's members lie: spans[i*len(members)+j]
 // is member j of sample i.
 type index struct {
-	files   []string // the shards or the folder's images, as opened
+	files   []string // the shards or the folder's images, as messages name them (a URL for a fetched shard)
+	paths   []string // where files lie on local disk, when fetched there; nil when files are local paths
 	members []string // the members each sample has, in the order asked
 	samples []sample
 	spans   []span
@@ -36,19 +37,28 @@ type index struct {
 // first '.' of its base name); its extension (the rest, lower case) names
 // the member. Members named __*__ are metadata and skipped; directories
 // are skipped. Each sample must hold every member of members, once.
-func indexShards(files []string, members []string) (*index, error) {
-	ix := &index{files: files, members: members}
+// paths, when not nil, holds where each file lies on local disk.
+func indexShards(files, paths []string, members []string) (*index, error) {
+	ix := &index{files: files, paths: paths, members: members}
 	for i, name := range files {
-		if err := ix.addShard(int32(i), name); err != nil {
+		if err := ix.addShard(int32(i), name, ix.path(i)); err != nil {
 			return nil, err
 		}
 	}
 	return ix, nil
 }
 
-// addShard indexes the shard at path, number i.
-func (ix *index) addShard(i int32, name string) (err error) {
-	f, err := os.Open(name)
+// path returns where file i lies on local disk.
+func (ix *index) path(i int) string {
+	if ix.paths != nil {
+		return ix.paths[i]
+	}
+	return ix.files[i]
+}
+
+// addShard indexes the shard at path, number i, named name in messages.
+func (ix *index) addShard(i int32, name, path string) (err error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("shard %s: %w", name, err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/images"
+	"github.com/loadergen/loadergen/runtime/storage"
 )
 
 // Spec is what a schema says of a dataset of records (DESIGN section 12).
@@ -88,6 +89,9 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 	}
 	var err error
 	if spec.Folder != "" {
+		if storage.IsURL(root) {
+			return nil, fmt.Errorf("records: class folders must be on local disk, not under %s: object stores cannot be walked as folders are; write the dataset as tar shards", root)
+		}
 		dir := filepath.Join(root, filepath.FromSlash(spec.Folder))
 		if s.ix, s.classes, err = indexFolder(dir); err != nil {
 			return nil, err
@@ -99,9 +103,14 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 			return nil, err
 		}
 		for i := range names {
-			names[i] = filepath.Join(root, filepath.FromSlash(names[i]))
+			names[i] = storage.Join(root, names[i])
 		}
-		if s.ix, err = indexShards(names, members); err != nil {
+		paths, done, err := fetchShards(names)
+		defer done() // the shards stay open once their fetched copies are removed
+		if err != nil {
+			return nil, err
+		}
+		if s.ix, err = indexShards(names, paths, members); err != nil {
 			return nil, err
 		}
 		if err := s.openShards(); err != nil {
@@ -149,11 +158,37 @@ func (s *Source) prepareKeys() error {
 	return nil
 }
 
+// fetchShards fetches the shards at URLs among names to local disk
+// (storage.Fetch: into the disk cache when set, else temporary files that
+// done removes) and returns where each lies; nil paths when every name is
+// a local path.
+func fetchShards(names []string) (paths []string, done func(), err error) {
+	var dones []func()
+	done = func() {
+		for _, d := range dones {
+			d()
+		}
+	}
+	if !slices.ContainsFunc(names, storage.IsURL) {
+		return nil, done, nil
+	}
+	paths = make([]string, len(names))
+	for i, name := range names {
+		p, d, err := storage.Fetch(name)
+		if err != nil {
+			return nil, done, fmt.Errorf("shard %s: %w", name, err)
+		}
+		paths[i] = p
+		dones = append(dones, d)
+	}
+	return paths, done, nil
+}
+
 // openShards opens every shard for reading, kept open until Close.
 func (s *Source) openShards() error {
 	s.shards = make([]*os.File, len(s.ix.files))
 	for i, name := range s.ix.files {
-		f, err := os.Open(name)
+		f, err := os.Open(s.ix.path(i))
 		if err != nil {
 			s.Close()
 			return fmt.Errorf("shard %s: %w", name, err)
