@@ -1,9 +1,6 @@
 package storage
 
 import (
-	"fmt"
-	"os"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -83,31 +80,15 @@ type readAhead struct {
 	fetchers int
 }
 
-var (
-	aheadOnce sync.Once
-	aheadInst *readAhead
-	aheadErr  error
-)
-
 // processAhead returns the process's read-ahead, or nil when the
-// environment turns it off.
-func processAhead() (*readAhead, error) {
-	aheadOnce.Do(func() {
-		mib := int64(DefaultAheadMiB)
-		if v := os.Getenv(AheadEnv); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 || n > 1<<30 {
-				aheadErr = fmt.Errorf("environment %s=%q: want a whole number of MiB, 0 to turn read-ahead off", AheadEnv, v)
-				return
-			}
-			mib = n
-		}
-		if mib > 0 {
-			aheadInst = newReadAhead(mib << 20)
-		}
-	})
-	return aheadInst, aheadErr
-}
+// environment turns it off (LOADERGEN_READAHEAD_MB=0).
+var processAhead = sync.OnceValues(func() (*readAhead, error) {
+	mib, err := envMiB(AheadEnv, DefaultAheadMiB, 0)
+	if err != nil || mib == 0 {
+		return nil, err
+	}
+	return newReadAhead(mib << 20), nil
+})
 
 func newReadAhead(budget int64) *readAhead {
 	return &readAhead{budget: budget, entries: map[string]*fetch{}}

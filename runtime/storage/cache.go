@@ -86,32 +86,32 @@ type diskCache struct {
 	sizes map[string]int64 // entry file name -> bytes
 }
 
-var (
-	cacheOnce sync.Once
-	cacheInst *diskCache
-	cacheErr  error
-)
-
 // processCache returns the process's disk cache, or nil when
 // LOADERGEN_REMOTE_CACHE_DIR is unset.
-func processCache() (*diskCache, error) {
-	cacheOnce.Do(func() {
-		dir := os.Getenv(CacheDirEnv)
-		if dir == "" {
-			return
-		}
-		mib := int64(DefaultCacheMiB)
-		if v := os.Getenv(CacheMBEnv); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 1 || n > 1<<30 {
-				cacheErr = fmt.Errorf("environment %s=%q: want a whole number of MiB, at least 1", CacheMBEnv, v)
-				return
-			}
-			mib = n
-		}
-		cacheInst, cacheErr = openDiskCache(dir, mib<<20)
-	})
-	return cacheInst, cacheErr
+var processCache = sync.OnceValues(func() (*diskCache, error) {
+	dir := os.Getenv(CacheDirEnv)
+	if dir == "" {
+		return nil, nil
+	}
+	mib, err := envMiB(CacheMBEnv, DefaultCacheMiB, 1)
+	if err != nil {
+		return nil, err
+	}
+	return openDiskCache(dir, mib<<20)
+})
+
+// envMiB reads environment variable name, a whole number of MiB from least
+// up; def when it is unset or empty.
+func envMiB(name string, def, least int64) (int64, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < least || n > 1<<30 {
+		return 0, fmt.Errorf("environment %s=%q: want a whole number of MiB from %d", name, v, least)
+	}
+	return n, nil
 }
 
 // openDiskCache opens (creating it) the cache in dir, bounded by bound

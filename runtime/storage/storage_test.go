@@ -152,3 +152,23 @@ func TestLocations(t *testing.T) {
 		}
 	}
 }
+
+func TestEnvMiB(t *testing.T) {
+	for _, c := range []struct {
+		value string
+		want  int64
+		err   string
+	}{
+		{"", 512, ""},
+		{"0", 0, ""},
+		{"2048", 2048, ""},
+		{"-1", 0, `environment LOADERGEN_TEST_MB="-1": want a whole number of MiB from 0`},
+		{"1.5", 0, `environment LOADERGEN_TEST_MB="1.5": want a whole number of MiB from 0`},
+	} {
+		t.Setenv("LOADERGEN_TEST_MB", c.value)
+		got, err := envMiB("LOADERGEN_TEST_MB", 512, 0)
+		if got != c.want || (err == nil) != (c.err == "") || err != nil && err.Error() != c.err {
+			t.Errorf("%q: %d, %v; want %d, %q", c.value, got, err, c.want, c.err)
+		}
+	}
+}
