@@ -129,12 +129,21 @@ func (d *DType) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Encode returns v as one element of d, little-endian: the value of a
-// float dtype rounded to it (float16 and bfloat16 to nearest even), of an
-// integer or bool dtype converted as Go converts a float64 (the caller
-// checks that d holds v). Fill and pad values are written with it.
+// Encode returns v as one element of d, little-endian, as Put writes it.
+// Fill and pad values are written with it.
 func (d DType) Encode(v float64) []byte {
 	out := make([]byte, d.Size())
+	d.Put(out, v)
+	return out
+}
+
+// Put writes v as one element of d, little-endian, into the first
+// d.Size() bytes of out: the value of a float dtype rounded to it once, to
+// nearest even (past the largest finite value, to an infinity), of an
+// integer or bool dtype converted as Go converts a float64 (the caller
+// checks that d holds v).
+func (d DType) Put(out []byte, v float64) {
+	out = out[:d.Size()]
 	switch {
 	case d.IsFloat():
 		putFloat(out, d, v)
@@ -143,7 +152,44 @@ func (d DType) Encode(v float64) []byte {
 	default:
 		putUint(out, uint64(v))
 	}
-	return out
+}
+
+// Value reads the element of d at the start of b (little-endian) as a
+// float64: exactly, but for 64-bit integers beyond 2^53, which round to
+// nearest even. A bool is 0 or 1 (any byte but 0 is true).
+func (d DType) Value(b []byte) float64 {
+	switch d {
+	case Uint8:
+		return float64(b[0])
+	case Int8:
+		return float64(int8(b[0]))
+	case Uint16:
+		return float64(binary.LittleEndian.Uint16(b))
+	case Int16:
+		return float64(int16(binary.LittleEndian.Uint16(b)))
+	case Uint32:
+		return float64(binary.LittleEndian.Uint32(b))
+	case Int32:
+		return float64(int32(binary.LittleEndian.Uint32(b)))
+	case Uint64:
+		return float64(binary.LittleEndian.Uint64(b))
+	case Int64:
+		return float64(int64(binary.LittleEndian.Uint64(b)))
+	case Float16:
+		return float16Value(binary.LittleEndian.Uint16(b))
+	case BFloat16:
+		return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16))
+	case Float32:
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
+	case Float64:
+		return math.Float64frombits(binary.LittleEndian.Uint64(b))
+	case Bool:
+		if b[0] != 0 {
+			return 1
+		}
+		return 0
+	}
+	panic(fmt.Sprintf("runtime: Value of %v", d))
 }
 
 // PutInt stores v as one element of the integer dtype d at the start of
@@ -166,18 +212,29 @@ func putFloat(out []byte, d DType, f float64) {
 	case Float32:
 		binary.LittleEndian.PutUint32(out, math.Float32bits(float32(f)))
 	case BFloat16:
-		binary.LittleEndian.PutUint16(out, bfloat16Bits(float32(f)))
+		binary.LittleEndian.PutUint16(out, bfloat16Bits(f))
 	case Float16:
 		binary.LittleEndian.PutUint16(out, float16Bits(f))
 	}
 }
 
-// bfloat16Bits rounds f to bfloat16 (the top half of a float32), to nearest even.
-func bfloat16Bits(f float32) uint16 {
-	b := math.Float32bits(f)
+// bfloat16Bits rounds f to bfloat16 (the top half of a float32), to
+// nearest even, once: f goes to float32 rounded to odd (toward zero, then
+// the last bit set when that dropped anything), which keeps the 16 bits
+// below bfloat16's enough to round from as f itself would.
+func bfloat16Bits(f float64) uint16 {
 	if f != f {
-		return uint16(b>>16) | 0x40 // keep NaN a quiet NaN
+		return uint16(math.Float32bits(float32(f))>>16) | 0x40 // keep NaN a quiet NaN
 	}
+	s := float32(f)
+	if e := float64(s); e != f && !math.IsInf(f, 0) {
+		if math.Abs(e) > math.Abs(f) { // rounded away from zero: step back
+			s = math.Nextafter32(s, 0)
+		}
+		b := math.Float32bits(s) | 1
+		return uint16((b + 0x7fff + (b>>16)&1) >> 16)
+	}
+	b := math.Float32bits(s)
 	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
 }
 
@@ -205,4 +262,23 @@ func float16Bits(f float64) uint16 {
 		exp, mant = exp+1, 0
 	}
 	return sign | uint16(exp+15)<<10 | uint16(mant)
+}
+
+// float16Value is the value of the IEEE half-precision bits h.
+func float16Value(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	exp, mant := int(h>>10&0x1f), float64(h&0x3ff)
+	switch exp {
+	case 0: // zero or subnormal: a multiple of 2^-24
+		return sign * math.Ldexp(mant, -24)
+	case 0x1f:
+		if mant != 0 {
+			return math.NaN()
+		}
+		return sign * math.Inf(1)
+	}
+	return sign * math.Ldexp(1024+mant, exp-25)
 }

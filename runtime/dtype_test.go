@@ -28,3 +28,85 @@ func TestDTypeRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestBFloat16RoundsOnce: a float64 rounds to bfloat16 as its exact value
+// does, not through a float32 first. 1 + 2^-8 + 2^-30 lies above the
+// midpoint of 1 and 1 + 2^-7, so it rounds up; as a float32 it is the
+// midpoint itself, which would round to even, down to 1.
+func TestBFloat16RoundsOnce(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		want uint16
+	}{
+		{1 + 0x1p-8 + 0x1p-30, 0x3f81},
+		{1 + 0x1p-8, 0x3f80}, // the midpoint: to even
+		{1 + 0x1p-8 - 0x1p-30, 0x3f80},
+		{-(1 + 0x1p-8 + 0x1p-30), 0xbf81},
+		{3 * 0x1p-134, 0x0002}, // between subnormals 2^-133 and 2^-132: up, to even
+		{math.MaxFloat64, 0x7f80},
+		{-math.MaxFloat64, 0xff80},
+		{0x1p-160, 0},
+		{math.Inf(-1), 0xff80},
+	} {
+		if got := bfloat16Bits(c.v); got != c.want {
+			t.Errorf("bfloat16Bits(%g) = %#04x, want %#04x", c.v, got, c.want)
+		}
+	}
+	if got := bfloat16Bits(math.NaN()); got&0x7fc0 != 0x7fc0 {
+		t.Errorf("bfloat16Bits(NaN) = %#04x, not a quiet NaN", got)
+	}
+}
+
+// TestValueReadsWhatPutWrites: Value reads back every value Put wrote
+// that the dtype holds exactly, and the bits of the half-precision types
+// decode as their definitions say.
+func TestValueReadsWhatPutWrites(t *testing.T) {
+	vals := []float64{0, 1, -1, 2.5, 100, -100, 127, -128, 255, 65504, -65504, 0x1p-24, 1e30, math.Inf(1), math.Inf(-1)}
+	for _, d := range DTypes() {
+		for _, v := range vals {
+			if !holds(d, v) {
+				continue
+			}
+			b := make([]byte, d.Size()+3)
+			d.Put(b, v)
+			if got := d.Value(b); got != v {
+				t.Errorf("%v: Put(%g) then Value = %g", d, v, got)
+			}
+		}
+	}
+	for _, c := range []struct {
+		d    DType
+		bits uint16
+		want float64
+	}{
+		{Float16, 0x3c00, 1}, {Float16, 0xc000, -2}, {Float16, 0x7bff, 65504}, {Float16, 0x0001, 0x1p-24},
+		{Float16, 0x03ff, 1023 * 0x1p-24}, {Float16, 0x0400, 0x1p-14}, {Float16, 0x7c00, math.Inf(1)}, {Float16, 0x8000, 0},
+		{BFloat16, 0x3f80, 1}, {BFloat16, 0xc0a0, -5}, {BFloat16, 0x0001, 0x1p-133}, {BFloat16, 0xff80, math.Inf(-1)},
+	} {
+		if got := c.d.Value([]byte{byte(c.bits), byte(c.bits >> 8)}); got != c.want {
+			t.Errorf("%v bits %#04x: Value %g, want %g", c.d, c.bits, got, c.want)
+		}
+	}
+	if got := Float16.Value([]byte{0x01, 0x7e}); !math.IsNaN(got) {
+		t.Errorf("float16 NaN bits: Value %g", got)
+	}
+	if got := Bool.Value([]byte{7}); got != 1 {
+		t.Errorf("bool byte 7: Value %g, want 1", got)
+	}
+}
+
+// holds reports whether d holds v exactly.
+func holds(d DType, v float64) bool {
+	switch d {
+	case Float16:
+		return math.Abs(v) <= 65504 && v == math.Trunc(v*0x1p24)/0x1p24 || math.IsInf(v, 0)
+	case BFloat16, Float32:
+		return float64(float32(v)) == v && (d == Float32 || float64(math.Float32frombits(math.Float32bits(float32(v))&0xffff0000)) == v)
+	case Float64:
+		return true
+	case Bool:
+		return v == 0 || v == 1
+	}
+	lo, hi := d.IntRange()
+	return v == math.Trunc(v) && v >= float64(lo) && v <= float64(hi)
+}
