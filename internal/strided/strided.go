@@ -246,5 +246,12 @@ func (r *Region) Dense() bool {
 // SameShape reports whether r and o have the same element size, rank and
 // axis lengths, as the two sides of a copy must.
 func (r *Region) SameShape(o *Region) bool {
-	return r.elem == o.elem && r.rank == o.rank && r.shape == o.shape
+	return r.elem == o.elem && r.SameAxes(o)
+}
+
+// SameAxes reports whether r and o have the same rank and axis lengths,
+// as the two sides of a converting copy must (their element sizes may
+// differ).
+func (r *Region) SameAxes(o *Region) bool {
+	return r.rank == o.rank && r.shape == o.shape
 }

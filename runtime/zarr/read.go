@@ -34,6 +34,12 @@ type Layout struct {
 	// naming the array and the chunk. Concurrent reads call it
 	// concurrently. Nil reads every such chunk as the fill value.
 	Missing func(chunk int64) error
+	// Convert, when not nil, turns the array's elements (of its dtype, the
+	// Conversion's from) into elements of the Conversion's to as they are
+	// copied, in the same pass: the destination and Outside then hold
+	// elements of that dtype, and chunks not stored read as the fill value
+	// converted.
+	Convert *Conversion
 }
 
 // CStrides returns the C-order strides of a box of shape, in elements: a
@@ -54,30 +60,43 @@ func (a *Array) Read(dst []byte, origin, shape []int) error {
 	}
 	var strides [maxRank]int
 	cStrides(shape, strides[:len(shape)])
-	return a.read(dst, origin, shape, 0, strides[:len(shape)], a.fill, nil)
+	return a.read(dst, origin, shape, 0, strides[:len(shape)], a.fill, nil, nil)
 }
 
-// ReadLayout is Read with the box's elements placed in dst by l.
+// ReadLayout is Read with the box's elements placed in dst by l, and
+// converted by l.Convert.
 func (a *Array) ReadLayout(dst []byte, origin, shape []int, l Layout) error {
-	outside := a.fill
+	fill := a.fill
+	var converted [8]byte
+	if c := l.Convert; c != nil {
+		if c.from != a.dtype {
+			return fmt.Errorf("zarr array %s: a conversion from %v, but the array holds %v", a.dir, c.from, a.dtype)
+		}
+		fill = c.one(&converted, a.fill)
+	}
+	outside := fill
 	if l.Outside != nil {
-		if len(l.Outside) != len(a.fill) {
-			return fmt.Errorf("zarr array %s: an outside value of %d bytes for %d-byte elements", a.dir, len(l.Outside), len(a.fill))
+		if len(l.Outside) != len(fill) {
+			return fmt.Errorf("zarr array %s: an outside value of %d bytes for %d-byte elements", a.dir, len(l.Outside), len(fill))
 		}
 		outside = l.Outside
 	}
-	return a.read(dst, origin, shape, l.Start, l.Strides, outside, l.Missing)
+	return a.read(dst, origin, shape, l.Start, l.Strides, outside, l.Missing, l.Convert)
 }
 
-// read copies a box into dst, laid out by start and strides; its elements
-// outside the array are outside, and missing, when not nil, is told of the
-// chunks inside it that are not stored (Layout.Missing).
-func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, outside []byte, missing func(int64) error) error {
+// read copies a box into dst, laid out by start and strides, and converted
+// by conv unless conv is nil; its elements outside the array are outside,
+// and missing, when not nil, is told of the chunks inside it that are not
+// stored (Layout.Missing).
+func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, outside []byte, missing func(int64) error, conv *Conversion) error {
 	n := len(a.shape)
 	if len(origin) != n || len(shape) != n {
 		return fmt.Errorf("zarr array %s: box origin %v, shape %v for an array of %d axes", a.dir, origin, shape, n)
 	}
 	elem := a.dtype.Size()
+	if conv != nil {
+		elem = conv.to.Size()
+	}
 	box, err := strided.New(dst, elem, start, shape, strides)
 	if err != nil {
 		return fmt.Errorf("zarr array %s: destination layout: %w", a.dir, err)
@@ -120,7 +139,7 @@ func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, 
 			last += (end - 1 - c) * unitStrides[k]
 			at[k] = from - origin[k]
 		}
-		need := (last + 1) * elem
+		need := (last + 1) * a.dtype.Size()
 		if !a.prefix {
 			need = a.unitBytes
 		}
@@ -135,7 +154,7 @@ func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, 
 				return &ChunkError{Array: a.dir, Chunk: a.ChunkName(unit), Err: err}
 			}
 		}
-		err = a.copyPart(&box, at[:n], part[:n], e.data, first)
+		err = a.copyPart(&box, at[:n], part[:n], e.data, first, conv)
 		a.cache.release(e)
 		if err != nil {
 			return fmt.Errorf("zarr array %s: chunk %v: %w", a.dir, slices.Clone(idx[:n]), err)
@@ -156,21 +175,26 @@ func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, 
 
 // copyPart copies the part of shape part of a chunk's elements data (nil
 // for a missing chunk, which reads as the fill value), starting at
-// element first of data, into box at at.
-func (a *Array) copyPart(box *strided.Region, at, part []int, data []byte, first int) error {
+// element first of data, into box at at, converted by c unless c is nil.
+func (a *Array) copyPart(box *strided.Region, at, part []int, data []byte, first int, c *Conversion) error {
 	to, err := box.Sub(at, part)
 	if err != nil {
 		return err
 	}
 	if data == nil {
-		fillBox(&to, a.fill)
+		fill := a.fill
+		var converted [8]byte
+		if c != nil {
+			fill = c.one(&converted, a.fill)
+		}
+		fillBox(&to, fill)
 		return nil
 	}
 	from, err := strided.New(data, a.dtype.Size(), first, part, a.unitStrides[:len(part)])
 	if err != nil {
 		return fmt.Errorf("decoded elements: %w", err)
 	}
-	copyBox(&to, &from)
+	copyBox(&to, &from, c)
 	return nil
 }
 

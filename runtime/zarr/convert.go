@@ -1,0 +1,270 @@
+package zarr
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/loadergen/loadergen/runtime"
+)
+
+// Affine maps an array's value x to (x - Sub) / Div * Mul + Add, in
+// float64 arithmetic with each operation rounded in turn: a volume key's
+// normalisation. {min, max} onto [lo, hi] is {Sub: min, Div: max - min,
+// Mul: hi - lo, Add: lo}; {mean, std} is {Sub: mean, Div: std, Mul: 1}.
+type Affine struct {
+	Sub, Div, Mul, Add float64
+}
+
+// apply maps every value of v. The conversion to float64 of the product
+// keeps it from fusing with the sum (Go may fuse x*y + z otherwise), so
+// that every platform rounds alike.
+func (m *Affine) apply(v []float64) {
+	for i, x := range v {
+		v[i] = float64((x-m.Sub)/m.Div*m.Mul) + m.Add
+	}
+}
+
+// check says what makes m unusable: a Div of 0, or a term that is not
+// finite.
+func (m *Affine) check() error {
+	for _, t := range []float64{m.Sub, m.Div, m.Mul, m.Add} {
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return fmt.Errorf("affine map %+v: its terms must be finite", *m)
+		}
+	}
+	if m.Div == 0 {
+		return fmt.Errorf("affine map %+v divides by 0", *m)
+	}
+	return nil
+}
+
+// A Conversion turns an array's elements into elements of another dtype
+// as a box is copied (Layout.Convert), in the same pass: each value is
+// read as a float64 (exactly, but for 64-bit integers beyond 2^53, which
+// round to nearest even; a bool is 0 or 1), mapped by the Affine when
+// there is one, and written as runtime.DType.Put writes it: rounded once
+// to a float dtype, to nearest even (past its largest finite value, to an
+// infinity), or exactly to an integer dtype, which holds every value of
+// the array's (NewConversion's rule). NaN stays NaN. A Conversion is
+// immutable and safe for concurrent use.
+type Conversion struct {
+	from, to runtime.DType
+	affine   *Affine // nil for none
+	// table is every converted element of a 1-byte from dtype (its bits,
+	// in the low to.Size() bytes), indexed by the array's byte; nil for
+	// wider dtypes, whose elements are converted one by one.
+	table *[256]uint64
+}
+
+// convertBatch is how many values a Conversion holds as float64 at once,
+// on the stack, between reading and writing them.
+const convertBatch = 128
+
+// NewConversion returns the conversion of elements of dtype from into
+// elements of dtype to, mapped by m unless m is nil; it returns nil when
+// there is nothing to do (from is to and m is nil). It refuses, saying
+// why:
+//   - a float dtype into an integer or bool one: the fraction and the range
+//     would be lost;
+//   - an integer or bool dtype into an integer one that does not hold all
+//     its values (a bool's are 0 and 1): a narrowing, or a sign lost;
+//   - any dtype but bool into bool;
+//   - an Affine into a dtype that is not a float one, or an Affine with a
+//     Div of 0 or a term that is not finite.
+//
+// Integer and bool dtypes convert into every float dtype; float dtypes into
+// each other, narrower ones too (rounded as above).
+func NewConversion(from, to runtime.DType, m *Affine) (*Conversion, error) {
+	if !from.Valid() || !to.Valid() {
+		return nil, fmt.Errorf("a conversion from %v to %v: not a dtype", from, to)
+	}
+	if err := convertible(from, to); err != nil {
+		return nil, err
+	}
+	if m != nil {
+		if !to.IsFloat() {
+			return nil, fmt.Errorf("an affine map writes fractions, which %v does not hold: it needs a float dtype", to)
+		}
+		if err := m.check(); err != nil {
+			return nil, err
+		}
+		m = &Affine{m.Sub, m.Div, m.Mul, m.Add} // the caller's may change
+	}
+	if from == to && m == nil {
+		return nil, nil
+	}
+	c := &Conversion{from: from, to: to, affine: m}
+	if from.Size() == 1 {
+		c.table = new([256]uint64)
+		var src [256]byte
+		for i := range src {
+			src[i] = byte(i)
+		}
+		var dst [256 * 8]byte
+		c.convert(dst[:], 0, 1, src[:], 0, 1, len(src))
+		w := to.Size()
+		for i := range c.table {
+			var b [8]byte
+			copy(b[:], dst[i*w:(i+1)*w])
+			c.table[i] = binary.LittleEndian.Uint64(b[:])
+		}
+	}
+	return c, nil
+}
+
+// convertible says why elements of from do not convert to to (the rule
+// of NewConversion), or returns nil.
+func convertible(from, to runtime.DType) error {
+	switch {
+	case from == to || to.IsFloat():
+		return nil
+	case to == runtime.Bool:
+		return fmt.Errorf("%v does not convert to bool: only a bool array reads as bool", from)
+	case from.IsFloat():
+		return fmt.Errorf("%v does not convert to %v: a float's fraction and range would be lost (read it as a float dtype)", from, to)
+	}
+	flo, fhi := valueRange(from)
+	tlo, thi := valueRange(to)
+	if flo < tlo || fhi > thi {
+		return fmt.Errorf("%v does not convert to %v: %v holds %d to %d, %v only %d to %d (read it as a wider integer or a float dtype)", from, to, from, flo, fhi, to, tlo, thi)
+	}
+	return nil
+}
+
+// valueRange is the range of values of an integer or bool dtype, a bool's
+// being 0 and 1.
+func valueRange(d runtime.DType) (int64, uint64) {
+	if d == runtime.Bool {
+		return 0, 1
+	}
+	return d.IntRange()
+}
+
+// one converts the single element src into dst and returns dst's element.
+func (c *Conversion) one(dst *[8]byte, src []byte) []byte {
+	c.run(dst[:], 0, 1, src, 0, 1, 1)
+	return dst[:c.to.Size()]
+}
+
+// run converts n elements, strided in both buffers (offsets and strides in
+// elements of each side's dtype): src[so + i·ss] goes to dst[do + i·ds].
+// They are elements of the Regions copyBox was given; each access is
+// bounds-checked all the same.
+func (c *Conversion) run(dst []byte, do, ds int, src []byte, so, ss, n int) {
+	if c.table == nil {
+		c.convert(dst, do, ds, src, so, ss, n)
+		return
+	}
+	t := c.table
+	switch c.to.Size() {
+	case 1:
+		for range n {
+			dst[do] = byte(t[src[so]])
+			do, so = do+ds, so+ss
+		}
+	case 2:
+		for range n {
+			binary.LittleEndian.PutUint16(dst[2*do:], uint16(t[src[so]]))
+			do, so = do+ds, so+ss
+		}
+	case 4:
+		if ds == 1 && ss == 1 { // a row of a plain read: the bounds checked once
+			d, s := dst[4*do:4*(do+n)], src[so:so+n]
+			for i, b := range s {
+				binary.LittleEndian.PutUint32(d[4*i:4*i+4], uint32(t[b]))
+			}
+			return
+		}
+		for range n {
+			binary.LittleEndian.PutUint32(dst[4*do:], uint32(t[src[so]]))
+			do, so = do+ds, so+ss
+		}
+	case 8:
+		for range n {
+			binary.LittleEndian.PutUint64(dst[8*do:], t[src[so]])
+			do, so = do+ds, so+ss
+		}
+	}
+}
+
+// convert is run without the table: the values go through a batch of
+// float64s on the stack, read, mapped and written a loop each.
+func (c *Conversion) convert(dst []byte, do, ds int, src []byte, so, ss, n int) {
+	var vals [convertBatch]float64
+	for n > 0 {
+		v := vals[:min(n, convertBatch)]
+		load(c.from, v, src, so, ss)
+		if c.affine != nil {
+			c.affine.apply(v)
+		}
+		store(c.to, dst, do, ds, v)
+		n -= len(v)
+		so += len(v) * ss
+		do += len(v) * ds
+	}
+}
+
+// load reads len(v) elements of d, src[so + i·ss], into v.
+func load(d runtime.DType, v []float64, src []byte, so, ss int) {
+	switch d {
+	case runtime.Uint16:
+		for i := range v {
+			v[i] = float64(binary.LittleEndian.Uint16(src[2*so:]))
+			so += ss
+		}
+	case runtime.Int16:
+		for i := range v {
+			v[i] = float64(int16(binary.LittleEndian.Uint16(src[2*so:])))
+			so += ss
+		}
+	case runtime.Uint32:
+		for i := range v {
+			v[i] = float64(binary.LittleEndian.Uint32(src[4*so:]))
+			so += ss
+		}
+	case runtime.Int32:
+		for i := range v {
+			v[i] = float64(int32(binary.LittleEndian.Uint32(src[4*so:])))
+			so += ss
+		}
+	case runtime.Float32:
+		for i := range v {
+			v[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(src[4*so:])))
+			so += ss
+		}
+	case runtime.Float64:
+		for i := range v {
+			v[i] = math.Float64frombits(binary.LittleEndian.Uint64(src[8*so:]))
+			so += ss
+		}
+	default: // the 1-byte dtypes (read once, into the table), the 64-bit integers and the 16-bit floats
+		w := d.Size()
+		for i := range v {
+			v[i] = d.Value(src[w*so : w*(so+1)])
+			so += ss
+		}
+	}
+}
+
+// store writes the values v as elements of d, dst[do + i·ds].
+func store(d runtime.DType, dst []byte, do, ds int, v []float64) {
+	switch d {
+	case runtime.Float32:
+		for _, x := range v {
+			binary.LittleEndian.PutUint32(dst[4*do:], math.Float32bits(float32(x)))
+			do += ds
+		}
+	case runtime.Float64:
+		for _, x := range v {
+			binary.LittleEndian.PutUint64(dst[8*do:], math.Float64bits(x))
+			do += ds
+		}
+	default: // the integers (each value one the dtype holds), bool and the 16-bit floats
+		w := d.Size()
+		for _, x := range v {
+			d.Put(dst[w*do:w*(do+1)], x)
+			do += ds
+		}
+	}
+}
