@@ -26,6 +26,10 @@ type Volume struct {
 	Crops      []Crop          // the labelled crops
 	AllClasses []string        // every class of the dataset, for each class's intensity band
 	Seed       uint64
+	// LabelDType is the dtype of the label arrays: runtime.Float32 (0 means
+	// it) or runtime.Uint8, as CellMap publishes them; their values are 0
+	// and 1 either way.
+	LabelDType runtime.DType
 }
 
 // Crop is a labelled region of a volume, as CellMap annotates them: a
@@ -47,8 +51,16 @@ const (
 func (v Volume) Write(root string) error {
 	raw := v.raw()
 	axes := []zarr.Axis{{Name: "z", Type: "space", Unit: "nanometer"}, {Name: "y", Type: "space", Unit: "nanometer"}, {Name: "x", Type: "space", Unit: "nanometer"}}
-	if err := v.pyramid(filepath.Join(root, RawPath), runtime.Uint8, raw, v.Shape, make([]int, 3), v.Chunks, axes); err != nil {
+	if err := v.pyramid(filepath.Join(root, RawPath), runtime.Uint8, false, raw, v.Shape, make([]int, 3), v.Chunks, axes); err != nil {
 		return err
+	}
+	ld := v.LabelDType
+	switch ld {
+	case 0:
+		ld = runtime.Float32
+	case runtime.Float32, runtime.Uint8:
+	default:
+		return fmt.Errorf("emvolume: labels of %v (float32 or uint8 are written)", ld)
 	}
 	for _, crop := range v.Crops {
 		for _, class := range crop.Classes {
@@ -56,8 +68,8 @@ func (v Volume) Write(root string) error {
 			if c < 0 {
 				return fmt.Errorf("emvolume: class %q is not in AllClasses %v", class, v.AllClasses)
 			}
-			labels := v.labels(raw, crop, c)
-			if err := v.pyramid(filepath.Join(root, crop.Dir, LabelPath+class), runtime.Float32, labels, crop.Shape, crop.Start, crop.Chunks, axes); err != nil {
+			labels := v.labels(raw, crop, c, ld)
+			if err := v.pyramid(filepath.Join(root, crop.Dir, LabelPath+class), ld, true, labels, crop.Shape, crop.Start, crop.Chunks, axes); err != nil {
 				return err
 			}
 		}
@@ -91,31 +103,32 @@ func (v Volume) raw() []byte {
 	return out
 }
 
-// labels returns class c's float32 labels over crop, as bytes: 1 where the
-// raw voxel is bright (>= 128) and its intensity falls in class c's band of
-// [128, 256), else 0.
-func (v Volume) labels(raw []byte, crop Crop, c int) []byte {
+// labels returns class c's labels over crop, elements of d (float32 or
+// uint8) as bytes: 1 where the raw voxel is bright (>= 128) and its
+// intensity falls in class c's band of [128, 256), else 0.
+func (v Volume) labels(raw []byte, crop Crop, c int, d runtime.DType) []byte {
 	s, n := crop.Start, crop.Shape
-	out := make([]float32, n[0]*n[1]*n[2])
+	out := make([]byte, n[0]*n[1]*n[2]*d.Size())
+	one := d.Encode(1)
 	bands := len(v.AllClasses)
 	for z := range n[0] {
 		for y := range n[1] {
 			for x := range n[2] {
 				r := int(raw[((s[0]+z)*v.Shape[1]+s[1]+y)*v.Shape[2]+s[2]+x])
 				if r >= 128 && (r-128)*bands/128 == c {
-					out[(z*n[1]+y)*n[2]+x] = 1
+					copy(out[((z*n[1]+y)*n[2]+x)*d.Size():], one)
 				}
 			}
 		}
 	}
-	return runtime.Bytes(out)
+	return out
 }
 
 // pyramid writes data (s0, of shape, starting at voxel start of the raw
 // grid) in chunks of the given shape, and its coarser levels, each the
 // mean (raw) or the maximum (labels) of 2x2x2 voxels, as an OME-NGFF 0.4
 // multiscale at dir.
-func (v Volume) pyramid(dir string, d runtime.DType, data []byte, shape, start, chunks []int, axes []zarr.Axis) error {
+func (v Volume) pyramid(dir string, d runtime.DType, labels bool, data []byte, shape, start, chunks []int, axes []zarr.Axis) error {
 	ms := zarr.Multiscale{Name: filepath.Base(dir), Axes: axes}
 	for l := range v.Levels {
 		f := math.Ldexp(1, l) // this level's voxel, in s0 voxels
@@ -133,14 +146,18 @@ func (v Volume) pyramid(dir string, d runtime.DType, data []byte, shape, start, 
 			Scale:       []float64{vox, vox, vox},
 			Translation: []float64{float64(start[0])*v.VoxelNM + shift, float64(start[1])*v.VoxelNM + shift, float64(start[2])*v.VoxelNM + shift},
 		})
-		data, shape = halve(d, data, shape)
+		data, shape = halve(d, labels, data, shape)
 	}
 	return zarr.WriteMultiscale(dir, ms)
 }
 
-// halve pools 2x2x2 voxels into one: the mean of uint8 raw, the maximum of
-// float32 labels (data holds their bytes). An odd last voxel is dropped.
-func halve(d runtime.DType, data []byte, shape []int) ([]byte, []int) {
+// halve pools 2x2x2 voxels of d (uint8 or float32; data holds their bytes)
+// into one: the maximum of labels, the mean of raw. An odd last voxel is
+// dropped.
+func halve(d runtime.DType, labels bool, data []byte, shape []int) ([]byte, []int) {
+	if labels && d == runtime.Uint8 {
+		return pool(data, shape, func(v [8]uint8) uint8 { return max(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]) })
+	}
 	if d == runtime.Uint8 {
 		return pool(data, shape, func(v [8]uint8) uint8 {
 			var sum float64

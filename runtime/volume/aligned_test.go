@@ -180,6 +180,7 @@ func TestOpenRefuses(t *testing.T) {
 		want string
 	}{
 		{"dtype", func(s *Spec) { s.Keys[0].DType = runtime.Uint16 }, `key "raw": the array at em/raw/s0 holds uint8, the key is uint16`},
+		{"array dtype", func(s *Spec) { s.Keys[0].DType, s.Keys[0].ArrayDType = runtime.Float32, runtime.Uint16 }, `key "raw": the array at em/raw/s0 holds uint8, the key reads uint16 arrays (into float32)`},
 		{"level", func(s *Spec) { s.Keys[0].Scale = []float64{2, 2, 2} }, "em/raw is a multiscale group, and no level with voxel size [2 2 2]; its levels: s0 [4 4 4], s1 [8 8 8]"},
 		{"no scale", func(s *Spec) { s.Keys[0].Scale = nil }, "em/raw is a multiscale group, and the key has no scale: to pick a level; its levels: s0 [4 4 4], s1 [8 8 8]"},
 		{"no array", func(s *Spec) { s.Keys[0].Path = "em/missing" }, `key "raw": zarr: no array or group at`},
@@ -199,6 +200,11 @@ func TestOpenRefuses(t *testing.T) {
 				t.Errorf("the error does not name the volume: %v", err)
 			}
 		})
+	}
+	spec := cellSpec()
+	spec.Keys[1].DType, spec.Keys[1].ArrayDType = runtime.Uint8, runtime.Float32
+	if _, err := Open(spec, []Volume{{Roots: []string{root, root}}}, nil); err == nil || err.Error() != `key "labels": float32 does not convert to uint8: a float's fraction and range would be lost (read it as a float dtype)` {
+		t.Errorf("Open with a float array read as uint8: %v", err)
 	}
 	for _, w := range []float64{-1, math.NaN(), math.Inf(1)} {
 		_, err := Open(cellSpec(), []Volume{{Roots: []string{root, root}, Weight: w}}, nil)

@@ -41,10 +41,11 @@ func (s *Source) labelled(v *vol, f int) ([]uint32, error) {
 		planes *= int64(g.hi[a] - g.lo[a] + 1)
 	}
 	perPlane := g.count / planes
-	// Voxels outside the array (with pad) are not labelled. Under missing:
+	// Voxels outside the array (with pad) are not labelled; the key's
+	// values are the sample's, converted from the array's. Under missing:
 	// error a chunk that is not stored is refused here too; missing chunks
 	// are counted and logged for samples only (missingChunks).
-	lay := zarr.Layout{Strides: zarr.CStrides(box), Outside: make([]byte, size)}
+	lay := zarr.Layout{Strides: zarr.CStrides(box), Outside: make([]byte, size), Convert: s.keys[f].convert}
 	if key.Missing == MissingError {
 		lay.Missing = func(int64) error { return ErrMissingChunk }
 	}

@@ -127,7 +127,7 @@ func (s *Source) read(c *runtime.Crop, st *state, dst [][]byte) error {
 				repeat(buf, kl.fill)
 				continue
 			}
-			l := zarr.Layout{Start: start, Strides: st.strides[k], Outside: kl.fill, Missing: v.missing[k][ci]}
+			l := zarr.Layout{Start: start, Strides: st.strides[k], Outside: kl.fill, Missing: v.missing[k][ci], Convert: kl.convert}
 			if err := a.ReadLayout(buf, c.Origin[k], key.Shape, l); err != nil {
 				return &runtime.KeyError{Key: key.Name, Err: fmt.Errorf("volume %d (%s), box origin %v: %w", c.Volume, v.roots[k], c.Origin[k], err)}
 			}

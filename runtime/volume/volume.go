@@ -74,9 +74,16 @@ type Key struct {
 	DType     runtime.DType
 	Shape     []int     // the crop's spatial shape, in voxels of the key's level
 	Scale     []float64 // the voxel size that picks a multiscale level; nil for a plain array at its own (1 per voxel)
-	Fill      float64   // outside an array (with Pad) and for a missing class
+	Fill      float64   // of DType, not normalised: outside an array (with Pad) and for a missing class
 	ClassAxis bool      // one array per class, stacked on a leading axis
 	Missing   Missing   // what a chunk of the key's arrays that is not stored reads as
+	// ArrayDType is the dtype of the key's arrays when it is not DType (0
+	// means DType): their elements are converted to DType as crops are
+	// copied out (zarr.NewConversion says which dtypes convert).
+	ArrayDType runtime.DType
+	// Normalize, when not nil, maps the arrays' values as they are
+	// converted; DType is then a float dtype.
+	Normalize *zarr.Affine
 }
 
 // Missing says what a key makes of a chunk inside its array that is not
@@ -111,6 +118,14 @@ func (m Missing) String() string {
 // key whose Missing is MissingError; a *zarr.ChunkError naming the array
 // and the chunk wraps it.
 var ErrMissingChunk = errors.New("not stored (the key's missing: error refuses it; missing: fill reads the array's fill value)")
+
+// arrayDType is the dtype the key's arrays hold.
+func (k *Key) arrayDType() runtime.DType {
+	if k.ArrayDType == 0 {
+		return k.DType
+	}
+	return k.ArrayDType
+}
 
 // Foreground centres a fraction of the crops on voxels where Keys[Key] is
 // neither zero nor NaN.
@@ -174,9 +189,10 @@ type Source struct {
 // keyLayout is what reading a key's box needs that depends on the spec
 // alone.
 type keyLayout struct {
-	fill    []byte // the key's fill value, one element
-	strides []int  // the C-order strides of the key's box (Shape), in elements
-	bytes   int    // the box's size in bytes: one class's, for a class axis
+	fill    []byte           // the key's fill value, one element
+	strides []int            // the C-order strides of the key's box (Shape), in elements
+	bytes   int              // the box's size in bytes: one class's, for a class axis
+	convert *zarr.Conversion // from the arrays' dtype to the key's; nil for none
 }
 
 // vol is an opened volume; Open writes it, Reads only read it. Its
@@ -193,7 +209,8 @@ type vol struct {
 }
 
 // Open opens every array of every volume and checks it against spec: it
-// exists (a missing class is filled), holds the key's dtype, has the level
+// exists (a missing class is filled), holds the key's array dtype (which
+// must convert to its dtype, through its Normalize), has the level
 // the key's scale names, and lies so that the keys' boxes can share a
 // centre on each key's voxel grid; a volume must hold a whole crop unless
 // spec.Pad. Unless log is nil, it logs there what it opened and the size
@@ -215,7 +232,11 @@ func Open(spec Spec, vols []Volume, log *slog.Logger) (*Source, error) {
 		if !ok {
 			return nil, fmt.Errorf("key %q: the byte size of a %v box of %v overflows int64", key.Name, key.Shape, key.DType)
 		}
-		s.keys[k] = keyLayout{fill: key.DType.Encode(key.Fill), strides: zarr.CStrides(key.Shape), bytes: int(bytes)}
+		conv, err := zarr.NewConversion(key.arrayDType(), key.DType, key.Normalize)
+		if err != nil {
+			return nil, fmt.Errorf("key %q: %w", key.Name, err)
+		}
+		s.keys[k] = keyLayout{fill: key.DType.Encode(key.Fill), strides: zarr.CStrides(key.Shape), bytes: int(bytes), convert: conv}
 	}
 	stores := map[string]*zarr.Store{}
 	missing := map[string]int{} // "key/class" -> volumes without it
@@ -353,8 +374,12 @@ func openLevel(store *zarr.Store, path string, key Key) (*zarr.Array, level, err
 		}
 		where = path + "/" + ms.Levels[i].Path
 	}
-	if a.DType() != key.DType {
-		return nil, level{}, fmt.Errorf("the array at %s holds %v, the key is %v", where, a.DType(), key.DType)
+	switch d := a.DType(); {
+	case d == key.arrayDType():
+	case key.ArrayDType == 0:
+		return nil, level{}, fmt.Errorf("the array at %s holds %v, the key is %v", where, d, key.DType)
+	default:
+		return nil, level{}, fmt.Errorf("the array at %s holds %v, the key reads %v arrays (into %v)", where, d, key.ArrayDType, key.DType)
 	}
 	if lvl.shape = a.Shape(); len(lvl.shape) != rank {
 		return nil, level{}, fmt.Errorf("the array at %s has %d axes, the key %d spatial axes", where, len(lvl.shape), rank)
