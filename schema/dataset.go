@@ -9,6 +9,7 @@ import (
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/images"
 	"github.com/loadergen/loadergen/runtime/volume"
+	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
 // Version is the only schema version this loadergen reads.
@@ -105,7 +106,7 @@ type Key struct {
 	File      string            // optional .npy path, relative to the data root
 	Zarr      string            // optional zarr path, relative to a volume's root; may hold {class}
 	Scale     []float64         // a zarr key's voxel size along each spatial axis; nil when not given
-	Fill      float64           // a zarr key's value outside its array or for a missing class (NaN for nan)
+	Fill      float64           // a zarr key's value outside its array or for a missing class (NaN for nan), of DType, not normalised
 	Missing   volume.Missing    // a zarr key's missing: what a chunk that is not stored reads as
 	Ragged    bool              // the first axis of Shape is a maximum: samples have up to Shape[0] rows
 	Pad       float64           // a ragged key's value for the rows past a sample's own (NaN for nan)
@@ -116,6 +117,13 @@ type Key struct {
 	Geometry  string            // a mask key's image key, whose crop and flip it takes (nearest)
 	Priority  runtime.Priority  // stream priority from streams.priority
 	Pos       Pos               // where the key is declared
+	// ArrayDType is the dtype of a zarr key's arrays: DType unless
+	// array_dtype names another, which is converted to DType as crops are
+	// read (zarr.NewConversion's rule); 0 for other keys.
+	ArrayDType runtime.DType
+	// Normalize is the map a zarr key's normalize makes of its arrays'
+	// values; nil when it has none (an image key's is in Image).
+	Normalize *zarr.Affine
 }
 
 // Streams are the settings of the stream decision (streams:), each a

@@ -15,6 +15,7 @@ import (
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/images"
 	"github.com/loadergen/loadergen/runtime/volume"
+	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
 // designSchema is the example schema of the README and DESIGN.md, with
@@ -526,5 +527,45 @@ func TestZarrMissing(t *testing.T) {
 		if k.Missing != want[i] {
 			t.Errorf("key %s: missing %v, want %v", k.Name, k.Missing, want[i])
 		}
+	}
+}
+
+// TestConversion: a zarr key's array dtype is its own unless array_dtype
+// names another, and normalize makes the map its form says: [min, max]
+// onto [0, 1] or onto to, or (x - mean) / std. A file key has neither.
+func TestConversion(t *testing.T) {
+	const head = "version: 1\npackage: demo\nname: Demo\nbatch_size: 2\nclasses: [mito]\n"
+	const crops = "crops: {per_epoch: 10}\n"
+	for _, c := range []struct {
+		name, keys string
+		array      runtime.DType
+		m          *zarr.Affine
+	}{
+		{"same dtype", "inputs:\n  raw: {shape: [8], dtype: uint8, zarr: em/raw}\n" + crops, runtime.Uint8, nil},
+		{"uint8 into float32", "inputs:\n  raw: {shape: [8], dtype: float32, zarr: em/raw, array_dtype: uint8}\n" + crops, runtime.Uint8, nil},
+		{"min max", "inputs:\n  raw: {shape: [8], dtype: float32, zarr: em/raw, array_dtype: uint8, normalize: {min: 0, max: 255}}\n" + crops,
+			runtime.Uint8, &zarr.Affine{Sub: 0, Div: 255, Mul: 1}},
+		{"min max to", "inputs:\n  raw: {shape: [8], dtype: float16, zarr: em/raw, array_dtype: uint16, normalize: {min: 1000, max: 3000, to: [-1, 1]}}\n" + crops,
+			runtime.Uint16, &zarr.Affine{Sub: 1000, Div: 2000, Mul: 2, Add: -1}},
+		{"reversed", "inputs:\n  raw: {shape: [8], dtype: float32, zarr: em/raw, array_dtype: uint8, normalize: {min: 0, max: 255, to: [1, 0]}}\n" + crops,
+			runtime.Uint8, &zarr.Affine{Sub: 0, Div: 255, Mul: -1, Add: 1}},
+		{"mean std", "inputs:\n  raw: {shape: [8], dtype: float32, zarr: em/raw, array_dtype: int16, normalize: {mean: 128.5, std: 40}}\n" + crops,
+			runtime.Int16, &zarr.Affine{Sub: 128.5, Div: 40, Mul: 1}},
+		{"float in place", "inputs:\n  raw: {shape: [8], dtype: float32, zarr: em/raw, normalize: {mean: 0.5, std: 0.25}}\n" + crops,
+			runtime.Float32, &zarr.Affine{Sub: 0.5, Div: 0.25, Mul: 1}},
+		{"labels", "targets:\n  labels: {shape: [8], dtype: float32, zarr: \"labels/{class}\", array_dtype: uint8, fill: nan}\n" + crops, runtime.Uint8, nil},
+		{"widening", "targets:\n  labels: {shape: [8], dtype: int16, zarr: \"labels/{class}\", array_dtype: uint8, fill: -1}\n" + crops, runtime.Uint8, nil},
+		{"file key", "inputs:\n  raw: {shape: [8], dtype: uint8, file: raw.npy}\n", 0, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ds, err := Parse("d.yaml", []byte(head+c.keys))
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := ds.Keys[0]
+			if k.ArrayDType != c.array || !cmp.Equal(k.Normalize, c.m) {
+				t.Errorf("array dtype %v, normalize %+v; want %v, %+v", k.ArrayDType, k.Normalize, c.array, c.m)
+			}
+		})
 	}
 }

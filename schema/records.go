@@ -21,6 +21,9 @@ var (
 	// imageFields are the fields of image keys; a mask (geometry:) has
 	// only the last.
 	imageFields = []string{"resize", "flip", "normalize", "layout", "geometry"}
+	// imageOnlyFields are those no other kind of key has: a zarr key has
+	// a normalize of its own (volumeKey).
+	imageOnlyFields = []string{"resize", "flip", "layout", "geometry"}
 )
 
 // The members a record key reads, by extension (case-folded).
@@ -55,7 +58,10 @@ func IsImage(member string) bool {
 func (p *parser) recordKey(kp string, f map[string]*yaml.Node, key *Key) error {
 	mn, ok := f["member"]
 	if !ok {
-		return p.onlyFor(kp, f, imageFields, "record keys", "member:")
+		if n, ok := f["normalize"]; ok && key.Zarr == "" {
+			return p.errorf(n, kp+".normalize", "applies to zarr keys and image keys only (this key has neither zarr: nor member:)")
+		}
+		return p.onlyFor(kp, f, imageOnlyFields, "record keys", "member:")
 	}
 	for _, other := range []string{"file", "zarr"} {
 		if _, ok := f[other]; ok {

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -12,12 +13,14 @@ import (
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
-// The fields of the crops section and its parts.
+// The fields of the crops section and its parts, and of a zarr key's
+// normalize.
 var (
-	cropFields       = []string{"per_epoch", "pad", "align", "foreground", "augment", "locality"}
-	localityFields   = []string{"window"}
-	foregroundFields = []string{"key", "fraction"}
-	augmentFields    = []string{"mirror", "transpose", "rot90"}
+	zarrNormalizeFields = []string{"min", "max", "to", "mean", "std"}
+	cropFields          = []string{"per_epoch", "pad", "align", "foreground", "augment", "locality"}
+	localityFields      = []string{"window"}
+	foregroundFields    = []string{"key", "fraction"}
+	augmentFields       = []string{"mirror", "transpose", "rot90"}
 )
 
 // Crops says how samples are cut out of volumes: the sources of zarr keys
@@ -53,12 +56,12 @@ type Foreground struct {
 // the volume's sampling weight, beside one field per key.
 const VolumeWeight = "Weight"
 
-// volumeKey reads the zarr, scale, fill and missing fields of key (f holds
-// the key's fields) into key.
+// volumeKey reads the zarr, scale, fill, missing, array_dtype and
+// normalize fields of key (f holds the key's fields) into key.
 func (p *parser) volumeKey(kp string, f map[string]*yaml.Node, key *Key) error {
 	zn, ok := f["zarr"]
 	if !ok {
-		return p.onlyFor(kp, f, []string{"scale", "fill", "missing"}, "zarr keys", "zarr:")
+		return p.onlyFor(kp, f, []string{"scale", "fill", "missing", "array_dtype"}, "zarr keys", "zarr:")
 	}
 	if _, ok := f["file"]; ok {
 		return p.errorf(zn, kp+".zarr", "a key reads from file: or from zarr:, not both")
@@ -87,7 +90,7 @@ func (p *parser) volumeKey(kp string, f map[string]*yaml.Node, key *Key) error {
 			return err
 		}
 	}
-	return nil
+	return p.conversion(kp, f, key)
 }
 
 // missing reads a zarr key's missing: "fill" (the default) or "error".
@@ -104,6 +107,98 @@ func (p *parser) missing(path string, n *yaml.Node) (volume.Missing, error) {
 		names[i] = m.String()
 	}
 	return 0, p.errorf(n, path, "must be %s, got %s", alternatives(names), quote(s))
+}
+
+// conversion reads a zarr key's array_dtype and normalize into key: the
+// arrays' dtype (the key's own when left out), and the map of their values;
+// zarr.NewConversion says which conversions there are.
+func (p *parser) conversion(kp string, f map[string]*yaml.Node, key *Key) error {
+	key.ArrayDType = key.DType
+	if n, ok := f["array_dtype"]; ok {
+		var err error
+		if key.ArrayDType, err = p.dtype(kp+".array_dtype", n); err != nil {
+			return err
+		}
+		if _, err := zarr.NewConversion(key.ArrayDType, key.DType, nil); err != nil {
+			return p.errorf(n, kp+".array_dtype", "%v", err)
+		}
+	}
+	n, ok := f["normalize"]
+	if !ok {
+		return nil
+	}
+	var err error
+	if key.Normalize, err = p.zarrNormalize(kp+".normalize", n); err != nil {
+		return err
+	}
+	if _, err := zarr.NewConversion(key.ArrayDType, key.DType, key.Normalize); err != nil {
+		return p.errorf(n, kp+".normalize", "%v", err)
+	}
+	return nil
+}
+
+// zarrNormalize reads a zarr key's normalize into the map it makes: {min,
+// max} maps [min, max] onto [0, 1], or onto to: [lo, hi] when given;
+// {mean, std} maps x to (x - mean) / std. (An image key's normalize is
+// per channel: records.go.)
+func (p *parser) zarrNormalize(path string, n *yaml.Node) (*zarr.Affine, error) {
+	r, err := p.mappingOf(path, n, zarrNormalizeFields)
+	if err != nil {
+		return nil, err
+	}
+	f := r.vals
+	_, hasMin := f["min"]
+	_, hasMax := f["max"]
+	stat := f["mean"]
+	if stat == nil {
+		stat = f["std"]
+	}
+	switch to, hasTo := f["to"]; {
+	case stat != nil && hasTo:
+		return nil, p.errorf(to, path+".to", "applies to {min, max} only; {mean, std} maps x to (x - mean) / std")
+	case stat != nil && (hasMin || hasMax):
+		return nil, p.errorf(stat, path, "give {min, max} or {mean, std}, not both")
+	case stat == nil && !hasMin && !hasMax:
+		return nil, p.errorf(n, path, "give {min, max} (with to: [lo, hi] for a range other than [0, 1]) or {mean, std}")
+	}
+	if stat != nil {
+		var mean, std float64
+		readRequired(r, path+".mean", (*parser).number, &mean)
+		readRequired(r, path+".std", (*parser).number, &std)
+		if r.err == nil && std <= 0 {
+			return nil, p.errorf(f["std"], path+".std", "must be > 0, got %s", literal(deref(f["std"]).Value))
+		}
+		return &zarr.Affine{Sub: mean, Div: std, Mul: 1}, r.err
+	}
+	var lo, hi float64
+	to := [2]float64{0, 1}
+	readRequired(r, path+".min", (*parser).number, &lo)
+	readRequired(r, path+".max", (*parser).number, &hi)
+	readOptional(r, path+".to", (*parser).targetRange, &to)
+	switch {
+	case r.err != nil:
+		return nil, r.err
+	case hi <= lo:
+		return nil, p.errorf(f["max"], path+".max", "must be greater than min (%s), got %s", literal(deref(f["min"]).Value), literal(deref(f["max"]).Value))
+	case math.IsInf(hi-lo, 0):
+		return nil, p.errorf(f["max"], path+".max", "max - min overflows a float64")
+	case math.IsInf(to[1]-to[0], 0):
+		return nil, p.errorf(f["to"], path+".to", "hi - lo overflows a float64")
+	}
+	return &zarr.Affine{Sub: lo, Div: hi - lo, Mul: to[1] - to[0], Add: to[0]}, nil
+}
+
+// targetRange reads normalize's to: [lo, hi], two numbers that differ,
+// what min and max map onto (hi below lo reverses the range).
+func (p *parser) targetRange(path string, n *yaml.Node) ([2]float64, error) {
+	v, err := p.numbers(path, n, 2, false, "[lo, hi]")
+	if err != nil {
+		return [2]float64{}, err
+	}
+	if v[0] == v[1] {
+		return [2]float64{}, p.errorf(n, path, "maps every value to %s: lo and hi must differ", formatFloat(v[0]))
+	}
+	return [2]float64{v[0], v[1]}, nil
 }
 
 // zarrPath reads a key's zarr path, relative to a volume's root: a path

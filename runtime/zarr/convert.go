@@ -84,7 +84,7 @@ func NewConversion(from, to runtime.DType, m *Affine) (*Conversion, error) {
 	}
 	if m != nil {
 		if !to.IsFloat() {
-			return nil, fmt.Errorf("an affine map writes fractions, which %v does not hold: it needs a float dtype", to)
+			return nil, fmt.Errorf("normalised values are fractions, which %v does not hold: they need a float dtype", to)
 		}
 		if err := m.check(); err != nil {
 			return nil, err
