@@ -11,6 +11,7 @@ import (
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/volume"
+	"github.com/loadergen/loadergen/runtime/zarr"
 	"github.com/loadergen/loadergen/schema"
 )
 
@@ -104,12 +105,15 @@ type emitKey struct {
 	file      string // the .npy path; "" when it has none
 	classAxis bool   // the sample shape starts with the class axis
 	// A zarr key's path, its spatial shape (the sample's without the class
-	// axis), voxel size, fill, and what a chunk not stored reads as.
-	zarr    string
-	spatial []int
-	scale   []float64
-	fill    float64
-	missing volume.Missing
+	// axis), voxel size, fill, what a chunk not stored reads as, its
+	// arrays' dtype and the map of their values (nil for none).
+	zarr       string
+	spatial    []int
+	scale      []float64
+	fill       float64
+	missing    volume.Missing
+	arrayDType runtime.DType
+	normalize  *zarr.Affine
 	// A ragged key's padding, CSR offsets file, and the names of its
 	// lengths key.
 	pad     float64
@@ -125,7 +129,8 @@ func (g *emitter) emitKey(k runtime.Key) emitKey {
 	}
 	sk := g.schemaKey(k.Name)
 	ek := emitKey{Key: k, keyNames: g.n.key(sk), file: sk.File, classAxis: sk.ClassAxis,
-		zarr: sk.Zarr, spatial: sk.Shape, scale: sk.Scale, fill: sk.Fill, missing: sk.Missing, pad: sk.Pad, offsets: sk.Offsets}
+		zarr: sk.Zarr, spatial: sk.Shape, scale: sk.Scale, fill: sk.Fill, missing: sk.Missing, arrayDType: sk.ArrayDType,
+		normalize: sk.Normalize, pad: sk.Pad, offsets: sk.Offsets}
 	if k.Ragged {
 		ek.lengths = g.n.lengthsKey(sk)
 	}

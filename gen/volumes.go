@@ -11,7 +11,10 @@ import (
 	"github.com/loadergen/loadergen/schema"
 )
 
-const volumePath = "github.com/loadergen/loadergen/runtime/volume"
+const (
+	volumePath = "github.com/loadergen/loadergen/runtime/volume"
+	zarrPath   = "github.com/loadergen/loadergen/runtime/zarr"
+)
 
 // volumes renders the volume source of a schema whose keys read zarr
 // arrays (DESIGN section 9): its spec, the Volume row, the manifest reader,
@@ -35,11 +38,12 @@ func (g *emitter) volumes(f *jen.File) {
 //			Shape: []int{128, 128, 128},
 //			Scale: []float64{8, 8, 8},
 //		}, {
-//			Name:      "labels",
+//			Name:       "labels",
 //			...
-//			Fill:      math.NaN(),
-//			ClassAxis: true,
-//			Missing:   volume.MissingError, // missing: error
+//			Fill:       math.NaN(),
+//			ClassAxis:  true,
+//			Missing:    volume.MissingError, // missing: error
+//			ArrayDType: runtime.Uint8,
 //		}},
 //		Classes:    []string{"mito", "er"},
 //		PerEpoch:   1000,
@@ -52,7 +56,8 @@ func (g *emitter) volumes(f *jen.File) {
 //		Seed:       cellMapPlan.Loader.Seed,
 //	}
 //
-// leaving out the fields that are zero.
+// leaving out the fields that are zero, and ArrayDType when it is DType. A
+// key with normalize has Normalize: &zarr.Affine{Div: 255, Mul: 2, Add: -1}.
 func (g *emitter) volumeSpec(f *jen.File) {
 	keys := make([]jen.Code, len(g.keys))
 	for i, k := range g.keys {
@@ -65,7 +70,7 @@ func (g *emitter) volumeSpec(f *jen.File) {
 		if k.scale != nil {
 			fields = append(fields, field{"Scale", floats(k.scale)})
 		}
-		if fill := fillValue(k.fill); fill != nil {
+		if fill := floatValue(k.fill); fill != nil {
 			fields = append(fields, field{"Fill", fill})
 		}
 		if k.classAxis {
@@ -73,6 +78,18 @@ func (g *emitter) volumeSpec(f *jen.File) {
 		}
 		if k.missing == volume.MissingError {
 			fields = append(fields, field{"Missing", jen.Qual(volumePath, "MissingError")})
+		}
+		if k.arrayDType != k.DType {
+			fields = append(fields, field{"ArrayDType", g.rtConst(k.arrayDType)})
+		}
+		if m := k.normalize; m != nil {
+			var terms []field
+			for _, t := range []field{{"Sub", floatValue(m.Sub)}, {"Div", floatValue(m.Div)}, {"Mul", floatValue(m.Mul)}, {"Add", floatValue(m.Add)}} {
+				if t.value != nil {
+					terms = append(terms, t)
+				}
+			}
+			fields = append(fields, field{"Normalize", jen.Op("&").Qual(zarrPath, "Affine").Add(literal(terms...))})
 		}
 		keys[i] = literal(fields...)
 	}
@@ -112,17 +129,18 @@ func (g *emitter) volumeSpec(f *jen.File) {
 	f.Var().Id(name).Op("=").Qual(volumePath, "Spec").Add(literal(fields...))
 }
 
-// fillValue renders a key's fill as Spec.Fill's float64, or returns nil for
-// +0, the field's zero: math.NaN(), math.Copysign(0, -1) for -0 (which a
-// Go constant cannot say), else the number.
-func fillValue(fill float64) jen.Code {
+// floatValue renders a float64 field of the spec (a key's Fill, the terms
+// of its Normalize) with its bits, or returns nil for +0, the field's zero:
+// math.NaN(), math.Copysign(0, -1) for -0 (which a Go constant cannot
+// say), else the number.
+func floatValue(v float64) jen.Code {
 	switch {
-	case math.IsNaN(fill):
+	case math.IsNaN(v):
 		return jen.Qual("math", "NaN").Call()
-	case fill == 0 && math.Signbit(fill):
+	case v == 0 && math.Signbit(v):
 		return jen.Qual("math", "Copysign").Call(jen.Lit(0), jen.Lit(-1))
-	case fill != 0:
-		return jen.Lit(fill)
+	case v != 0:
+		return jen.Lit(v)
 	}
 	return nil
 }
@@ -230,7 +248,11 @@ func (g *emitter) openVolumes(f *jen.File) {
 		roots[i] = jen.Id("v").Dot(k.Go)
 	}
 	f.Commentf("Open%s opens every key's array in every volume and checks it: it exists", name)
-	f.Comment("(a missing class is filled), holds the key's dtype, has the level the key's")
+	holds := "dtype"
+	if slices.ContainsFunc(g.keys, func(k emitKey) bool { return k.arrayDType != k.DType }) {
+		holds = "array_dtype"
+	}
+	f.Commentf("(a missing class is filled), holds the key's %s, has the level the key's", holds)
 	f.Comment("scale names, and lies so that the keys' boxes share a centre on whole")
 	f.Comment("voxels; a volume holds a whole crop unless crops.pad. It logs what it")
 	f.Comment("opened with slog's default logger.")

@@ -11,9 +11,9 @@ import (
 	"github.com/loadergen/loadergen/schema"
 )
 
-// TestFillValue: a zarr key's fill keeps its bits in the generated spec,
-// -0 included (a Go constant -0.0 is +0).
-func TestFillValue(t *testing.T) {
+// TestFloatValue: a zarr key's fill (and its Normalize's terms) keeps its
+// bits in the generated spec, -0 included (a Go constant -0.0 is +0).
+func TestFloatValue(t *testing.T) {
 	for _, c := range []struct {
 		fill float64
 		code string
@@ -24,13 +24,13 @@ func TestFillValue(t *testing.T) {
 		{-1.5, "-1.5"},
 		{255, "255.0"},
 	} {
-		code := fillValue(c.fill)
+		code := floatValue(c.fill)
 		got := "<nil>"
 		if code != nil {
 			got = fmt.Sprintf("%#v", code)
 		}
 		if got != c.code {
-			t.Errorf("fillValue(%v) = %s, want %s", c.fill, got, c.code)
+			t.Errorf("floatValue(%v) = %s, want %s", c.fill, got, c.code)
 		}
 	}
 }
