@@ -205,7 +205,8 @@ func (c *Conversion) convert(dst []byte, do, ds int, src []byte, so, ss, n int) 
 	}
 }
 
-// load reads len(v) elements of d, src[so + i·ss], into v.
+// load reads len(v) elements of d, src[so + i·ss], into v: uint16 and
+// float32, the wider dtypes volumes hold most, in loops of their own.
 func load(d runtime.DType, v []float64, src []byte, so, ss int) {
 	switch d {
 	case runtime.Uint16:
@@ -213,32 +214,12 @@ func load(d runtime.DType, v []float64, src []byte, so, ss int) {
 			v[i] = float64(binary.LittleEndian.Uint16(src[2*so:]))
 			so += ss
 		}
-	case runtime.Int16:
-		for i := range v {
-			v[i] = float64(int16(binary.LittleEndian.Uint16(src[2*so:])))
-			so += ss
-		}
-	case runtime.Uint32:
-		for i := range v {
-			v[i] = float64(binary.LittleEndian.Uint32(src[4*so:]))
-			so += ss
-		}
-	case runtime.Int32:
-		for i := range v {
-			v[i] = float64(int32(binary.LittleEndian.Uint32(src[4*so:])))
-			so += ss
-		}
 	case runtime.Float32:
 		for i := range v {
 			v[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(src[4*so:])))
 			so += ss
 		}
-	case runtime.Float64:
-		for i := range v {
-			v[i] = math.Float64frombits(binary.LittleEndian.Uint64(src[8*so:]))
-			so += ss
-		}
-	default: // the 1-byte dtypes (read once, into the table), the 64-bit integers and the 16-bit floats
+	default: // the 1-byte dtypes (read once, into the table) and the others
 		w := d.Size()
 		for i := range v {
 			v[i] = d.Value(src[w*so : w*(so+1)])
