@@ -139,7 +139,7 @@ func BenchmarkBoxRead(b *testing.B) {
 				copyOut(b, boxes, size, func(dst []byte, origin []int) {
 					at := origin[0]*wholeStrides[0] + origin[1]*wholeStrides[1] + origin[2]
 					to, from := mustRegion(b, dst, 1, 0, shape, boxStrides[:]), mustRegion(b, whole, 1, at, shape, wholeStrides[:])
-					copyBox(&to, &from, nil)
+					copyBox(&to, &from)
 				})
 			})
 		}

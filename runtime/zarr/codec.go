@@ -355,7 +355,7 @@ func transpose(out, stored []byte, shape, order []int, elem int) error {
 	if err != nil {
 		return fmt.Errorf("stored chunk of axis order %v: %w", order, err)
 	}
-	copyBox(&to, &from, nil)
+	copyBox(&to, &from)
 	return nil
 }
 

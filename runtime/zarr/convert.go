@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/loadergen/loadergen/internal/strided"
 	"github.com/loadergen/loadergen/runtime"
 )
 
@@ -141,6 +142,44 @@ func valueRange(d runtime.DType) (int64, uint64) {
 	return d.IntRange()
 }
 
+// convertBox copies the elements of the Region from to the same elements
+// of the Region to, converted by c: copyBox's work for a Layout's Convert,
+// a run along the innermost axis at a time. The two must have the same
+// shape, and elements of c's two dtypes.
+func convertBox(to, from *strided.Region, c *Conversion) {
+	if !to.SameAxes(from) || to.Elem() != c.to.Size() || from.Elem() != c.from.Size() {
+		panic(fmt.Sprintf("zarr: convertBox from %v to %v between boxes of other shapes or element sizes (%d axes of %d bytes, %d of %d)", c.from, c.to, to.Rank(), to.Elem(), from.Rank(), from.Elem()))
+	}
+	if to.Count() == 0 {
+		return
+	}
+	dst, src := to.Bytes(), from.Bytes()
+	f := flatten(to, from)
+	if f.n == 0 {
+		c.run(dst, to.Start(), 1, src, from.Start(), 1, 1)
+		return
+	}
+	in := f.n - 1
+	var idx [maxRank]int
+	do, so := to.Start(), from.Start()
+	for {
+		c.run(dst, do, f.dst[in], src, so, f.src[in], f.shape[in])
+		// The next run: the axes at their last index go back to their first,
+		// the one before them steps on.
+		k := in - 1
+		for ; k >= 0 && idx[k] == f.shape[k]-1; k-- {
+			do -= f.dst[k] * idx[k]
+			so -= f.src[k] * idx[k]
+			idx[k] = 0
+		}
+		if k < 0 {
+			return
+		}
+		idx[k]++
+		do, so = do+f.dst[k], so+f.src[k]
+	}
+}
+
 // one converts the single element src into dst and returns dst's element.
 func (c *Conversion) one(dst *[8]byte, src []byte) []byte {
 	c.run(dst[:], 0, 1, src, 0, 1, 1)
@@ -149,7 +188,7 @@ func (c *Conversion) one(dst *[8]byte, src []byte) []byte {
 
 // run converts n elements, strided in both buffers (offsets and strides in
 // elements of each side's dtype): src[so + i·ss] goes to dst[do + i·ds].
-// They are elements of the Regions copyBox was given; each access is
+// They are elements of the Regions convertBox was given; each access is
 // bounds-checked all the same.
 func (c *Conversion) run(dst []byte, do, ds int, src []byte, so, ss, n int) {
 	if c.table == nil {

@@ -194,7 +194,11 @@ func (a *Array) copyPart(box *strided.Region, at, part []int, data []byte, first
 	if err != nil {
 		return fmt.Errorf("decoded elements: %w", err)
 	}
-	copyBox(&to, &from, c)
+	if c != nil {
+		convertBox(&to, &from, c)
+	} else {
+		copyBox(&to, &from)
+	}
 	return nil
 }
 

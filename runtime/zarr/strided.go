@@ -67,28 +67,23 @@ func flatten(dst, src *strided.Region) flat {
 }
 
 // copyBox copies the elements of the Region from to the same elements of
-// the Region to, converted by c unless c is nil. The two must have the
-// same shape, and elements of one size, or with c, of c's two dtypes.
-func copyBox(to, from *strided.Region, c *Conversion) {
-	if !to.SameAxes(from) || c == nil && to.Elem() != from.Elem() || c != nil && (to.Elem() != c.to.Size() || from.Elem() != c.from.Size()) {
-		panic(fmt.Sprintf("zarr: copyBox between boxes of other shapes or element sizes (%d axes of %d bytes, %d of %d; conversion %v)", to.Rank(), to.Elem(), from.Rank(), from.Elem(), c != nil))
+// the Region to; the two must have the same shape and element size.
+func copyBox(to, from *strided.Region) {
+	if !to.SameShape(from) {
+		panic(fmt.Sprintf("zarr: copyBox between boxes of other shapes or element sizes (%d axes of %d bytes, %d of %d)", to.Rank(), to.Elem(), from.Rank(), from.Elem()))
 	}
 	if to.Count() == 0 {
 		return
 	}
-	dst, src, elem, se := to.Bytes(), from.Bytes(), to.Elem(), from.Elem()
+	dst, src, elem := to.Bytes(), from.Bytes(), to.Elem()
 	f := flatten(to, from)
 	if f.n == 0 {
-		if c != nil {
-			c.run(dst, to.Start(), 1, src, from.Start(), 1, 1)
-			return
-		}
 		copy(dst[to.Start()*elem:(to.Start()+1)*elem], src[from.Start()*elem:])
 		return
 	}
 	in := f.n - 1
 	run, ds, ss := f.shape[in], f.dst[in], f.src[in]
-	if c == nil && blockSide(elem) > 0 && ss == 1 && ds != 1 && ds != -1 {
+	if blockSide(elem) > 0 && ss == 1 && ds != 1 && ds != -1 {
 		for t := range in {
 			if f.dst[t] == 1 || f.dst[t] == -1 { // a transpose: square blocks
 				copyPlanes(dst, to.Start(), src, from.Start(), f, t, elem)
@@ -103,14 +98,11 @@ func copyBox(to, from *strided.Region, c *Conversion) {
 	do, so := to.Start(), from.Start()
 	for {
 		if planes && idx[in-1] == 0 && idx[in-2]+1 < f.shape[in-2] {
-			prefetchPlane(src, (so+f.src[in-2])*se, f.src[in-1]*se, f.shape[in-1], run*se)
+			prefetchPlane(src, (so+f.src[in-2])*elem, f.src[in-1]*elem, f.shape[in-1], run*elem)
 		}
-		switch {
-		case c != nil:
-			c.run(dst, do, ds, src, so, ss, run)
-		case ds == 1 && ss == 1:
+		if ds == 1 && ss == 1 {
 			copy(dst[do*elem:(do+run)*elem], src[so*elem:(so+run)*elem])
-		default:
+		} else {
 			copyRun(dst, do, ds, src, so, ss, run, elem)
 		}
 		k := in - 1

@@ -38,7 +38,7 @@ func BenchmarkCopyBox(b *testing.B) {
 				for b.Loop() {
 					s, d := i%m.chunks*chunk, i%m.boxes*box
 					to, from := mustRegion(b, dst[d:d+box], 1, c.start, shape, c.strides), mustRegion(b, src[s:s+chunk], 1, 10*128+7, shape, srcStrides)
-					copyBox(&to, &from, nil)
+					copyBox(&to, &from)
 					i++
 				}
 			})
@@ -86,7 +86,7 @@ func BenchmarkCopyBoxConvert(b *testing.B) {
 				b.SetBytes(int64(len(dst)))
 				for b.Loop() {
 					to, from := mustRegion(b, dst, c.to.Size(), l.start, shape, l.strides), mustRegion(b, src, c.from.Size(), 10*128+7, shape, srcStrides)
-					copyBox(&to, &from, conv)
+					convertBox(&to, &from, conv)
 				}
 			})
 		}

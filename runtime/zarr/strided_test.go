@@ -66,7 +66,7 @@ func TestCopyBoxLayouts(t *testing.T) {
 		}
 		got := make([]byte, elem*elems(shape))
 		to, from := mustRegion(t, got, elem, dstStart, shape, dstStrides), mustRegion(t, src, elem, srcStart, shape, srcStrides)
-		copyBox(&to, &from, nil)
+		copyBox(&to, &from)
 		want := make([]byte, len(got))
 		idx := make([]int, rank)
 		for range elems(shape) {

@@ -354,7 +354,7 @@ func (w *Writer) writeFrom(data []byte, c int64, buf []byte) error {
 	if err != nil {
 		return fmt.Errorf("zarr: write %s: chunk %v of the array's data: %w", w.dir, idx[:rank], err)
 	}
-	copyBox(&to, &from, nil)
+	copyBox(&to, &from)
 	return w.WriteChunk(idx[:rank], buf)
 }
 
