@@ -3,8 +3,8 @@
 // (s3://bucket/prefix) or a web server (https://host/path). Every root is
 // read-only. Remote reads are retried with backoff on throttling, server
 // errors, timeouts and dropped connections (see Retry), can be read ahead
-// (Ahead) and kept in a bounded cache on disk (Cached); errors name the
-// object's URL.
+// (Hinter) and kept in a bounded cache on disk (CacheDirEnv); errors name
+// the object's URL.
 package storage
 
 import (
@@ -44,8 +44,9 @@ type Root interface {
 
 // Open returns the root at loc: "s3://bucket/prefix" (see OpenS3),
 // "https://host/path" or "http://host/path" (see OpenHTTP), or else a
-// local directory. Remote roots are wrapped by Cached when
-// LOADERGEN_REMOTE_CACHE_DIR names a directory.
+// local directory. Remote roots read through the process's disk cache
+// when LOADERGEN_REMOTE_CACHE_DIR names a directory, and read ahead what
+// they are hinted unless LOADERGEN_READAHEAD_MB is 0.
 func Open(loc string) (Root, error) {
 	var r Root
 	var err error
