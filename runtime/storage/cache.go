@@ -28,9 +28,9 @@ type cached struct {
 	disk *diskCache
 }
 
-// cachedFromEnv wraps remote root r in the process's disk cache when
+// withProcessLayers wraps remote root r in the process's disk cache when
 // LOADERGEN_REMOTE_CACHE_DIR is set, then in the read-ahead.
-func cachedFromEnv(r Root) (Root, error) {
+func withProcessLayers(r Root) (Root, error) {
 	dc, err := processCache()
 	if err != nil {
 		return nil, err

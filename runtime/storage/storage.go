@@ -63,7 +63,7 @@ func Open(loc string) (Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cachedFromEnv(r)
+	return withProcessLayers(r)
 }
 
 // IsURL reports whether loc names a remote root (it has a scheme such as
