@@ -81,7 +81,9 @@ func padValue(d runtime.DType, pad float64) (jen.Code, string) {
 	case runtime.Float16, runtime.BFloat16:
 		return jen.Id("uint16").Call(jen.Op(fmt.Sprintf("%#04x", binary.LittleEndian.Uint16(bits)))), text + " as " + d.String()
 	case runtime.Float32:
-		if v := math.Float32frombits(binary.LittleEndian.Uint32(bits)); math.IsInf(float64(v), 0) || math.Signbit(pad) && pad == 0 {
+		// The float32 it rounds to, not pad, decides: -1e-46 rounds to -0,
+		// which the constant float32(-1e-46) would make +0.
+		if v := math.Float32frombits(binary.LittleEndian.Uint32(bits)); math.IsInf(float64(v), 0) || v == 0 && math.Signbit(float64(v)) {
 			return jen.Qual("math", "Float32frombits").Call(jen.Op(fmt.Sprintf("%#08x", binary.LittleEndian.Uint32(bits)))), fmt.Sprintf("%s as float32: %v", text, v)
 		}
 	case runtime.Float64:
