@@ -222,7 +222,8 @@ func TestOverridesCheck(t *testing.T) {
 		{"min_batch_size=0", "flag -min-batch-size: min_batch_size must be >= 1, got 0"},
 		{"min_batch_memory_mb=-1", "flag -min-batch-memory-mb: min_batch_memory_mb must be >= 0, got -1"},
 		{"max_streams=65", "flag -max-streams: max_streams must be between 1 and 64, got 65"},
-		{"max_staging_mb=0", "flag -max-staging-mb: max_staging_mb must be > 0, got 0"},
+		{"max_staging_mb=0", "flag -max-staging-mb: max_staging_mb must be a finite number > 0, got 0"},
+		{"max_staging_mb=inf", "flag -max-staging-mb: max_staging_mb must be a finite number > 0, got +Inf"},
 	} {
 		_, err := planOf(t, "  a: {shape: [4], dtype: uint8}\n", "", flags(t, tt.flag))
 		if err == nil || err.Error() != tt.want {

@@ -215,7 +215,7 @@ func checkMaxStreams(v int) error {
 // checkMaxStagingMB: loader.max_staging_mb must be finite and > 0.
 func checkMaxStagingMB(v float64) error {
 	if !(v > 0 && v <= math.MaxFloat64) {
-		return fmt.Errorf("must be > 0, got %s", formatFloat(v))
+		return fmt.Errorf("must be a finite number > 0, got %s", formatFloat(v))
 	}
 	return nil
 }

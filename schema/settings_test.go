@@ -87,7 +87,7 @@ func TestSettingRules(t *testing.T) {
 	}{
 		{"assign", func(ds *Dataset) { ds.Streams.Assign = Assign(7) }, `must be round_robin or balanced, got "Assign(7)"`},
 		{"max_streams", func(ds *Dataset) { ds.Streams.MaxStreams = 0 }, "must be between 1 and 64, got 0"},
-		{"max_staging_mb", func(ds *Dataset) { ds.Loader.MaxStagingMB = 0 }, "must be > 0, got 0"},
+		{"max_staging_mb", func(ds *Dataset) { ds.Loader.MaxStagingMB = 0 }, "must be a finite number > 0, got 0"},
 	} {
 		ds := Defaults()
 		tt.change(&ds)
