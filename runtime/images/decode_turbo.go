@@ -8,25 +8,19 @@ import (
 	"github.com/loadergen/loadergen/internal/turbojpeg"
 )
 
-// jpegState is libjpeg-turbo's decompressor, the planes it decodes into
-// and the buffer of a cropped JPEG, reused.
+// jpegState is libjpeg-turbo's decompressor and the planes it decodes
+// into, reused.
 type jpegState struct {
 	dec    *turbojpeg.Decoder
 	planes [3][]byte
-	window []byte
 }
 
-// windowArea (a variable for BenchmarkWindow) is the largest fraction of an image's area whose crop window
-// is cut out of the JPEG (turbojpeg.Decoder.Crop) before decoding: cutting
-// costs a Huffman re-encoding of the window, which pays when the inverse
-// DCT of the rest that it saves is larger (BenchmarkDecodeJPEG).
-var windowArea = 0.5
-
-// decodeJPEG reads the header and draws the crop; when the region the
-// crop reads is a small enough part of the image, it cuts that region,
-// widened to whole MCUs, out of the JPEG losslessly; then it decodes the
-// Y, Cb and Cr planes at the smallest DCT scale n/8 at which the crop
-// still covers twice the key's pixels.
+// decodeJPEG reads the header, draws the crop, and decodes the Y, Cb and
+// Cr planes at the smallest DCT scale n/8 at which the crop still covers
+// twice the key's pixels. It decodes the whole image: cutting the crop's
+// window out first (tjTransform) Huffman-decodes the whole image as well
+// and re-encodes the window, which measured slower than decoding all of it
+// for every crop size (commit fda9501's BenchmarkWindow).
 func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
 	st := &s.jpeg
 	if st.dec == nil {
@@ -42,18 +36,6 @@ func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
 	}
 	c := draw.Draw(hd.Width, hd.Height)
 	num := scaleFor(c)
-	// The window: the crop's region, its corner moved back to an MCU's.
-	x0, y0 := c.Region.Min.X/hd.MCUW*hd.MCUW, c.Region.Min.Y/hd.MCUH*hd.MCUH
-	ww, wh := c.Region.Max.X-x0, c.Region.Max.Y-y0
-	if float64(ww*wh) <= windowArea*float64(hd.Width*hd.Height) {
-		st.window = grow(st.window, turbojpeg.CropSize(hd, ww, wh))
-		if data, err = st.dec.Crop(st.window, data, hd, x0, y0, ww, wh); err != nil {
-			return nil, Crop{}, err
-		}
-		hd.Width, hd.Height = ww, wh
-	} else {
-		x0, y0 = 0, 0
-	}
 	d := &s.decoded
 	*d = Decoded{Colour: YCbCr, Scale: 8 / float64(num)}
 	n := 3
@@ -76,7 +58,7 @@ func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
 	// The planes are padded to whole chroma samples; the image is not.
 	d.W, d.H = turbojpeg.Scaled(hd.Width, num), turbojpeg.Scaled(hd.Height, num)
 	d.Planes[0].W, d.Planes[0].H = d.W, d.H
-	return d, scaleCrop(c, x0, y0, num, d.W, d.H), nil
+	return d, scaleCrop(c, num, d.W, d.H), nil
 }
 
 // scaleFor is the smallest n (1..8) at which the crop, decoded at n/8,
@@ -93,21 +75,16 @@ func scaleFor(c Crop) int {
 	return 8
 }
 
-// scaleCrop maps crop c onto the window of the image from (x0, y0) on
-// (multiples of 8, so of the DCT's blocks) decoded at scale num/8, w x h
-// pixels. Decoded pixel i covers the image's [x0 + i*8/num, x0 +
-// (i+1)*8/num) across and the same down: the factor is num/8 exactly, not
-// w over the window's width, which libjpeg-turbo's rounding of the sizes
-// up makes larger (161/427 rows for 427 at 3/8) and which would shift the
-// box by up to a decoded pixel at the far edge.
-func scaleCrop(c Crop, x0, y0, num, w, h int) Crop {
+// scaleCrop maps crop c onto the image decoded at scale num/8, w x h
+// pixels. Decoded pixel i covers the image's [i*8/num, (i+1)*8/num)
+// along both axes: the factor is num/8 exactly, not w/c.Width, which
+// libjpeg-turbo's rounding of the sizes up makes larger (161/427 rows for
+// 427 at 3/8), shifting the box by up to a decoded pixel at the far edge.
+func scaleCrop(c Crop, num, w, h int) Crop {
 	f := float64(num) / 8
-	fx0, fy0 := float64(x0), float64(y0)
-	c.X0, c.X1, c.Y0, c.Y1 = (c.X0-fx0)*f, (c.X1-fx0)*f, (c.Y0-fy0)*f, (c.Y1-fy0)*f
-	c.Region.Min.X = int(math.Floor(float64(c.Region.Min.X-x0) * f))
-	c.Region.Min.Y = int(math.Floor(float64(c.Region.Min.Y-y0) * f))
-	c.Region.Max.X = min(int(math.Ceil(float64(c.Region.Max.X-x0)*f)), w)
-	c.Region.Max.Y = min(int(math.Ceil(float64(c.Region.Max.Y-y0)*f)), h)
+	c.X0, c.X1, c.Y0, c.Y1 = c.X0*f, c.X1*f, c.Y0*f, c.Y1*f
+	c.Region.Min.X, c.Region.Min.Y = int(math.Floor(float64(c.Region.Min.X)*f)), int(math.Floor(float64(c.Region.Min.Y)*f))
+	c.Region.Max.X, c.Region.Max.Y = min(int(math.Ceil(float64(c.Region.Max.X)*f)), w), min(int(math.Ceil(float64(c.Region.Max.Y)*f)), h)
 	c.Width, c.Height = w, h
 	return c
 }
