@@ -30,7 +30,7 @@ type centred struct {
 	out  int
 }
 
-func (c centred) Draw(w, h int) Crop {
+func (c *centred) Draw(w, h int) Crop {
 	f := math.Sqrt(c.area)
 	cw, ch := int(f*float64(w)), int(f*float64(h))
 	x, y := (w-cw)/2, (h-ch)/2
@@ -50,8 +50,9 @@ func BenchmarkSample(b *testing.B) {
 	for _, area := range []float64{0.1, 0.3, 0.5, 1} {
 		b.Run(fmt.Sprintf("area=%.1f", area), func(b *testing.B) {
 			var s Scratch
+			draw := centred{area, 224}
 			for range b.N {
-				d, c, err := s.Decode(data, centred{area, 224})
+				d, c, err := s.Decode(data, &draw)
 				if err != nil {
 					b.Fatal(err)
 				}
