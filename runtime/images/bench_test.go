@@ -63,3 +63,29 @@ func BenchmarkSample(b *testing.B) {
 		})
 	}
 }
+
+// TestSampleAllocs: once a Scratch's buffers have grown, decoding a JPEG
+// and writing a sample allocates nothing, in either build (internal/jpeg
+// or libjpeg-turbo).
+func TestSampleAllocs(t *testing.T) {
+	data := benchPhoto(t)
+	o := NewOutput(&Transform{Crop: RandomResized}, 224, 224, 3, true)
+	dst := make([]byte, 4*3*224*224)
+	var s Scratch
+	for _, area := range []float64{1, 0.3} {
+		draw := centred{area, 224}
+		sample := func() {
+			d, c, err := s.Decode(data, &draw)
+			if err == nil {
+				err = o.Write(&s, dst, d, c)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		sample()
+		if n := testing.AllocsPerRun(10, sample); n != 0 {
+			t.Errorf("area %.1f: %v allocations per sample, want 0", area, n)
+		}
+	}
+}
