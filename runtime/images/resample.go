@@ -128,7 +128,9 @@ func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float
 		last = max(last, s.v.start[y]+s.v.count[y])
 	}
 	rows := last - first
-	s.tmp = grow(s.tmp, rows*outW)
+	// Sized for the plane's height, whatever the crop's: the first image
+	// of a dataset's size grows it once and for all.
+	s.tmp = grow(s.tmp, max(rows, p.H)*outW)[:rows*outW]
 	for y := range rows {
 		s.h.pass(s.tmp[y*outW:][:outW], p.Pix[(first+y)*p.Stride:])
 	}
