@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/loadergen/loadergen/internal/photoshards"
-	"github.com/loadergen/loadergen/runtime"
 )
 
 // TestSteadyStateAllocatesNothing: once every worker's buffers have grown
@@ -18,21 +17,7 @@ func TestSteadyStateAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("35 s under the race detector; make test runs it without -race")
 	}
-	dir := t.TempDir()
-	set := photoshards.Set{Samples: 64 * 26, Shards: 4, Width: 64, Height: 48, Classes: 1000, Quality: 90, Seed: 1}
-	if err := set.WriteShards(dir, "train-%d.tar"); err != nil {
-		t.Fatal(err)
-	}
-	src, err := OpenImageNetRecords(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	l, err := NewImageNetLoader(src, runtime.Options{Device: "cpu", Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openLoader(t, photoshards.Set{Samples: 64 * 26, Shards: 4, Width: 64, Height: 48, Classes: 1000, Quality: 90, Seed: 1}, 2)
 	next, stop := iter.Pull2(l.Epoch(context.Background(), 0))
 	defer stop()
 	batch := func() {
