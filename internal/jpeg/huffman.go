@@ -45,6 +45,30 @@ var errShortHuffmanData error = FormatError("short Huffman data") // an error al
 // ensureNBits reads bytes from the byte buffer to ensure that d.bits.n is at
 // least n. For best performance (avoiding function calls inside hot loops),
 // the caller is the one responsible for first checking that d.bits.n < n.
+// fillBits tops the bit accumulator up to more than 24 bits from buffered
+// bytes that need no unstuffing, as readByteStuffedByte's fast path takes
+// them, so that the next symbol and its extra bits rarely call
+// ensureNBits. It stops at a 0xff byte or when fewer than two bytes are
+// buffered, leaving those to ensureNBits, whose handling of markers and
+// of the reader it does not change. (Not in image/jpeg.)
+func (d *decoder) fillBits() {
+	for d.bits.n <= 24 && d.bytes.i+2 <= d.bytes.j {
+		x := d.bytes.buf[d.bytes.i]
+		if x == 0xff {
+			return
+		}
+		d.bytes.i++
+		d.bytes.nUnreadable = 1
+		d.bits.a = d.bits.a<<8 | uint32(x)
+		d.bits.n += 8
+		if d.bits.m == 0 {
+			d.bits.m = 1 << 7
+		} else {
+			d.bits.m <<= 8
+		}
+	}
+}
+
 func (d *decoder) ensureNBits(n int32) error {
 	for {
 		c, err := d.readByteStuffedByte()
@@ -176,6 +200,9 @@ func (d *decoder) processDHT(n int) error {
 func (d *decoder) decodeHuffman(h *huffman) (uint8, error) {
 	if h.nCodes == 0 {
 		return 0, FormatError("uninitialized Huffman table")
+	}
+	if d.bits.n < 16 {
+		d.fillBits()
 	}
 
 	if d.bits.n < 8 {
