@@ -12,7 +12,7 @@ package turbojpeg
 typedef struct { int rc, w, h, sub, cs; } lgHeader;
 
 static lgHeader lgReadHeader(tjhandle t, const unsigned char *jpeg, unsigned long size) {
-	lgHeader r;
+	lgHeader r = {0, 0, 0, 0, 0};
 	r.rc = tjDecompressHeader3(t, jpeg, size, &r.w, &r.h, &r.sub, &r.cs);
 	return r;
 }
@@ -34,21 +34,29 @@ import (
 	"unsafe"
 )
 
-// Decoder holds a TurboJPEG decompressor. One goroutine
-// uses it at a time. It allocates nothing per image: its arguments cross
-// into C as call arguments, which cgo keeps in place for the call.
+// Decoder holds a TurboJPEG decompressor. One goroutine uses it at a
+// time. It allocates nothing per image: its arguments cross into C as call
+// arguments, which cgo keeps in place for the call.
 type Decoder struct {
-	h C.tjhandle
+	h *handle
 }
+
+// handle is a decoder's decompressor, which the decoder replaces after a
+// failed call (fail) and the garbage collector destroys with the decoder.
+type handle struct{ t C.tjhandle }
 
 // NewDecoder returns a decoder; the garbage collector frees its handle.
 func NewDecoder() (*Decoder, error) {
-	h := C.tjInitDecompress()
-	if h == nil {
+	h := &handle{t: C.tjInitDecompress()}
+	if h.t == nil {
 		return nil, errors.New("turbojpeg: tjInitDecompress failed")
 	}
 	d := &Decoder{h: h}
-	runtime.AddCleanup(d, func(h C.tjhandle) { C.tjDestroy(h) }, h)
+	runtime.AddCleanup(d, func(h *handle) {
+		if h.t != nil {
+			C.tjDestroy(h.t)
+		}
+	}, h)
 	return d, nil
 }
 
@@ -67,9 +75,15 @@ func (d *Decoder) Header(data []byte) (Header, error) {
 	if len(data) == 0 {
 		return Header{}, errors.New("jpeg: header: no data")
 	}
-	r := C.lgReadHeader(d.h, (*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)))
+	if d.h.t == nil {
+		return Header{}, errors.New("turbojpeg: no decompressor (tjInitDecompress failed)")
+	}
+	r := C.lgReadHeader(d.h.t, (*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)))
 	if r.rc != 0 {
-		return Header{}, d.err("header")
+		return Header{}, d.fail("header")
+	}
+	if r.w <= 0 || r.h <= 0 {
+		return Header{}, fmt.Errorf("jpeg: header: %d x %d pixels", r.w, r.h)
 	}
 	if r.cs == C.TJCS_CMYK || r.cs == C.TJCS_YCCK {
 		return Header{}, errors.New("jpeg: CMYK images are not supported")
@@ -114,9 +128,12 @@ func (d *Decoder) DecodePlanes(data []byte, hd Header, num int, planes [3][]byte
 	if len(data) == 0 {
 		return errors.New("jpeg: decode: no data")
 	}
-	if C.lgDecodePlanes(d.h, (*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)),
+	if d.h.t == nil {
+		return errors.New("turbojpeg: no decompressor (tjInitDecompress failed)")
+	}
+	if C.lgDecodePlanes(d.h.t, (*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)),
 		ptrs[0], ptrs[1], ptrs[2], C.int(strides[0]), C.int(strides[1]), C.int(w), C.int(h)) != 0 {
-		return d.err("decode")
+		return d.fail("decode")
 	}
 	return nil
 }
@@ -129,6 +146,14 @@ func PlaneSize(hd Header, num, i int) (w, h int) {
 	return int(C.tjPlaneWidth(C.int(i), sw, hd.subsamp)), int(C.tjPlaneHeight(C.int(i), sh, hd.subsamp))
 }
 
-func (d *Decoder) err(what string) error {
-	return fmt.Errorf("jpeg: %s: %s", what, C.GoString(C.tjGetErrorStr2(d.h)))
+// fail returns the decompressor's error and replaces it with a new one:
+// after a failed call, TurboJPEG 2.1's decompressor is left inside the
+// header it failed on, and the next tjDecompressHeader3 returns success
+// without filling in the size (TestAfterError), which made the next
+// image's planes garbage or corrupted memory.
+func (d *Decoder) fail(what string) error {
+	err := fmt.Errorf("jpeg: %s: %s", what, C.GoString(C.tjGetErrorStr2(d.h.t)))
+	C.tjDestroy(d.h.t)
+	d.h.t = C.tjInitDecompress()
+	return err
 }

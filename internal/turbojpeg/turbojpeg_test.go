@@ -117,3 +117,43 @@ func TestErrors(t *testing.T) {
 		t.Error("a plane of too small a stride was accepted")
 	}
 }
+
+// TestAfterError: after a JPEG whose header fails (cut before its SOS),
+// the same decoder reads the next good JPEG's header and planes as a new
+// decoder does. TurboJPEG 2.1 left the failed header's state behind and
+// answered the next header with success and no size.
+func TestAfterError(t *testing.T) {
+	good, _ := photo(t, 40, 30, false)
+	bad := append([]byte(nil), good...)
+	clear(bad[len(bad)/2:])
+	d, err := NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := func(d *Decoder) []byte {
+		hd, err := d.Header(good)
+		if err != nil || hd.Width != 40 || hd.Height != 30 {
+			t.Fatalf("header after an error: %+v, %v", hd, err)
+		}
+		w, h := PlaneSize(hd, 8, 0)
+		cw, ch := PlaneSize(hd, 8, 1)
+		planes := [3][]byte{make([]byte, w*h), make([]byte, cw*ch), make([]byte, cw*ch)}
+		if err := d.DecodePlanes(good, hd, 8, planes, [3]int{w, cw, cw}); err != nil {
+			t.Fatal(err)
+		}
+		return planes[0]
+	}
+	fresh, err := NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := decode(fresh)
+	for range 3 {
+		if _, err := d.Header(bad); err == nil {
+			t.Fatal("the cut JPEG's header read")
+		}
+		if got := decode(d); !bytes.Equal(got, want) {
+			t.Fatal("the luma after an error differs from a new decoder's")
+		}
+	}
+}
