@@ -455,20 +455,13 @@ func (d *decoder) reconstructBlock(b *block, bx, by, compIndex int) error {
 	idct(b)
 	stride := d.stride[compIndex]
 	dst := d.pix[compIndex][8*(by*stride+bx):]
-	// Level shift by +128, clip to [0, 255], and write to dst.
-	for y := 0; y < 8; y++ {
-		y8 := y * 8
-		yStride := y * stride
-		for x := 0; x < 8; x++ {
-			c := b[y8+x]
-			if c < -128 {
-				c = 0
-			} else if c > 127 {
-				c = 255
-			} else {
-				c += 128
-			}
-			dst[yStride+x] = uint8(c)
+	// Level shift by +128, clip to [0, 255] (without branches: min and
+	// max compile to conditional moves; not in image/jpeg), and write to
+	// dst.
+	for y := range 8 {
+		row, src := dst[y*stride:y*stride+8:y*stride+8], b[y*8:y*8+8:y*8+8]
+		for x, c := range src {
+			row[x] = uint8(min(max(c+128, 0), 255))
 		}
 	}
 	return nil
