@@ -149,7 +149,7 @@ type decoder struct {
 	comp       [maxComponents]component
 	progCoeffs [maxComponents][]block // Saved state between progressive-mode scans.
 	huff       [maxTc + 1][maxTh + 1]huffman
-	quant      [maxTq + 1]block // Quantization tables, in zig-zag order.
+	quant      [maxTq + 1]block // Quantization tables, in natural order (image/jpeg keeps zig-zag order).
 	tmp        [2 * blockSize]byte
 }
 
@@ -428,7 +428,7 @@ loop:
 				return err
 			}
 			for i := range d.quant[tq] {
-				d.quant[tq][i] = int32(d.tmp[i])
+				d.quant[tq][unzig[i]] = int32(d.tmp[i])
 			}
 		case 1:
 			if n < 2*blockSize {
@@ -439,7 +439,7 @@ loop:
 				return err
 			}
 			for i := range d.quant[tq] {
-				d.quant[tq][i] = int32(d.tmp[2*i])<<8 | int32(d.tmp[2*i+1])
+				d.quant[tq][unzig[i]] = int32(d.tmp[2*i])<<8 | int32(d.tmp[2*i+1])
 			}
 		}
 	}

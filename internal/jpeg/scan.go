@@ -449,8 +449,8 @@ func (d *decoder) inWindow(bx, by, compIndex int) bool {
 // to the image.
 func (d *decoder) reconstructBlock(b *block, bx, by, compIndex int) error {
 	qt := &d.quant[d.comp[compIndex].tq]
-	for zig := 0; zig < blockSize; zig++ {
-		b[unzig[zig]] *= qt[zig]
+	for i := range b {
+		b[i] *= qt[i]
 	}
 	idct(b)
 	stride := d.stride[compIndex]
