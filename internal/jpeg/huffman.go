@@ -59,13 +59,19 @@ func (d *decoder) fillBits() {
 		}
 		d.bytes.i++
 		d.bytes.nUnreadable = 1
-		d.bits.a = d.bits.a<<8 | uint32(x)
-		d.bits.n += 8
-		if d.bits.m == 0 {
-			d.bits.m = 1 << 7
-		} else {
-			d.bits.m <<= 8
-		}
+		d.bits.push(x)
+	}
+}
+
+// push appends byte c to the accumulator's unread bits. (Factored out of
+// ensureNBits, which image/jpeg writes inline.)
+func (b *bits) push(c byte) {
+	b.a = b.a<<8 | uint32(c)
+	b.n += 8
+	if b.m == 0 {
+		b.m = 1 << 7
+	} else {
+		b.m <<= 8
 	}
 }
 
@@ -78,13 +84,7 @@ func (d *decoder) ensureNBits(n int32) error {
 			}
 			return err
 		}
-		d.bits.a = d.bits.a<<8 | uint32(c)
-		d.bits.n += 8
-		if d.bits.m == 0 {
-			d.bits.m = 1 << 7
-		} else {
-			d.bits.m <<= 8
-		}
+		d.bits.push(c)
 		if d.bits.n >= n {
 			break
 		}
