@@ -6,7 +6,7 @@ GO ?= go
 # 1.27); a count sets no deadline. 100000 inputs take 2 to 10 s a target here.
 FUZZTIME ?= 100000x
 
-.PHONY: build test versitygw remote-bench fmt-check demo demo-images peer-images demo-test bench codecs peer golden fuzz zarr-python image-python zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
+.PHONY: build test versitygw remote-bench fmt-check demo demo-images peer-images demo-test bench codecs peer golden fuzz zarr-python image-python turbojpeg-dev turbojpeg-test zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
 
 build:
 	$(GO) build ./...
@@ -14,13 +14,15 @@ build:
 # The fuzz targets of make test (short runs) and make fuzz, as "package target".
 FUZZ_TARGETS = ./schema:FuzzParse ./gen:FuzzGenerate ./runtime/zarr/blosc:FuzzDecode \
 	./runtime/zarr/blosc:FuzzEncode ./runtime/zarr:FuzzV2Metadata ./runtime/zarr:FuzzV3Metadata \
-	./runtime/zarr:FuzzMultiscale ./runtime/zarr:FuzzReadLayout
+	./runtime/zarr:FuzzMultiscale ./runtime/zarr:FuzzReadLayout ./internal/jpeg:FuzzDecode
 
-## test: format, vet (also with CGO_ENABLED=0), race-enabled tests (goldens included, zstd through libzstd), the zarr reader's pure-Go build (-tags purego), stale-output check, the README's install commands run from a clone (.ci/readme-install), short fuzz runs, the demo's and the GoMLX modules, and the cuda-tagged tests on the emulated driver
+## test: format, vet (also with CGO_ENABLED=0), race-enabled tests (goldens included, zstd through libzstd), the zarr reader's pure-Go build (-tags purego), the image loader's steady-state allocation test (without -race) and its decoder through libjpeg-turbo (-tags turbojpeg), stale-output check, the README's install commands run from a clone (.ci/readme-install), short fuzz runs, the demo's and the GoMLX modules, and the cuda-tagged tests on the emulated driver
 test: fmt-check demo-test gomlx-test
 	$(GO) vet ./...
 	LOADERGEN_REQUIRE_VERSITYGW=1 $(GO) test -race -count=1 ./...
 	$(GO) test -tags purego -count=1 ./runtime/zarr/...
+	$(GO) test -count=1 -run SteadyStateAllocatesNothing ./examples/imagenet
+	@$(MAKE) --no-print-directory turbojpeg-test
 	CGO_ENABLED=0 $(GO) vet ./...
 	$(GO) run ./cmd/loadergen check examples/cellmap/dataset.yaml
 	.ci/readme-install
@@ -119,6 +121,23 @@ image-python:
 		echo "runtime/images' tests need Debian's python3-pil, python3-sklearn and python3-skimage: sudo apt-get install python3-pil python3-sklearn python3-skimage"; \
 		exit 1; \
 	fi
+
+## turbojpeg-dev: install Debian's libturbojpeg0-dev when missing (as root), else say what to install; the turbojpeg build of runtime/images links against it
+turbojpeg-dev:
+	@if echo '#include <turbojpeg.h>' | $${CC:-cc} -E -x c - >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -qq --no-install-recommends libturbojpeg0-dev >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends libturbojpeg0-dev >/dev/null 2>&1; }; \
+	else \
+		echo "the turbojpeg build needs Debian's libturbojpeg0-dev: sudo apt-get install libturbojpeg0-dev"; \
+		exit 1; \
+	fi
+
+## turbojpeg-test: vet and test the packages that decode images with -tags turbojpeg (libjpeg-turbo through internal/turbojpeg; part of make test, without -race: the Go code around the decoder is raced in the default build)
+turbojpeg-test: turbojpeg-dev
+	$(GO) vet -tags turbojpeg ./internal/turbojpeg ./runtime/images ./runtime/records
+	$(GO) test -tags turbojpeg -count=1 ./internal/turbojpeg ./runtime/images ./runtime/records ./examples/imagenet ./golden/photos
 
 ## zarr-fixtures: rewrite testdata/zarr with python3-zarr, numcodecs and the zstd command (testdata/zarr/make_fixtures.py)
 zarr-fixtures: zarr-python

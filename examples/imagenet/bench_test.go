@@ -12,21 +12,8 @@ import (
 // (q90): random-resized crops to 224 x 224, flips, normalised float32. Its
 // img/s is the figure of make demo-images on a smaller set.
 func BenchmarkEpoch(b *testing.B) {
-	dir := b.TempDir()
 	set := photoshards.Set{Samples: 128, Shards: 4, Width: 500, Height: 375, Classes: 1000, Quality: 90, Seed: 1}
-	if err := set.WriteShards(dir, "train-%d.tar"); err != nil {
-		b.Fatal(err)
-	}
-	src, err := OpenImageNetRecords(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer src.Close()
-	l, err := NewImageNetLoader(src, runtime.Options{Device: "cpu"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
+	l := openLoader(b, set, 0)
 	b.ResetTimer()
 	for i := range b.N {
 		for _, err := range l.Epoch(context.Background(), i) {
@@ -36,4 +23,26 @@ func BenchmarkEpoch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*set.Samples)/b.Elapsed().Seconds(), "img/s")
+}
+
+// openLoader writes set's shards in a temporary directory and returns the
+// loader over them with the number of workers (0: GOMAXPROCS), closed at
+// the test's end.
+func openLoader(tb testing.TB, set photoshards.Set, workers int) *ImageNetLoader {
+	tb.Helper()
+	dir := tb.TempDir()
+	if err := set.WriteShards(dir, "train-%d.tar"); err != nil {
+		tb.Fatal(err)
+	}
+	src, err := OpenImageNetRecords(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { src.Close() })
+	l, err := NewImageNetLoader(src, runtime.Options{Device: "cpu", Workers: workers})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { l.Close() })
+	return l
 }

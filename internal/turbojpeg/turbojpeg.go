@@ -7,8 +7,23 @@ package turbojpeg
 
 /*
 #cgo LDFLAGS: -lturbojpeg
-#include <stdlib.h>
 #include <turbojpeg.h>
+
+typedef struct { int rc, w, h, sub, cs; } lgHeader;
+
+static lgHeader lgReadHeader(tjhandle t, const unsigned char *jpeg, unsigned long size) {
+	lgHeader r = {0, 0, 0, 0, 0};
+	r.rc = tjDecompressHeader3(t, jpeg, size, &r.w, &r.h, &r.sub, &r.cs);
+	return r;
+}
+
+static int lgDecodePlanes(tjhandle t, const unsigned char *jpeg, unsigned long size,
+		unsigned char *y, unsigned char *cb, unsigned char *cr, int ys, int cs, int w, int h) {
+	unsigned char *planes[3] = {y, cb, cr};
+	int strides[3] = {ys, cs, cs};
+	return tjDecompressToYUVPlanes(t, jpeg, size, planes, w, strides, h, 0);
+}
+
 */
 import "C"
 
@@ -19,19 +34,29 @@ import (
 	"unsafe"
 )
 
-// Decoder holds a TurboJPEG decompressor. One goroutine uses it at a time.
+// Decoder holds a TurboJPEG decompressor. One goroutine uses it at a
+// time. It allocates nothing per image: its arguments cross into C as call
+// arguments, which cgo keeps in place for the call.
 type Decoder struct {
-	h C.tjhandle
+	h *handle
 }
+
+// handle is a decoder's decompressor, which the decoder replaces after a
+// failed call (fail) and the garbage collector destroys with the decoder.
+type handle struct{ t C.tjhandle }
 
 // NewDecoder returns a decoder; the garbage collector frees its handle.
 func NewDecoder() (*Decoder, error) {
-	h := C.tjInitDecompress()
-	if h == nil {
+	h := &handle{t: C.tjInitDecompress()}
+	if h.t == nil {
 		return nil, errors.New("turbojpeg: tjInitDecompress failed")
 	}
 	d := &Decoder{h: h}
-	runtime.AddCleanup(d, func(h C.tjhandle) { C.tjDestroy(h) }, h)
+	runtime.AddCleanup(d, func(h *handle) {
+		if h.t != nil {
+			C.tjDestroy(h.t)
+		}
+	}, h)
 	return d, nil
 }
 
@@ -47,15 +72,24 @@ type Header struct {
 
 // Header reads data's header. CMYK and YCCK images are refused.
 func (d *Decoder) Header(data []byte) (Header, error) {
-	var w, h, sub, cs C.int
-	if len(data) == 0 || C.tjDecompressHeader3(d.h, (*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)), &w, &h, &sub, &cs) != 0 {
-		return Header{}, d.err("header")
+	if len(data) == 0 {
+		return Header{}, errors.New("jpeg: header: no data")
 	}
-	if cs == C.TJCS_CMYK || cs == C.TJCS_YCCK {
+	if d.h.t == nil {
+		return Header{}, errors.New("turbojpeg: no decompressor (tjInitDecompress failed)")
+	}
+	r := C.lgReadHeader(d.h.t, (*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)))
+	if r.rc != 0 {
+		return Header{}, d.fail("header")
+	}
+	if r.w <= 0 || r.h <= 0 {
+		return Header{}, fmt.Errorf("jpeg: header: %d x %d pixels", r.w, r.h)
+	}
+	if r.cs == C.TJCS_CMYK || r.cs == C.TJCS_YCCK {
 		return Header{}, errors.New("jpeg: CMYK images are not supported")
 	}
-	hd := Header{Width: int(w), Height: int(h), SubX: 1, SubY: 1, subsamp: sub}
-	switch sub {
+	hd := Header{Width: int(r.w), Height: int(r.h), SubX: 1, SubY: 1, subsamp: r.sub}
+	switch r.sub {
 	case C.TJSAMP_422:
 		hd.SubX = 2
 	case C.TJSAMP_420:
@@ -75,31 +109,31 @@ func Scaled(n, num int) int { return (n*num + 7) / 8 }
 
 // DecodePlanes decodes data at scale num/8 (1 to 8) into planes: Y, and Cb
 // and Cr unless hd is grey, each plane[i] of stride strides[i] (at least
-// its PlaneSize width) and holding at least PlaneSize's rows.
+// its PlaneSize width; Cb's and Cr's the same) and holding at least
+// PlaneSize's rows.
 func (d *Decoder) DecodePlanes(data []byte, hd Header, num int, planes [3][]byte, strides [3]int) error {
 	w, h := Scaled(hd.Width, num), Scaled(hd.Height, num)
 	n := 3
 	if hd.Grey {
 		n = 1
 	}
-	ptrs := (*[3]*C.uchar)(C.malloc(C.size_t(3 * unsafe.Sizeof((*C.uchar)(nil)))))
-	defer C.free(unsafe.Pointer(ptrs))
-	var cs [3]C.int
+	var ptrs [3]*C.uchar
 	for i := range n {
 		pw, ph := PlaneSize(hd, num, i)
-		if strides[i] < pw || len(planes[i]) < strides[i]*(ph-1)+pw {
+		if strides[i] < pw || len(planes[i]) < strides[i]*(ph-1)+pw || (i == 2 && strides[2] != strides[1]) {
 			return fmt.Errorf("turbojpeg: plane %d of %d bytes, stride %d, cannot hold %d x %d", i, len(planes[i]), strides[i], pw, ph)
 		}
 		ptrs[i] = (*C.uchar)(unsafe.Pointer(&planes[i][0]))
-		cs[i] = C.int(strides[i])
 	}
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	for i := range n {
-		pin.Pin(&planes[i][0])
+	if len(data) == 0 {
+		return errors.New("jpeg: decode: no data")
 	}
-	if C.tjDecompressToYUVPlanes(d.h, (*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)), &ptrs[0], C.int(w), &cs[0], C.int(h), 0) != 0 {
-		return d.err("decode")
+	if d.h.t == nil {
+		return errors.New("turbojpeg: no decompressor (tjInitDecompress failed)")
+	}
+	if C.lgDecodePlanes(d.h.t, (*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)),
+		ptrs[0], ptrs[1], ptrs[2], C.int(strides[0]), C.int(strides[1]), C.int(w), C.int(h)) != 0 {
+		return d.fail("decode")
 	}
 	return nil
 }
@@ -112,6 +146,14 @@ func PlaneSize(hd Header, num, i int) (w, h int) {
 	return int(C.tjPlaneWidth(C.int(i), sw, hd.subsamp)), int(C.tjPlaneHeight(C.int(i), sh, hd.subsamp))
 }
 
-func (d *Decoder) err(what string) error {
-	return fmt.Errorf("jpeg: %s: %s", what, C.GoString(C.tjGetErrorStr2(d.h)))
+// fail returns the decompressor's error and replaces it with a new one:
+// after a failed call, TurboJPEG 2.1's decompressor is left inside the
+// header it failed on, and the next tjDecompressHeader3 returns success
+// without filling in the size (TestAfterError), which made the next
+// image's planes garbage or corrupted memory.
+func (d *Decoder) fail(what string) error {
+	err := fmt.Errorf("jpeg: %s: %s", what, C.GoString(C.tjGetErrorStr2(d.h.t)))
+	C.tjDestroy(d.h.t)
+	d.h.t = C.tjInitDecompress()
+	return err
 }

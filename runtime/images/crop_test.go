@@ -72,8 +72,9 @@ func TestCenterGrid(t *testing.T) {
 	}
 }
 
-// TestOutputValues: a float key holds torchvision's ToTensor then
-// Normalize of the uint8 pixels, in CHW or HWC, flipped alike.
+// TestOutputValues: a uint8 key holds the pixels and a float key
+// torchvision's ToTensor then Normalize of them, in CHW or HWC, flipped
+// alike.
 func TestOutputValues(t *testing.T) {
 	const w, h = 5, 4
 	mean, std := []float64{0.485, 0.456, 0.406}, []float64{0.229, 0.224, 0.225}
@@ -90,30 +91,41 @@ func TestOutputValues(t *testing.T) {
 	whole.Region.Max.X, whole.Region.Max.Y = w, h
 	for _, layout := range []Layout{CHW, HWC} {
 		for _, flip := range []bool{false, true} {
-			c := whole
-			c.Flip = flip
-			tr := &Transform{Layout: layout, Mean: mean, Std: std}
-			o := NewOutput(tr, h, w, 3, true)
-			dst := make([]byte, 4*w*h*3)
-			if err := o.Write(&s, dst, d, c); err != nil {
-				t.Fatal(err)
-			}
-			got := runtime.View[float32](dst)
-			for ch := range 3 {
-				for y := range h {
-					for x := range w {
-						sx := x
-						if flip {
-							sx = w - 1 - x
-						}
-						v := float32(d.Planes[ch].Pix[y*w+sx])
-						want := (v/255 - float32(mean[ch])) / float32(std[ch])
-						at := (ch*h+y)*w + x
-						if layout == HWC {
-							at = (y*w+x)*3 + ch
-						}
-						if math.Abs(float64(got[at]-want)) > 1e-6 {
-							t.Fatalf("%v flip %v: channel %d (%d, %d) = %v, want %v", layout, flip, ch, x, y, got[at], want)
+			for _, float := range []bool{false, true} {
+				c := whole
+				c.Flip = flip
+				tr := &Transform{Layout: layout}
+				if float {
+					tr.Mean, tr.Std = mean, std
+				}
+				o := NewOutput(tr, h, w, 3, float)
+				dst := make([]byte, 4*w*h*3)
+				if err := o.Write(&s, dst, d, c); err != nil {
+					t.Fatal(err)
+				}
+				got := runtime.View[float32](dst)
+				for ch := range 3 {
+					for y := range h {
+						for x := range w {
+							sx := x
+							if flip {
+								sx = w - 1 - x
+							}
+							v := d.Planes[ch].Pix[y*w+sx]
+							at := (ch*h+y)*w + x
+							if layout == HWC {
+								at = (y*w+x)*3 + ch
+							}
+							if !float {
+								if dst[at] != v {
+									t.Fatalf("%v flip %v uint8: channel %d (%d, %d) = %d, want %d", layout, flip, ch, x, y, dst[at], v)
+								}
+								continue
+							}
+							want := (float32(v)/255 - float32(mean[ch])) / float32(std[ch])
+							if math.Abs(float64(got[at]-want)) > 1e-6 {
+								t.Fatalf("%v flip %v: channel %d (%d, %d) = %v, want %v", layout, flip, ch, x, y, got[at], want)
+							}
 						}
 					}
 				}

@@ -3,58 +3,57 @@
 package images
 
 import (
-	"errors"
 	"fmt"
 	"image"
-	"image/jpeg"
+
+	"github.com/loadergen/loadergen/internal/jpeg"
 )
 
-// jpegState is the standard library decoder's state: none, as image/jpeg
-// allocates its image on every call.
-type jpegState struct{}
+// jpegState is the pure-Go decoder (internal/jpeg, the standard library's
+// image/jpeg keeping its buffers) and the crop it is decoding for.
+type jpegState struct {
+	dec    jpeg.Decoder
+	draw   Drawer
+	crop   Crop
+	window func(w, h int) image.Rectangle // st.drawWindow, bound once
+}
 
-// decodeJPEG decodes a JPEG whole with image/jpeg: its Y, Cb and Cr planes
-// (or its grey plane) are the decoder's own.
+// drawWindow draws the crop once the decoder knows the image's size and
+// returns the region it reads: only that region's blocks are decoded.
+func (st *jpegState) drawWindow(w, h int) image.Rectangle {
+	st.crop = st.draw.Draw(w, h)
+	return st.crop.Region
+}
+
+// decodeJPEG decodes the blocks of a JPEG that the crop reads into the
+// decoder's planes: Y, Cb and Cr (or grey, or RGB).
 func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
-	s.reader.Reset(data)
-	img, err := jpeg.Decode(&s.reader)
+	st := &s.jpeg
+	if st.window == nil {
+		st.window = st.drawWindow
+	}
+	st.draw = draw
+	m, err := st.dec.Decode(data, st.window)
+	st.draw = nil
 	if err != nil {
 		return nil, Crop{}, fmt.Errorf("jpeg: %w", err)
 	}
-	b := img.Bounds()
 	d := &s.decoded
-	*d = Decoded{W: b.Dx(), H: b.Dy(), Scale: 1}
-	switch m := img.(type) {
-	case *image.Gray:
+	*d = Decoded{W: m.Width, H: m.Height, Scale: 1}
+	switch {
+	case m.Comps == 1:
 		d.Colour = Grey
-		d.Planes[0] = Plane{Pix: m.Pix, Stride: m.Stride, W: d.W, H: d.H, SubX: 1, SubY: 1}
-	case *image.YCbCr:
-		d.Colour = YCbCr
-		sx, sy := subsampling(m.SubsampleRatio)
-		d.Planes[0] = Plane{Pix: m.Y, Stride: m.YStride, W: d.W, H: d.H, SubX: 1, SubY: 1}
-		cw, ch := ceilDiv(d.W, sx), ceilDiv(d.H, sy)
-		d.Planes[1] = Plane{Pix: m.Cb, Stride: m.CStride, W: cw, H: ch, SubX: sx, SubY: sy}
-		d.Planes[2] = Plane{Pix: m.Cr, Stride: m.CStride, W: cw, H: ch, SubX: sx, SubY: sy}
+	case m.RGB:
+		d.Colour = RGB
 	default:
-		return nil, Crop{}, errors.New("jpeg: CMYK images are not supported")
+		d.Colour = YCbCr
 	}
-	return d, draw.Draw(d.W, d.H), nil
-}
-
-// subsampling returns how many pixels across and down one chroma sample
-// of the ratio covers.
-func subsampling(r image.YCbCrSubsampleRatio) (x, y int) {
-	switch r {
-	case image.YCbCrSubsampleRatio422:
-		return 2, 1
-	case image.YCbCrSubsampleRatio420:
-		return 2, 2
-	case image.YCbCrSubsampleRatio440:
-		return 1, 2
-	case image.YCbCrSubsampleRatio411:
-		return 4, 1
-	case image.YCbCrSubsampleRatio410:
-		return 4, 2
+	for i := range m.Comps {
+		sx, sy := 1, 1
+		if i > 0 {
+			sx, sy = m.SubX, m.SubY
+		}
+		d.Planes[i] = Plane{Pix: m.Planes[i], Stride: m.Strides[i], W: ceilDiv(m.Width, sx), H: ceilDiv(m.Height, sy), SubX: sx, SubY: sy}
 	}
-	return 1, 1
+	return d, st.crop, nil
 }

@@ -17,7 +17,10 @@ type jpegState struct {
 
 // decodeJPEG reads the header, draws the crop, and decodes the Y, Cb and
 // Cr planes at the smallest DCT scale n/8 at which the crop still covers
-// the key's pixels (so that resampling only reduces).
+// twice the key's pixels. It decodes the whole image: cutting the crop's
+// window out first (tjTransform) Huffman-decodes the whole image as well
+// and re-encodes the window, which measured slower than decoding all of it
+// for every crop size (commit fda9501's BenchmarkWindow).
 func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
 	st := &s.jpeg
 	if st.dec == nil {
@@ -55,13 +58,13 @@ func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
 	// The planes are padded to whole chroma samples; the image is not.
 	d.W, d.H = turbojpeg.Scaled(hd.Width, num), turbojpeg.Scaled(hd.Height, num)
 	d.Planes[0].W, d.Planes[0].H = d.W, d.H
-	return d, scaleCrop(c, d.W, d.H), nil
+	return d, scaleCrop(c, num, d.W, d.H), nil
 }
 
 // scaleFor is the smallest n (1..8) at which the crop, decoded at n/8,
-// still has twice the key's pixels along both axes: DCT scaling blurs
-// less than PIL's antialiased filter, and a margin of 2 keeps the result
-// within 35 dB of PIL's (TestAgainstPIL).
+// still has twice the key's pixels along both axes: DCT scaling filters
+// otherwise than PIL's antialiased triangle; with a margin of 2 the worst
+// of TestAgainstPIL's crops is at 47 dB, with none at 35.1 dB.
 func scaleFor(c Crop) int {
 	for num := 1; num < 8; num++ {
 		f := float64(num) / 8
@@ -72,13 +75,16 @@ func scaleFor(c Crop) int {
 	return 8
 }
 
-// scaleCrop maps crop c of a c.Width x c.Height image onto the image
-// decoded at w x h pixels.
-func scaleCrop(c Crop, w, h int) Crop {
-	sx, sy := float64(w)/float64(c.Width), float64(h)/float64(c.Height)
-	c.X0, c.X1, c.Y0, c.Y1 = c.X0*sx, c.X1*sx, c.Y0*sy, c.Y1*sy
-	c.Region.Min.X, c.Region.Min.Y = int(math.Floor(float64(c.Region.Min.X)*sx)), int(math.Floor(float64(c.Region.Min.Y)*sy))
-	c.Region.Max.X, c.Region.Max.Y = min(int(math.Ceil(float64(c.Region.Max.X)*sx)), w), min(int(math.Ceil(float64(c.Region.Max.Y)*sy)), h)
+// scaleCrop maps crop c onto the image decoded at scale num/8, w x h
+// pixels. Decoded pixel i covers the image's [i*8/num, (i+1)*8/num)
+// along both axes: the factor is num/8 exactly, not w/c.Width, which
+// libjpeg-turbo's rounding of the sizes up makes larger (161/427 rows for
+// 427 at 3/8), shifting the box by up to a decoded pixel at the far edge.
+func scaleCrop(c Crop, num, w, h int) Crop {
+	f := float64(num) / 8
+	c.X0, c.X1, c.Y0, c.Y1 = c.X0*f, c.X1*f, c.Y0*f, c.Y1*f
+	c.Region.Min.X, c.Region.Min.Y = int(math.Floor(float64(c.Region.Min.X)*f)), int(math.Floor(float64(c.Region.Min.Y)*f))
+	c.Region.Max.X, c.Region.Max.Y = min(int(math.Ceil(float64(c.Region.Max.X)*f)), w), min(int(math.Ceil(float64(c.Region.Max.Y)*f)), h)
 	c.Width, c.Height = w, h
 	return c
 }

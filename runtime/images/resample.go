@@ -7,12 +7,17 @@ import "math"
 const precisionBits = 32 - 8 - 2
 
 // axis holds the resampling coefficients of one axis: output pixel i reads
-// input pixels start[i] .. start[i]+count[i]-1 with weights
-// coef[i*size:][:count[i]]. It is scratch, grown as needed and reused.
+// input pixels start[i] .. start[i]+size-1 with weights coef[i*size:][:size].
+// Where the span holds at least size pixels (padded), each pixel's taps
+// are PIL's, moved within the size slots so that none reads past the
+// span's end, the rest zero: every pixel then reads exactly size inputs,
+// which the passes unroll. Else count[i] says how many are PIL's. It is
+// scratch, grown as needed and reused.
 type axis struct {
 	start, count []int
 	coef         []int32
-	size         int // coefficients per output pixel
+	size         int  // coefficients per output pixel
+	padded       bool // every pixel reads size inputs, within the span
 }
 
 // bilinear is PIL's triangle filter, of support 1.
@@ -37,6 +42,7 @@ func (a *axis) prepare(lo, hi int, b0, b1 float64, out int) {
 	a.start = grow(a.start, out)
 	a.count = grow(a.count, out)
 	a.coef = grow(a.coef, out*a.size)
+	a.padded = a.size <= in
 	var w [64]float64 // weights of one output pixel, enough for reductions of up to 31x
 	for i := range out {
 		center := b0 + (float64(i)+0.5)*scale
@@ -66,7 +72,16 @@ func (a *axis) prepare(lo, hi int, b0, b1 float64, out int) {
 				k[x] = int32(0.5 + v*(1<<precisionBits))
 			}
 		}
-		a.start[i], a.count[i] = lo+xmin, min(xmax, a.size)
+		n := min(xmax, a.size)
+		if a.padded {
+			if shift := xmin + a.size - in; shift > 0 {
+				copy(k[shift:], k[:n])
+				clear(k[:shift])
+				xmin -= shift
+			}
+			n = a.size
+		}
+		a.start[i], a.count[i] = lo+xmin, n
 	}
 }
 
@@ -96,7 +111,11 @@ func clip8(v int32) uint8 {
 type resampler struct {
 	h, v axis
 	tmp  []uint8
+	acc  []int32 // the vertical pass's sums of one row, where not unrolled
 }
+
+// half is 0.5 in the coefficients' fixed point: the rounding of a sum.
+const half = int32(1) << (precisionBits - 1)
 
 // resample writes into dst (outW x outH, packed) plane p's box
 // [x0, x1) x [y0, y1) of its region r, both in the plane's pixels.
@@ -104,16 +123,67 @@ func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float
 	s.h.prepare(r.x0, r.x1, x0-float64(r.x0), x1-float64(r.x0), outW)
 	s.v.prepare(r.y0, r.y1, y0-float64(r.y0), y1-float64(r.y0), outH)
 	first := s.v.start[0]
-	last := s.v.start[outH-1] + s.v.count[outH-1]
+	last := 0
+	for y := range outH {
+		last = max(last, s.v.start[y]+s.v.count[y])
+	}
 	rows := last - first
-	s.tmp = grow(s.tmp, rows*outW)
-	half := int32(1) << (precisionBits - 1)
+	// Sized for the plane's height, whatever the crop's: the first image
+	// of a dataset's size grows it once and for all.
+	s.tmp = grow(s.tmp, max(rows, p.H)*outW)[:rows*outW]
 	for y := range rows {
-		src := p.Pix[(first+y)*p.Stride:]
-		out := s.tmp[y*outW:][:outW]
+		s.h.pass(s.tmp[y*outW:][:outW], p.Pix[(first+y)*p.Stride:])
+	}
+	for y := range outH {
+		s.vertical(dst[y*outW:][:outW], (s.v.start[y]-first)*outW, y)
+	}
+}
+
+// pass resamples the row src into out along a, taps unrolled for the
+// sizes of reductions by up to 4 (3, 5, 7, 9 coefficients).
+func (a *axis) pass(out, src []uint8) {
+	if !a.padded {
 		for x := range out {
-			k := s.h.coef[x*s.h.size:][:s.h.count[x]]
-			in := src[s.h.start[x]:][:len(k)]
+			k := a.coef[x*a.size:][:a.count[x]]
+			in := src[a.start[x]:][:len(k)]
+			sum := half
+			for i, c := range k {
+				sum += int32(in[i]) * c
+			}
+			out[x] = clip8(sum)
+		}
+		return
+	}
+	start, coef := a.start[:len(out)], a.coef
+	switch a.size {
+	case 3:
+		for x, st := range start {
+			in, c := src[st:st+3:st+3], coef[3*x:3*x+3:3*x+3]
+			out[x] = clip8(half + int32(in[0])*c[0] + int32(in[1])*c[1] + int32(in[2])*c[2])
+		}
+	case 5:
+		for x, st := range start {
+			in, c := src[st:st+5:st+5], coef[5*x:5*x+5:5*x+5]
+			out[x] = clip8(half + int32(in[0])*c[0] + int32(in[1])*c[1] + int32(in[2])*c[2] +
+				int32(in[3])*c[3] + int32(in[4])*c[4])
+		}
+	case 7:
+		for x, st := range start {
+			in, c := src[st:st+7:st+7], coef[7*x:7*x+7:7*x+7]
+			out[x] = clip8(half + int32(in[0])*c[0] + int32(in[1])*c[1] + int32(in[2])*c[2] +
+				int32(in[3])*c[3] + int32(in[4])*c[4] + int32(in[5])*c[5] + int32(in[6])*c[6])
+		}
+	case 9:
+		for x, st := range start {
+			in, c := src[st:st+9:st+9], coef[9*x:9*x+9:9*x+9]
+			out[x] = clip8(half + int32(in[0])*c[0] + int32(in[1])*c[1] + int32(in[2])*c[2] +
+				int32(in[3])*c[3] + int32(in[4])*c[4] + int32(in[5])*c[5] + int32(in[6])*c[6] +
+				int32(in[7])*c[7] + int32(in[8])*c[8])
+		}
+	default:
+		n := a.size
+		for x, st := range start {
+			in, k := src[st:st+n], coef[n*x:n*x+n]
 			sum := half
 			for i, c := range k {
 				sum += int32(in[i]) * c
@@ -121,17 +191,50 @@ func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float
 			out[x] = clip8(sum)
 		}
 	}
-	for y := range outH {
-		k := s.v.coef[y*s.v.size:][:s.v.count[y]]
-		base := (s.v.start[y] - first) * outW
-		out := dst[y*outW:][:outW]
-		for x := range out {
-			sum := half
-			for i, c := range k {
-				sum += int32(s.tmp[base+i*outW+x]) * c
+}
+
+// vertical writes output row y into out from tmp's rows from offset base
+// on: each column's sum over the rows of y's taps.
+func (s *resampler) vertical(out []uint8, base, y int) {
+	v, w := &s.v, len(out)
+	row := func(i int) []uint8 { return s.tmp[base+i*w:][:w] }
+	if v.padded && v.size <= 7 && v.size%2 == 1 {
+		c := v.coef[y*v.size:][:v.size]
+		switch v.size {
+		case 3:
+			r0, r1, r2 := row(0), row(1), row(2)
+			for x := range out {
+				out[x] = clip8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2])
 			}
-			out[x] = clip8(sum)
+			return
+		case 5:
+			r0, r1, r2, r3, r4 := row(0), row(1), row(2), row(3), row(4)
+			for x := range out {
+				out[x] = clip8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2] +
+					int32(r3[x])*c[3] + int32(r4[x])*c[4])
+			}
+			return
+		case 7:
+			r0, r1, r2, r3, r4, r5, r6 := row(0), row(1), row(2), row(3), row(4), row(5), row(6)
+			for x := range out {
+				out[x] = clip8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2] +
+					int32(r3[x])*c[3] + int32(r4[x])*c[4] + int32(r5[x])*c[5] + int32(r6[x])*c[6])
+			}
+			return
 		}
+	}
+	acc := grow(s.acc, w)
+	s.acc = acc
+	for x := range acc {
+		acc[x] = half
+	}
+	for i, c := range v.coef[y*v.size:][:v.count[y]] {
+		for x, p := range row(i) {
+			acc[x] += int32(p) * c
+		}
+	}
+	for x, sum := range acc {
+		out[x] = clip8(sum)
 	}
 }
 

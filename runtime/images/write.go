@@ -2,7 +2,6 @@ package images
 
 import (
 	"fmt"
-	"image/color"
 
 	"github.com/loadergen/loadergen/runtime"
 )
@@ -66,46 +65,101 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // write converts the n resampled planes of colour model m in s.out to the
 // key's channels and writes them to dst in its layout and dtype, mirrored
-// when flip is set.
+// when flip is set. It converts in place, plane by plane, and then stores
+// each channel's rows, so that every loop runs over one row or plane.
 func (o *Output) write(s *Scratch, dst []byte, m Colour, n int, flip bool) {
+	size := o.W * o.H
+	var planes [3][]uint8
+	for p := range n {
+		planes[p] = s.out[p][:size]
+	}
+	if n == 3 && m == YCbCr {
+		ycbcrToRGB(planes[0], planes[1], planes[2])
+	}
+	if n == 3 && o.C == 1 {
+		grey(planes[0], planes[1], planes[2])
+	}
+	if n == 1 {
+		planes[1], planes[2] = planes[0], planes[0]
+	}
 	w, h := o.W, o.H
-	var px [3]uint8
 	var f32 []float32
 	if o.Float {
-		f32 = runtime.View[float32](dst)
+		f32 = runtime.View[float32](dst)[:o.C*size]
+	} else {
+		dst = dst[:o.C*size]
 	}
-	for y := range h {
-		for x := range w {
-			i := y*w + x
+	for ch := range o.C {
+		lut := &o.lut[ch]
+		for y := range h {
+			src := planes[ch][y*w:][:w]
 			switch {
-			case n == 1:
-				px[0] = s.out[0][i]
-				px[1], px[2] = px[0], px[0]
-			case m == YCbCr:
-				px[0], px[1], px[2] = color.YCbCrToRGB(s.out[0][i], s.out[1][i], s.out[2][i])
-			default:
-				px[0], px[1], px[2] = s.out[0][i], s.out[1][i], s.out[2][i]
-			}
-			if o.C == 1 && n == 3 {
-				// PIL's convert("L"): ITU-R 601-2 luma in 16-bit fixed point.
-				px[0] = uint8((uint32(px[0])*19595 + uint32(px[1])*38470 + uint32(px[2])*7471 + 0x8000) >> 16)
-			}
-			ox := x
-			if flip {
-				ox = w - 1 - x
-			}
-			for ch := range o.C {
-				at := (y*w+ox)*o.C + ch // HWC
-				if o.T.Layout == CHW {
-					at = (ch*h+y)*w + ox
-				}
-				if o.Float {
-					f32[at] = o.lut[ch][px[ch]]
+			case o.T.Layout == CHW && o.Float:
+				row := f32[(ch*h+y)*w:][:w]
+				if flip {
+					for x, v := range src {
+						row[w-1-x] = lut[v]
+					}
 				} else {
-					dst[at] = px[ch]
+					for x, v := range src {
+						row[x] = lut[v]
+					}
+				}
+			case o.T.Layout == CHW:
+				row := dst[(ch*h+y)*w:][:w]
+				if flip {
+					for x, v := range src {
+						row[w-1-x] = v
+					}
+				} else {
+					copy(row, src)
+				}
+			default: // HWC: channel ch of every pixel of the row
+				at, step := y*w*o.C+ch, o.C
+				if flip {
+					at, step = at+(w-1)*o.C, -o.C
+				}
+				for _, v := range src {
+					if o.Float {
+						f32[at] = lut[v]
+					} else {
+						dst[at] = v
+					}
+					at += step
 				}
 			}
 		}
+	}
+}
+
+// ycbcrToRGB converts JPEG's Y, Cb and Cr planes to red, green and blue
+// in place, as image/color's YCbCrToRGB does (the fixed point and
+// clamping are its own).
+func ycbcrToRGB(y, cb, cr []uint8) {
+	cb, cr = cb[:len(y)], cr[:len(y)]
+	for i, v := range y {
+		yy := int32(v) * 0x10101
+		b1, r1 := int32(cb[i])-128, int32(cr[i])-128
+		y[i] = clamp16(yy + 91881*r1)
+		cb[i] = clamp16(yy - 22554*b1 - 46802*r1)
+		cr[i] = clamp16(yy + 116130*b1)
+	}
+}
+
+// clamp16 is a 16.16 fixed-point value back to a byte, clamped.
+func clamp16(v int32) uint8 {
+	if uint32(v)&0xff000000 == 0 {
+		return uint8(v >> 16)
+	}
+	return uint8(^(v >> 31))
+}
+
+// grey replaces r with the luma of r, g and b: PIL's convert("L"),
+// ITU-R 601-2 luma in 16-bit fixed point.
+func grey(r, g, b []uint8) {
+	g, b = g[:len(r)], b[:len(r)]
+	for i, v := range r {
+		r[i] = uint8((uint32(v)*19595 + uint32(g[i])*38470 + uint32(b[i])*7471 + 0x8000) >> 16)
 	}
 }
 

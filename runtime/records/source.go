@@ -1,6 +1,7 @@
 package records
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,7 +50,12 @@ type Source struct {
 	outs    []*images.Output
 	masks   []*images.Mask
 	geom    []int // per mask key: its image key's index
-	states  sync.Pool
+	// free holds the states no Read or Crop is using: they pop one (or
+	// make one) and push it back, under mu. A sync.Pool would drop them at
+	// garbage collections and regrow their buffers; this list keeps as
+	// many as calls have run at once.
+	mu   sync.Mutex
+	free []*state
 }
 
 // state is one Read's scratch: member bytes and the image buffers.
@@ -128,9 +134,6 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 		if spec.Folder != "" && k.Member != "cls" {
 			s.member[i] = 0
 		}
-	}
-	s.states.New = func() any {
-		return &state{data: make([][]byte, len(s.ix.members)), crops: make([]images.Crop, len(spec.Keys))}
 	}
 	return s, nil
 }
@@ -237,8 +240,8 @@ func (e *SampleError) Unwrap() error { return e.Err }
 // and writes every key into dst, one buffer per key in spec order. An
 // error is a *runtime.KeyError around a *SampleError.
 func (s *Source) Read(r *rand.Rand, index int, dst ...[]byte) error {
-	st := s.states.Get().(*state)
-	defer s.states.Put(st)
+	st := s.get()
+	defer s.put(st)
 	if err := s.load(st, index); err != nil {
 		return err
 	}
@@ -248,6 +251,25 @@ func (s *Source) Read(r *rand.Rand, index int, dst ...[]byte) error {
 		}
 	}
 	return nil
+}
+
+// get takes a free state, or makes one.
+func (s *Source) get() *state {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.free); n > 0 {
+		st := s.free[n-1]
+		s.free = s.free[:n-1]
+		return st
+	}
+	return &state{data: make([][]byte, len(s.ix.members)), crops: make([]images.Crop, len(s.spec.Keys))}
+}
+
+// put gives st back.
+func (s *Source) put(st *state) {
+	s.mu.Lock()
+	s.free = append(s.free, st)
+	s.mu.Unlock()
 }
 
 // load reads sample index's members into st.data.
@@ -327,8 +349,8 @@ func (s *Source) write(st *state, r *rand.Rand, index, i int, dst []byte) error 
 // parseLabel reads a cls member: a text integer (surrounding white space
 // allowed) that dtype d holds.
 func parseLabel(b []byte, d runtime.DType) (int64, error) {
-	text := strings.TrimSpace(string(b))
-	v, err := strconv.ParseInt(text, 10, 64)
+	text := bytes.TrimSpace(b)
+	v, err := strconv.ParseInt(string(text), 10, 64) // converted on the stack: ParseInt keeps no reference
 	if err != nil {
 		return 0, fmt.Errorf("cls %q is not an integer", text)
 	}
@@ -345,8 +367,8 @@ func (s *Source) Crop(epoch, index int) ([]images.Crop, error) {
 	var pcg rand.PCG
 	runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, epoch), index)
 	r := rand.New(&pcg)
-	st := s.states.Get().(*state)
-	defer s.states.Put(st)
+	st := s.get()
+	defer s.put(st)
 	if err := s.load(st, index); err != nil {
 		return nil, err
 	}

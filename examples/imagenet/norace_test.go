@@ -1,0 +1,5 @@
+//go:build !race
+
+package imagenet
+
+const raceEnabled = false

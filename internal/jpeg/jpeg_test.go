@@ -1,0 +1,214 @@
+package jpeg
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	stdjpeg "image/jpeg"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// fixtures returns JPEGs of every kind the decoder meets: Go's encoder's
+// 4:2:0 colour and grey, and PIL's 4:4:4, 4:2:2 and progressive
+// (testdata/make_fixtures.py).
+func fixtures(t testing.TB) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	col := image.NewRGBA(image.Rect(0, 0, 75, 43))
+	gr := image.NewGray(image.Rect(0, 0, 33, 70))
+	for y := range 70 {
+		for x := range 75 {
+			col.Set(x, y, color.RGBA{uint8(x * 3), uint8(y * 5), uint8(x * y), 255})
+			gr.Set(x, y, color.Gray{uint8(x*7 + y)})
+		}
+	}
+	for name, m := range map[string]image.Image{"go420": col, "gogrey": gr} {
+		var buf bytes.Buffer
+		if err := stdjpeg.Encode(&buf, m, &stdjpeg.Options{Quality: 85}); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = buf.Bytes()
+	}
+	files, err := filepath.Glob("testdata/*.jpg")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("testdata: %v, %d files", err, len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Base(f)] = b
+	}
+	return out
+}
+
+// planesOf returns image/jpeg's decoding of data as planes, the reference.
+func planesOf(t testing.TB, data []byte) (planes [3][]byte, strides [3]int, n int) {
+	t.Helper()
+	m, err := stdjpeg.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch m := m.(type) {
+	case *image.Gray:
+		return [3][]byte{m.Pix}, [3]int{m.Stride}, 1
+	case *image.YCbCr:
+		return [3][]byte{m.Y, m.Cb, m.Cr}, [3]int{m.YStride, m.CStride, m.CStride}, 3
+	}
+	t.Fatalf("image/jpeg gave a %T", m)
+	return
+}
+
+// TestAgainstImageJPEG: every sample of the window, for windows of the
+// whole image, a corner, an inner box and nothing, is image/jpeg's, with
+// one Decoder decoding every fixture in turn (so each decode starts from
+// the previous one's buffers and tables).
+func TestAgainstImageJPEG(t *testing.T) {
+	var dec Decoder
+	for name, data := range fixtures(t) {
+		want, wantStrides, n := planesOf(t, data)
+		for _, win := range []image.Rectangle{image.Rect(0, 0, 1<<20, 1<<20), image.Rect(0, 0, 9, 17), image.Rect(20, 11, 31, 40), {}} {
+			m, err := dec.Decode(data, func(w, h int) image.Rectangle { return win })
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if m.Comps != n {
+				t.Fatalf("%s: %d components, image/jpeg %d", name, m.Comps, n)
+			}
+			win := win.Intersect(image.Rect(0, 0, m.Width, m.Height))
+			for i := range n {
+				sx, sy := 1, 1
+				if i > 0 {
+					sx, sy = m.SubX, m.SubY
+				}
+				for y := win.Min.Y / sy; y < (win.Max.Y+sy-1)/sy; y++ {
+					for x := win.Min.X / sx; x < (win.Max.X+sx-1)/sx; x++ {
+						if got, w := m.Planes[i][y*m.Strides[i]+x], want[i][y*wantStrides[i]+x]; got != w {
+							t.Fatalf("%s, window %v: plane %d (%d, %d) = %d, image/jpeg %d", name, win, i, x, y, got, w)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestWindowSkips: blocks outside the window are not reconstructed (they
+// keep what the buffer held), so the window is what is decoded.
+func TestWindowSkips(t *testing.T) {
+	data := fixtures(t)["go420"]
+	var dec Decoder
+	m, err := dec.Decode(data, func(w, h int) image.Rectangle { return image.Rect(0, 0, w, h) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range m.Planes[0] {
+		m.Planes[0][i] = 7
+	}
+	m, err = dec.Decode(data, func(w, h int) image.Rectangle { return image.Rect(0, 0, 16, 16) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Planes[0][0] == 7 || m.Planes[0][40] != 7 || m.Planes[0][20*m.Strides[0]] != 7 {
+		t.Errorf("luma at (0, 0), (40, 0), (0, 20) = %d, %d, %d: want decoded, 7, 7",
+			m.Planes[0][0], m.Planes[0][40], m.Planes[0][20*m.Strides[0]])
+	}
+}
+
+// TestErrors: a truncated image is an error even below the window (every
+// block is Huffman-decoded), a JPEG without Huffman tables is one even
+// after an image that had them, and CMYK is refused.
+func TestErrors(t *testing.T) {
+	data := fixtures(t)["go420"]
+	var dec Decoder
+	corner := func(w, h int) image.Rectangle { return image.Rect(0, 0, 8, 8) }
+	if _, err := dec.Decode(data, corner); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dec.Decode(data[:len(data)*2/3], corner); err == nil {
+		t.Error("a JPEG truncated below the window decoded")
+	}
+	// Drop the DHT segments: ff c4, a 16-bit length, the tables.
+	var noDHT []byte
+	for i := 0; i < len(data); {
+		if data[i] == 0xff && i+3 < len(data) && data[i+1] == 0xc4 {
+			i += 2 + (int(data[i+2])<<8 | int(data[i+3]))
+			continue
+		}
+		noDHT = append(noDHT, data[i])
+		i++
+	}
+	if _, err := dec.Decode(noDHT, corner); err == nil {
+		t.Error("a JPEG without Huffman tables decoded with the previous image's")
+	}
+	sof := bytes.Index(data, []byte{0xff, 0xc0})
+	cmyk := append(append(append([]byte{}, data[:sof+9]...), 4), data[sof+10:]...)
+	cmyk[sof+3] += 3 // the length of one more component's 3 bytes
+	cmyk = append(cmyk[:sof+19:sof+19], append([]byte{4, 0x11, 0}, cmyk[sof+19:]...)...)
+	if _, err := dec.Decode(cmyk, corner); err == nil || !bytes.Contains([]byte(err.Error()), []byte("CMYK")) {
+		t.Errorf("a 4-component JPEG: %v, want a CMYK error", err)
+	}
+}
+
+// TestAllocs: once its buffers have grown, decoding allocates nothing.
+func TestAllocs(t *testing.T) {
+	for name, data := range fixtures(t) {
+		var dec Decoder
+		whole := func(w, h int) image.Rectangle { return image.Rect(0, 0, w, h) }
+		if _, err := dec.Decode(data, whole); err != nil {
+			t.Fatal(err)
+		}
+		allocs := testing.AllocsPerRun(20, func() {
+			if _, err := dec.Decode(data, whole); err != nil {
+				panic(fmt.Sprint(name, err))
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %v allocations per decode, want 0", name, allocs)
+		}
+	}
+}
+
+// FuzzDecode: no input makes the decoder panic; it fails where image/jpeg
+// fails, and where image/jpeg decodes an input to grey or YCbCr, it
+// succeeds with image/jpeg's luma.
+func FuzzDecode(f *testing.F) {
+	for _, data := range fixtures(f) {
+		f.Add(data)
+	}
+	var dec Decoder
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := dec.Decode(data, func(w, h int) image.Rectangle { return image.Rect(0, 0, w, h) })
+		ref, refErr := stdjpeg.Decode(bytes.NewReader(data))
+		if refErr != nil {
+			if err == nil {
+				t.Fatalf("decoded what image/jpeg refuses: %v", refErr)
+			}
+			return
+		}
+		var planes [3][]byte
+		var strides [3]int
+		switch r := ref.(type) {
+		case *image.Gray:
+			planes[0], strides[0] = r.Pix, r.Stride
+		case *image.YCbCr:
+			planes, strides = [3][]byte{r.Y, r.Cb, r.Cr}, [3]int{r.YStride, r.CStride, r.CStride}
+		default:
+			return // CMYK or RGB: refused or given as RGB here
+		}
+		if err != nil {
+			t.Fatalf("image/jpeg decodes it, this decoder fails: %v", err)
+		}
+		for y := range m.Height {
+			for x := range m.Width {
+				if got, want := m.Planes[0][y*m.Strides[0]+x], planes[0][y*strides[0]+x]; got != want {
+					t.Fatalf("luma (%d, %d) = %d, image/jpeg %d", x, y, got, want)
+				}
+			}
+		}
+	})
+}
