@@ -7,17 +7,12 @@
 # (the files stay in the page cache; no chunk cache in either), and the
 # medians are compared. Needs Debian's python3-zarr. PEER_DIR keeps the
 # stores between runs.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-work=${PEER_DIR:-$(mktemp -d)}
-mkdir -p "$work"
-go build -o "$work/peer-bench" ./examples/peer/cmd/peer-bench
+source "$(dirname "$0")/setup.sh"
 python=/usr/bin/python3
 $python -c 'import zarr, numcodecs' || { echo "make codecs needs Debian's python3-zarr"; exit 1; }
 [ -d "$work/zstd6.zarr" ] || "$work/peer-bench" write -compressor zstd6 "$work/zstd6.zarr"
 [ -d "$work/codecs/blosc-lz4.zarr" ] || $python examples/peer/codecs_peer.py write "$work/zstd6.zarr/raw" "$work/codecs"
 
-median() { tr ' ' '\n' | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 printf '%-10s %10s %12s %8s\n' store go_MB/s python_MB/s go/py
 for comp in zstd6 blosc-lz4; do
 	store="$work/codecs/$comp.zarr"

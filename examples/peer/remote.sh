@@ -6,11 +6,7 @@
 # machine has it, so both sides read files from memory and the ratio is
 # the cost of S3 requests), alternating local and S3, 3 runs each, medians.
 # PEER_DIR keeps the stores between runs (make peer writes them too).
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-work=${PEER_DIR:-$(mktemp -d)}
-mkdir -p "$work"
-go build -o "$work/peer-bench" ./examples/peer/cmd/peer-bench
+source "$(dirname "$0")/setup.sh"
 vgw=$(command -v versitygw || echo "$(go env GOPATH)/bin/versitygw")
 [ -x "$vgw" ] || { echo "make remote-bench needs versitygw: make versitygw"; exit 1; }
 
@@ -25,7 +21,6 @@ for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; s
 export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$port AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret \
 	AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true LOADERGEN_ZARR_CACHE_MB=32
 
-median() { tr ' ' '\n' | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 printf '%-16s %10s %10s %8s\n' store local s3 s3/local
 for comp in zstd6 blosc-lz4; do
 	store="big-$comp.zarr"

@@ -11,15 +11,10 @@
 # timing is one cold epoch in a fresh process, 3 runs, the median kept.
 # Needs Debian's python3-zarr and python3-torch (apt-get install
 # python3-zarr python3-torch). PEER_DIR keeps the stores between runs.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-work=${PEER_DIR:-$(mktemp -d)}
-mkdir -p "$work"
-go build -o "$work/peer-bench" ./examples/peer/cmd/peer-bench
+source "$(dirname "$0")/setup.sh"
 python=/usr/bin/python3
 $python -c 'import zarr, torch' || { echo "make peer needs Debian's python3-zarr and python3-torch"; exit 1; }
 
-median() { tr ' ' '\n' | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 runs() { local out=""; for _ in 1 2 3; do out="$out $("$@")"; done; echo $out | median; }
 
 # compare STORE_LABEL SHAPE: the table's rows for the store of that shape,
