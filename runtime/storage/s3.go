@@ -126,10 +126,10 @@ func (b *bucket) ReadAt(name string, p []byte, off int64) error {
 			Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1))})
 		if err != nil {
 			var se *StatusError
-			if errors.As(b.fail(name, err), &se) && se.Status == 416 {
+			if err = b.fail(name, err); errors.As(err, &se) && se.Status == http.StatusRequestedRangeNotSatisfiable {
 				return errShort(b.URL(name), off, n, 0)
 			}
-			return b.fail(name, err)
+			return err
 		}
 		defer out.Body.Close()
 		if err := checkRange(aws.ToString(out.ContentRange), off, n); err != nil {

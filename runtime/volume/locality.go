@@ -47,13 +47,20 @@ func localityBits(vols []*vol) (axis []int, shift int) {
 // function of (seed, epoch, index), and it does not allocate in steady
 // state. A loader groups its crops by these keys (crops.locality).
 func (s *Source) LocalityKeys(epoch int, indices []int, keys []uint64) {
+	s.places(epoch, indices, func(k int, c *runtime.Crop) { keys[k] = s.localityKey(c) })
+}
+
+// places draws the place (volume and box origins) of the crop of each
+// sample indices[k] of epoch, as Read and Crop draw it, and hands it to
+// f with k. The crop is scratch: f must not keep it.
+func (s *Source) places(epoch int, indices []int, f func(k int, c *runtime.Crop)) {
 	st := s.states.Get().(*state)
 	defer s.states.Put(st)
 	seed := runtime.EpochSeed(s.spec.Seed, epoch)
 	for k, index := range indices {
 		runtime.SeedSample(&st.pcg, seed, index)
 		s.place(st.rng, &st.crop)
-		keys[k] = s.localityKey(&st.crop)
+		f(k, &st.crop)
 	}
 }
 
@@ -85,19 +92,14 @@ func (s *Source) ReadAhead(epoch int, indices []int) {
 	if !s.remote {
 		return
 	}
-	st := s.states.Get().(*state)
-	defer s.states.Put(st)
-	seed := runtime.EpochSeed(s.spec.Seed, epoch)
-	for _, index := range indices {
-		runtime.SeedSample(&st.pcg, seed, index)
-		s.place(st.rng, &st.crop)
-		v := s.vols[st.crop.Volume]
+	s.places(epoch, indices, func(_ int, c *runtime.Crop) {
+		v := s.vols[c.Volume]
 		for k, key := range s.spec.Keys {
 			for _, a := range v.arrays[k] {
 				if a != nil {
-					a.ReadAhead(st.crop.Origin[k], key.Shape)
+					a.ReadAhead(c.Origin[k], key.Shape)
 				}
 			}
 		}
-	}
+	})
 }
