@@ -47,11 +47,6 @@ type Records struct {
 	Folder string
 }
 
-// IsImage reports whether member holds an encoded image.
-func IsImage(member string) bool {
-	return member == MemberJPG || member == MemberJPEG || member == MemberPNG
-}
-
 // recordKey reads the member field of key and, for an image member, its
 // transforms (f holds the key's fields): resize, flip, normalize, layout,
 // or geometry for a mask. It runs after volumeKey.

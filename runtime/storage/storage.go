@@ -129,11 +129,6 @@ func checkName(name string) error {
 	return nil
 }
 
-// notFound is the error of a missing object.
-func notFound(u string) error {
-	return &fs.PathError{Op: "read", Path: u, Err: fs.ErrNotExist}
-}
-
 // StatusError is a remote server's refusal: the URL, the HTTP status and,
 // for S3, its error code.
 type StatusError struct {
