@@ -162,14 +162,14 @@ type Rates struct {
 // Options.LogEpochs logs the same at the end of every epoch.
 func (s Stats) Since(before Stats, elapsed time.Duration) Rates {
 	r := Rates{
-		Elapsed:   elapsed,
-		Batches:   s.Batches - before.Batches,
-		Samples:   s.Samples - before.Samples,
-		Bytes:     s.Bytes - before.Bytes,
-		Padding:   Stats{Rows: s.Rows - before.Rows, Spanned: s.Spanned - before.Spanned}.Padding(),
-		Truncated: s.Truncated - before.Truncated,
+		Elapsed:       elapsed,
+		Batches:       s.Batches - before.Batches,
+		Samples:       s.Samples - before.Samples,
+		Bytes:         s.Bytes - before.Bytes,
+		Padding:       Stats{Rows: s.Rows - before.Rows, Spanned: s.Spanned - before.Spanned}.Padding(),
+		Truncated:     s.Truncated - before.Truncated,
+		MissingChunks: s.MissingChunks - before.MissingChunks,
 	}
-	r.MissingChunks = s.MissingChunks - before.MissingChunks
 	if sec := elapsed.Seconds(); sec > 0 {
 		r.SamplesPerSecond = float64(r.Samples) / sec
 		r.BytesPerSecond = float64(r.Bytes) / sec
