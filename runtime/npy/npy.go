@@ -702,9 +702,13 @@ func (f *File) Close() error {
 // fetched whole to local disk first (storage.Fetch), and messages name its
 // URL.
 func OpenAll(root string, specs []Spec) ([]*File, error) {
+	r, err := storage.Open(root)
+	if err != nil {
+		return nil, err
+	}
 	files := make([]*File, 0, len(specs))
 	for _, spec := range specs {
-		f, err := openUnder(root, spec)
+		f, err := openUnder(r, spec)
 		if errors.Is(err, fs.ErrNotExist) {
 			name := spec.File
 			var pe *fs.PathError
@@ -748,23 +752,21 @@ func CloseAll(files ...*File) error {
 	return first
 }
 
-// openUnder opens spec's files under root (a directory or a URL), fetching
-// them to local disk when root is a URL.
-func openUnder(root string, spec Spec) (*File, error) {
-	data := storage.Join(root, spec.File)
-	dataPath, done, err := storage.Fetch(data)
+// openUnder opens spec's files in root, fetched to local disk first when
+// root is remote.
+func openUnder(root storage.Root, spec Spec) (*File, error) {
+	dataPath, done, err := storage.Fetch(root, spec.File)
 	if err != nil {
 		return nil, err
 	}
 	defer done() // the mapping outlives a fetched file's name
 	if spec.Offsets == "" {
-		return openNamed(dataPath, data, spec)
+		return openNamed(dataPath, root.URL(spec.File), spec)
 	}
-	offsets := storage.Join(root, spec.Offsets)
-	offsetsPath, done, err := storage.Fetch(offsets)
+	offsetsPath, done, err := storage.Fetch(root, spec.Offsets)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	return openRaggedNamed(dataPath, data, offsetsPath, offsets, spec)
+	return openRaggedNamed(dataPath, root.URL(spec.File), offsetsPath, root.URL(spec.Offsets), spec)
 }

@@ -108,15 +108,20 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		for i := range names {
-			names[i] = storage.Join(root, names[i])
+		r, err := storage.Open(root)
+		if err != nil {
+			return nil, err
 		}
-		paths, done, err := fetchShards(names)
+		files := make([]string, len(names))
+		for i, name := range names {
+			files[i] = r.URL(name)
+		}
+		paths, done, err := fetchShards(r, names)
 		defer done() // the shards stay open once their fetched copies are removed
 		if err != nil {
 			return nil, err
 		}
-		if s.ix, err = indexShards(names, paths, members); err != nil {
+		if s.ix, err = indexShards(files, paths, members); err != nil {
 			return nil, err
 		}
 		if err := s.openShards(); err != nil {
@@ -161,25 +166,25 @@ func (s *Source) prepareKeys() error {
 	return nil
 }
 
-// fetchShards fetches the shards at URLs among names to local disk
+// fetchShards fetches the shards names of a remote root to local disk
 // (storage.Fetch: into the disk cache when set, else temporary files that
-// done removes) and returns where each lies; nil paths when every name is
-// a local path.
-func fetchShards(names []string) (paths []string, done func(), err error) {
+// done removes) and returns where each lies; nil paths for a local root,
+// whose shards are read where they are.
+func fetchShards(r storage.Root, names []string) (paths []string, done func(), err error) {
 	var dones []func()
 	done = func() {
 		for _, d := range dones {
 			d()
 		}
 	}
-	if !slices.ContainsFunc(names, storage.IsURL) {
+	if _, local := r.Local(); local {
 		return nil, done, nil
 	}
 	paths = make([]string, len(names))
 	for i, name := range names {
-		p, d, err := storage.Fetch(name)
+		p, d, err := storage.Fetch(r, name)
 		if err != nil {
-			return nil, done, fmt.Errorf("shard %s: %w", name, err)
+			return nil, done, fmt.Errorf("shard %s: %w", r.URL(name), err)
 		}
 		paths[i] = p
 		dones = append(dones, d)

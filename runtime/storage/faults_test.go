@@ -183,7 +183,11 @@ func TestFetch(t *testing.T) {
 	faults := remotetest.Proxy(t, web.URL)
 	faults.Set(0, 2, 2)
 	t.Setenv("TMPDIR", t.TempDir())
-	path, done, err := Fetch(faults.URL + "/big.npy")
+	web2, err := OpenHTTP(faults.URL, Options{Retry: quick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, done, err := Fetch(web2, "big.npy")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +199,7 @@ func TestFetch(t *testing.T) {
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("done left %s: %v", path, err)
 	}
-	if p, _, err := Fetch(filepath.Join(dir, "big.npy")); p != filepath.Join(dir, "big.npy") || err != nil {
+	if p, _, err := Fetch(Local(dir), "big.npy"); p != filepath.Join(dir, "big.npy") || err != nil {
 		t.Errorf("Fetch of a local path = %q, %v", p, err)
 	}
 }

@@ -15,22 +15,19 @@ const (
 	fetchParallel = 8
 )
 
-// Fetch returns a local file that holds the object at loc, for what needs
-// one (a .npy file is mapped into memory): loc itself for a local path;
-// for a URL, the object fetched whole, into the disk cache when
-// LOADERGEN_REMOTE_CACHE_DIR is set (a later Fetch of it, by any process,
-// reads no byte), else into a temporary file that done removes. Call done
-// once the file is opened: a mapping outlives the file's name.
-func Fetch(loc string) (path string, done func(), err error) {
+// Fetch returns a local file that holds object name of r, for what needs
+// one (a .npy file is mapped into memory): the file itself for a local
+// root; for a remote one, the object fetched whole, into the disk cache
+// when LOADERGEN_REMOTE_CACHE_DIR is set (a later Fetch of it, by any
+// process, reads no byte), else into a temporary file that done removes.
+// Call done once the file is opened: a mapping outlives the file's name.
+func Fetch(r Root, name string) (path string, done func(), err error) {
 	nothing := func() {}
-	if !IsURL(loc) {
-		return loc, nothing, nil
+	if _, local := r.Local(); local {
+		return r.URL(name), nothing, nil
 	}
-	dir, name := Split(loc)
-	r, err := Open(dir)
-	if err != nil {
-		return "", nothing, err
-	}
+	loc := r.URL(name)
+	r = bare(r) // the whole file is the cache's entry, not its parts
 	dc, err := processCache()
 	if err != nil {
 		return "", nothing, err
@@ -38,7 +35,7 @@ func Fetch(loc string) (path string, done func(), err error) {
 	var key string
 	tmpDir := os.TempDir()
 	if dc != nil {
-		key, tmpDir = dc.key(r.URL(name), -1, -1), dc.dir
+		key, tmpDir = dc.key(loc, -1, -1), dc.dir
 		if p := filepath.Join(dc.dir, key); dc.touch(p) {
 			return p, nothing, nil
 		}
@@ -65,6 +62,17 @@ func Fetch(loc string) (path string, done func(), err error) {
 		}
 	}
 	return f.Name(), func() { os.Remove(f.Name()) }, nil
+}
+
+// bare returns r without the process's layers (read-ahead, disk cache).
+func bare(r Root) Root {
+	if a, ok := r.(*ahead); ok {
+		r = a.Root
+	}
+	if c, ok := r.(*cached); ok {
+		r = c.Root
+	}
+	return r
 }
 
 // download writes object name of r, size bytes, into f, by parts read in
