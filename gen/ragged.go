@@ -1,9 +1,6 @@
 package gen
 
 import (
-	"encoding/binary"
-	"fmt"
-	"math"
 	"slices"
 	"strconv"
 
@@ -64,34 +61,13 @@ func (g *emitter) ragged(f *jen.File) {
 }
 
 // padValue renders pad as a value of d's Go type, and a note for the
-// comment beside it where the value needs one: int32(-1), float32(-1),
-// float32(math.NaN()); as bits where a constant cannot say it (-0, a value
-// that rounds to an infinity, a 16-bit float): math.Float32frombits(0x80000000)
-// with "-0 as float32", uint16(0xbc00) with "-1 as float16".
+// comment beside it where the value needs one: int32(-1), and a float
+// dtype's as floatLit renders it.
 func padValue(d runtime.DType, pad float64) (jen.Code, string) {
-	text := strconv.FormatFloat(pad, 'g', -1, 64)
-	if !d.IsFloat() {
-		return jen.Id(d.GoType()).Call(jen.Op(strconv.FormatFloat(pad, 'f', -1, 64))), ""
+	if d.IsFloat() {
+		return floatLit(d, pad)
 	}
-	if math.IsNaN(pad) {
-		return jen.Id(d.GoType()).Call(jen.Qual("math", "NaN").Call()), ""
-	}
-	bits := d.Encode(pad)
-	switch d {
-	case runtime.Float16, runtime.BFloat16:
-		return jen.Id("uint16").Call(jen.Op(fmt.Sprintf("%#04x", binary.LittleEndian.Uint16(bits)))), text + " as " + d.String()
-	case runtime.Float32:
-		// The float32 it rounds to, not pad, decides: -1e-46 rounds to -0,
-		// which the constant float32(-1e-46) would make +0.
-		if v := math.Float32frombits(binary.LittleEndian.Uint32(bits)); math.IsInf(float64(v), 0) || v == 0 && math.Signbit(float64(v)) {
-			return jen.Qual("math", "Float32frombits").Call(jen.Op(fmt.Sprintf("%#08x", binary.LittleEndian.Uint32(bits)))), fmt.Sprintf("%s as float32: %v", text, v)
-		}
-	case runtime.Float64:
-		if math.Signbit(pad) && pad == 0 {
-			return jen.Qual("math", "Float64frombits").Call(jen.Op(fmt.Sprintf("%#016x", binary.LittleEndian.Uint64(bits)))), text + " as float64"
-		}
-	}
-	return jen.Id(d.GoType()).Call(jen.Op(text)), ""
+	return jen.Id(d.GoType()).Call(jen.Op(strconv.FormatFloat(pad, 'f', -1, 64))), ""
 }
 
 // padRows renders, after Read, the padding of each ragged key of the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dave/jennifer/jen"
 
+	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/volume"
 	"github.com/loadergen/loadergen/schema"
 )
@@ -130,19 +131,14 @@ func (g *emitter) volumeSpec(f *jen.File) {
 }
 
 // floatValue renders a float64 field of the spec (a key's Fill, the terms
-// of its Normalize) with its bits, or returns nil for +0, the field's zero:
-// math.NaN(), math.Copysign(0, -1) for -0 (which a Go constant cannot
-// say), else the number.
+// of its Normalize) as floatLit renders a float64, keeping its bits (-0
+// and NaN included), or returns nil for +0, the field's zero.
 func floatValue(v float64) jen.Code {
-	switch {
-	case math.IsNaN(v):
-		return jen.Qual("math", "NaN").Call()
-	case v == 0 && math.Signbit(v):
-		return jen.Qual("math", "Copysign").Call(jen.Lit(0), jen.Lit(-1))
-	case v != 0:
-		return jen.Lit(v)
+	if v == 0 && !math.Signbit(v) {
+		return nil
 	}
-	return nil
+	code, _ := floatLit(runtime.Float64, v)
+	return code
 }
 
 // hasClassAxis reports whether some key reads one array per class.

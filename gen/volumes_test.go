@@ -19,7 +19,7 @@ func TestFloatValue(t *testing.T) {
 		code string
 	}{
 		{0, "<nil>"},
-		{math.Copysign(0, -1), "math.Copysign(0, -1)"},
+		{math.Copysign(0, -1), "math.Float64frombits(0x8000000000000000)"},
 		{math.NaN(), "math.NaN()"},
 		{-1.5, "-1.5"},
 		{255, "255.0"},
