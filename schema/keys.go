@@ -327,20 +327,28 @@ func (p *parser) dataFile(path string, n *yaml.Node) (string, error) {
 	return s, err
 }
 
-// localPath reads a path relative to the data root: local, with forward
-// slashes.
+// localPath reads a path relative to the data root: a slashPath that is
+// local.
 func (p *parser) localPath(path string, n *yaml.Node) (string, error) {
-	s, err := p.str(path, n)
-	if err != nil {
-		return "", err
+	s, err := p.slashPath(path, n)
+	if err == nil && !filepath.IsLocal(s) {
+		err = p.errorf(n, path, "%s is not a local path (it must be relative and stay inside the data root)", quote(s))
 	}
+	return s, err
+}
+
+// slashPath reads a path as a schema writes one (a key's file or zarr
+// path): a string without control characters, separated by forward
+// slashes only, so that it reads the same on every system.
+func (p *parser) slashPath(path string, n *yaml.Node) (string, error) {
+	s, err := p.str(path, n)
 	switch {
+	case err != nil:
+		return "", err
 	case hasControl(s):
 		return "", p.errorf(n, path, "%s contains a control character", quote(s))
 	case strings.Contains(s, `\`):
 		return "", p.errorf(n, path, "%s must use forward slashes", quote(s))
-	case !filepath.IsLocal(s):
-		return "", p.errorf(n, path, "%s is not a local path (it must be relative and stay inside the data root)", quote(s))
 	}
 	return s, nil
 }

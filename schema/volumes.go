@@ -202,20 +202,19 @@ func (p *parser) targetRange(path string, n *yaml.Node) ([2]float64, error) {
 }
 
 // zarrPath reads a key's zarr path, relative to a volume's root: a path
-// zarr.CheckPath accepts, for every class. Targets with a class axis name
-// one array per class through {class}; others may not.
+// zarr.CheckPath accepts (what a Store opens), for every class, spelled
+// as a schema must: a slashPath, naming an array (not empty, the root),
+// without a slash at either end (which CheckPath ignores, but which reads
+// as an absolute path or a directory). Targets with a class axis name one
+// array per class through {class}; others may not.
 func (p *parser) zarrPath(path string, n *yaml.Node, classAxis bool) (string, error) {
-	s, err := p.str(path, n)
+	s, err := p.slashPath(path, n)
 	if err != nil {
 		return "", err
 	}
 	switch has := strings.Contains(s, runtime.ClassPlaceholder); {
 	case s == "":
 		return "", p.errorf(n, path, "must not be empty")
-	case hasControl(s):
-		return "", p.errorf(n, path, "%s contains a control character", quote(s))
-	case strings.Contains(s, `\`):
-		return "", p.errorf(n, path, "%s must use forward slashes", quote(s))
 	case strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") || zarr.CheckPath(strings.ReplaceAll(s, runtime.ClassPlaceholder, "c")) != nil:
 		return "", p.errorf(n, path, "%s is not a plain relative path inside a volume's root", quote(s))
 	case classAxis && !has:

@@ -117,8 +117,9 @@ const (
 // CheckPath checks that p names a node the way a Store takes it:
 // "/"-separated, relative to the store's root, with no ".", ".." or empty
 // element ("" is the root; a slash at either end is ignored). Every method
-// of Store that takes a path refuses any other; the schema checks zarr
-// keys' paths with it, so that what it accepts opens.
+// of Store that takes a path refuses any other. It is the rule of what
+// opens, not of how a schema spells a path: the schema calls it and asks
+// more of a zarr key's path (see schema's zarrPath).
 func CheckPath(p string) error {
 	if p != "" && path.Clean("/" + p)[1:] != strings.Trim(p, "/") {
 		return fmt.Errorf("zarr path %q: use a plain relative path (no ., .. or doubled slashes)", p)
