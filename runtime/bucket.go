@@ -1,6 +1,9 @@
 package runtime
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // Group reorders order in place so that consecutive batches of batch
 // samples hold similar lengths, much as Hugging Face's group_by_length.
@@ -15,8 +18,10 @@ import "slices"
 // result is a permutation of order and a pure function of the arguments
 // and b.
 //
-// An empty Key turns bucketing off: order is left as it is. A Window below
-// 1 counts as 1, which only shuffles the batches. batch must be positive.
+// An empty Key turns bucketing off: order is left as it is. b.Window
+// should pass CheckBucketWindow (NewBucketEngine refuses a plan whose
+// window does not); one below 1 counts as 1, which only shuffles the
+// batches. batch must be positive.
 // scratch is reused across calls (it grows as needed); Group returns it,
 // and does not allocate when given back the last call's.
 func (b Bucket) Group(order []int, lengths []int32, batch int, seed uint64, epoch, rank int, scratch []int) []int {
@@ -33,6 +38,17 @@ func (b Bucket) Group(order []int, lengths []int32, batch int, seed uint64, epoc
 		sortByLength(order[lo:hi], lengths, from[lo:hi], counts)
 	}, seed, epoch, rank, perm, from)
 	return scratch
+}
+
+// CheckBucketWindow says why w cannot be a Bucket's Window (the predicate
+// of "loader.bucket.window ..."), or returns nil: a window is at least one
+// batch. The schema reports it at loader.bucket.window, NewBucketEngine
+// for a plan built by hand.
+func CheckBucketWindow(w int) error {
+	if w < 1 {
+		return fmt.Errorf("must be >= 1, got %d", w)
+	}
+	return nil
 }
 
 // sortByLength sorts a by lengths[a[k]], shortest first, stably: a

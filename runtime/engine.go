@@ -218,13 +218,14 @@ func NewLocalityEngine(p Plan, n int, keys LocalityFunc, o Options, fill FillFun
 func NewBucketEngine(p Plan, n int, rows func(index int) int, o Options, fill FillFunc) (*Engine, error) {
 	b := p.Loader.Bucket
 	k := slices.IndexFunc(p.Keys, func(k Key) bool { return k.Name == b.Key })
+	windowErr := CheckBucketWindow(b.Window)
 	switch {
 	case b.Key == "":
 		return nil, errors.New("engine: NewBucketEngine: the plan has no bucket key")
 	case k < 0 || !p.Keys[k].Ragged:
 		return nil, fmt.Errorf("engine: bucket key %q is not a ragged key of the plan", b.Key)
-	case b.Window < 1:
-		return nil, fmt.Errorf("engine: bucket window %d is not >= 1", b.Window)
+	case windowErr != nil:
+		return nil, fmt.Errorf("engine: bucket window: %w", windowErr)
 	case n < 0:
 		return nil, fmt.Errorf("engine: source has negative length %d", n)
 	}

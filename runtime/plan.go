@@ -109,7 +109,7 @@ const PrefetchAuto = 0
 // Key, so that a batch holds similar lengths and little padding.
 type Bucket struct {
 	Key    string `json:"key,omitempty"`    // the ragged key; "" turns bucketing off
-	Window int    `json:"window,omitempty"` // batches per window, >= 1 when Key is set
+	Window int    `json:"window,omitempty"` // batches per window (CheckBucketWindow) when Key is set
 }
 
 // Plan is everything fixed at generation time: memory, the stream decision

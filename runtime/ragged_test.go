@@ -159,7 +159,7 @@ func TestNewBucketEngine(t *testing.T) {
 	}{
 		{"no key", Bucket{}, 3, "the plan has no bucket key"},
 		{"fixed key", Bucket{Key: "f", Window: 1}, 3, `bucket key "f" is not a ragged key`},
-		{"window", Bucket{Key: "t"}, 3, "bucket window 0 is not >= 1"},
+		{"window", Bucket{Key: "t"}, 3, "bucket window: must be >= 1, got 0"},
 		{"too long", Bucket{Key: "t", Window: 2}, 6, `sample 5 has 5 rows in key "t", not in [0, 4]`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -100,7 +100,7 @@ func (p *parser) bucket(n *yaml.Node) error {
 	if !p.ds.Keys[i].Ragged {
 		return p.errorf(kn, path+".key", "key %s is not ragged; bucketing groups samples by a ragged key's lengths", quote(b.Key))
 	}
-	readOptional(r, path+".window", atLeast(1), &b.Window)
+	readOptional(r, path+".window", checked((*parser).anyInt, runtime.CheckBucketWindow), &b.Window)
 	if r.err != nil {
 		return r.err
 	}
