@@ -1,9 +1,6 @@
 package runtime
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // Group reorders order in place so that consecutive batches of batch
 // samples hold similar lengths, much as Hugging Face's group_by_length.
@@ -21,23 +18,20 @@ import (
 // An empty Key turns bucketing off: order is left as it is. b.Window
 // should pass CheckBucketWindow (NewBucketEngine refuses a plan whose
 // window does not); one below 1 counts as 1, which only shuffles the
-// batches. batch must be positive.
-// scratch is reused across calls (it grows as needed); Group returns it,
-// and does not allocate when given back the last call's.
-func (b Bucket) Group(order []int, lengths []int32, batch int, seed uint64, epoch, rank int, scratch []int) []int {
+// batches. batch must be positive. Group works in s (see GroupScratch).
+func (b Bucket) Group(order []int, lengths []int32, batch int, seed uint64, epoch, rank int, s *GroupScratch) {
 	if b.Key == "" {
-		return scratch
+		return
 	}
 	longest := int32(0)
 	for _, i := range order {
 		longest = max(longest, lengths[i])
 	}
 	// A count per length, and two.
-	scratch, from, perm, counts := groupScratch(scratch, len(order), batch, int(longest)+2)
+	from, perm, counts := s.layout(len(order), batch, int(longest)+2)
 	groupWindows(order, batch, b.Window, func(lo, hi int) {
 		sortByLength(order[lo:hi], lengths, from[lo:hi], counts)
 	}, seed, epoch, rank, perm, from)
-	return scratch
 }
 
 // CheckBucketWindow says why w cannot be a Bucket's Window (the predicate
@@ -67,15 +61,4 @@ func sortByLength(a []int, lengths []int32, from, counts []int) {
 		a[counts[lengths[i]]] = i
 		counts[lengths[i]]++
 	}
-}
-
-// groupScratch lays out scratch (grown as needed, and returned) for
-// grouping n samples in batches of batch: from, a copy of the order (n);
-// perm, the batch permutation (n/batch); and extra ints for the window
-// sort's own use.
-func groupScratch(scratch []int, n, batch, extra int) (all, from, perm, more []int) {
-	nb := n / batch
-	need := n + nb + extra
-	all = slices.Grow(scratch[:0], need)[:need]
-	return all, all[:n], all[n : n+nb], all[n+nb:]
 }

@@ -57,12 +57,13 @@ func BenchmarkBucket(b *testing.B) {
 	plain, _ := Sampler{N: n, Shuffle: true, Seed: 5, WorldSize: 1}.Order(0, nil)
 	bk := Bucket{Key: "tokens", Window: 50}
 	order := slices.Clone(plain)
-	scratch := bk.Group(order, lengths, batch, 5, 0, 0, nil)
+	var scratch GroupScratch
+	bk.Group(order, lengths, batch, 5, 0, 0, &scratch)
 	pp, pg := padFraction(plain, lengths, batch), padFraction(order, lengths, batch)
 	b.ReportAllocs()
 	for b.Loop() {
 		copy(order, plain)
-		scratch = bk.Group(order, lengths, batch, 5, 0, 0, scratch)
+		bk.Group(order, lengths, batch, 5, 0, 0, &scratch)
 	}
 	b.ReportMetric(pp, "pad-plain")
 	b.ReportMetric(pg, "pad-bucket")

@@ -116,13 +116,15 @@ type Engine struct {
 	// key's row counts per sample, nil without bucketing; locality gives
 	// the locality keys of an epoch's samples, grouped in windows of
 	// window batches (settings.locality), nil or 0 without. keys (the
-	// epoch's keys, in order's order) and grouping are the consumer's
-	// scratch.
-	lengths  []int32
-	locality LocalityFunc
-	window   int
-	keys     []uint64
-	grouping []int
+	// epoch's keys, in order's order) and groupScratch (the grouping's
+	// working memory, which holds nothing between epochs) are the
+	// consumer's scratch: only group writes them, on the consumer
+	// goroutine, at the start of each epoch.
+	lengths      []int32
+	locality     LocalityFunc
+	window       int
+	keys         []uint64
+	groupScratch GroupScratch
 	// lengthKeys are the plan indices of the ragged keys' lengths, whose
 	// staged counts the consumer adds to the stats.
 	lengthKeys []int
@@ -871,12 +873,12 @@ func (e *Engine) group(order []int, epoch int) {
 	}
 	l := e.plan.Loader
 	if e.lengths != nil {
-		e.grouping = l.Bucket.Group(order, e.lengths, e.plan.BatchSize, l.Seed, epoch, e.sampler.Rank, e.grouping)
+		l.Bucket.Group(order, e.lengths, e.plan.BatchSize, l.Seed, epoch, e.sampler.Rank, &e.groupScratch)
 		return
 	}
 	keys := e.keys[:len(order)]
 	e.locality(epoch, order, keys)
-	e.grouping = Locality{Window: e.window}.Group(order, keys, e.plan.BatchSize, l.Seed, epoch, e.sampler.Rank, e.grouping)
+	Locality{Window: e.window}.Group(order, keys, e.plan.BatchSize, l.Seed, epoch, e.sampler.Rank, &e.groupScratch)
 }
 
 // deepen adds a staging slot to an auto-depth ring whose workers idled

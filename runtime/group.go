@@ -40,6 +40,29 @@ func groupWindows(order []int, batch, window int, sortWindow func(lo, hi int), s
 	shuffleBlocks(order[:n*batch], batch, &src, perm[:n], from)
 }
 
+// GroupScratch is the memory a grouping (Bucket.Group, Locality.Group)
+// works in: it grows as needed, and a caller that keeps it for the next
+// call, as the engine does from epoch to epoch, groups without
+// allocating. It holds nothing between calls that anyone reads: the
+// grouping is the order, reordered in place, and the caller owns that.
+// The zero value is ready; a nil *GroupScratch allocates for the call.
+type GroupScratch struct {
+	buf []int
+}
+
+// layout lays out s's memory (grown as needed) for grouping n samples in
+// batches of batch: from, a copy of the order (n); perm, the batch
+// permutation (n/batch); and extra ints for the window sort's own use.
+func (s *GroupScratch) layout(n, batch, extra int) (from, perm, more []int) {
+	if s == nil {
+		s = new(GroupScratch)
+	}
+	nb := n / batch
+	need := n + nb + extra
+	s.buf = slices.Grow(s.buf[:0], need)[:need]
+	return s.buf[:n], s.buf[n : n+nb], s.buf[n+nb:]
+}
+
 // shuffleBlocks permutes the consecutive blocks of size elements of a
 // (len(a) is a multiple of size), keeping the order within each block.
 // perm holds one entry per block, from len(a): both are scratch.
@@ -94,18 +117,16 @@ type LocalityKeyer interface {
 // the arguments and l.
 //
 // A Window below 1 turns locality off: order is left as it is. batch
-// must be positive. scratch is reused across calls (it grows as needed);
-// Group returns it, and does not allocate when given back the last call's.
-func (l Locality) Group(order []int, keys []uint64, batch int, seed uint64, epoch, rank int, scratch []int) []int {
+// must be positive. Group works in s (see GroupScratch).
+func (l Locality) Group(order []int, keys []uint64, batch int, seed uint64, epoch, rank int, s *GroupScratch) {
 	if l.Window < 1 {
-		return scratch
+		return
 	}
 	// A position per sample, for the sort.
-	scratch, from, perm, pos := groupScratch(scratch, len(order), batch, len(order))
+	from, perm, pos := s.layout(len(order), batch, len(order))
 	groupWindows(order, batch, l.Window, func(lo, hi int) {
 		sortByKey(order[lo:hi], keys[lo:hi], from[lo:hi], pos[lo:hi])
 	}, seed, epoch, rank, perm, from)
-	return scratch
 }
 
 // sortByKey sorts a by keys (keys[k] is a[k]'s), stably: it sorts the

@@ -45,7 +45,7 @@ var testLengths = longTail(5000)
 type grouper struct {
 	name  string
 	keys  func(order []int, epoch int) []uint64
-	group func(order []int, keys []uint64, batch, window int, seed uint64, epoch, rank int, scratch []int) []int
+	group func(order []int, keys []uint64, batch, window int, seed uint64, epoch, rank int, s *GroupScratch)
 }
 
 var groupers = []grouper{
@@ -58,15 +58,15 @@ var groupers = []grouper{
 			}
 			return keys
 		},
-		group: func(order []int, _ []uint64, batch, window int, seed uint64, epoch, rank int, scratch []int) []int {
-			return Bucket{Key: "tokens", Window: window}.Group(order, testLengths, batch, seed, epoch, rank, scratch)
+		group: func(order []int, _ []uint64, batch, window int, seed uint64, epoch, rank int, s *GroupScratch) {
+			Bucket{Key: "tokens", Window: window}.Group(order, testLengths, batch, seed, epoch, rank, s)
 		},
 	},
 	{
 		name: "locality",
 		keys: keysOf,
-		group: func(order []int, keys []uint64, batch, window int, seed uint64, epoch, rank int, scratch []int) []int {
-			return Locality{Window: window}.Group(order, keys, batch, seed, epoch, rank, scratch)
+		group: func(order []int, keys []uint64, batch, window int, seed uint64, epoch, rank int, s *GroupScratch) {
+			Locality{Window: window}.Group(order, keys, batch, seed, epoch, rank, s)
 		},
 	},
 }
@@ -100,9 +100,10 @@ func TestGroup(t *testing.T) {
 			}
 			keys := g.keys(order, 3)
 			got := slices.Clone(order)
-			scratch := g.group(got, keys, tt.batch, tt.window, 7, 3, tt.rank, nil)
+			var scratch GroupScratch
+			g.group(got, keys, tt.batch, tt.window, 7, 3, tt.rank, &scratch)
 			again := slices.Clone(order)
-			g.group(again, keys, tt.batch, tt.window, 7, 3, tt.rank, scratch)
+			g.group(again, keys, tt.batch, tt.window, 7, 3, tt.rank, &scratch)
 			if !slices.Equal(got, again) {
 				t.Errorf("%s: two calls differ", name)
 			}
@@ -174,13 +175,40 @@ func TestGroupAllocs(t *testing.T) {
 	order, _ := Sampler{N: 5000, Shuffle: true, WorldSize: 1}.Order(0, nil)
 	for _, g := range groupers {
 		keys := g.keys(order, 0)
-		scratch := g.group(order, keys, 32, 8, 1, 0, 0, nil)
+		var scratch GroupScratch
+		g.group(order, keys, 32, 8, 1, 0, 0, &scratch)
 		epoch := 0
 		if n := testing.AllocsPerRun(20, func() {
 			epoch++
-			scratch = g.group(order, keys, 32, 8, 1, epoch, 0, scratch)
+			g.group(order, keys, 32, 8, 1, epoch, 0, &scratch)
 		}); n != 0 {
 			t.Errorf("%s: Group allocates %v times per call", g.name, n)
+		}
+	}
+}
+
+// TestGroupScratchHoldsNothing: the grouping is the caller's order,
+// reordered in place; the scratch a caller keeps for the next epoch (as
+// the engine does) holds nothing of it, so grouping the next epoch leaves
+// the last one's order as it was, and a used scratch groups as a fresh
+// one does. (Group used to return its scratch, which the engine kept as
+// "grouping", for the next call to overwrite.)
+func TestGroupScratchHoldsNothing(t *testing.T) {
+	s := Sampler{N: 5000, Shuffle: true, WorldSize: 1}
+	for _, g := range groupers {
+		first, _ := s.Order(0, nil)
+		var scratch GroupScratch
+		g.group(first, g.keys(first, 0), 32, 8, 1, 0, 0, &scratch)
+		kept := slices.Clone(first)
+		next, _ := s.Order(1, nil)
+		g.group(next, g.keys(next, 1), 32, 8, 1, 1, 0, &scratch)
+		if !slices.Equal(first, kept) {
+			t.Errorf("%s: grouping epoch 1 changed epoch 0's grouped order", g.name)
+		}
+		fresh, _ := s.Order(1, nil)
+		g.group(fresh, g.keys(fresh, 1), 32, 8, 1, 1, 0, nil)
+		if !slices.Equal(next, fresh) {
+			t.Errorf("%s: a used scratch groups differently from none", g.name)
 		}
 	}
 }
@@ -425,10 +453,11 @@ func BenchmarkLocality(b *testing.B) {
 	keys := keysOf(plain, 0)
 	l := Locality{Window: 32}
 	order := slices.Clone(plain)
-	scratch := l.Group(order, keys, batch, 5, 0, 0, nil)
+	var scratch GroupScratch
+	l.Group(order, keys, batch, 5, 0, 0, &scratch)
 	b.ReportAllocs()
 	for b.Loop() {
 		copy(order, plain)
-		scratch = l.Group(order, keys, batch, 5, 0, 0, scratch)
+		l.Group(order, keys, batch, 5, 0, 0, &scratch)
 	}
 }

@@ -387,7 +387,7 @@ func BenchmarkTokens(b *testing.B) {
 				offsets[i] = offsets[i-1] + int(lens[i-1])
 			}
 		}
-		var scratch []int
+		var scratch runtime.GroupScratch
 		toks := make([]int32, TokensBatchSize*512)
 		batchLens := make([]int32, TokensBatchSize)
 		labels := make([]int64, TokensBatchSize)
@@ -398,7 +398,7 @@ func BenchmarkTokens(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			scratch = tokensPlan.Loader.Bucket.Group(o, lens, TokensBatchSize, tokensPlan.Loader.Seed, e, 0, scratch)
+			tokensPlan.Loader.Bucket.Group(o, lens, TokensBatchSize, tokensPlan.Loader.Seed, e, 0, &scratch)
 			for start := 0; start < len(o); start += TokensBatchSize {
 				for p, i := range o[start:min(start+TokensBatchSize, len(o))] {
 					from := offsets[i]
