@@ -113,6 +113,9 @@ func (d *metaDoc) has(key string) bool {
 // raw returns field key's JSON, or nil.
 func (d *metaDoc) raw(key string) json.RawMessage { return d.fields[key].raw }
 
+// isNull reports whether raw is absent or JSON null.
+func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
 // object returns field key, a JSON object, as a document of its own whose
 // errors point inside it; a missing field is an error.
 func (d *metaDoc) object(key string) (*metaDoc, error) {

@@ -1,16 +1,13 @@
 package zarr
 
 import (
-	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"slices"
 	"sync"
 
 	"github.com/loadergen/loadergen/internal/strided"
-	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr/blosc"
 	"github.com/loadergen/loadergen/runtime/zarr/internal/compress"
 )
@@ -26,20 +23,6 @@ type chain struct {
 	bigEndian bool         // stored elements are big-endian
 	codecs    []bytesCodec // in encoding order; decoding runs them backwards
 	shard     *sharding    // non-nil: a chunk is a shard of inner chunks
-}
-
-// sharding is a sharding_indexed codec: a chunk of the array (a shard) is a
-// grid of inner chunks, each encoded by inner, plus an index of where each
-// one lies in the shard, encoded by index.
-type sharding struct {
-	innerShape   []int
-	perShard     []int // inner chunks along each axis of a shard
-	inner        chain
-	index        chain
-	indexShape   []int // perShard, then 2: an (offset, size) pair per inner chunk
-	indexAtStart bool
-	indexLen     int // the decoded index's size: 16 bytes per inner chunk
-	indexBytes   int // the encoded index's size
 }
 
 // bytesCodec is a bytes-to-bytes codec.
@@ -359,192 +342,6 @@ func transpose(out, stored []byte, shape, order []int, elem int) error {
 	return nil
 }
 
-// ---------------------------------------------------------------- zarr v2
-
-// v2Compressors are the compressors of .zarray files this package reads,
-// by numcodecs' id.
-var v2Compressors = map[string]codecKind{
-	"blosc": codecBlosc, "zstd": codecZstd, "gzip": codecGzip, "zlib": codecZlib, "lz4": codecLZ4,
-}
-
-// v2Compressor reads a .zarray's compressor (null or {"id": ...}).
-func v2Compressor(raw json.RawMessage) ([]bytesCodec, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	var c struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(raw, &c); err != nil || c.ID == "" {
-		return nil, fmt.Errorf("compressor %s: want null or an object with an \"id\"", raw)
-	}
-	kind, ok := v2Compressors[c.ID]
-	if !ok {
-		return nil, fmt.Errorf("compressor %q is not supported (blosc, zstd, gzip, zlib, lz4 and null are)", c.ID)
-	}
-	return []bytesCodec{{name: c.ID, kind: kind}}, nil
-}
-
-// v2Filters accepts only an absent, null or empty filter list.
-func v2Filters(raw json.RawMessage) error {
-	if isNull(raw) {
-		return nil
-	}
-	var fs []struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(raw, &fs); err != nil {
-		return fmt.Errorf("filters %s: want null or a list of objects with an \"id\"", raw)
-	}
-	if len(fs) > 0 {
-		return fmt.Errorf("filter %q is not supported (only arrays without filters are)", fs[0].ID)
-	}
-	return nil
-}
-
-func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
-
-// ---------------------------------------------------------------- zarr v3
-
-// v3Supported names the v3 codecs this package reads, for errors: the
-// array-to-array and array-to-bytes ones, then v3BytesCodecs.
-const v3Supported = "transpose, bytes, sharding_indexed, blosc, gzip, zstd and crc32c"
-
-// v3BytesCodecs are the bytes-to-bytes codecs of zarr.json files this
-// package reads, by name.
-var v3BytesCodecs = map[string]codecKind{
-	"blosc": codecBlosc, "zstd": codecZstd, "gzip": codecGzip, "crc32c": codecCRC32C,
-}
-
-// v3Codec is one entry of a zarr.json codec list: {"name", "configuration"}
-// or, for a codec without configuration, its name alone.
-type v3Codec struct {
-	Name   string          `json:"name"`
-	Config json.RawMessage `json:"configuration"`
-}
-
-func (c *v3Codec) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		return json.Unmarshal(b, &c.Name)
-	}
-	type plain v3Codec
-	return json.Unmarshal(b, (*plain)(c))
-}
-
-// v3Chain builds the chain of a v3 codec list for chunks of rank n and
-// element size elem: array-to-array codecs (transpose), exactly one
-// array-to-bytes codec (bytes or sharding_indexed), then bytes-to-bytes
-// codecs. inShard is set for the codecs inside a shard.
-func v3Chain(codecs []v3Codec, chunk []int, elem int, inShard bool) (chain, error) {
-	var c chain
-	n := len(chunk)
-	i := 0
-	for ; i < len(codecs) && codecs[i].Name == "transpose"; i++ {
-		order, err := transposeOrder(codecs[i].Config, n)
-		if err != nil {
-			return c, err
-		}
-		if c.order == nil {
-			c.order = order
-		} else { // stored axis j is the previous order's axis order[j]
-			composed := make([]int, n)
-			for j, ax := range order {
-				composed[j] = c.order[ax]
-			}
-			c.order = composed
-		}
-	}
-	if c.order != nil && isIdentity(c.order) {
-		c.order = nil
-	}
-	if i == len(codecs) {
-		return c, fmt.Errorf("codecs: no array-to-bytes codec (bytes or sharding_indexed)")
-	}
-	switch ab := codecs[i]; ab.Name {
-	case "bytes":
-		var cfg struct {
-			Endian string `json:"endian"`
-		}
-		if err := strictJSON(ab.Config, &cfg); err != nil {
-			return c, fmt.Errorf("codec bytes: %w", err)
-		}
-		switch {
-		case cfg.Endian == "big":
-			c.bigEndian = elem > 1
-		case cfg.Endian == "little", cfg.Endian == "" && elem == 1:
-		case cfg.Endian == "":
-			return c, fmt.Errorf("codec bytes: endian is required for %d-byte elements (\"little\" or \"big\")", elem)
-		default:
-			return c, fmt.Errorf("codec bytes: endian %q (want \"little\" or \"big\")", cfg.Endian)
-		}
-	case "sharding_indexed":
-		if inShard {
-			return c, fmt.Errorf("codec sharding_indexed inside a shard: nested sharding is not supported")
-		}
-		if c.order != nil {
-			return c, fmt.Errorf("codec transpose before sharding_indexed is not supported (put it inside the shard's codecs)")
-		}
-		sh, err := parseSharding(ab.Config, chunk, elem)
-		if err != nil {
-			return c, fmt.Errorf("codec sharding_indexed: %w", err)
-		}
-		c.shard = sh
-	default:
-		return c, fmt.Errorf("codec %q where bytes or sharding_indexed must come (supported: %s)", ab.Name, v3Supported)
-	}
-	for _, bc := range codecs[i+1:] {
-		kind, ok := v3BytesCodecs[bc.Name]
-		if !ok {
-			return c, fmt.Errorf("codec %q is not supported (supported: %s)", bc.Name, v3Supported)
-		}
-		c.codecs = append(c.codecs, bytesCodec{name: bc.Name, kind: kind})
-	}
-	if c.shard != nil && len(c.codecs) > 0 {
-		return c, fmt.Errorf("codec %q after sharding_indexed is not supported (shards are read in parts)", c.codecs[0].name)
-	}
-	return c, checkCodecs(c.codecs)
-}
-
-// transposeOrder reads a transpose codec's order: a permutation of the axes,
-// or the older "C" and "F".
-func transposeOrder(raw json.RawMessage, n int) ([]int, error) {
-	var cfg struct {
-		Order json.RawMessage `json:"order"`
-	}
-	if err := strictJSON(raw, &cfg); err != nil {
-		return nil, fmt.Errorf("codec transpose: %w", err)
-	}
-	var name string
-	if json.Unmarshal(cfg.Order, &name) == nil {
-		switch name {
-		case "C":
-			return identityAxes(n), nil
-		case "F":
-			return reversedAxes(n), nil
-		}
-		return nil, fmt.Errorf("codec transpose: order %q (want a permutation, \"C\" or \"F\")", name)
-	}
-	var order []int
-	if err := json.Unmarshal(cfg.Order, &order); err != nil || !isPermutation(order, n) {
-		return nil, fmt.Errorf("codec transpose: order %s is not a permutation of %d axes", cfg.Order, n)
-	}
-	return order, nil
-}
-
-func isPermutation(p []int, n int) bool {
-	if len(p) != n {
-		return false
-	}
-	seen := make([]bool, n)
-	for _, v := range p {
-		if v < 0 || v >= n || seen[v] {
-			return false
-		}
-		seen[v] = true
-	}
-	return true
-}
-
 func isIdentity(p []int) bool {
 	for i, v := range p {
 		if v != i {
@@ -552,74 +349,6 @@ func isIdentity(p []int) bool {
 		}
 	}
 	return true
-}
-
-// parseSharding reads a sharding_indexed configuration for shards of shape
-// shard.
-func parseSharding(raw json.RawMessage, shard []int, elem int) (*sharding, error) {
-	var cfg struct {
-		ChunkShape    []int     `json:"chunk_shape"`
-		Codecs        []v3Codec `json:"codecs"`
-		IndexCodecs   []v3Codec `json:"index_codecs"`
-		IndexLocation string    `json:"index_location"`
-	}
-	if err := strictJSON(raw, &cfg); err != nil {
-		return nil, err
-	}
-	if len(cfg.ChunkShape) != len(shard) {
-		return nil, fmt.Errorf("chunk_shape %v has %d axes, the array %d", cfg.ChunkShape, len(cfg.ChunkShape), len(shard))
-	}
-	sh := &sharding{innerShape: cfg.ChunkShape, perShard: make([]int, len(shard))}
-	for k, n := range cfg.ChunkShape {
-		if n < 1 || shard[k]%n != 0 {
-			return nil, fmt.Errorf("chunk_shape %v does not divide the shard shape %v", cfg.ChunkShape, shard)
-		}
-		sh.perShard[k] = shard[k] / n
-	}
-	sh.indexShape = append(slices.Clone(sh.perShard), 2)
-	// The decoded index: a uint64 pair per inner chunk, read whole, so it
-	// is held to a chunk's bound.
-	indexLen, _, ok := runtime.KeyBytes(runtime.Uint64, sh.indexShape, 1)
-	if !ok || indexLen > maxChunkBytes {
-		return nil, fmt.Errorf("a shard of %v inner chunks has an index too large to read (indexes up to 2 GiB are)", sh.perShard)
-	}
-	sh.indexLen = int(indexLen)
-	switch cfg.IndexLocation {
-	case "", "end":
-	case "start":
-		sh.indexAtStart = true
-	default:
-		return nil, fmt.Errorf("index_location %q (want \"start\" or \"end\")", cfg.IndexLocation)
-	}
-	var err error
-	if sh.inner, err = v3Chain(cfg.Codecs, cfg.ChunkShape, elem, true); err != nil {
-		return nil, fmt.Errorf("codecs: %w", err)
-	}
-	if sh.index, err = v3Chain(cfg.IndexCodecs, sh.indexShape, 8, true); err != nil {
-		return nil, fmt.Errorf("index_codecs: %w", err)
-	}
-	sh.indexBytes = sh.indexLen
-	for _, c := range sh.index.codecs {
-		if c.kind != codecCRC32C {
-			return nil, fmt.Errorf("index_codecs: %q is not supported (an index is read at a fixed size: bytes and crc32c only)", c.name)
-		}
-		sh.indexBytes += 4
-	}
-	return sh, nil
-}
-
-// strictJSON decodes an optional configuration object, refusing unknown
-// fields so that a setting this reader would ignore is not dropped silently.
-func strictJSON(raw json.RawMessage, v any) error {
-	if isNull(raw) {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("configuration %s: %w", raw, err)
-	}
-	return nil
 }
 
 // identityAxes is the axis order 0, 1, ..., n-1 (C order).
