@@ -16,7 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/loadergen/loadergen/runtime"
+	lgruntime "github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/storage"
 	"github.com/loadergen/loadergen/runtime/zarr/blosc"
 )
@@ -37,7 +37,7 @@ type Array struct {
 	format    int // 2 or 3
 	shape     []int
 	chunk     []int // the chunk grid's chunk (a shard, for sharded arrays)
-	dtype     runtime.DType
+	dtype     lgruntime.DType
 	fill      []byte // one element, little-endian
 	keyPrefix string // "c" for v3's default chunk keys, else ""
 	keySep    string // "." or "/"
@@ -318,8 +318,8 @@ func (a *Array) setUnits() error {
 	}
 	// The number of chunks is the byte size of a uint8 array with one
 	// element per chunk: one overflow-checked product.
-	units, _, unitsOK := runtime.KeyBytes(runtime.Uint8, a.grid, 1)
-	bytes, _, bytesOK := runtime.KeyBytes(a.dtype, a.unit, 1)
+	units, _, unitsOK := lgruntime.KeyBytes(lgruntime.Uint8, a.grid, 1)
+	bytes, _, bytesOK := lgruntime.KeyBytes(a.dtype, a.unit, 1)
 	if !unitsOK || !bytesOK || units > math.MaxInt64/2 || bytes > maxChunkBytes {
 		return fmt.Errorf("a chunk of %v or a grid of %v chunks is too large to read (chunks up to 2 GiB are)", a.unit, a.grid)
 	}
@@ -347,7 +347,7 @@ func (a *Array) Shape() []int { return slices.Clone(a.shape) }
 func (a *Array) ChunkShape() []int { return slices.Clone(a.unit) }
 
 // DType returns the element type.
-func (a *Array) DType() runtime.DType { return a.dtype }
+func (a *Array) DType() lgruntime.DType { return a.dtype }
 
 // Fill returns one element of the fill value, little-endian.
 func (a *Array) Fill() []byte { return slices.Clone(a.fill) }

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/loadergen/loadergen/runtime"
+	lgruntime "github.com/loadergen/loadergen/runtime"
 )
 
 // The benchmark volume is laid out as CellMap's published EM volumes are:
@@ -53,7 +53,7 @@ var benchVolumes = sync.OnceValues(func() (string, error) {
 		}
 	}
 	for _, c := range benchCompressors {
-		spec := ArraySpec{Shape: benchShape, Chunks: benchChunks, DType: runtime.Uint8, Compressor: c.c, Separator: "/"}
+		spec := ArraySpec{Shape: benchShape, Chunks: benchChunks, DType: lgruntime.Uint8, Compressor: c.c, Separator: "/"}
 		if err := WriteArray(filepath.Join(dir, c.name), spec, data); err != nil {
 			return "", err
 		}
@@ -156,7 +156,7 @@ func BenchmarkBoxReadConvert(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	conv, err := NewConversion(runtime.Uint8, runtime.Float32, &Affine{Sub: 0, Div: 255, Mul: 2, Add: -1})
+	conv, err := NewConversion(lgruntime.Uint8, lgruntime.Float32, &Affine{Sub: 0, Div: 255, Mul: 2, Add: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

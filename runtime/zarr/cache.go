@@ -3,11 +3,11 @@ package zarr
 import (
 	"fmt"
 	"os"
-	goruntime "runtime"
+	"runtime"
 	"strconv"
 	"sync"
 
-	"github.com/loadergen/loadergen/runtime"
+	lgruntime "github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr/blosc"
 )
 
@@ -60,7 +60,7 @@ type Cache struct {
 
 // maxFree bounds the free buffers kept per size: enough for every processor
 // to hold a few chunks it is copying from.
-var maxFree = 4 * goruntime.GOMAXPROCS(0)
+var maxFree = 4 * runtime.GOMAXPROCS(0)
 
 // CacheStats counts a cache's work since it was made.
 type CacheStats struct {
@@ -148,7 +148,7 @@ func newSharedCache(getenv func(string) string) (*Cache, error) {
 		c.why = fmt.Sprintf("%s=%s, per process", CacheEnv, v)
 		return c, nil
 	}
-	local, from, err := runtime.LocalProcesses(getenv)
+	local, from, err := lgruntime.LocalProcesses(getenv)
 	if err != nil {
 		return nil, fmt.Errorf("zarr chunk cache: %w", err)
 	}

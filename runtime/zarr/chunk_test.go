@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/loadergen/loadergen/runtime"
+	lgruntime "github.com/loadergen/loadergen/runtime"
 )
 
 // copyStore copies fixture store name (a path under testdata/zarr) into a
@@ -301,7 +301,7 @@ func TestReadOutsideValue(t *testing.T) {
 	origin, shape := []int{-2, -1, -1}, []int{6, 5, 12} // chunk 0.0.0 (missing: NaN) and past the x end
 	var strides [3]int
 	cStrides(shape, strides[:])
-	outside := runtime.Float32.Encode(-1)
+	outside := lgruntime.Float32.Encode(-1)
 	got := make([]byte, 4*elems(shape))
 	if err := a.ReadLayout(got, origin, shape, Layout{Strides: strides[:], Outside: outside}); err != nil {
 		t.Fatal(err)

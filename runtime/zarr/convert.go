@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/loadergen/loadergen/internal/strided"
-	"github.com/loadergen/loadergen/runtime"
+	lgruntime "github.com/loadergen/loadergen/runtime"
 )
 
 // Affine maps an array's value x to (x - Sub) / Div * Mul + Add, in
@@ -50,7 +50,7 @@ func (m *Affine) check() error {
 // the array's (NewConversion's rule). NaN stays NaN. A Conversion is
 // immutable and safe for concurrent use.
 type Conversion struct {
-	from, to runtime.DType
+	from, to lgruntime.DType
 	affine   *Affine // nil for none
 	// table is every converted element of a 1-byte from dtype (its bits,
 	// in the low to.Size() bytes), indexed by the array's byte; nil for
@@ -76,7 +76,7 @@ const convertBatch = 128
 //
 // Integer and bool dtypes convert into every float dtype; float dtypes into
 // each other, narrower ones too (rounded as above).
-func NewConversion(from, to runtime.DType, m *Affine) (*Conversion, error) {
+func NewConversion(from, to lgruntime.DType, m *Affine) (*Conversion, error) {
 	if !from.Valid() || !to.Valid() {
 		return nil, fmt.Errorf("a conversion from %v to %v: not a dtype", from, to)
 	}
@@ -116,11 +116,11 @@ func NewConversion(from, to runtime.DType, m *Affine) (*Conversion, error) {
 
 // convertible says why elements of from do not convert to to (the rule
 // of NewConversion), or returns nil.
-func convertible(from, to runtime.DType) error {
+func convertible(from, to lgruntime.DType) error {
 	switch {
 	case from == to || to.IsFloat():
 		return nil
-	case to == runtime.Bool:
+	case to == lgruntime.Bool:
 		return fmt.Errorf("%v does not convert to bool: only a bool array reads as bool", from)
 	case from.IsFloat():
 		return fmt.Errorf("%v does not convert to %v: a float's fraction and range would be lost (read it as a float dtype)", from, to)
@@ -135,8 +135,8 @@ func convertible(from, to runtime.DType) error {
 
 // valueRange is the range of values of an integer or bool dtype, a bool's
 // being 0 and 1.
-func valueRange(d runtime.DType) (int64, uint64) {
-	if d == runtime.Bool {
+func valueRange(d lgruntime.DType) (int64, uint64) {
+	if d == lgruntime.Bool {
 		return 0, 1
 	}
 	return d.IntRange()
@@ -246,14 +246,14 @@ func (c *Conversion) convert(dst []byte, do, ds int, src []byte, so, ss, n int) 
 
 // load reads len(v) elements of d, src[so + i·ss], into v: uint16 and
 // float32, the wider dtypes volumes hold most, in loops of their own.
-func load(d runtime.DType, v []float64, src []byte, so, ss int) {
+func load(d lgruntime.DType, v []float64, src []byte, so, ss int) {
 	switch d {
-	case runtime.Uint16:
+	case lgruntime.Uint16:
 		for i := range v {
 			v[i] = float64(binary.LittleEndian.Uint16(src[2*so:]))
 			so += ss
 		}
-	case runtime.Float32:
+	case lgruntime.Float32:
 		for i := range v {
 			v[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(src[4*so:])))
 			so += ss
@@ -268,14 +268,14 @@ func load(d runtime.DType, v []float64, src []byte, so, ss int) {
 }
 
 // store writes the values v as elements of d, dst[do + i·ds].
-func store(d runtime.DType, dst []byte, do, ds int, v []float64) {
+func store(d lgruntime.DType, dst []byte, do, ds int, v []float64) {
 	switch d {
-	case runtime.Float32:
+	case lgruntime.Float32:
 		for _, x := range v {
 			binary.LittleEndian.PutUint32(dst[4*do:], math.Float32bits(float32(x)))
 			do += ds
 		}
-	case runtime.Float64:
+	case lgruntime.Float64:
 		for _, x := range v {
 			binary.LittleEndian.PutUint64(dst[8*do:], math.Float64bits(x))
 			do += ds

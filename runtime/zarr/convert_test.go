@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loadergen/loadergen/runtime"
+	lgruntime "github.com/loadergen/loadergen/runtime"
 )
 
 // TestConversionRule: which dtypes convert into which, and why the others
@@ -19,31 +19,31 @@ import (
 func TestConversionRule(t *testing.T) {
 	aff := &Affine{Sub: 0, Div: 255, Mul: 1}
 	for _, c := range []struct {
-		from, to runtime.DType
+		from, to lgruntime.DType
 		m        *Affine
 		want     string // "" for allowed
 	}{
-		{runtime.Uint8, runtime.Float32, nil, ""},
-		{runtime.Uint8, runtime.Float32, aff, ""},
-		{runtime.Int64, runtime.Float16, nil, ""},
-		{runtime.Bool, runtime.BFloat16, nil, ""},
-		{runtime.Float64, runtime.Float16, aff, ""},
-		{runtime.Float32, runtime.Float32, aff, ""},
-		{runtime.Uint8, runtime.Int16, nil, ""},
-		{runtime.Uint16, runtime.Uint64, nil, ""},
-		{runtime.Int32, runtime.Int64, nil, ""},
-		{runtime.Bool, runtime.Int8, nil, ""},
-		{runtime.Float32, runtime.Uint8, nil, "float32 does not convert to uint8: a float's fraction and range would be lost (read it as a float dtype)"},
-		{runtime.Float16, runtime.Int64, nil, "float16 does not convert to int64: a float's fraction and range would be lost (read it as a float dtype)"},
-		{runtime.Uint16, runtime.Uint8, nil, "uint16 does not convert to uint8: uint16 holds 0 to 65535, uint8 only 0 to 255 (read it as a wider integer or a float dtype)"},
-		{runtime.Int8, runtime.Uint16, nil, "int8 does not convert to uint16: int8 holds -128 to 127, uint16 only 0 to 65535 (read it as a wider integer or a float dtype)"},
-		{runtime.Uint32, runtime.Int32, nil, "uint32 does not convert to int32: uint32 holds 0 to 4294967295, int32 only -2147483648 to 2147483647 (read it as a wider integer or a float dtype)"},
-		{runtime.Uint8, runtime.Bool, nil, "uint8 does not convert to bool: only a bool array reads as bool"},
-		{runtime.Uint8, runtime.Uint16, aff, "normalised values are fractions, which uint16 does not hold: they need a float dtype"},
-		{runtime.Uint8, runtime.Uint8, aff, "normalised values are fractions, which uint8 does not hold: they need a float dtype"},
-		{runtime.Uint8, runtime.Float32, &Affine{Sub: 1, Div: 0, Mul: 1}, "affine map {Sub:1 Div:0 Mul:1 Add:0} divides by 0"},
-		{runtime.Uint8, runtime.Float32, &Affine{Sub: math.Inf(1), Div: 1, Mul: 1}, "affine map {Sub:+Inf Div:1 Mul:1 Add:0}: its terms must be finite"},
-		{runtime.Uint8, 0, nil, "a conversion from uint8 to DType(0): not a dtype"},
+		{lgruntime.Uint8, lgruntime.Float32, nil, ""},
+		{lgruntime.Uint8, lgruntime.Float32, aff, ""},
+		{lgruntime.Int64, lgruntime.Float16, nil, ""},
+		{lgruntime.Bool, lgruntime.BFloat16, nil, ""},
+		{lgruntime.Float64, lgruntime.Float16, aff, ""},
+		{lgruntime.Float32, lgruntime.Float32, aff, ""},
+		{lgruntime.Uint8, lgruntime.Int16, nil, ""},
+		{lgruntime.Uint16, lgruntime.Uint64, nil, ""},
+		{lgruntime.Int32, lgruntime.Int64, nil, ""},
+		{lgruntime.Bool, lgruntime.Int8, nil, ""},
+		{lgruntime.Float32, lgruntime.Uint8, nil, "float32 does not convert to uint8: a float's fraction and range would be lost (read it as a float dtype)"},
+		{lgruntime.Float16, lgruntime.Int64, nil, "float16 does not convert to int64: a float's fraction and range would be lost (read it as a float dtype)"},
+		{lgruntime.Uint16, lgruntime.Uint8, nil, "uint16 does not convert to uint8: uint16 holds 0 to 65535, uint8 only 0 to 255 (read it as a wider integer or a float dtype)"},
+		{lgruntime.Int8, lgruntime.Uint16, nil, "int8 does not convert to uint16: int8 holds -128 to 127, uint16 only 0 to 65535 (read it as a wider integer or a float dtype)"},
+		{lgruntime.Uint32, lgruntime.Int32, nil, "uint32 does not convert to int32: uint32 holds 0 to 4294967295, int32 only -2147483648 to 2147483647 (read it as a wider integer or a float dtype)"},
+		{lgruntime.Uint8, lgruntime.Bool, nil, "uint8 does not convert to bool: only a bool array reads as bool"},
+		{lgruntime.Uint8, lgruntime.Uint16, aff, "normalised values are fractions, which uint16 does not hold: they need a float dtype"},
+		{lgruntime.Uint8, lgruntime.Uint8, aff, "normalised values are fractions, which uint8 does not hold: they need a float dtype"},
+		{lgruntime.Uint8, lgruntime.Float32, &Affine{Sub: 1, Div: 0, Mul: 1}, "affine map {Sub:1 Div:0 Mul:1 Add:0} divides by 0"},
+		{lgruntime.Uint8, lgruntime.Float32, &Affine{Sub: math.Inf(1), Div: 1, Mul: 1}, "affine map {Sub:+Inf Div:1 Mul:1 Add:0}: its terms must be finite"},
+		{lgruntime.Uint8, 0, nil, "a conversion from uint8 to DType(0): not a dtype"},
 	} {
 		conv, err := NewConversion(c.from, c.to, c.m)
 		switch {
@@ -55,7 +55,7 @@ func TestConversionRule(t *testing.T) {
 			t.Errorf("%v -> %v (%v): error %v\nwant %s", c.from, c.to, c.m, err, c.want)
 		}
 	}
-	for _, d := range runtime.DTypes() {
+	for _, d := range lgruntime.DTypes() {
 		if conv, err := NewConversion(d, d, nil); conv != nil || err != nil {
 			t.Errorf("%v -> %v: %v, %v; want nothing to do", d, d, conv, err)
 		}
@@ -97,13 +97,13 @@ func TestReadConverts(t *testing.T) {
 			return Layout{Start: (s[2] - 1) * s[1], Strides: []int{c[0], 1, -s[1]}}
 		}},
 	}
-	for _, from := range runtime.DTypes() {
+	for _, from := range lgruntime.DTypes() {
 		data := convertData(from, elems(shape))
 		spec := ArraySpec{Shape: shape, Chunks: chunks, DType: from, Fill: 3}
 		switch {
 		case from.IsFloat():
 			spec.Fill = math.NaN()
-		case from == runtime.Bool:
+		case from == lgruntime.Bool:
 			spec.Fill = 1
 		}
 		a := writeConvertArray(t, spec, data)
@@ -111,7 +111,7 @@ func TestReadConverts(t *testing.T) {
 			t.Fatal(err)
 		}
 		arr := layoutArray{a, data, []int{0, 1, 0}}
-		for _, to := range runtime.DTypes() {
+		for _, to := range lgruntime.DTypes() {
 			for _, cc := range convertCases {
 				if cc.m != nil && !to.IsFloat() || cc.m == nil && from == to {
 					continue
@@ -143,10 +143,10 @@ func TestReadConverts(t *testing.T) {
 // metadata over the same chunks.
 func writeConvertArray(t *testing.T, spec ArraySpec, data []byte) *Array {
 	t.Helper()
-	if spec.DType != runtime.BFloat16 {
+	if spec.DType != lgruntime.BFloat16 {
 		return writeLayoutArray(t, spec, data)
 	}
-	spec.DType, spec.Fill = runtime.Uint16, 0
+	spec.DType, spec.Fill = lgruntime.Uint16, 0
 	a := writeLayoutArray(t, spec, data)
 	meta := fmt.Sprintf(`{"zarr_format": 3, "node_type": "array", "shape": %s, "data_type": "bfloat16",
 		"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": %s}},
@@ -168,7 +168,7 @@ func jsonInts(v []int) string {
 
 // checkConverted compares every element of dst, a converted read of the
 // box at origin of shape laid out by l, with its reference.
-func checkConverted(t *testing.T, arr *layoutArray, from, to runtime.DType, cc convertCase, origin, shape []int, l Layout, dst []byte, outside float64) {
+func checkConverted(t *testing.T, arr *layoutArray, from, to lgruntime.DType, cc convertCase, origin, shape []int, l Layout, dst []byte, outside float64) {
 	t.Helper()
 	idx := make([]int, len(shape))
 	marker := make([]byte, from.Size()) // element returns it, this very slice, outside the array
@@ -197,10 +197,10 @@ func checkConverted(t *testing.T, arr *layoutArray, from, to runtime.DType, cc c
 // refConvert is the reference conversion of the element src of from to
 // to, through ref: the element as a float64 (integers from their bits),
 // ref applied, then rounded to to by math/big.
-func refConvert(from, to runtime.DType, src []byte, ref func(float64) float64) float64 {
+func refConvert(from, to lgruntime.DType, src []byte, ref func(float64) float64) float64 {
 	var x float64
 	switch {
-	case from == runtime.Bool:
+	case from == lgruntime.Bool:
 		x = float64(min(src[0], 1))
 	case from.IsFloat():
 		x = from.Value(src) // runtime's decoding: TestValueReadsWhatPutWrites checks it against the bits
@@ -221,16 +221,16 @@ func refConvert(from, to runtime.DType, src []byte, ref func(float64) float64) f
 // roundTo rounds v to the nearest value of the float dtype d, ties to even,
 // with its subnormals and its overflow to infinity; an integer dtype takes
 // v as it is (the rule lets only values it holds reach it).
-func roundTo(d runtime.DType, v float64) float64 {
+func roundTo(d lgruntime.DType, v float64) float64 {
 	var prec uint
 	var minExp int // the exponent of the smallest normal: 2^minExp
 	var maxFinite float64
 	switch d {
-	case runtime.Float16:
+	case lgruntime.Float16:
 		prec, minExp, maxFinite = 11, -14, 65504
-	case runtime.BFloat16:
+	case lgruntime.BFloat16:
 		prec, minExp, maxFinite = 8, -126, 0x1.fep127
-	case runtime.Float32:
+	case lgruntime.Float32:
 		prec, minExp, maxFinite = 24, -126, math.MaxFloat32
 	default:
 		return v
@@ -254,19 +254,19 @@ func roundTo(d runtime.DType, v float64) float64 {
 
 // convertData returns n elements of d: random bits, after the values a
 // conversion must get right at its edges.
-func convertData(d runtime.DType, n int) []byte {
+func convertData(d lgruntime.DType, n int) []byte {
 	b := randomArray(d, n, uint64(d))
 	var special []float64
 	switch {
 	case d.IsFloat():
 		special = []float64{math.NaN(), math.Inf(1), math.Inf(-1), math.Copysign(0, -1), 0.5, 255, 1e-8, -3.5e38, 65519.99, 1 + 0x1p-8 + 0x1p-30}
-	case d == runtime.Bool:
+	case d == lgruntime.Bool:
 		special = []float64{0, 1}
 	default:
 		lo, hi := d.IntRange()
 		special = []float64{float64(lo), float64(hi), 0, 1, 255}
 	}
-	if d == runtime.Uint64 || d == runtime.Int64 {
+	if d == lgruntime.Uint64 || d == lgruntime.Int64 {
 		return b // their extremes are not float64s; the random bits reach past 2^53
 	}
 	for i, v := range special {
@@ -279,12 +279,12 @@ func convertData(d runtime.DType, n int) []byte {
 // array's, and an outside value in the array's dtype rather than the
 // converted one, are errors, and nothing is written.
 func TestReadLayoutConversionRefused(t *testing.T) {
-	a := writeLayoutArray(t, ArraySpec{Shape: []int{4, 4}, Chunks: []int{2, 2}, DType: runtime.Uint8}, nil)
-	u16, err := NewConversion(runtime.Uint16, runtime.Float32, nil)
+	a := writeLayoutArray(t, ArraySpec{Shape: []int{4, 4}, Chunks: []int{2, 2}, DType: lgruntime.Uint8}, nil)
+	u16, err := NewConversion(lgruntime.Uint16, lgruntime.Float32, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u8, err := NewConversion(runtime.Uint8, runtime.Float32, nil)
+	u8, err := NewConversion(lgruntime.Uint8, lgruntime.Float32, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,13 +310,13 @@ func TestReadLayoutConversionRefused(t *testing.T) {
 // through the table of a 1-byte dtype or one element at a time, with a
 // missing chunk's fill converted, allocates nothing.
 func TestWarmConvertingReadsDoNotAllocate(t *testing.T) {
-	for _, from := range []runtime.DType{runtime.Uint8, runtime.Uint16} {
+	for _, from := range []lgruntime.DType{lgruntime.Uint8, lgruntime.Uint16} {
 		spec := ArraySpec{Shape: []int{8, 8, 8}, Chunks: []int{4, 4, 4}, DType: from, Fill: 2}
 		a := writeLayoutArray(t, spec, randomArray(from, 512, 1))
 		if err := os.Remove(filepath.Join(a.dir, "0.1.0")); err != nil {
 			t.Fatal(err)
 		}
-		conv, err := NewConversion(from, runtime.Float32, &Affine{Sub: 1, Div: 3, Mul: 1})
+		conv, err := NewConversion(from, lgruntime.Float32, &Affine{Sub: 1, Div: 3, Mul: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,14 +7,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/loadergen/loadergen/runtime"
+	lgruntime "github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/npy"
 )
 
 // elemType is an array's element type as stored: the dtype and whether the
 // stored bytes are big-endian.
 type elemType struct {
-	dtype     runtime.DType
+	dtype     lgruntime.DType
 	bigEndian bool
 }
 
@@ -47,8 +47,8 @@ func parseV2DType(raw json.RawMessage) (elemType, error) {
 
 // v2DType returns the type string a v2 array of d declares: numpy's, and
 // none for bfloat16, which numpy lacks.
-func v2DType(d runtime.DType) string {
-	if d == runtime.BFloat16 {
+func v2DType(d lgruntime.DType) string {
+	if d == lgruntime.BFloat16 {
 		return ""
 	}
 	return npy.Descr(d)
@@ -56,12 +56,12 @@ func v2DType(d runtime.DType) string {
 
 // parseV3DType reads a v3 data_type. Only the core's numeric and bool types
 // (and bfloat16, an extension some writers use) name runtime dtypes.
-func parseV3DType(raw json.RawMessage) (runtime.DType, error) {
+func parseV3DType(raw json.RawMessage) (lgruntime.DType, error) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return 0, fmt.Errorf("data_type %s is not supported: only the numeric and bool types are", raw)
 	}
-	d, err := runtime.ParseDType(s)
+	d, err := lgruntime.ParseDType(s)
 	if err != nil {
 		return 0, fmt.Errorf("data_type %q is not supported (the numeric types and bool are)", s)
 	}
@@ -71,7 +71,7 @@ func parseV3DType(raw json.RawMessage) (runtime.DType, error) {
 // parseFill converts a fill_value to one element of d in little-endian
 // order, as chunks are held once decoded. Zarr v2's null means "no fill
 // value", which reads as zero here as it does in zarr-python.
-func parseFill(raw json.RawMessage, d runtime.DType) ([]byte, error) {
+func parseFill(raw json.RawMessage, d lgruntime.DType) ([]byte, error) {
 	out := make([]byte, d.Size())
 	s := strings.TrimSpace(string(raw))
 	if s == "" || s == "null" {
@@ -86,7 +86,7 @@ func parseFill(raw json.RawMessage, d runtime.DType) ([]byte, error) {
 	bad := func(why string) error { return fmt.Errorf("fill_value %s for %v: %s", s, d, why) }
 	switch v := v.(type) {
 	case bool:
-		if d != runtime.Bool {
+		if d != lgruntime.Bool {
 			return nil, bad("a boolean fills only bool arrays")
 		}
 		if v {
@@ -94,7 +94,7 @@ func parseFill(raw json.RawMessage, d runtime.DType) ([]byte, error) {
 		}
 		return out, nil
 	case json.Number:
-		if d == runtime.Bool {
+		if d == lgruntime.Bool {
 			return fillBool(out, v, bad)
 		}
 		if d.IsFloat() {
@@ -142,7 +142,7 @@ func fillBool(out []byte, v json.Number, bad func(string) error) ([]byte, error)
 	return out, nil
 }
 
-func fillInt(out []byte, d runtime.DType, v json.Number, bad func(string) error) ([]byte, error) {
+func fillInt(out []byte, d lgruntime.DType, v json.Number, bad func(string) error) ([]byte, error) {
 	lo, hi := d.IntRange()
 	if i, err := strconv.ParseInt(v.String(), 10, 64); err == nil {
 		if i < lo || (i > 0 && uint64(i) > hi) {

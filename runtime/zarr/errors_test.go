@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loadergen/loadergen/runtime"
+	lgruntime "github.com/loadergen/loadergen/runtime"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected messages of testdata/zarr/errors")
@@ -91,7 +91,7 @@ func TestMultiscaleMisuse(t *testing.T) {
 		t.Error("Open of a Multiscale built to write succeeded")
 	}
 	dir := t.TempDir()
-	spec := ArraySpec{Shape: []int{4}, Chunks: []int{4}, DType: runtime.Uint8}
+	spec := ArraySpec{Shape: []int{4}, Chunks: []int{4}, DType: lgruntime.Uint8}
 	if err := WriteArray(filepath.Join(dir, "a"), spec, make([]byte, 4)); err != nil {
 		t.Fatal(err)
 	}

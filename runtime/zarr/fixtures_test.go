@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/loadergen/loadergen/internal/pyzarr"
-	"github.com/loadergen/loadergen/runtime"
+	lgruntime "github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/npy"
 )
 
@@ -25,7 +25,7 @@ func fixtureCases(t testing.TB) []fixtureCase { return pyzarr.Cases(t, fixtures)
 
 // expected is numpy's reading of a fixture array.
 type expected struct {
-	dtype runtime.DType
+	dtype lgruntime.DType
 	shape []int
 	data  []byte
 }

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/loadergen/loadergen/runtime"
+	lgruntime "github.com/loadergen/loadergen/runtime"
 )
 
 // TestReadLayoutHostile reads through hostile layouts, the first two of
@@ -19,9 +19,9 @@ func TestReadLayoutHostile(t *testing.T) {
 	if strconv.IntSize < 64 {
 		t.Skip("the hostile layouts are 64-bit numbers")
 	}
-	line := writeLayoutArray(t, ArraySpec{Shape: []int{8}, Chunks: []int{8}, DType: runtime.Uint8}, nil)
-	plane := writeLayoutArray(t, ArraySpec{Shape: []int{8, 8}, Chunks: []int{8, 8}, DType: runtime.Uint8}, nil)
-	wide := writeLayoutArray(t, ArraySpec{Shape: []int{8, 8}, Chunks: []int{4, 4}, DType: runtime.Float32}, nil)
+	line := writeLayoutArray(t, ArraySpec{Shape: []int{8}, Chunks: []int{8}, DType: lgruntime.Uint8}, nil)
+	plane := writeLayoutArray(t, ArraySpec{Shape: []int{8, 8}, Chunks: []int{8, 8}, DType: lgruntime.Uint8}, nil)
+	wide := writeLayoutArray(t, ArraySpec{Shape: []int{8, 8}, Chunks: []int{4, 4}, DType: lgruntime.Float32}, nil)
 	for _, c := range []struct {
 		name          string
 		a             *Array
@@ -75,7 +75,7 @@ func TestReadLayoutHostile(t *testing.T) {
 // TestReadLayoutEmpty: a box with an axis of length 0 reads nothing,
 // whatever its layout and destination.
 func TestReadLayoutEmpty(t *testing.T) {
-	a := writeLayoutArray(t, ArraySpec{Shape: []int{8, 8}, Chunks: []int{8, 8}, DType: runtime.Uint8}, nil)
+	a := writeLayoutArray(t, ArraySpec{Shape: []int{8, 8}, Chunks: []int{8, 8}, DType: lgruntime.Uint8}, nil)
 	for _, l := range []Layout{{Start: -7, Strides: []int{math.MaxInt, math.MinInt}}, {Strides: []int{0, 0}}} {
 		if err := a.ReadLayout(nil, []int{3, 3}, []int{math.MaxInt, 0}, l); err != nil {
 			t.Fatalf("layout %+v: %v", l, err)
@@ -119,10 +119,10 @@ type layoutArray struct {
 // succeeds must equal one done element by element.
 func FuzzReadLayout(f *testing.F) {
 	specs := []ArraySpec{
-		{Shape: []int{5, 19, 21}, Chunks: []int{3, 12, 16}, DType: runtime.Uint8, Fill: 9},
-		{Shape: []int{3, 6, 10}, Chunks: []int{2, 4, 4}, DType: runtime.Uint16, Fill: 7},
-		{Shape: []int{4, 13, 11}, Chunks: []int{2, 8, 8}, DType: runtime.Float32, Fill: 0.5},
-		{Shape: []int{3, 7, 9}, Chunks: []int{2, 4, 5}, DType: runtime.Int64, Fill: -1},
+		{Shape: []int{5, 19, 21}, Chunks: []int{3, 12, 16}, DType: lgruntime.Uint8, Fill: 9},
+		{Shape: []int{3, 6, 10}, Chunks: []int{2, 4, 4}, DType: lgruntime.Uint16, Fill: 7},
+		{Shape: []int{4, 13, 11}, Chunks: []int{2, 8, 8}, DType: lgruntime.Float32, Fill: 0.5},
+		{Shape: []int{3, 7, 9}, Chunks: []int{2, 4, 5}, DType: lgruntime.Int64, Fill: -1},
 	}
 	arrays := make([]layoutArray, len(specs))
 	for i, spec := range specs {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/loadergen/loadergen/runtime"
+	lgruntime "github.com/loadergen/loadergen/runtime"
 )
 
 // sharding is a sharding_indexed codec: a chunk of the array (a shard) is a
@@ -47,7 +47,7 @@ func parseSharding(raw json.RawMessage, shard []int, elem int) (*sharding, error
 	sh.indexShape = append(slices.Clone(sh.perShard), 2)
 	// The decoded index: a uint64 pair per inner chunk, read whole, so it
 	// is held to a chunk's bound.
-	indexLen, _, ok := runtime.KeyBytes(runtime.Uint64, sh.indexShape, 1)
+	indexLen, _, ok := lgruntime.KeyBytes(lgruntime.Uint64, sh.indexShape, 1)
 	if !ok || indexLen > maxChunkBytes {
 		return nil, fmt.Errorf("a shard of %v inner chunks has an index too large to read (indexes up to 2 GiB are)", sh.perShard)
 	}

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/loadergen/loadergen/runtime"
+	lgruntime "github.com/loadergen/loadergen/runtime"
 )
 
 // The examples of the zarr v3 specification (zarr-developers/zarr-specs at
@@ -97,7 +97,7 @@ func writeSpecArray(t *testing.T, meta string) *Array {
 
 func TestSpecArrayExample(t *testing.T) {
 	a := writeSpecArray(t, specArrayExample)
-	if a.Format() != 3 || a.DType() != runtime.Float64 || !slices.Equal(a.Shape(), []int{10000, 1000}) || !slices.Equal(a.ChunkShape(), []int{1000, 100}) {
+	if a.Format() != 3 || a.DType() != lgruntime.Float64 || !slices.Equal(a.Shape(), []int{10000, 1000}) || !slices.Equal(a.ChunkShape(), []int{1000, 100}) {
 		t.Fatalf("format %d, dtype %v, shape %v, chunks %v", a.Format(), a.DType(), a.Shape(), a.ChunkShape())
 	}
 	if f := math.Float64frombits(binary.LittleEndian.Uint64(a.Fill())); !math.IsNaN(f) {

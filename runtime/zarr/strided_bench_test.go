@@ -3,7 +3,7 @@ package zarr
 import (
 	"testing"
 
-	"github.com/loadergen/loadergen/runtime"
+	lgruntime "github.com/loadergen/loadergen/runtime"
 )
 
 // BenchmarkCopyBox copies a 64³ uint8 box out of a [64, 128, 128] chunk,
@@ -58,13 +58,13 @@ func BenchmarkCopyBoxConvert(b *testing.B) {
 	norm := &Affine{Sub: 0, Div: 255, Mul: 2, Add: -1}
 	for _, c := range []struct {
 		name     string
-		from, to runtime.DType
+		from, to lgruntime.DType
 		m        *Affine
 	}{
-		{"uint8-float32", runtime.Uint8, runtime.Float32, nil},
-		{"uint8-float32-normalize", runtime.Uint8, runtime.Float32, norm},
-		{"uint16-float32-normalize", runtime.Uint16, runtime.Float32, norm},
-		{"float32-float32-normalize", runtime.Float32, runtime.Float32, norm},
+		{"uint8-float32", lgruntime.Uint8, lgruntime.Float32, nil},
+		{"uint8-float32-normalize", lgruntime.Uint8, lgruntime.Float32, norm},
+		{"uint16-float32-normalize", lgruntime.Uint16, lgruntime.Float32, norm},
+		{"float32-float32-normalize", lgruntime.Float32, lgruntime.Float32, norm},
 	} {
 		conv, err := NewConversion(c.from, c.to, c.m)
 		if err != nil {
