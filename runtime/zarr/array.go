@@ -431,31 +431,40 @@ func (a *Array) ChunkName(chunk int64) string {
 // belongs to one load between Get and Put.
 var raws = sync.Pool{New: func() any { return new([]byte) }}
 
-// load reads and decodes at least the first need bytes of decoded chunk
-// number unit, or, for a negative number, the index of shard -unit-1
-// (whole). A chunk or shard that is not stored loads as nil (it reads as
-// the fill value).
-func (a *Array) load(unit int64, need int) ([]byte, int, error) {
-	if unit < 0 {
+// chunkEntry is the cache key of decoded chunk number unit.
+func (a *Array) chunkEntry(unit int64) cacheKey {
+	return cacheKey{array: a.id, kind: decodedChunk, n: unit}
+}
+
+// indexEntry is the cache key of the index of shard number shard.
+func (a *Array) indexEntry(shard int64) cacheKey {
+	return cacheKey{array: a.id, kind: shardIndex, n: shard}
+}
+
+// load reads and decodes the entry of key: at least the first need bytes
+// of a decoded chunk, or a shard's index (whole). A chunk or shard that is
+// not stored loads as nil (it reads as the fill value).
+func (a *Array) load(key cacheKey, need int) ([]byte, int, error) {
+	if key.kind == shardIndex {
 		var shard [maxRank]int
 		n := len(a.shape)
-		unravel(-unit-1, a.shards, shard[:n])
+		unravel(key.n, a.shards, shard[:n])
 		buf, err := a.loadIndex(shard[:n])
 		return buf, a.chain.shard.indexLen, err
 	}
-	return a.loadUnit(unit, nil, 0, need)
+	return a.loadUnit(key.n, nil, 0, need)
 }
 
-// extend decodes chunk number unit's bytes from on, at least to need, into
+// extend decodes a decoded chunk's bytes from on, at least to need, into
 // buf, which holds bytes [0, from) of it already (Cache.get's protocol).
-func (a *Array) extend(unit int64, buf []byte, from, need int) (int, error) {
-	if unit < 0 || buf == nil {
-		return 0, fmt.Errorf("zarr array %s: extending unit %d (a bug)", a.dir, unit)
+func (a *Array) extend(key cacheKey, buf []byte, from, need int) (int, error) {
+	if key.kind != decodedChunk || buf == nil {
+		return 0, fmt.Errorf("zarr array %s: extending entry %+v (a bug)", a.dir, key)
 	}
-	out, n, err := a.loadUnit(unit, buf, from, need)
+	out, n, err := a.loadUnit(key.n, buf, from, need)
 	if err == nil && out == nil {
 		var idx [maxRank]int
-		unravel(unit, a.grid, idx[:len(a.shape)])
+		unravel(key.n, a.grid, idx[:len(a.shape)])
 		return 0, a.chunkError(idx[:len(a.shape)], nil, errors.New("the chunk's file is gone since it was first read"))
 	}
 	return n, err
@@ -480,7 +489,7 @@ func (a *Array) loadUnit(unit int64, out []byte, from, need int) ([]byte, int, e
 	for k := range n {
 		shard[k], inner[k] = idx[k]/sh.perShard[k], idx[k]%sh.perShard[k]
 	}
-	ie, err := a.cache.get(cacheKey{a.id, -1 - ravel(shard[:n], a.shards)}, a, sh.indexLen)
+	ie, err := a.cache.get(a.indexEntry(ravel(shard[:n], a.shards)), a, sh.indexLen)
 	if err != nil {
 		return nil, 0, err
 	}

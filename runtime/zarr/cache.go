@@ -72,12 +72,23 @@ type CacheStats struct {
 	Entries   int   // chunks held now
 }
 
-// cacheKey names one decoded chunk: chunk is its index in its array's grid
-// of decoded chunks, or a negative number for a shard's index.
+// cacheKey names one entry of a cache: a decoded chunk of an array, or the
+// index of one of its shards.
 type cacheKey struct {
-	array uint64
-	chunk int64
+	array uint64 // Array.id
+	kind  entryKind
+	// n numbers the chunk in its array's grid of decoded chunks
+	// (Array.grid), or the shard in its grid of shards (Array.shards).
+	n int64
 }
+
+// entryKind says what a cache entry holds.
+type entryKind uint8
+
+const (
+	decodedChunk entryKind = iota // a decoded chunk, or a prefix of it
+	shardIndex                    // a shard's decoded index, whole
+)
 
 // cacheEntryOverhead is what an entry costs besides its data, so that the
 // limit also bounds the entries of missing chunks.
@@ -115,8 +126,8 @@ type cacheEntry struct {
 // into buf (from load, holding [0, from) already) and returns the end of
 // what it decoded; it writes nothing before byte from of the chunk.
 type loader interface {
-	load(chunk int64, need int) (buf []byte, n int, err error)
-	extend(chunk int64, buf []byte, from, need int) (int, error)
+	load(key cacheKey, need int) (buf []byte, n int, err error)
+	extend(key cacheKey, buf []byte, from, need int) (int, error)
 }
 
 // headroom is the space before a chunk's data in its buffer: a chunk stored
@@ -241,7 +252,7 @@ func (c *Cache) get(key cacheKey, l loader, need int) (*cacheEntry, error) {
 	c.stats.Loads++
 	c.mu.Unlock()
 
-	buf, n, err := l.load(key.chunk, need)
+	buf, n, err := l.load(key, need)
 
 	c.mu.Lock()
 	e.err = err
@@ -286,7 +297,7 @@ func (c *Cache) extend(e *cacheEntry, l loader, need int) (*cacheEntry, error) {
 		c.stats.Extends++
 		c.mu.Unlock()
 
-		n, err := l.extend(e.key.chunk, e.buf, from, need)
+		n, err := l.extend(e.key, e.buf, from, need)
 
 		c.mu.Lock()
 		e.growing = nil

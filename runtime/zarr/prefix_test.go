@@ -30,7 +30,7 @@ func TestPartialDecodeEqualsWhole(t *testing.T) {
 				units *= int64(g)
 			}
 			for u := int64(0); u < units; u += max(1, units/7) {
-				buf, n, err := a.load(u, size)
+				buf, n, err := a.load(a.chunkEntry(u), size)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -43,7 +43,7 @@ func TestPartialDecodeEqualsWhole(t *testing.T) {
 				whole := slices.Clone(buf[headroom:])
 				for _, need := range []int{elem, size / 3 / elem * elem, size / 2 / elem * elem, size - elem, size} {
 					need = max(need, elem)
-					buf, n, err := a.load(u, need)
+					buf, n, err := a.load(a.chunkEntry(u), need)
 					if err != nil {
 						t.Fatalf("unit %d, prefix %d: %v", u, need, err)
 					}
@@ -66,7 +66,7 @@ func TestPartialDecodeEqualsWhole(t *testing.T) {
 						}
 						poison := bytes.Repeat([]byte{0xa5}, n)
 						copy(data, poison)
-						m, err := a.extend(u, buf, n, more)
+						m, err := a.extend(a.chunkEntry(u), buf, n, more)
 						if err != nil {
 							t.Fatalf("unit %d: extending %d to %d: %v", u, n, more, err)
 						}

@@ -144,7 +144,7 @@ func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, 
 			need = a.unitBytes
 		}
 		unit := ravel(idx[:n], a.grid)
-		e, err := a.cache.get(cacheKey{a.id, unit}, a, need)
+		e, err := a.cache.get(a.chunkEntry(unit), a, need)
 		if err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ func (a *Array) ReadAhead(origin, shape []int) {
 	}
 	copy(idx[:n], c0[:n])
 	for {
-		if !a.cache.has(cacheKey{a.id, ravel(idx[:n], a.grid)}) {
+		if !a.cache.has(a.chunkEntry(ravel(idx[:n], a.grid))) {
 			h.Hint(a.key(idx[:n]), int64(a.unitBytes))
 		}
 		k := n - 1

@@ -179,6 +179,28 @@ func TestSpecShardingExample(t *testing.T) {
 	}
 }
 
+// TestShardIndexEntry: a shard's index is cached as an entry of its own,
+// apart from the decoded chunk of the same number. Reading inner chunk 1
+// of shard 0 caches shard 0's index and chunk 1, and not chunk 0.
+func TestShardIndexEntry(t *testing.T) {
+	a := specShardingArray(t, 1, make([]byte, 32*32))
+	if err := a.Read(make([]byte, 32*32), []int{0, 32}, []int{32, 32}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		key  cacheKey
+		want bool
+	}{
+		{a.indexEntry(0), true},
+		{a.chunkEntry(1), true},
+		{a.chunkEntry(0), false},
+	} {
+		if got := a.cache.has(tt.key); got != tt.want {
+			t.Errorf("cache holds %+v: %v, want %v", tt.key, got, tt.want)
+		}
+	}
+}
+
 // TestSpecChunkKeys checks the chunk key examples of the default and v2
 // chunk key encodings (docs/v3/chunk-key-encodings).
 func TestSpecChunkKeys(t *testing.T) {
