@@ -34,9 +34,12 @@ type Array struct {
 	id     uint64 // the array's name in its cache
 	cache  *Cache
 
-	format    int // 2 or 3
-	shape     []int
-	chunk     []int // the chunk grid's chunk (a shard, for sharded arrays)
+	format int // 2 or 3
+	shape  []int
+	// stored is the shape of the chunk grid's chunks, the objects the
+	// store holds: a sharded array's shards, else its chunks (then stored
+	// and unit are the same).
+	stored    []int
 	dtype     lgruntime.DType
 	fill      []byte // one element, little-endian
 	keyPrefix string // "c" for v3's default chunk keys, else ""
@@ -44,9 +47,10 @@ type Array struct {
 	chain     chain
 	attrs     json.RawMessage
 
-	// unit is the shape of a decoded chunk: the chunk, or a sharded array's
-	// inner chunk. grid counts units along each axis, shards counts chunks
-	// of the chunk grid (shards, when sharded).
+	// unit is the shape of a decoded chunk, what reads decode and the cache
+	// holds (ChunkShape): a stored chunk, or a sharded array's inner chunk.
+	// grid counts units along each axis, and shards stored chunks (shards,
+	// when sharded).
 	unit, grid, shards []int
 	unitBytes          int
 	unitStrides        [maxRank]int // C-order element strides of a unit
@@ -235,7 +239,7 @@ func (a *Array) parseV3(doc *metaDoc) error {
 	if err := doc.get("codecs", &codecs, true); err != nil {
 		return err
 	}
-	if a.chain, err = v3Chain(codecs, a.chunk, a.dtype.Size(), false); err != nil {
+	if a.chain, err = v3Chain(codecs, a.stored, a.dtype.Size(), false); err != nil {
 		return doc.errorf("codecs", "%v", err)
 	}
 	a.attrs = doc.raw("attributes")
@@ -281,7 +285,7 @@ func (a *Array) parseShapes(doc *metaDoc, shapeKey string, chunkDoc *metaDoc, ch
 	if err := doc.get(shapeKey, &a.shape, true); err != nil {
 		return err
 	}
-	if err := chunkDoc.get(chunkKey, &a.chunk, true); err != nil {
+	if err := chunkDoc.get(chunkKey, &a.stored, true); err != nil {
 		return err
 	}
 	if len(a.shape) > maxRank {
@@ -292,12 +296,12 @@ func (a *Array) parseShapes(doc *metaDoc, shapeKey string, chunkDoc *metaDoc, ch
 			return doc.errorf(shapeKey, "shape %v has a negative length", a.shape)
 		}
 	}
-	if len(a.chunk) != len(a.shape) {
-		return chunkDoc.errorf(chunkKey, "chunk shape %v has %d axes but shape %v has %d", a.chunk, len(a.chunk), a.shape, len(a.shape))
+	if len(a.stored) != len(a.shape) {
+		return chunkDoc.errorf(chunkKey, "chunk shape %v has %d axes but shape %v has %d", a.stored, len(a.stored), a.shape, len(a.shape))
 	}
-	for _, n := range a.chunk {
+	for _, n := range a.stored {
 		if n < 1 {
-			return chunkDoc.errorf(chunkKey, "chunk shape %v has a length below 1", a.chunk)
+			return chunkDoc.errorf(chunkKey, "chunk shape %v has a length below 1", a.stored)
 		}
 	}
 	return nil
@@ -306,7 +310,7 @@ func (a *Array) parseShapes(doc *metaDoc, shapeKey string, chunkDoc *metaDoc, ch
 // setUnits derives the decoded chunks' shape and grid, and checks that
 // their counts and sizes fit the arithmetic of reads.
 func (a *Array) setUnits() error {
-	a.unit = a.chunk
+	a.unit = a.stored
 	if sh := a.chain.shard; sh != nil {
 		a.unit = sh.innerShape
 	}
@@ -314,7 +318,7 @@ func (a *Array) setUnits() error {
 	a.shards = make([]int, len(a.shape))
 	for k, n := range a.shape {
 		a.grid[k] = (n + a.unit[k] - 1) / a.unit[k]
-		a.shards[k] = (n + a.chunk[k] - 1) / a.chunk[k]
+		a.shards[k] = (n + a.stored[k] - 1) / a.stored[k]
 	}
 	// The number of chunks is the byte size of a uint8 array with one
 	// element per chunk: one overflow-checked product.
@@ -342,8 +346,8 @@ func (a *Array) Format() int { return a.format }
 // Shape returns the array's shape.
 func (a *Array) Shape() []int { return slices.Clone(a.shape) }
 
-// ChunkShape returns the shape of the chunks reads decode: the chunk grid's
-// chunks, or a sharded array's inner chunks.
+// ChunkShape returns the shape of the chunks reads decode (unit): the chunk
+// grid's chunks, or a sharded array's inner chunks, not its shards.
 func (a *Array) ChunkShape() []int { return slices.Clone(a.unit) }
 
 // DType returns the element type.
