@@ -124,7 +124,7 @@ func (s *Source) read(c *runtime.Crop, st *state, dst [][]byte) error {
 		for ci, a := range v.arrays[k] {
 			buf := dst[k][ci*kl.bytes : (ci+1)*kl.bytes]
 			if a == nil { // a class this volume lacks
-				repeat(buf, kl.fill)
+				zarr.Repeat(buf, kl.fill)
 				continue
 			}
 			l := zarr.Layout{Start: start, Strides: st.strides[k], Outside: kl.fill, Missing: v.missing[k][ci], Convert: kl.convert}
@@ -185,12 +185,4 @@ func (s *Source) layout(k int, st *state) int {
 		}
 	}
 	return start
-}
-
-// repeat fills b with copies of value.
-func repeat(b, value []byte) {
-	n := copy(b, value)
-	for n < len(b) {
-		n += copy(b[n:], b[:n])
-	}
 }

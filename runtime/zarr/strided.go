@@ -344,7 +344,7 @@ func fillBox(to *strided.Region, value []byte) {
 	// (a crop turned or mirrored into its sample), is one run.
 	if to.Dense() {
 		lo, hi := to.Span()
-		fillRun(dst[lo*elem:(hi+1)*elem], value)
+		Repeat(dst[lo*elem:(hi+1)*elem], value)
 		return
 	}
 	f := flatten(to, nil)
@@ -358,7 +358,7 @@ func fillBox(to *strided.Region, value []byte) {
 	do := to.Start()
 	for {
 		if ds == 1 {
-			fillRun(dst[do*elem:(do+run)*elem], value)
+			Repeat(dst[do*elem:(do+run)*elem], value)
 		} else {
 			for i := range run {
 				copy(dst[(do+i*ds)*elem:], value)
@@ -380,8 +380,10 @@ func fillBox(to *strided.Region, value []byte) {
 	}
 }
 
-// fillRun repeats value over b, doubling what is written with each copy.
-func fillRun(b, value []byte) {
+// Repeat fills b with copies of value (one element; a last copy may be
+// cut short), doubling what is written with each copy: how reads fill the
+// parts of a box outside an array with Layout.Outside.
+func Repeat(b, value []byte) {
 	n := copy(b, value)
 	for n < len(b) {
 		n += copy(b[n:], b[:n])

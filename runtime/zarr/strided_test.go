@@ -113,3 +113,21 @@ func TestReverseRun(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeat fills buffers of every length up to 40 bytes, whole copies
+// and a cut last one, and compares with a byte-by-byte fill.
+func TestRepeat(t *testing.T) {
+	for _, value := range [][]byte{{7}, {1, 2}, {1, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8}} {
+		for n := range 41 {
+			got := make([]byte, n)
+			Repeat(got, value)
+			want := make([]byte, n)
+			for i := range want {
+				want[i] = value[i%len(value)]
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("Repeat of %v over %d bytes: %v, want %v", value, n, got, want)
+			}
+		}
+	}
+}
