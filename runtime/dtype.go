@@ -148,9 +148,9 @@ func (d DType) Put(out []byte, v float64) {
 	case d.IsFloat():
 		putFloat(out, d, v)
 	case v < 0:
-		putUint(out, uint64(int64(v)))
+		d.PutBits(out, uint64(int64(v)))
 	default:
-		putUint(out, uint64(v))
+		d.PutBits(out, uint64(v))
 	}
 }
 
@@ -195,12 +195,14 @@ func (d DType) Value(b []byte) float64 {
 // PutInt stores v as one element of the integer dtype d at the start of
 // out, little-endian, as Go converts an int64 to it (the caller checks
 // that d holds v).
-func (d DType) PutInt(out []byte, v int64) { putUint(out[:d.Size()], uint64(v)) }
+func (d DType) PutInt(out []byte, v int64) { d.PutBits(out, uint64(v)) }
 
-// putUint stores the low len(out) bytes of v, little-endian.
-func putUint(out []byte, v uint64) {
-	for i := range out {
-		out[i] = byte(v >> (8 * i))
+// PutBits stores the element of d whose bit pattern is the low d.Size()
+// bytes of bits at the start of out, little-endian: PutBits(out, 0x7fc00000)
+// of Float32 stores a NaN.
+func (d DType) PutBits(out []byte, bits uint64) {
+	for i := range d.Size() {
+		out[i] = byte(bits >> (8 * i))
 	}
 }
 

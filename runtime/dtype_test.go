@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"math"
 	"testing"
 )
@@ -109,4 +110,28 @@ func holds(d DType, v float64) bool {
 	}
 	lo, hi := d.IntRange()
 	return v == math.Trunc(v) && v >= float64(lo) && v <= float64(hi)
+}
+
+// TestPutBits stores bit patterns of each width and leaves the bytes past
+// the element alone.
+func TestPutBits(t *testing.T) {
+	tests := []struct {
+		d    DType
+		bits uint64
+		want []byte
+	}{
+		{Uint8, 0x1234, []byte{0x34, 0xee}},
+		{Int16, 0xfffe, []byte{0xfe, 0xff, 0xee}},
+		{Float32, 0x7fc00000, []byte{0x00, 0x00, 0xc0, 0x7f, 0xee}},
+		{Float32, 0x80000000, []byte{0x00, 0x00, 0x00, 0x80, 0xee}},
+		{Float64, 0xfff0000000000000, []byte{0, 0, 0, 0, 0, 0, 0xf0, 0xff, 0xee}},
+		{Int64, 0x0102030405060708, []byte{8, 7, 6, 5, 4, 3, 2, 1, 0xee}},
+	}
+	for _, tt := range tests {
+		out := bytes.Repeat([]byte{0xee}, len(tt.want))
+		tt.d.PutBits(out, tt.bits)
+		if !bytes.Equal(out, tt.want) {
+			t.Errorf("%v.PutBits(%#x) = % x, want % x", tt.d, tt.bits, out, tt.want)
+		}
+	}
 }

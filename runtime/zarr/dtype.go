@@ -124,7 +124,7 @@ func parseFill(raw json.RawMessage, d lgruntime.DType) ([]byte, error) {
 			if !ok || err != nil || len(hex) != 2*d.Size() {
 				return nil, bad(`want a number, "NaN", "Infinity", "-Infinity" or the element's bits in hex`)
 			}
-			putUint(out, bitsv)
+			d.PutBits(out, bitsv)
 		}
 		return out, nil
 	}
@@ -148,20 +148,13 @@ func fillInt(out []byte, d lgruntime.DType, v json.Number, bad func(string) erro
 		if i < lo || (i > 0 && uint64(i) > hi) {
 			return nil, bad("out of the type's range")
 		}
-		putUint(out, uint64(i))
+		d.PutInt(out, i)
 		return out, nil
 	}
 	u, err := strconv.ParseUint(v.String(), 10, 64)
 	if err != nil || u > hi {
 		return nil, bad("not an integer in the type's range")
 	}
-	putUint(out, u)
+	d.PutBits(out, u)
 	return out, nil
-}
-
-// putUint stores the low len(out) bytes of v, little-endian.
-func putUint(out []byte, v uint64) {
-	for i := range out {
-		out[i] = byte(v >> (8 * i))
-	}
 }
