@@ -60,7 +60,8 @@ type Array struct {
 }
 
 // maxChunkBytes bounds what one read holds in memory: a decoded chunk, a
-// stored chunk, a shard's index.
+// stored chunk, a shard's index. The writer holds its chunks to it too, so
+// that it writes none a reader refuses.
 const maxChunkBytes = 1 << 31
 
 // arrayIDs numbers opened arrays across every cache, so that arrays

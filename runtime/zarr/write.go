@@ -157,8 +157,8 @@ func (s *ArraySpec) check() (specSizes, error) {
 		}
 	}
 	chunk, _, ok := lgruntime.KeyBytes(s.DType, s.Chunks, 1)
-	if !ok || chunk > 1<<30 {
-		return z, fmt.Errorf("chunks %v: more than 1 GiB a chunk", s.Chunks)
+	if !ok || chunk > maxChunkBytes {
+		return z, fmt.Errorf("chunks %v: more than the %d bytes a chunk may hold", s.Chunks, maxChunkBytes)
 	}
 	array, _, ok := lgruntime.KeyBytes(s.DType, s.Shape, 1)
 	if !ok || array > math.MaxInt {

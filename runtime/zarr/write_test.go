@@ -179,6 +179,24 @@ print("ok", len(names))
 	}
 }
 
+// TestWriteChunkBound: the writer takes chunks up to the reader's bound,
+// maxChunkBytes, and no larger.
+func TestWriteChunkBound(t *testing.T) {
+	for _, tt := range []struct {
+		chunk int
+		ok    bool
+	}{
+		{1<<30 + 1, true},
+		{maxChunkBytes, true},
+		{maxChunkBytes + 1, false},
+	} {
+		spec := ArraySpec{Shape: []int{tt.chunk}, Chunks: []int{tt.chunk}, DType: runtime.Uint8}
+		if _, err := spec.check(); (err == nil) != tt.ok {
+			t.Errorf("chunks of %d bytes: %v, want accepted %v", tt.chunk, err, tt.ok)
+		}
+	}
+}
+
 func TestWriteRefusesBadSpecs(t *testing.T) {
 	tests := []struct {
 		spec ArraySpec
@@ -191,8 +209,8 @@ func TestWriteRefusesBadSpecs(t *testing.T) {
 		{ArraySpec{Shape: []int{4}, Chunks: []int{2}, DType: runtime.Uint8, Fill: 256}, "out of the type's range"},
 		{ArraySpec{Shape: []int{4}, Chunks: []int{2}, DType: runtime.Uint8, Separator: ":"}, `separator ":"`},
 		{ArraySpec{Shape: []int{4}, Chunks: []int{2}, DType: runtime.Uint8, Compressor: Zstd(30)}, "zstd level 30"},
-		{ArraySpec{Shape: []int{1 << 20}, Chunks: []int{1 << 28}, DType: runtime.Float64}, "more than 1 GiB a chunk"},
-		{ArraySpec{Shape: []int{4, 4}, Chunks: []int{2, math.MaxInt}, DType: runtime.Uint16}, "more than 1 GiB a chunk"},
+		{ArraySpec{Shape: []int{1 << 20}, Chunks: []int{1<<28 + 1}, DType: runtime.Float64}, "more than the 2147483648 bytes a chunk may hold"},
+		{ArraySpec{Shape: []int{4, 4}, Chunks: []int{2, math.MaxInt}, DType: runtime.Uint16}, "more than the 2147483648 bytes a chunk may hold"},
 	}
 	dir := t.TempDir()
 	for i, tt := range tests {

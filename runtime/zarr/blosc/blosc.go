@@ -13,11 +13,17 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
 // HeaderSize is the size of a Blosc 1 frame header.
 const HeaderSize = 16
+
+// MaxBufferSize is the most bytes a frame holds decoded: c-blosc's
+// BLOSC_MAX_BUFFERSIZE, INT_MAX less the header (BLOSC_MAX_OVERHEAD), as a
+// frame's sizes are 32-bit signed ints that count its header too.
+const MaxBufferSize = math.MaxInt32 - HeaderSize
 
 // Header flags (byte 2 of a frame).
 const (
@@ -105,7 +111,7 @@ func ParseHeader(src []byte) (Header, error) {
 		return h, corrupt("unknown codec %d in the flags", uint8(h.Codec()))
 	case h.TypeSize == 0:
 		return h, corrupt("type size 0")
-	case h.NBytes > 1<<31-1-HeaderSize || h.CBytes > 1<<31-1:
+	case h.NBytes > MaxBufferSize || h.CBytes > math.MaxInt32:
 		return h, corrupt("sizes past 2 GiB (nbytes %d, cbytes %d)", h.NBytes, h.CBytes)
 	case h.CBytes != len(src):
 		return h, corrupt("header says %d bytes, the frame has %d", h.CBytes, len(src))

@@ -168,6 +168,16 @@ func TestEncodeRoundTrip(t *testing.T) {
 	}
 }
 
+// TestEncodeRefusesPastMaxBufferSize: a frame holds at most MaxBufferSize
+// bytes, c-blosc's BLOSC_MAX_BUFFERSIZE (the source is never touched: the
+// refusal comes first, so its pages are never mapped in).
+func TestEncodeRefusesPastMaxBufferSize(t *testing.T) {
+	_, err := new(Encoder).Encode(nil, make([]byte, MaxBufferSize+1), 1)
+	if want := "blosc: 2147483632 bytes are more than the 2147483631 a frame may hold"; err == nil || err.Error() != want {
+		t.Errorf("Encode of MaxBufferSize+1 bytes: %v, want %s", err, want)
+	}
+}
+
 // TestDecodeRange: decoding a range of a frame gives exactly the full
 // decode's bytes over the blocks that cover it, and writes nothing before
 // the range's start, for every fixture frame and ranges on and off block

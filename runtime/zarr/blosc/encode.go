@@ -12,10 +12,6 @@ import (
 // accept any size, and 256 KiB keeps a block's streams in a core's L2 cache.
 const encodeBlockSize = 256 << 10
 
-// maxEncode bounds what Encoder encodes, far below the format's 2 GiB, so
-// that no offset of a frame in the making can overflow its 32 bits.
-const maxEncode = 1 << 30
-
 // Encoder writes frames as numcodecs' default Blosc codec configures them:
 // LZ4 streams over byte-shuffled blocks. Blocks are not split into per-byte
 // streams (the frame says so), and a frame that would not be smaller than
@@ -32,8 +28,11 @@ func (e *Encoder) Encode(dst, src []byte, typeSize int) ([]byte, error) {
 	if typeSize < 1 || typeSize > 255 {
 		return dst, fmt.Errorf("blosc: type size %d outside 1..255", typeSize)
 	}
-	if len(src) > maxEncode {
-		return dst, fmt.Errorf("blosc: %d bytes are more than the %d an encoded frame may hold", len(src), maxEncode)
+	// Up to MaxBufferSize, a frame in the making (at most 1/255 longer than
+	// src, and a few bytes a block) keeps its offsets under 4 GiB, and a
+	// frame kept is shorter than the stored one, HeaderSize+len(src) bytes.
+	if len(src) > MaxBufferSize {
+		return dst, fmt.Errorf("blosc: %d bytes are more than the %d a frame may hold", len(src), MaxBufferSize)
 	}
 	block := max(encodeBlockSize/typeSize*typeSize, typeSize)
 	nblocks := (len(src) + block - 1) / block
