@@ -341,9 +341,6 @@ func (a *Array) setUnits() error {
 // Dir returns the array's directory.
 func (a *Array) Dir() string { return a.dir }
 
-// Format returns the zarr format version, 2 or 3.
-func (a *Array) Format() int { return a.format }
-
 // Shape returns the array's shape.
 func (a *Array) Shape() []int { return slices.Clone(a.shape) }
 
@@ -353,9 +350,6 @@ func (a *Array) ChunkShape() []int { return slices.Clone(a.unit) }
 
 // DType returns the element type.
 func (a *Array) DType() lgruntime.DType { return a.dtype }
-
-// Fill returns one element of the fill value, little-endian.
-func (a *Array) Fill() []byte { return slices.Clone(a.fill) }
 
 // Attributes returns the array's user attributes as JSON (v2's .zattrs,
 // v3's attributes); "{}" when there are none.

@@ -29,7 +29,7 @@ var benchCompressors = []struct {
 }{
 	{"blosc-lz4", BloscLZ4()},
 	{"zstd6", Zstd(6)},
-	{"gzip6", Gzip(6)},
+	{"gzip6", gzipLevel(6)},
 }
 
 // benchWritten records that benchVolumes ran, for TestMain to clean up.

@@ -271,7 +271,7 @@ func TestConcurrentReadsWithEvictions(t *testing.T) {
 						errs <- err
 						return
 					}
-					if !bytes.Equal(dst, want.box(origin, shape, a.Fill())) {
+					if !bytes.Equal(dst, want.box(origin, shape, a.fill)) {
 						errs <- fmt.Errorf("cache %d MiB: Read(%v, %v) differs from numpy's slice", mib, origin, shape)
 						return
 					}
@@ -319,7 +319,7 @@ func TestReadOutsideValue(t *testing.T) {
 				if !bytes.Equal(got[4*i:4*i+4], w) {
 					t.Fatalf("element %v = % x, want % x", p, got[4*i:4*i+4], w)
 				}
-				if p[0] == 0 && p[1] == 0 && p[2] == 0 && !bytes.Equal(w, a.Fill()) {
+				if p[0] == 0 && p[1] == 0 && p[2] == 0 && !bytes.Equal(w, a.fill) {
 					t.Fatal("element (0, 0, 0) is not in a missing chunk: the test misses its point")
 				}
 			}

@@ -141,7 +141,7 @@ func checkReads(t *testing.T, a *Array, want expected) {
 		if err := a.Read(dst, origin, shape); err != nil {
 			t.Fatalf("Read(%v, %v): %v", origin, shape, err)
 		}
-		if w := want.box(origin, shape, a.Fill()); !bytes.Equal(dst, w) {
+		if w := want.box(origin, shape, a.fill); !bytes.Equal(dst, w) {
 			t.Fatalf("Read(%v, %v) differs from numpy's slice at byte %d", origin, shape, firstDiff(dst, w))
 		}
 		// The same box mirrored along its first axis and with its last two

@@ -157,7 +157,7 @@ func TestPrefixExtendsAcrossReads(t *testing.T) {
 			base := a.cache.Stats()
 			read := func(i int) {
 				t.Helper()
-				box := want.box(origins[i], shapes[i], a.Fill())
+				box := want.box(origins[i], shapes[i], a.fill)
 				got := make([]byte, len(box))
 				if err := a.Read(got, origins[i], shapes[i]); err != nil {
 					t.Fatal(err)
@@ -207,7 +207,7 @@ func TestConcurrentPrefixes(t *testing.T) {
 						defer wg.Done()
 						for rep := range 3 {
 							j := (i + rep*len(origins)/3) % len(origins)
-							box := want.box(origins[j], shapes[j], a.Fill())
+							box := want.box(origins[j], shapes[j], a.fill)
 							got := make([]byte, len(box))
 							if err := a.Read(got, origins[j], shapes[j]); err != nil {
 								errs <- err.Error()

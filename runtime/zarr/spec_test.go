@@ -97,10 +97,10 @@ func writeSpecArray(t *testing.T, meta string) *Array {
 
 func TestSpecArrayExample(t *testing.T) {
 	a := writeSpecArray(t, specArrayExample)
-	if a.Format() != 3 || a.DType() != lgruntime.Float64 || !slices.Equal(a.Shape(), []int{10000, 1000}) || !slices.Equal(a.ChunkShape(), []int{1000, 100}) {
-		t.Fatalf("format %d, dtype %v, shape %v, chunks %v", a.Format(), a.DType(), a.Shape(), a.ChunkShape())
+	if a.format != 3 || a.DType() != lgruntime.Float64 || !slices.Equal(a.Shape(), []int{10000, 1000}) || !slices.Equal(a.ChunkShape(), []int{1000, 100}) {
+		t.Fatalf("format %d, dtype %v, shape %v, chunks %v", a.format, a.DType(), a.Shape(), a.ChunkShape())
 	}
-	if f := math.Float64frombits(binary.LittleEndian.Uint64(a.Fill())); !math.IsNaN(f) {
+	if f := math.Float64frombits(binary.LittleEndian.Uint64(a.fill)); !math.IsNaN(f) {
 		t.Errorf("fill %v, want NaN", f)
 	}
 	var attrs map[string]any
@@ -112,7 +112,7 @@ func TestSpecArrayExample(t *testing.T) {
 	if err := a.Read(box, []int{9998, 999}, []int{3, 1}); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(box, bytes.Repeat(a.Fill(), 3)) {
+	if !bytes.Equal(box, bytes.Repeat(a.fill, 3)) {
 		t.Errorf("unwritten box % x, want the fill value", box)
 	}
 }

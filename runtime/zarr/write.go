@@ -22,7 +22,7 @@ import (
 	"github.com/loadergen/loadergen/runtime/zarr/blosc"
 )
 
-// Compressor says how a Writer compresses chunks. The zero value stores
+// Compressor says how WriteArray compresses chunks. The zero value stores
 // them uncompressed.
 type Compressor struct {
 	id    string // numcodecs' id; "" for none
@@ -37,17 +37,6 @@ func Zstd(level int) Compressor { return Compressor{id: "zstd", level: level} }
 // over byte-shuffled blocks.
 func BloscLZ4() Compressor { return Compressor{id: "blosc"} }
 
-// Gzip compresses chunks with gzip at level (1 to 9).
-func Gzip(level int) Compressor { return Compressor{id: "gzip", level: level} }
-
-// String names the compressor as numcodecs does, e.g. "zstd".
-func (c Compressor) String() string {
-	if c.id == "" {
-		return "none"
-	}
-	return c.id
-}
-
 // metadata returns the compressor's .zarray entry.
 func (c Compressor) metadata() any {
 	switch c.id {
@@ -59,7 +48,7 @@ func (c Compressor) metadata() any {
 	return nil
 }
 
-// ArraySpec describes a zarr v2 array to write.
+// ArraySpec describes a zarr v2 array for WriteArray to write.
 type ArraySpec struct {
 	Shape      []int
 	Chunks     []int
@@ -70,42 +59,32 @@ type ArraySpec struct {
 	Attributes map[string]any // written to .zattrs when not empty
 }
 
-// Writer writes a zarr v2 array (C order, little-endian) chunk by chunk,
-// so arrays larger than memory can be written. The array's metadata is
-// written by Close: until then there is no array at the directory, so a
-// writer that fails leaves no half-written array behind for readers to
-// take as complete. WriteChunk may be called from several goroutines at
-// once.
-type Writer struct {
+// writer writes a zarr v2 array (C order, little-endian) chunk by chunk.
+// The array's metadata is written by close: until then there is no array
+// at the directory, so a writer that fails leaves no half-written array
+// behind for readers to take as complete. writeChunk may be called from
+// several goroutines at once.
+type writer struct {
 	dir   string
 	spec  ArraySpec
 	grid  []int
 	bytes int    // of a chunk
 	fill  []byte // one element of the fill value, for edge chunks
-	// zstd is shared by every WriteChunk: EncodeAll is safe for concurrent
-	// use. Create writes it and the fields above; nothing writes them until
-	// Close, which the caller calls after the last WriteChunk returned.
+	// zstd is shared by every writeChunk: EncodeAll is safe for concurrent
+	// use. create writes it and the fields above; nothing writes them until
+	// close, which the caller calls after the last writeChunk returned.
 	zstd *zstd.Encoder
 
 	// C-order element strides of the whole array and of a chunk.
 	arrayStrides, chunkStrides [maxRank]int
 }
 
-// bloscEncoders recycles Blosc encoders among concurrent WriteChunk calls.
+// bloscEncoders recycles Blosc encoders among concurrent writeChunk calls.
 var bloscEncoders = sync.Pool{New: func() any { return new(blosc.Encoder) }}
 
-// Create starts writing an array at dir, which must not hold a zarr node
-// already.
-func Create(dir string, spec ArraySpec) (*Writer, error) {
-	sizes, err := spec.check()
-	if err != nil {
-		return nil, fmt.Errorf("zarr: create %s: %w", dir, err)
-	}
-	return create(dir, spec, sizes)
-}
-
-// create is Create for a spec that check accepted, giving sizes.
-func create(dir string, spec ArraySpec, sizes specSizes) (*Writer, error) {
+// create starts writing an array at dir, which must not hold a zarr node
+// already, for a spec that check accepted, giving sizes.
+func create(dir string, spec ArraySpec, sizes specSizes) (*writer, error) {
 	for _, name := range []string{".zarray", ".zgroup", "zarr.json"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("zarr: create %s: it holds a %s already (remove it first)", dir, name)
@@ -114,7 +93,7 @@ func create(dir string, spec ArraySpec, sizes specSizes) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("zarr: create %s: %w", dir, err)
 	}
-	w := &Writer{dir: dir, spec: spec, grid: make([]int, len(spec.Shape)), bytes: sizes.chunk, fill: sizes.fill}
+	w := &writer{dir: dir, spec: spec, grid: make([]int, len(spec.Shape)), bytes: sizes.chunk, fill: sizes.fill}
 	for k, n := range spec.Shape {
 		w.grid[k] = (n + spec.Chunks[k] - 1) / spec.Chunks[k]
 	}
@@ -203,10 +182,10 @@ func (s *ArraySpec) fillJSON() json.RawMessage {
 	return b
 }
 
-// WriteChunk writes the chunk at grid index idx. data holds the whole
+// writeChunk writes the chunk at grid index idx. data holds the whole
 // chunk in C order, little-endian, edge chunks included (their part past
 // the array's end is stored but never read).
-func (w *Writer) WriteChunk(idx []int, data []byte) error {
+func (w *writer) writeChunk(idx []int, data []byte) error {
 	if len(idx) != len(w.grid) {
 		return fmt.Errorf("zarr: write %s: chunk index %v for %d axes", w.dir, idx, len(w.grid))
 	}
@@ -256,9 +235,9 @@ func (w *Writer) WriteChunk(idx []int, data []byte) error {
 	return nil
 }
 
-// Close writes the array's metadata (.zarray, and .zattrs when the spec
+// close writes the array's metadata (.zarray, and .zattrs when the spec
 // has attributes), after which the array can be read.
-func (w *Writer) Close() error {
+func (w *writer) close() error {
 	w.release()
 	meta := map[string]any{
 		"zarr_format": 2, "shape": w.spec.Shape, "chunks": w.spec.Chunks,
@@ -275,16 +254,17 @@ func (w *Writer) Close() error {
 }
 
 // release frees the encoder's resources.
-func (w *Writer) release() {
+func (w *writer) release() {
 	if w.zstd != nil {
 		w.zstd.Close()
 	}
 }
 
 // WriteArray writes data, the whole array in C order, as the array spec
-// describes, chunking it on all processors.
+// describes, chunking it on all processors: a store this package reads, as
+// the examples make theirs (docs/VOLUMES.md, "Writing").
 func WriteArray(dir string, spec ArraySpec, data []byte) error {
-	// Check the data against the spec before Create makes the directory.
+	// Check the data against the spec before create makes the directory.
 	sizes, err := spec.check()
 	if err != nil {
 		return fmt.Errorf("zarr: create %s: %w", dir, err)
@@ -322,12 +302,12 @@ func WriteArray(dir string, spec ArraySpec, data []byte) error {
 		w.release()
 		return err
 	}
-	return w.Close()
+	return w.close()
 }
 
 // writeFrom writes chunk number c (in C order of the grid) of the whole
 // array data, padding an edge chunk with the fill value, using buf.
-func (w *Writer) writeFrom(data []byte, c int64, buf []byte) error {
+func (w *writer) writeFrom(data []byte, c int64, buf []byte) error {
 	rank := len(w.grid)
 	var idx, part, corner [maxRank]int
 	unravel(c, w.grid, idx[:rank])
@@ -355,12 +335,12 @@ func (w *Writer) writeFrom(data []byte, c int64, buf []byte) error {
 		return fmt.Errorf("zarr: write %s: chunk %v of the array's data: %w", w.dir, idx[:rank], err)
 	}
 	copyBox(&to, &from)
-	return w.WriteChunk(idx[:rank], buf)
+	return w.writeChunk(idx[:rank], buf)
 }
 
 // WriteMultiscale writes the group metadata of an OME-NGFF 0.4 multiscale
 // image at dir: .zgroup, and .zattrs with m's axes and levels. Its levels'
-// arrays are written apart, with Create at dir/level.Path.
+// arrays are written apart, with WriteArray at dir/level.Path.
 func WriteMultiscale(dir string, m Multiscale) error {
 	if len(m.Levels) == 0 || len(m.Axes) == 0 {
 		return fmt.Errorf("zarr: multiscale %s: want axes and at least one level", dir)
@@ -396,12 +376,12 @@ func WriteMultiscale(dir string, m Multiscale) error {
 	if err := writeJSON(filepath.Join(dir, ".zattrs"), map[string]any{"multiscales": []any{ms}}); err != nil {
 		return err
 	}
-	return WriteGroup(dir)
+	return writeGroup(dir)
 }
 
-// WriteGroup writes a v2 group's .zgroup at dir, so that zarr-python can
+// writeGroup writes a v2 group's .zgroup at dir, so that zarr-python can
 // walk a hierarchy down to its arrays.
-func WriteGroup(dir string) error {
+func writeGroup(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("zarr: %w", err)
 	}

@@ -29,7 +29,7 @@ var writeCases = []struct {
 	{"zstd_u1", ArraySpec{Shape: []int{17, 30, 41}, Chunks: []int{8, 16, 16}, DType: runtime.Uint8, Compressor: Zstd(6), Separator: "/"}, "00"},
 	{"blosc_u2", ArraySpec{Shape: []int{20, 33}, Chunks: []int{16, 16}, DType: runtime.Uint16, Compressor: BloscLZ4(), Fill: 7}, "0700"},
 	{"blosc_big_chunk_f4", ArraySpec{Shape: []int{3, 300, 301}, Chunks: []int{2, 256, 256}, DType: runtime.Float32, Compressor: BloscLZ4(), Fill: math.NaN()}, "0000c07f"},
-	{"gzip_u4", ArraySpec{Shape: []int{10, 20, 30}, Chunks: []int{5, 8, 16}, DType: runtime.Uint32, Compressor: Gzip(6), Fill: 3}, "03000000"},
+	{"gzip_u4", ArraySpec{Shape: []int{10, 20, 30}, Chunks: []int{5, 8, 16}, DType: runtime.Uint32, Compressor: gzipLevel(6), Fill: 3}, "03000000"},
 	{"raw_i8", ArraySpec{Shape: []int{5, 7}, Chunks: []int{2, 3}, DType: runtime.Int64, Fill: -1}, "ffffffffffffffff"},
 	{"zstd_f8_1d", ArraySpec{Shape: []int{1000}, Chunks: []int{128}, DType: runtime.Float64, Compressor: Zstd(1), Fill: math.Inf(-1)}, "000000000000f0ff"},
 	{"blosc_bool", ArraySpec{Shape: []int{9, 9, 9}, Chunks: []int{4, 4, 4}, DType: runtime.Bool, Compressor: BloscLZ4(), Fill: 1}, "01"},
@@ -79,30 +79,39 @@ func TestWriteReadBack(t *testing.T) {
 			if !bytes.Equal(got, data) {
 				t.Fatalf("read back differs at byte %d", firstDiff(got, data))
 			}
-			if got := hex.EncodeToString(a.Fill()); got != c.fill {
+			if got := hex.EncodeToString(a.fill); got != c.fill {
 				t.Errorf("fill %s, want %s", got, c.fill)
 			}
 		})
 	}
 }
 
+// gzipLevel compresses chunks with gzip at level (1 to 9), to test the
+// reader on gzip chunks.
+func gzipLevel(level int) Compressor { return Compressor{id: "gzip", level: level} }
+
 func TestWriterLeavesNoArrayUntilClose(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "a")
-	w, err := Create(dir, ArraySpec{Shape: []int{4}, Chunks: []int{2}, DType: runtime.Uint8})
+	spec := ArraySpec{Shape: []int{4}, Chunks: []int{2}, DType: runtime.Uint8}
+	sizes, err := spec.check()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.WriteChunk([]int{0}, []byte{1, 2}); err != nil {
+	w, err := create(dir, spec, sizes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.writeChunk([]int{0}, []byte{1, 2}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(dir); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("open before Close: %v, want no array", err)
+		t.Fatalf("open before close: %v, want no array", err)
 	}
-	if err := w.Close(); err != nil {
+	if err := w.close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Create(dir, ArraySpec{Shape: []int{4}, Chunks: []int{2}, DType: runtime.Uint8}); err == nil || !strings.Contains(err.Error(), "holds a .zarray already") {
-		t.Fatalf("create over an array: %v", err)
+	if err := WriteArray(dir, spec, make([]byte, 4)); err == nil || !strings.Contains(err.Error(), "holds a .zarray already") {
+		t.Fatalf("write over an array: %v", err)
 	}
 	for _, bad := range []struct {
 		idx  []int
@@ -112,8 +121,8 @@ func TestWriterLeavesNoArrayUntilClose(t *testing.T) {
 		{[]int{2}, []byte{1, 2}, "outside the grid"},
 		{[]int{0}, []byte{1}, "of 1 bytes, want 2"},
 	} {
-		if err := w.WriteChunk(bad.idx, bad.data); err == nil || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("WriteChunk(%v, %v): %v, want %q", bad.idx, bad.data, err, bad.want)
+		if err := w.writeChunk(bad.idx, bad.data); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("writeChunk(%v, %v): %v, want %q", bad.idx, bad.data, err, bad.want)
 		}
 	}
 }
@@ -214,9 +223,9 @@ func TestWriteRefusesBadSpecs(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for i, tt := range tests {
-		_, err := Create(filepath.Join(dir, fmt.Sprint(i)), tt.spec)
+		err := WriteArray(filepath.Join(dir, fmt.Sprint(i)), tt.spec, nil)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("Create(%+v): %v, want %q", tt.spec, err, tt.want)
+			t.Errorf("WriteArray(%+v): %v, want %q", tt.spec, err, tt.want)
 		}
 	}
 	if err := WriteArray(filepath.Join(dir, "short"), ArraySpec{Shape: []int{4}, Chunks: []int{2}, DType: runtime.Uint16}, make([]byte, 7)); err == nil || !strings.Contains(err.Error(), "7 bytes of data") {

@@ -121,12 +121,6 @@ func ParseHeader(src []byte) (Header, error) {
 	return h, nil
 }
 
-// DecodedLen returns the decoded size a frame declares.
-func DecodedLen(src []byte) (int, error) {
-	h, err := ParseHeader(src)
-	return h.NBytes, err
-}
-
 // Decoder decodes frames. Its scratch space makes it unsafe for concurrent
 // use: give each goroutine its own (the zero value is ready).
 type Decoder struct {
@@ -135,7 +129,7 @@ type Decoder struct {
 }
 
 // Decode decodes the frame src into dst, which must be exactly the frame's
-// decoded size (see DecodedLen).
+// decoded size (its Header's NBytes).
 func (d *Decoder) Decode(dst, src []byte) error {
 	h, err := ParseHeader(src)
 	if err != nil {

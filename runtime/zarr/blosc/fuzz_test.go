@@ -21,7 +21,8 @@ func FuzzDecode(f *testing.F) {
 	}
 	var d Decoder
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		n, err := DecodedLen(frame)
+		h, err := ParseHeader(frame)
+		n := h.NBytes
 		if err != nil || n > 1<<20 {
 			return
 		}
