@@ -158,8 +158,18 @@ func (a *Array) parseV2(doc *metaDoc) error {
 	if err := doc.get("dimension_separator", &a.keySep, false); err != nil {
 		return err
 	}
-	if a.keySep != "." && a.keySep != "/" {
-		return doc.errorf("dimension_separator", "dimension_separator %q (want \".\" or \"/\")", a.keySep)
+	if err := checkSeparator(a.keySep); err != nil {
+		return doc.errorf("dimension_separator", "dimension_separator %w", err)
+	}
+	return nil
+}
+
+// checkSeparator is the one rule of a chunk key's separator, which zarr v2's
+// dimension_separator, v3's chunk_key_encoding and the writer's Spec name:
+// "." or "/".
+func checkSeparator(s string) error {
+	if s != "." && s != "/" {
+		return fmt.Errorf("%q (want \".\" or \"/\")", s)
 	}
 	return nil
 }
@@ -271,8 +281,8 @@ func (a *Array) parseKeyEncoding(doc *metaDoc) error {
 		return doc.errorf("chunk_key_encoding", "chunk_key_encoding %q is not supported (default and v2 are)", enc.Name)
 	}
 	if s := enc.Config.Separator; s != nil {
-		if *s != "." && *s != "/" {
-			return doc.errorf("chunk_key_encoding", "separator %q (want \".\" or \"/\")", *s)
+		if err := checkSeparator(*s); err != nil {
+			return doc.errorf("chunk_key_encoding", "separator %w", err)
 		}
 		a.keySep = *s
 	}

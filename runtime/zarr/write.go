@@ -143,12 +143,11 @@ func (s *ArraySpec) check() (specSizes, error) {
 	if !ok || array > math.MaxInt {
 		return z, fmt.Errorf("shape %v: too many bytes", s.Shape)
 	}
-	switch s.Separator {
-	case "":
+	if s.Separator == "" {
 		s.Separator = "."
-	case ".", "/":
-	default:
-		return z, fmt.Errorf("separator %q (want \".\" or \"/\")", s.Separator)
+	}
+	if err := checkSeparator(s.Separator); err != nil {
+		return z, fmt.Errorf("separator %w", err)
 	}
 	if math.IsNaN(s.Fill) && !s.DType.IsFloat() {
 		return z, fmt.Errorf("fill NaN for %v", s.DType)
