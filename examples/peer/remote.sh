@@ -5,32 +5,60 @@
 # chunk cache at 32 MiB, as make peer's big case; the page cache as the
 # machine has it, so both sides read files from memory and the ratio is
 # the cost of S3 requests), alternating local and S3, 3 runs each, medians.
+# With LATENCY set (make remote-bench LATENCY=20ms), each round also reads
+# the S3 store through a proxy that delays every request by LATENCY
+# (delayproxy), with read-ahead on and off (LOADERGEN_READAHEAD_MB=0),
+# and the ratios are to the S3 rate without latency.
 # PEER_DIR keeps the stores between runs (make peer writes them too).
 source "$(dirname "$0")/setup.sh"
 vgw=$(command -v versitygw || echo "$(go env GOPATH)/bin/versitygw")
 [ -x "$vgw" ] || { echo "make remote-bench needs versitygw: make versitygw"; exit 1; }
+latency=${LATENCY:-}
 
 root=$(mktemp -d)
 ln -s "$(cd "$work" && pwd)" "$root/peerwork" # the bucket "peerwork" is the work directory
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$vgw" --access bench --secret bench-secret --port "127.0.0.1:$port" --keep-alive --quiet posix --bucketlinks --nometa "$root" >"$root.log" 2>&1 &
-vgw_pid=$!
-trap 'kill $vgw_pid; rm -rf "$root" "$root.log"' EXIT
+pids=$!
+trap 'kill $pids; rm -rf "$root" "$root.log"' EXIT
 for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+if [ -n "$latency" ]; then
+	go build -o "$work/delayproxy" ./internal/remotetest/cmd/delayproxy
+	coproc proxy { exec "$work/delayproxy" -latency "$latency" "127.0.0.1:$port"; }
+	pids="$pids $proxy_PID"
+	read -r slow <&"${proxy[0]}"
+fi
 
 export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$port AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret \
 	AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true LOADERGEN_ZARR_CACHE_MB=32
 
-printf '%-16s %10s %10s %8s\n' store local s3 s3/local
+# slow runs one epoch through the delay proxy, with the environment given.
+slow() { env AWS_ENDPOINT_URL_S3="http://$slow" "$@" "$work/peer-bench" epoch "s3://peerwork/$store"; }
+
+if [ -z "$latency" ]; then
+	printf '%-16s %10s %10s %8s\n' store local s3 s3/local
+else
+	printf '%-16s %10s %10s %8s %12s %8s %12s %8s\n' store local s3 s3/local "+$latency" "/s3" "+$latency,ra=0" "/s3"
+fi
 for comp in zstd6 blosc-lz4; do
 	store="big-$comp.zarr"
 	[ -d "$work/$store" ] || "$work/peer-bench" write -compressor "$comp" -shape 256,1024,1024 "$work/$store"
-	l="" s=""
+	l="" s="" d="" o=""
 	for _ in 1 2 3; do
 		l="$l $("$work/peer-bench" epoch "$work/$store")"
 		s="$s $("$work/peer-bench" epoch "s3://peerwork/$store")"
+		if [ -n "$latency" ]; then
+			d="$d $(slow)"
+			o="$o $(slow LOADERGEN_READAHEAD_MB=0)"
+		fi
 	done
 	l=$(echo $l | median) s=$(echo $s | median)
-	awk -v c="$comp" -v l="$l" -v s="$s" 'BEGIN { printf "%-16s %10.1f %10.1f %8.2f\n", c, l, s, s / l }'
+	if [ -z "$latency" ]; then
+		awk -v c="$comp" -v l="$l" -v s="$s" 'BEGIN { printf "%-16s %10.1f %10.1f %8.2f\n", c, l, s, s / l }'
+	else
+		d=$(echo $d | median) o=$(echo $o | median)
+		awk -v c="$comp" -v l="$l" -v s="$s" -v d="$d" -v o="$o" \
+			'BEGIN { printf "%-16s %10.1f %10.1f %8.2f %12.1f %8.2f %12.1f %8.2f\n", c, l, s, s / l, d, d / s, o, o / s }'
+	fi
 done
-echo "(crops/s of one epoch in a fresh process, median of 3, local and S3 alternating)"
+echo "(crops/s of one epoch in a fresh process, median of 3, the columns alternating)"

@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"container/list"
+	"slices"
 	"sync"
 	"time"
 )
@@ -44,7 +46,7 @@ func (a *ahead) Hint(name string, expect int64) { a.ra.hint(a.Root, name, expect
 // ReadAll takes object name from the read-ahead when it was hinted,
 // waiting for it if it is in flight, and else reads it.
 func (a *ahead) ReadAll(name string, buf []byte) ([]byte, error) {
-	if data, err, ok := a.ra.take(a.Root.URL(name)); ok {
+	if data, err, ok := a.ra.take(a.Root.URL(name), buf); ok {
 		return data, err
 	}
 	return a.Root.ReadAll(name, buf)
@@ -60,22 +62,31 @@ type fetch struct {
 	expect  int64         // the bytes counted for it until it arrives
 	started bool          // a fetcher took it from the queue
 	done    chan struct{} // closed when data and err are set
-	data    []byte
+	data    []byte        // never changed once done: reads copy it
 	err     error
-	at      time.Time // when it arrived
+	at      time.Time     // when it arrived
+	read    *list.Element // in readAhead.read once it was read, else nil
 }
 
 // readAhead reads hinted objects, at most AheadRequests at a time and
-// within a memory bound, and holds them until they are read.
+// within a memory bound, and holds them until they are read, and then
+// while the bound has room: a chunk that several crops read is often
+// evicted from the chunk cache between two of them (or was cached when
+// the later crop was hinted), and its second read then costs a copy, not
+// a request. Objects read are dropped least recently read first when a
+// hint needs their room.
 type readAhead struct {
 	budget int64
-	// mu guards the fields below. Hint adds entries and queues them, the
-	// fetchers (at most AheadRequests goroutines, each started by hint
-	// and ending when the queue is empty) take queued ones and complete
-	// them, take removes them; every change happens under mu.
+	// mu guards the fields below. Hint adds entries and queues them and
+	// drops read ones for room, the fetchers (at most AheadRequests
+	// goroutines, each started by hint and ending when the queue is
+	// empty) take queued ones and complete them, take moves them to read
+	// (or removes those it finds queued or failed); every change happens
+	// under mu.
 	mu       sync.Mutex
 	entries  map[string]*fetch // by URL
 	queue    []*fetch          // hinted, not yet started
+	read     list.List         // of *fetch: the entries read, least recently read first
 	held     int64             // bytes counted for the entries
 	fetchers int
 }
@@ -94,8 +105,9 @@ func newReadAhead(budget int64) *readAhead {
 	return &readAhead{budget: budget, entries: map[string]*fetch{}}
 }
 
-// hint queues object name of root r, unless it is already hinted or the
-// memory bound is reached (then the object is read when needed).
+// hint queues object name of root r, unless it is held already (a read
+// one is then the last to be dropped) or the memory bound is reached
+// (then the object is read when needed).
 func (ra *readAhead) hint(r Root, name string, expect int64) {
 	if expect <= 0 {
 		expect = aheadExpectGuess
@@ -103,8 +115,14 @@ func (ra *readAhead) hint(r Root, name string, expect int64) {
 	u := r.URL(name)
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
-	if _, ok := ra.entries[u]; ok {
+	if f, ok := ra.entries[u]; ok {
+		if f.read != nil {
+			ra.read.MoveToBack(f.read)
+		}
 		return
+	}
+	for ra.held+expect > ra.budget && ra.read.Len() > 0 {
+		ra.remove(ra.read.Front().Value.(*fetch))
 	}
 	if ra.held+expect > ra.budget {
 		if ra.dropStale(); ra.held+expect > ra.budget {
@@ -135,57 +153,81 @@ func (ra *readAhead) fetcher() {
 		ra.queue = ra.queue[1:]
 		f.started = true
 		ra.mu.Unlock()
-
-		data, err := f.root.ReadAll(f.name, nil)
-
-		ra.mu.Lock()
-		f.data, f.err, f.at = data, err, time.Now()
-		if ra.entries[f.root.URL(f.name)] == f { // not taken meanwhile
-			ra.held += int64(len(data)) - f.expect
-			f.expect = int64(len(data))
-		}
-		close(f.done)
-		ra.mu.Unlock()
+		ra.fetch(f)
 	}
 }
 
-// take removes object u from the read-ahead and returns its bytes,
-// waiting for them if they are in flight; ok is false when u was not
-// hinted, or was hinted but not started (it is then dropped from the
-// queue, and the caller reads it).
-func (ra *readAhead) take(u string) (data []byte, err error, ok bool) {
+// fetch reads started entry f and completes it.
+func (ra *readAhead) fetch(f *fetch) {
+	data, err := f.root.ReadAll(f.name, nil)
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	f.data, f.err, f.at = data, err, time.Now()
+	if ra.entries[f.root.URL(f.name)] == f { // not dropped meanwhile
+		ra.held += int64(len(data)) - f.expect
+		f.expect = int64(len(data))
+	}
+	close(f.done)
+}
+
+// take returns object u's bytes in buf (grown as needed), waiting for
+// them if they are in flight or reading them itself if they are still
+// queued, and keeps them for later reads; ok is false when u was not
+// hinted. A failed fetch is returned once and forgotten.
+func (ra *readAhead) take(u string, buf []byte) (data []byte, err error, ok bool) {
 	ra.mu.Lock()
 	f, hinted := ra.entries[u]
-	if hinted {
-		delete(ra.entries, u)
-		ra.held -= f.expect
-		if !f.started {
-			for i, q := range ra.queue {
-				if q == f {
-					ra.queue = append(ra.queue[:i], ra.queue[i+1:]...)
-					break
-				}
-			}
+	queued := hinted && !f.started
+	if queued {
+		i := slices.Index(ra.queue, f)
+		ra.queue = slices.Delete(ra.queue, i, i+1)
+		f.started = true
+	}
+	ra.mu.Unlock()
+	if !hinted {
+		return buf, nil, false
+	}
+	if queued {
+		ra.fetch(f)
+	}
+	<-f.done
+	ra.mu.Lock()
+	if ra.entries[u] == f { // not dropped meanwhile
+		if f.err != nil {
+			ra.remove(f)
+		} else if f.read == nil {
+			f.read = ra.read.PushBack(f)
+		} else {
+			ra.read.MoveToBack(f.read)
 		}
 	}
 	ra.mu.Unlock()
-	if !hinted || !f.started {
-		return nil, nil, false
+	if f.err != nil {
+		return buf, f.err, true
 	}
-	<-f.done
-	return f.data, f.err, true
+	return append(buf[:0], f.data...), nil, true
 }
 
-// dropStale forgets fetched objects nobody read for aheadStale. Called
-// with mu held.
+// remove forgets entry f, done (read, stale or failed). Called with mu
+// held.
+func (ra *readAhead) remove(f *fetch) {
+	delete(ra.entries, f.root.URL(f.name))
+	ra.held -= f.expect
+	if f.read != nil {
+		ra.read.Remove(f.read)
+		f.read = nil
+	}
+}
+
+// dropStale forgets fetched objects nobody read for aheadStale after
+// they arrived. Called with mu held.
 func (ra *readAhead) dropStale() {
 	now := time.Now()
-	for u, f := range ra.entries {
+	for _, f := range ra.entries {
 		select {
 		case <-f.done:
-			if now.Sub(f.at) > aheadStale {
-				delete(ra.entries, u)
-				ra.held -= f.expect
+			if f.read == nil && now.Sub(f.at) > aheadStale {
+				ra.remove(f)
 			}
 		default:
 		}

@@ -7,8 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -38,6 +41,8 @@ const DefaultRegion = "us-east-1"
 // or AWS_ENDPOINT_URL points the client at an S3-compatible store (then
 // addressed path-style: endpoint/bucket/key); AWS_REGION or the profile's
 // region apply, else DefaultRegion. It makes no request to the bucket.
+// The roots a process opens without an HTTP client in o, under the same
+// AWS_* variables, share one client: the configuration is loaded once.
 func OpenS3(loc string, o ...Options) (Root, error) {
 	u, err := url.Parse(loc)
 	if err != nil || u.Scheme != "s3" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
@@ -51,22 +56,68 @@ func OpenS3(loc string, o ...Options) (Root, error) {
 		prefix += "/"
 	}
 	opt := first(o)
-	ctx, cancel := context.WithTimeout(context.Background(), opt.retry().Timeout)
-	defer cancel()
-	// The SDK's own client, unless Options give one: AWS_CA_BUNDLE needs
-	// its transport options.
-	var client config.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-		t.MaxIdleConnsPerHost = maxIdlePerHost
-	})
-	if opt.Client != nil {
-		client = opt.Client
+	client, err := s3Client(opt)
+	if err != nil {
+		return nil, fmt.Errorf("%s: AWS configuration: %w", loc, err)
 	}
+	return &bucket{client: client, name: u.Host, prefix: prefix, retry: opt.retry()}, nil
+}
+
+// s3Clients are the process's S3 clients of roots opened without an
+// HTTP client of their own, one for each set of AWS_* environment
+// variables (what the configuration is read from): the roots of a
+// process share one configuration load, one credential look-up and one
+// pool of connections.
+var s3Clients struct {
+	mu sync.Mutex // guards m: s3Client reads and adds clients under it
+	m  map[string]*s3.Client
+}
+
+// s3Client returns the S3 client of a root opened with opt: the
+// process's for the environment when opt gives no HTTP client, else a new
+// one on opt's.
+func s3Client(opt Options) (*s3.Client, error) {
+	if opt.Client != nil {
+		return newS3Client(opt.Client, opt.retry().Timeout)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "AWS_") {
+			env = append(env, kv)
+		}
+	}
+	slices.Sort(env)
+	key := strings.Join(env, "\x00")
+	s3Clients.mu.Lock()
+	defer s3Clients.mu.Unlock()
+	if c, ok := s3Clients.m[key]; ok {
+		return c, nil
+	}
+	// The SDK's own HTTP client: AWS_CA_BUNDLE needs its transport options.
+	c, err := newS3Client(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConnsPerHost = maxIdlePerHost
+	}), opt.retry().Timeout)
+	if err != nil {
+		return nil, err
+	}
+	if s3Clients.m == nil {
+		s3Clients.m = map[string]*s3.Client{}
+	}
+	s3Clients.m[key] = c
+	return c, nil
+}
+
+// newS3Client loads the AWS configuration, within timeout, and returns an
+// S3 client on it that sends its requests through client.
+func newS3Client(client config.HTTPClient, timeout time.Duration) (*s3.Client, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	cfg, err := config.LoadDefaultConfig(ctx,
 		config.WithHTTPClient(client),
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }), // Retry retries
 	)
 	if err != nil {
-		return nil, fmt.Errorf("%s: AWS configuration: %w", loc, err)
+		return nil, err
 	}
 	if cfg.Region == "" {
 		cfg.Region = DefaultRegion
@@ -74,12 +125,11 @@ func OpenS3(loc string, o ...Options) (Root, error) {
 	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
 		cfg.Credentials = aws.AnonymousCredentials{}
 	}
-	s3c := s3.NewFromConfig(cfg, func(so *s3.Options) {
+	return s3.NewFromConfig(cfg, func(so *s3.Options) {
 		so.UsePathStyle = so.BaseEndpoint != nil
 		// Ranged reads of objects written without checksums are the norm.
 		so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
-	})
-	return &bucket{client: s3c, name: u.Host, prefix: prefix, retry: opt.retry()}, nil
+	}), nil
 }
 
 func (b *bucket) URL(name string) string { return "s3://" + b.name + "/" + b.prefix + name }

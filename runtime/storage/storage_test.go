@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/loadergen/loadergen/internal/remotetest"
 )
 
@@ -169,6 +171,46 @@ func TestEnvMiB(t *testing.T) {
 		got, err := envMiB("LOADERGEN_TEST_MB", 512, 0)
 		if got != c.want || (err == nil) != (c.err == "") || err != nil && err.Error() != c.err {
 			t.Errorf("%q: %d, %v; want %d, %q", c.value, got, err, c.want, c.err)
+		}
+	}
+}
+
+// TestS3ClientShared: roots opened under the same AWS_* variables share
+// one client (one configuration load, one pool of connections); other
+// variables, or an HTTP client of the caller's, get another.
+func TestS3ClientShared(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "a")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "no-config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "no-credentials"))
+	t.Setenv("AWS_CA_BUNDLE", "") // restored after the test; a bundle needs the SDK's own HTTP client
+	os.Unsetenv("AWS_CA_BUNDLE")
+	client := func(loc string, o ...Options) *s3.Client {
+		t.Helper()
+		r, err := OpenS3(loc, o...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.(*bucket).client
+	}
+	first := client("s3://a/x")
+	for _, tc := range []struct {
+		name   string
+		setup  func()
+		opt    Options
+		shared bool
+	}{
+		{"another bucket", func() {}, Options{}, true},
+		{"another retry policy", func() {}, Options{Retry: quick}, true},
+		{"an HTTP client of the caller's", func() {}, Options{Client: &http.Client{}}, false},
+		{"another endpoint", func() { t.Setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:2") }, Options{}, false},
+	} {
+		tc.setup()
+		if got := client("s3://b/y", tc.opt); (got == first) != tc.shared {
+			t.Errorf("%s: shares the first root's client: %v, want %v", tc.name, got == first, tc.shared)
 		}
 	}
 }
