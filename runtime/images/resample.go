@@ -105,6 +105,13 @@ func clip8(v int32) uint8 {
 	return uint8(v)
 }
 
+// byte8 is clip8 for the unrolled passes of at most 9 taps, where the
+// clamps never apply: every coefficient is >= 0 (the triangle is), and each
+// is its weight times 2^22 rounded, the weights summing to 1, so the n
+// coefficients of a pixel sum to at most 2^22 + n/2, and 255 times that
+// plus half stays below 256 << 22 (for n below 16000).
+func byte8(v int32) uint8 { return uint8(v >> precisionBits) }
+
 // resampler resamples planes as PIL's ImagingResample does with the
 // BILINEAR filter: a horizontal pass over the rows the vertical pass needs
 // into tmp, then the vertical pass, each rounding to bytes.
@@ -159,24 +166,24 @@ func (a *axis) pass(out, src []uint8) {
 	case 3:
 		for x, st := range start {
 			in, c := src[st:st+3:st+3], coef[3*x:3*x+3:3*x+3]
-			out[x] = clip8(half + int32(in[0])*c[0] + int32(in[1])*c[1] + int32(in[2])*c[2])
+			out[x] = byte8(half + int32(in[0])*c[0] + int32(in[1])*c[1] + int32(in[2])*c[2])
 		}
 	case 5:
 		for x, st := range start {
 			in, c := src[st:st+5:st+5], coef[5*x:5*x+5:5*x+5]
-			out[x] = clip8(half + int32(in[0])*c[0] + int32(in[1])*c[1] + int32(in[2])*c[2] +
+			out[x] = byte8(half + int32(in[0])*c[0] + int32(in[1])*c[1] + int32(in[2])*c[2] +
 				int32(in[3])*c[3] + int32(in[4])*c[4])
 		}
 	case 7:
 		for x, st := range start {
 			in, c := src[st:st+7:st+7], coef[7*x:7*x+7:7*x+7]
-			out[x] = clip8(half + int32(in[0])*c[0] + int32(in[1])*c[1] + int32(in[2])*c[2] +
+			out[x] = byte8(half + int32(in[0])*c[0] + int32(in[1])*c[1] + int32(in[2])*c[2] +
 				int32(in[3])*c[3] + int32(in[4])*c[4] + int32(in[5])*c[5] + int32(in[6])*c[6])
 		}
 	case 9:
 		for x, st := range start {
 			in, c := src[st:st+9:st+9], coef[9*x:9*x+9:9*x+9]
-			out[x] = clip8(half + int32(in[0])*c[0] + int32(in[1])*c[1] + int32(in[2])*c[2] +
+			out[x] = byte8(half + int32(in[0])*c[0] + int32(in[1])*c[1] + int32(in[2])*c[2] +
 				int32(in[3])*c[3] + int32(in[4])*c[4] + int32(in[5])*c[5] + int32(in[6])*c[6] +
 				int32(in[7])*c[7] + int32(in[8])*c[8])
 		}
@@ -204,20 +211,20 @@ func (s *resampler) vertical(out []uint8, base, y int) {
 		case 3:
 			r0, r1, r2 := row(0), row(1), row(2)
 			for x := range out {
-				out[x] = clip8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2])
+				out[x] = byte8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2])
 			}
 			return
 		case 5:
 			r0, r1, r2, r3, r4 := row(0), row(1), row(2), row(3), row(4)
 			for x := range out {
-				out[x] = clip8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2] +
+				out[x] = byte8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2] +
 					int32(r3[x])*c[3] + int32(r4[x])*c[4])
 			}
 			return
 		case 7:
 			r0, r1, r2, r3, r4, r5, r6 := row(0), row(1), row(2), row(3), row(4), row(5), row(6)
 			for x := range out {
-				out[x] = clip8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2] +
+				out[x] = byte8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2] +
 					int32(r3[x])*c[3] + int32(r4[x])*c[4] + int32(r5[x])*c[5] + int32(r6[x])*c[6])
 			}
 			return
