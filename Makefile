@@ -137,7 +137,7 @@ turbojpeg-dev:
 ## turbojpeg-test: vet and test the packages that decode images with -tags turbojpeg (libjpeg-turbo through internal/turbojpeg; part of make test, without -race: the Go code around the decoder is raced in the default build)
 turbojpeg-test: turbojpeg-dev
 	$(GO) vet -tags turbojpeg ./internal/turbojpeg ./runtime/images ./runtime/records
-	$(GO) test -tags turbojpeg -count=1 ./internal/turbojpeg ./runtime/images ./runtime/records ./examples/imagenet ./golden/photos
+	$(GO) test -tags turbojpeg -count=1 ./internal/turbojpeg ./runtime/images ./runtime/records ./examples/imagenet ./golden/photos ./golden/scenes
 
 ## zarr-fixtures: rewrite testdata/zarr with python3-zarr, numcodecs and the zstd command (testdata/zarr/make_fixtures.py)
 zarr-fixtures: zarr-python

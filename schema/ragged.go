@@ -37,7 +37,7 @@ func (p *parser) raggedKey(kp string, f map[string]*yaml.Node, key *Key) error {
 	case key.Zarr != "":
 		return p.errorf(rn, path, "a zarr key cannot be ragged: volume crops are fixed-size boxes")
 	case key.Member != "":
-		return p.errorf(rn, path, "a record key cannot be ragged: its images are resampled to the shape, its labels are scalars")
+		return p.errorf(rn, path, "a record key cannot be ragged: its images are resampled to the shape, its labels are scalars, its arrays have the shape exactly")
 	case len(key.Shape) == 0:
 		return p.errorf(rn, path, "a scalar key cannot be ragged: ragged makes the first axis of shape a maximum")
 	case key.ClassAxis:

@@ -32,9 +32,10 @@ const (
 	MemberJPEG = "jpeg"
 	MemberPNG  = "png"
 	MemberCls  = "cls" // a text integer, or a folder sample's class index
+	MemberNPY  = "npy" // an array, one sample as numpy.save writes it; also NAME.npy (records.ArrayMember)
 )
 
-var memberNames = []string{MemberJPG, MemberJPEG, MemberPNG, MemberCls}
+var memberNames = []string{MemberJPG, MemberJPEG, MemberPNG, MemberCls, MemberNPY}
 
 // Records says where the samples of record keys (member:) come from
 // (DESIGN section 12): WebDataset tar shards or class folders.
@@ -69,14 +70,18 @@ func (p *parser) recordKey(kp string, f map[string]*yaml.Node, key *Key) error {
 		return err
 	}
 	key.Member = strings.ToLower(s)
-	if !slices.Contains(memberNames, key.Member) {
+	array := records.ArrayMember(key.Member)
+	switch {
+	case array && (strings.ContainsAny(s, `/\`) || hasControl(s)):
+		return p.errorf(mn, path, "%s is not an extension: a member is named KEY.EXT, and EXT holds no slash or control character", quote(s))
+	case !array && !slices.Contains(memberNames, key.Member):
 		return p.errorf(mn, path, "unknown member %s%s", quote(s), hint(key.Member, memberNames))
-	}
-	if key.ClassAxis {
+	case key.ClassAxis:
 		return p.errorf(mn, path, "a record key has no class axis, but classes gives this target one; set class_axis: false")
-	}
-	if key.Member == MemberCls {
+	case key.Member == MemberCls:
 		return p.labelKey(kp, f, *key)
+	case array:
+		return p.onlyFor(kp, f, imageFields, "image keys", "image member")
 	}
 	if n, ok := f["geometry"]; ok {
 		return p.maskKey(kp, f, n, key)
@@ -84,7 +89,9 @@ func (p *parser) recordKey(kp string, f map[string]*yaml.Node, key *Key) error {
 	return p.imageKey(kp, f, key)
 }
 
-// labelKey checks a cls key: an integer scalar, with no image fields.
+// labelKey checks a cls key: an integer scalar, with no image fields. An
+// array key (npy) has none either, and any shape and dtype: its members'
+// headers must match them exactly.
 func (p *parser) labelKey(kp string, f map[string]*yaml.Node, key Key) error {
 	if err := p.onlyFor(kp, f, imageFields, "image keys", "image member"); err != nil {
 		return err
@@ -385,14 +392,16 @@ func (p *parser) checkGeometry(k Key) error {
 }
 
 // folderKeys checks that the keys suit class folders, whose sample is one
-// image file and its class: one image key, cls keys, no mask. n is the
-// folder field.
+// image file and its class: one image key, cls keys, no mask or array. n
+// is the folder field.
 func (p *parser) folderKeys(n *yaml.Node) error {
 	count := 0
 	for _, k := range p.ds.Keys {
 		switch {
 		case k.Geometry != "":
 			return p.errorAt(k.Pos, "", "key %s is a mask, but a folder sample is one image file and its class; masks need shards:", quote(k.Name))
+		case records.ArrayMember(k.Member):
+			return p.errorAt(k.Pos, "", "key %s reads an array (member %s), but a folder sample is one image file and its class; arrays need shards:", quote(k.Name), quote(k.Member))
 		case k.Image != nil:
 			count++
 		}

@@ -17,6 +17,10 @@ const maxNCodes = 256
 // lutSize is the log-2 size of the Huffman decoder's look-up table.
 const lutSize = 8
 
+// fastBits is the log-2 size of an AC table's combined look-up table
+// (huffman.fast). (Not in image/jpeg.)
+const fastBits = 9
+
 // huffman is a Huffman decoder, specified in section C.
 type huffman struct {
 	// length is the number of codes in the tree.
@@ -36,6 +40,13 @@ type huffman struct {
 	maxCodes [maxCodeLength]int32
 	// valsIndices[i] is the index into vals of minCodes[i].
 	valsIndices [maxCodeLength]int32
+	// fast decodes an AC code and the extra bits of its coefficient
+	// together, as stb_image's fast AC table does, for the next fastBits
+	// bits of the stream: where the code and its extra bits fit in them,
+	// the entry is the coefficient's value << 8 | the zero run << 4 | the
+	// bits both take; else 0, and the code is decoded as image/jpeg does.
+	// (Not in image/jpeg.)
+	fast [1 << fastBits]int32
 }
 
 // errShortHuffmanData means that an unexpected EOF occurred while decoding
@@ -175,6 +186,8 @@ func (d *decoder) processDHT(n int) error {
 			}
 		}
 
+		h.fillFast(&nCodes)
+
 		// Derive minCodes, maxCodes, and valsIndices.
 		var c, index int32
 		for i, n := range nCodes {
@@ -193,6 +206,39 @@ func (d *decoder) processDHT(n int) error {
 		}
 	}
 	return nil
+}
+
+// fillFast derives h.fast from h.vals, of which nCodes[i] codes have
+// length 1+i: each code of length l whose value is a zero run r and a
+// coefficient of s extra bits, l+s <= fastBits, fills the entries that
+// start with the code and each s-bit pattern, with the coefficient that
+// pattern extends to (section F.2.2.1). A DC table's entries are never
+// read. (Not in image/jpeg.)
+func (h *huffman) fillFast(nCodes *[maxCodeLength]int32) {
+	clear(h.fast[:])
+	var code, x int32
+	for l := int32(1); l <= fastBits; l++ {
+		for range nCodes[l-1] {
+			v := h.vals[x]
+			r, s := int32(v>>4), int32(v&0x0f)
+			if s != 0 && l+s <= fastBits && code < 1<<l { // a table of too many codes has no more room
+				for m := range int32(1) << s {
+					ac := m
+					if m < 1<<(s-1) {
+						ac += -1<<s + 1
+					}
+					free := fastBits - l - s
+					base := (code<<s | m) << free
+					for k := range int32(1) << free {
+						h.fast[base|k] = ac<<8 | r<<4 | (l + s)
+					}
+				}
+			}
+			code++
+			x++
+		}
+		code <<= 1
+	}
 }
 
 // decodeHuffman returns the next Huffman-coded value from the bit-stream,

@@ -222,6 +222,23 @@ func (d *decoder) processSOS(n int) error {
 							// Decode the AC coefficients, as specified in section F.2.2.2.
 							huff := &d.huff[acTable][scan[i].ta]
 							for ; zig <= zigEnd; zig++ {
+								// A code and its coefficient at once, where
+								// h.fast has them and the run stays in the
+								// band; anything else as image/jpeg decodes it.
+								if d.bits.n < 16 {
+									d.fillBits()
+								}
+								if d.bits.n >= fastBits {
+									f := huff.fast[(d.bits.a>>uint32(d.bits.n-fastBits))&(1<<fastBits-1)]
+									if f != 0 && zig+(f>>4)&0x0f <= zigEnd {
+										n := f & 0x0f
+										d.bits.n -= n
+										d.bits.m >>= uint32(n)
+										zig += (f >> 4) & 0x0f
+										b[unzig[zig]] = (f >> 8) << al
+										continue
+									}
+								}
 								value, err := d.decodeHuffman(huff)
 								if err != nil {
 									return err

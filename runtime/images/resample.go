@@ -105,6 +105,13 @@ func clip8(v int32) uint8 {
 	return uint8(v)
 }
 
+// byte8 is clip8 for the unrolled passes of at most 9 taps, where the
+// clamps never apply: every coefficient is >= 0 (the triangle is), and each
+// is its weight times 2^22 rounded, the weights summing to 1, so the n
+// coefficients of a pixel sum to at most 2^22 + n/2, and 255 times that
+// plus half stays below 256 << 22 (for n below 16000).
+func byte8(v int32) uint8 { return uint8(v >> precisionBits) }
+
 // resampler resamples planes as PIL's ImagingResample does with the
 // BILINEAR filter: a horizontal pass over the rows the vertical pass needs
 // into tmp, then the vertical pass, each rounding to bytes.
@@ -131,64 +138,69 @@ func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float
 	// Sized for the plane's height, whatever the crop's: the first image
 	// of a dataset's size grows it once and for all.
 	s.tmp = grow(s.tmp, max(rows, p.H)*outW)[:rows*outW]
-	for y := range rows {
-		s.h.pass(s.tmp[y*outW:][:outW], p.Pix[(first+y)*p.Stride:])
+	for y := 0; y < rows; y += 2 {
+		y1 := min(y+1, rows-1) // an odd last row is resampled twice, into itself
+		s.h.pass(s.tmp[y*outW:][:outW], s.tmp[y1*outW:][:outW], p.Pix[(first+y)*p.Stride:], p.Pix[(first+y1)*p.Stride:])
 	}
 	for y := range outH {
 		s.vertical(dst[y*outW:][:outW], (s.v.start[y]-first)*outW, y)
 	}
 }
 
-// pass resamples the row src into out along a, taps unrolled for the
-// sizes of reductions by up to 4 (3, 5, 7, 9 coefficients).
-func (a *axis) pass(out, src []uint8) {
-	if !a.padded {
-		for x := range out {
-			k := a.coef[x*a.size:][:a.count[x]]
-			in := src[a.start[x]:][:len(k)]
-			sum := half
-			for i, c := range k {
-				sum += int32(in[i]) * c
+// pass resamples the rows src0 and src1 into out0 and out1 along a, two
+// rows at a time so that each coefficient is loaded once for both, taps
+// unrolled for the sizes of reductions by up to 4 (3, 5, 7, 9
+// coefficients). src1 may be src0 (and out1 out0) for an odd row.
+func (a *axis) pass(out0, out1, src0, src1 []uint8) {
+	if !a.padded || a.size > 9 {
+		for r, src := range [2][]uint8{src0, src1} {
+			out := [2][]uint8{out0, out1}[r]
+			for x := range out {
+				k := a.coef[x*a.size:][:a.count[x]]
+				in := src[a.start[x]:][:len(k)]
+				sum := half
+				for i, c := range k {
+					sum += int32(in[i]) * c
+				}
+				out[x] = clip8(sum)
 			}
-			out[x] = clip8(sum)
 		}
 		return
 	}
-	start, coef := a.start[:len(out)], a.coef
+	start, coef := a.start[:len(out0)], a.coef
+	out1 = out1[:len(out0)]
 	switch a.size {
 	case 3:
 		for x, st := range start {
-			in, c := src[st:st+3:st+3], coef[3*x:3*x+3:3*x+3]
-			out[x] = clip8(half + int32(in[0])*c[0] + int32(in[1])*c[1] + int32(in[2])*c[2])
+			p, q, c := src0[st:st+3:st+3], src1[st:st+3:st+3], coef[3*x:3*x+3:3*x+3]
+			c0, c1, c2 := c[0], c[1], c[2]
+			out0[x] = byte8(half + int32(p[0])*c0 + int32(p[1])*c1 + int32(p[2])*c2)
+			out1[x] = byte8(half + int32(q[0])*c0 + int32(q[1])*c1 + int32(q[2])*c2)
 		}
 	case 5:
 		for x, st := range start {
-			in, c := src[st:st+5:st+5], coef[5*x:5*x+5:5*x+5]
-			out[x] = clip8(half + int32(in[0])*c[0] + int32(in[1])*c[1] + int32(in[2])*c[2] +
-				int32(in[3])*c[3] + int32(in[4])*c[4])
+			p, q, c := src0[st:st+5:st+5], src1[st:st+5:st+5], coef[5*x:5*x+5:5*x+5]
+			c0, c1, c2, c3, c4 := c[0], c[1], c[2], c[3], c[4]
+			out0[x] = byte8(half + int32(p[0])*c0 + int32(p[1])*c1 + int32(p[2])*c2 + int32(p[3])*c3 + int32(p[4])*c4)
+			out1[x] = byte8(half + int32(q[0])*c0 + int32(q[1])*c1 + int32(q[2])*c2 + int32(q[3])*c3 + int32(q[4])*c4)
 		}
 	case 7:
 		for x, st := range start {
-			in, c := src[st:st+7:st+7], coef[7*x:7*x+7:7*x+7]
-			out[x] = clip8(half + int32(in[0])*c[0] + int32(in[1])*c[1] + int32(in[2])*c[2] +
-				int32(in[3])*c[3] + int32(in[4])*c[4] + int32(in[5])*c[5] + int32(in[6])*c[6])
+			p, q, c := src0[st:st+7:st+7], src1[st:st+7:st+7], coef[7*x:7*x+7:7*x+7]
+			c0, c1, c2, c3, c4, c5, c6 := c[0], c[1], c[2], c[3], c[4], c[5], c[6]
+			out0[x] = byte8(half + int32(p[0])*c0 + int32(p[1])*c1 + int32(p[2])*c2 + int32(p[3])*c3 +
+				int32(p[4])*c4 + int32(p[5])*c5 + int32(p[6])*c6)
+			out1[x] = byte8(half + int32(q[0])*c0 + int32(q[1])*c1 + int32(q[2])*c2 + int32(q[3])*c3 +
+				int32(q[4])*c4 + int32(q[5])*c5 + int32(q[6])*c6)
 		}
 	case 9:
 		for x, st := range start {
-			in, c := src[st:st+9:st+9], coef[9*x:9*x+9:9*x+9]
-			out[x] = clip8(half + int32(in[0])*c[0] + int32(in[1])*c[1] + int32(in[2])*c[2] +
-				int32(in[3])*c[3] + int32(in[4])*c[4] + int32(in[5])*c[5] + int32(in[6])*c[6] +
-				int32(in[7])*c[7] + int32(in[8])*c[8])
-		}
-	default:
-		n := a.size
-		for x, st := range start {
-			in, k := src[st:st+n], coef[n*x:n*x+n]
-			sum := half
-			for i, c := range k {
-				sum += int32(in[i]) * c
-			}
-			out[x] = clip8(sum)
+			p, q, c := src0[st:st+9:st+9], src1[st:st+9:st+9], coef[9*x:9*x+9:9*x+9]
+			c0, c1, c2, c3, c4, c5, c6, c7, c8 := c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]
+			out0[x] = byte8(half + int32(p[0])*c0 + int32(p[1])*c1 + int32(p[2])*c2 + int32(p[3])*c3 +
+				int32(p[4])*c4 + int32(p[5])*c5 + int32(p[6])*c6 + int32(p[7])*c7 + int32(p[8])*c8)
+			out1[x] = byte8(half + int32(q[0])*c0 + int32(q[1])*c1 + int32(q[2])*c2 + int32(q[3])*c3 +
+				int32(q[4])*c4 + int32(q[5])*c5 + int32(q[6])*c6 + int32(q[7])*c7 + int32(q[8])*c8)
 		}
 	}
 }
@@ -204,20 +216,20 @@ func (s *resampler) vertical(out []uint8, base, y int) {
 		case 3:
 			r0, r1, r2 := row(0), row(1), row(2)
 			for x := range out {
-				out[x] = clip8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2])
+				out[x] = byte8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2])
 			}
 			return
 		case 5:
 			r0, r1, r2, r3, r4 := row(0), row(1), row(2), row(3), row(4)
 			for x := range out {
-				out[x] = clip8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2] +
+				out[x] = byte8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2] +
 					int32(r3[x])*c[3] + int32(r4[x])*c[4])
 			}
 			return
 		case 7:
 			r0, r1, r2, r3, r4, r5, r6 := row(0), row(1), row(2), row(3), row(4), row(5), row(6)
 			for x := range out {
-				out[x] = clip8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2] +
+				out[x] = byte8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2] +
 					int32(r3[x])*c[3] + int32(r4[x])*c[4] + int32(r5[x])*c[5] + int32(r6[x])*c[6])
 			}
 			return

@@ -50,7 +50,9 @@ func plainResample(p *Plane, r rect, x0, y0, x1, y1 float64, outW, outH int) []u
 
 // TestResampleUnrolled: the padded, unrolled passes give PIL's sums
 // exactly, for reductions and enlargements whose taps number 3 to 19,
-// boxes at the region's edges and inside it, and regions too narrow to pad.
+// boxes at the region's edges and inside it, and regions too narrow to pad;
+// of random pixels, and of white ones, whose sums are the largest (the
+// unrolled passes do not clamp).
 func TestResampleUnrolled(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	p := Plane{W: 300, H: 200, Stride: 301, SubX: 1, SubY: 1}
@@ -58,7 +60,16 @@ func TestResampleUnrolled(t *testing.T) {
 	for i := range p.Pix {
 		p.Pix[i] = uint8(r.IntN(256))
 	}
+	white := p
+	white.Pix = bytes.Repeat([]byte{255}, len(p.Pix))
 	var s resampler
+	for _, p := range []Plane{p, white} {
+		resampleCases(t, &s, &p)
+	}
+}
+
+// resampleCases compares resample with plainResample on plane p.
+func resampleCases(t *testing.T, s *resampler, p *Plane) {
 	for _, tc := range []struct {
 		region         rect
 		x0, y0, x1, y1 float64
@@ -74,8 +85,8 @@ func TestResampleUnrolled(t *testing.T) {
 		{rect{7, 9, 9, 12}, 7, 9, 9, 12, 5, 4},                     // 2 x 3 pixels: narrower than the taps
 	} {
 		got := make([]uint8, tc.outW*tc.outH)
-		s.resample(got, &p, tc.region, tc.x0, tc.y0, tc.x1, tc.y1, tc.outW, tc.outH)
-		want := plainResample(&p, tc.region, tc.x0, tc.y0, tc.x1, tc.y1, tc.outW, tc.outH)
+		s.resample(got, p, tc.region, tc.x0, tc.y0, tc.x1, tc.y1, tc.outW, tc.outH)
+		want := plainResample(p, tc.region, tc.x0, tc.y0, tc.x1, tc.y1, tc.outW, tc.outH)
 		if !bytes.Equal(got, want) {
 			for i := range got {
 				if got[i] != want[i] {

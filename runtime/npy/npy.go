@@ -218,7 +218,7 @@ func openData(path, name string, spec Spec, lead string) (*File, error) {
 // open does openData's work on an open file; its errors do not name the
 // path.
 func open(osf *os.File, spec Spec, lead string) (*File, error) {
-	h, dataOff, size, err := readHeader(osf)
+	h, dataOff, size, err := readFileHeader(osf)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +245,7 @@ func open(osf *os.File, spec Spec, lead string) (*File, error) {
 // path. A 1-D array is the same bytes in either order, so fortran_order is
 // not looked at.
 func readOffsets(osf *os.File, data *File, spec Spec, maxRows int) ([]int64, error) {
-	h, dataOff, size, err := readHeader(osf)
+	h, dataOff, size, err := readFileHeader(osf)
 	if err != nil {
 		return nil, err
 	}
@@ -330,25 +330,33 @@ func (o *overflows) err(key string, maxRows int) error {
 		which, key, maxRows, first, strings.Join(o.listed, ", "), maxRows)
 }
 
-// readHeader reads the preamble and header of an open .npy file and returns
-// the header, where the data starts and the file's size; its errors do not
-// name the path.
-func readHeader(osf *os.File) (h header, dataOff, size int64, err error) {
+// readFileHeader reads the preamble and header of an open .npy file and
+// returns the header, where the data starts and the file's size; its
+// errors do not name the path.
+func readFileHeader(osf *os.File) (h header, dataOff, size int64, err error) {
 	st, err := osf.Stat()
 	if err != nil {
 		return h, 0, 0, err
 	}
 	size = st.Size()
+	h, dataOff, err = readHeader(osf, size)
+	return h, dataOff, size, err
+}
+
+// readHeader reads the preamble and header of the .npy file of size bytes
+// that r holds from offset 0, and returns the header and where the data
+// starts; its errors do not name the file.
+func readHeader(r io.ReaderAt, size int64) (h header, dataOff int64, err error) {
 	var pre [12]byte // magic, version, header length (2 or 4 bytes)
-	n, err := osf.ReadAt(pre[:], 0)
+	n, err := r.ReadAt(pre[:], 0)
 	if err != nil && err != io.EOF {
-		return h, 0, 0, fmt.Errorf("reading header: %w", err)
+		return h, 0, fmt.Errorf("reading header: %w", err)
 	}
 	if n < len(magic) || string(pre[:len(magic)]) != magic {
-		return h, 0, 0, fmt.Errorf("not a .npy file: it does not start with %q", magic)
+		return h, 0, fmt.Errorf("not a .npy file: it does not start with %q", magic)
 	}
 	if n < 8 {
-		return h, 0, 0, fmt.Errorf("file is %d bytes, too short for a .npy header", size)
+		return h, 0, fmt.Errorf("file is %d bytes, too short for a .npy header", size)
 	}
 	major, minor := pre[6], pre[7]
 	var hdrStart int
@@ -358,10 +366,10 @@ func readHeader(osf *os.File) (h header, dataOff, size int64, err error) {
 	case (major == 2 || major == 3) && minor == 0:
 		hdrStart = 12
 	default:
-		return h, 0, 0, fmt.Errorf("unsupported .npy format version %d.%d (loadergen reads 1.0, 2.0 and 3.0)", major, minor)
+		return h, 0, fmt.Errorf("unsupported .npy format version %d.%d (loadergen reads 1.0, 2.0 and 3.0)", major, minor)
 	}
 	if n < hdrStart {
-		return h, 0, 0, fmt.Errorf("file is %d bytes, too short for a version %d.0 header", size, major)
+		return h, 0, fmt.Errorf("file is %d bytes, too short for a version %d.0 header", size, major)
 	}
 	var hdrLen int64
 	if major == 1 {
@@ -371,18 +379,18 @@ func readHeader(osf *os.File) (h header, dataOff, size int64, err error) {
 	}
 	dataOff = int64(hdrStart) + hdrLen
 	if dataOff > size {
-		return h, 0, 0, fmt.Errorf("header length %d runs past the end of the file (%d bytes)", hdrLen, size)
+		return h, 0, fmt.Errorf("header length %d runs past the end of the file (%d bytes)", hdrLen, size)
 	}
 	raw := make([]byte, hdrLen)
-	if _, err := osf.ReadAt(raw, int64(hdrStart)); err != nil {
-		return h, 0, 0, fmt.Errorf("reading header: %w", err)
+	if _, err := r.ReadAt(raw, int64(hdrStart)); err != nil {
+		return h, 0, fmt.Errorf("reading header: %w", err)
 	}
 	// Versions 1 and 2 are latin-1, version 3 UTF-8; the parser only needs
 	// ASCII, which both encode alike.
 	if h, err = parseHeader(string(raw)); err != nil {
-		return h, 0, 0, fmt.Errorf("header is not parseable: %w: %s", err, quoteHeader(raw))
+		return h, 0, fmt.Errorf("header is not parseable: %w: %s", err, quoteHeader(raw))
 	}
-	return h, dataOff, size, nil
+	return h, dataOff, nil
 }
 
 // quoteHeader quotes a header for a message: without its padding, and only
@@ -399,22 +407,8 @@ func quoteHeader(raw []byte) string {
 // sample and in all; the data starts at dataOff. The shape must be
 // [lead, spec.Sample...]; lead names the leading dimension in messages.
 func check(h header, spec Spec, lead string, dataOff int64) (sampleBytes, total int64, err error) {
-	want := fmt.Sprintf("schema key %q expects %v (%s)", spec.Key, spec.DType, expectedDescr(spec.DType))
-	switch found, known := descrDType[h.descr]; {
-	case h.structured:
-		return 0, 0, fmt.Errorf("structured dtype (a list of fields) is not supported, %s", want)
-	case len(h.descr) >= 2 && h.descr[1] == 'O':
-		return 0, 0, fmt.Errorf("object dtype '%s' is not supported, %s", h.descr, want)
-	case accepts(spec.DType, h.descr):
-	case known:
-		return 0, 0, fmt.Errorf("dtype '%s' (%v), %s", h.descr, found, want)
-	case len(h.descr) >= 2 && h.descr[0] == '>' && descrDType["<"+h.descr[1:]] != 0:
-		return 0, 0, fmt.Errorf("big-endian dtype '%s': only little-endian files are supported", h.descr)
-	default:
-		return 0, 0, fmt.Errorf("dtype '%s' is not supported, %s", h.descr, want)
-	}
-	if h.fortran {
-		return 0, 0, errors.New("Fortran-ordered array: loadergen reads C order (re-save with numpy.ascontiguousarray)")
+	if err := checkLayout(h, spec); err != nil {
+		return 0, 0, err
 	}
 	wantShape := "(" + lead
 	for _, d := range spec.Sample {
@@ -448,6 +442,29 @@ func check(h header, spec Spec, lead string, dataOff int64) (sampleBytes, total 
 		return 0, 0, fmt.Errorf("shape %s of %v overflows int%d", formatShape(h.shape), spec.DType, strconv.IntSize)
 	}
 	return sampleBytes, total, nil
+}
+
+// checkLayout checks a parsed header's dtype against spec's and that it
+// is C-ordered.
+func checkLayout(h header, spec Spec) error {
+	want := fmt.Sprintf("schema key %q expects %v (%s)", spec.Key, spec.DType, expectedDescr(spec.DType))
+	switch found, known := descrDType[h.descr]; {
+	case h.structured:
+		return fmt.Errorf("structured dtype (a list of fields) is not supported, %s", want)
+	case len(h.descr) >= 2 && h.descr[1] == 'O':
+		return fmt.Errorf("object dtype '%s' is not supported, %s", h.descr, want)
+	case accepts(spec.DType, h.descr):
+	case known:
+		return fmt.Errorf("dtype '%s' (%v), %s", h.descr, found, want)
+	case len(h.descr) >= 2 && h.descr[0] == '>' && descrDType["<"+h.descr[1:]] != 0:
+		return fmt.Errorf("big-endian dtype '%s': only little-endian files are supported", h.descr)
+	default:
+		return fmt.Errorf("dtype '%s' is not supported, %s", h.descr, want)
+	}
+	if h.fortran {
+		return errors.New("Fortran-ordered array: loadergen reads C order (re-save with numpy.ascontiguousarray)")
+	}
+	return nil
 }
 
 // mulSize is sizes.Mul bounded by math.MaxInt as well: a file's

@@ -15,6 +15,7 @@ import (
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/images"
+	"github.com/loadergen/loadergen/runtime/npy"
 	"github.com/loadergen/loadergen/runtime/storage"
 )
 
@@ -29,7 +30,7 @@ type Spec struct {
 // Key is one key of a record sample.
 type Key struct {
 	Name   string
-	Member string // jpg, jpeg, png or cls
+	Member string // jpg, jpeg, png, cls, or an array's npy or NAME.npy (ArrayMember)
 	DType  runtime.DType
 	Shape  []int // the sample's shape: [C, H, W] or [H, W, C] (Image.Layout), [H, W] for a mask, [] for cls
 	// Image is an image key's transform; nil for masks and labels.
@@ -47,7 +48,9 @@ type Source struct {
 	classes []string   // a folder's classes, sorted; nil for shards
 	shards  []*os.File // open shards, by file index; nil for a folder
 	member  []int      // per key: its member's place in ix.members (-1 for a folder's cls)
+	direct  []bool     // per member of ix.members: an array, which write reads straight into staging, so load skips it
 	outs    []*images.Output
+	arrays  []*npy.Member // per key: an array key's reader, which each state clones; nil for others
 	masks   []*images.Mask
 	geom    []int // per mask key: its image key's index
 	// free holds the states no Read or Crop is using: they pop one (or
@@ -58,12 +61,14 @@ type Source struct {
 	free []*state
 }
 
-// state is one Read's scratch: member bytes and the image buffers.
+// state is one Read's scratch: member bytes, the image buffers and the
+// array readers.
 type state struct {
-	data    [][]byte // per member
+	data    [][]byte // per member; empty for arrays
 	scratch images.Scratch
 	crops   []images.Crop // per key: an image key's crop in the image's pixels
 	draw    drawer
+	arrays  []*npy.Member // per key: an array key's reader, with the header it last accepted; nil for others
 }
 
 // drawer draws an image key's crop from a sample's Rand once its decoder
@@ -140,15 +145,34 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 			s.member[i] = 0
 		}
 	}
+	s.direct = make([]bool, len(s.ix.members))
+	for j, m := range s.ix.members {
+		s.direct[j] = spec.Folder == "" && ArrayMember(m)
+	}
 	return s, nil
+}
+
+// ArrayMember reports whether a key's member is an array: a .npy file
+// holding one sample, named by extension npy or NAME.npy (000042.npy,
+// 000042.depth.npy).
+func ArrayMember(member string) bool {
+	return member == "npy" || strings.HasSuffix(member, ".npy") && len(member) > len(".npy")
 }
 
 // prepareKeys builds each key's output and finds each mask's image key.
 func (s *Source) prepareKeys() error {
 	n := len(s.spec.Keys)
-	s.outs, s.masks, s.geom = make([]*images.Output, n), make([]*images.Mask, n), make([]int, n)
+	s.outs, s.masks, s.geom, s.arrays = make([]*images.Output, n), make([]*images.Mask, n), make([]int, n), make([]*npy.Member, n)
 	for i, k := range s.spec.Keys {
 		switch {
+		case ArrayMember(k.Member):
+			if s.spec.Folder != "" {
+				return fmt.Errorf("records: key %q: a folder sample is one image and its class, with no member %q", k.Name, k.Member)
+			}
+			var err error
+			if s.arrays[i], err = npy.NewMember(npy.Spec{Key: k.Name, DType: k.DType, Sample: k.Shape}); err != nil {
+				return fmt.Errorf("records: %w", err)
+			}
 		case k.Image != nil:
 			h, w, c := k.Shape[1], k.Shape[2], k.Shape[0]
 			if k.Image.Layout == images.HWC {
@@ -267,7 +291,13 @@ func (s *Source) get() *state {
 		s.free = s.free[:n-1]
 		return st
 	}
-	return &state{data: make([][]byte, len(s.ix.members)), crops: make([]images.Crop, len(s.spec.Keys))}
+	st := &state{data: make([][]byte, len(s.ix.members)), crops: make([]images.Crop, len(s.spec.Keys)), arrays: make([]*npy.Member, len(s.arrays))}
+	for i, m := range s.arrays {
+		if m != nil {
+			st.arrays[i] = m.Clone()
+		}
+	}
+	return st
 }
 
 // put gives st back.
@@ -277,10 +307,14 @@ func (s *Source) put(st *state) {
 	s.mu.Unlock()
 }
 
-// load reads sample index's members into st.data.
+// load reads sample index's members into st.data, but for arrays, which
+// write reads.
 func (s *Source) load(st *state, index int) error {
 	sm := s.ix.samples[index]
 	for j := range s.ix.members {
+		if s.direct[j] {
+			continue
+		}
 		sp := s.ix.spans[index*len(s.ix.members)+j]
 		st.data[j] = slices.Grow(st.data[j][:0], int(sp.size))[:sp.size]
 		var err error
@@ -339,6 +373,9 @@ func (s *Source) write(st *state, r *rand.Rand, index, i int, dst []byte) error 
 			return err
 		}
 		return s.masks[i].Write(&st.scratch, dst, d, st.crops[s.geom[i]])
+	case s.arrays[i] != nil:
+		sp := s.ix.spans[index*len(s.ix.members)+s.member[i]]
+		return st.arrays[i].ReadAt(s.shards[s.ix.samples[index].file], sp.off, sp.size, dst)
 	case s.member[i] < 0:
 		k.DType.PutInt(dst, int64(s.ix.samples[index].label))
 		return nil

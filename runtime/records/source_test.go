@@ -13,11 +13,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/images"
+	"github.com/loadergen/loadergen/runtime/npy"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -263,5 +265,104 @@ func TestFolder(t *testing.T) {
 	}
 	if _, err := Open(sp, dir, quiet); err == nil || !strings.Contains(err.Error(), "notes.txt is not a .jpg, .jpeg or .png image") {
 		t.Errorf("Open with notes.txt: %v", err)
+	}
+	sp.Keys = append(sp.Keys, Key{Name: "depth", Member: "depth.npy", DType: runtime.Float32, Shape: []int{2}})
+	if _, err := Open(sp, dir, quiet); err == nil || !strings.Contains(err.Error(), `key "depth": a folder sample is one image and its class, with no member "depth.npy"`) {
+		t.Errorf("Open with an array key: %v", err)
+	}
+}
+
+// npyFixture returns the bytes of a file numpy wrote (testdata/npy).
+func npyFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	return fileBytes(t, filepath.Join("../../testdata/npy", name))
+}
+
+// fileBytes returns the bytes of the file at path.
+func fileBytes(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// arraySpec is a dataset of two arrays, 000000.depth.npy (float32
+// [3, 2, 2, 2]) and 000000.npy (uint8 [4, 2, 3]), and a label, from
+// shard s.tar.
+func arraySpec() Spec {
+	return Spec{Shards: "s.tar", Keys: []Key{
+		{Name: "depth", Member: "depth.npy", DType: runtime.Float32, Shape: []int{3, 2, 2, 2}},
+		{Name: "pose", Member: "npy", DType: runtime.Uint8, Shape: []int{4, 2, 3}},
+		{Name: "label", Member: "cls", DType: runtime.Int64, Shape: []int{}},
+	}}
+}
+
+// TestArrays: .npy members numpy wrote are read into their keys as they
+// are, without allocating; a member whose header does not match its key,
+// or that is cut short, is an error naming the shard, the sample and the
+// member.
+func TestArrays(t *testing.T) {
+	depth, pose := npyFixture(t, "f4_3x2x2x2.npy"), npyFixture(t, "u8_4x2x3.npy")
+	reshaped := filepath.Join(t.TempDir(), "reshaped.npy")
+	if err := npy.Write(reshaped, runtime.Float32, []int{2, 12}, depth[len(depth)-24*4:]); err != nil {
+		t.Fatal(err)
+	}
+	good := func(key string, depth []byte) []member {
+		return []member{{key + ".depth.npy", depth}, {key + ".npy", pose}, {key + ".cls", []byte("4")}}
+	}
+	tests := []struct {
+		name  string
+		depth []byte // sample b's depth member
+		err   string // "" when sample b reads
+	}{
+		{"good", depth, ""},
+		{"dtype", npyFixture(t, "f2_4x3.npy"), `dtype '<f2' (float16), schema key "depth" expects float32`},
+		{"shape", fileBytes(t, reshaped), `shape (2, 12), key "depth" expects (3, 2, 2, 2)`}, // the same size as a good member
+		{"fortran", npyFixture(t, "fortran_f4_2x3.npy"), `Fortran-ordered array`},
+		{"header", bytes.Replace(slices.Clone(depth), []byte("'descr'"), []byte("'dtype'"), 1), `header is not parseable: unknown key 'dtype'`},
+		{"truncated", depth[:len(depth)-4], `truncated: the member is 220 bytes, its header and shape (3, 2, 2, 2) need 224`},
+		{"not npy", testJPEG(t, 4, 4), `not a .npy file`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "s.tar")
+			writeShard(t, path, append(append(good("a", depth), good("b", tt.depth)...), good("c", depth)...))
+			src, err := Open(arraySpec(), dir, quiet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			d, p, label := make([]byte, 24*4), make([]byte, 24), make([]byte, 8)
+			read := func(i int) error { return src.Read(nil, i, d, p, label) }
+			for _, i := range []int{0, 2} {
+				clear(d)
+				if err := read(i); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(runtime.View[float32](d), []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23}) ||
+					p[23] != 23 || runtime.View[int64](label)[0] != 4 {
+					t.Fatalf("sample %d: depth %v, pose %v, label %v", i, runtime.View[float32](d), p, label)
+				}
+			}
+			err = read(1)
+			if tt.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if allocs := testing.AllocsPerRun(20, func() { _ = read(2) }); allocs != 0 {
+					t.Errorf("Read of arrays allocates %.1f times a sample", allocs)
+				}
+				return
+			}
+			var se *SampleError
+			var ke *runtime.KeyError
+			if err == nil || !strings.Contains(err.Error(), tt.err) || !errors.As(err, &se) || !errors.As(err, &ke) ||
+				se.File != path || se.Sample != "b" || se.Member != "depth.npy" || ke.Key != "depth" {
+				t.Fatalf("Read: %v, want a KeyError (depth) around a SampleError of %s, sample b, member depth.npy, with %q", err, path, tt.err)
+			}
+		})
 	}
 }
