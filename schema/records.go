@@ -412,18 +412,16 @@ func (p *parser) folderKeys(n *yaml.Node) error {
 	return nil
 }
 
-// shardPattern reads records.shards: a brace pattern (records.ExpandShards)
-// whose every name is a local path.
+// shardPattern reads records.shards: a slashPath holding a brace pattern
+// (records.ExpandShards) whose every name is a local path.
 func shardPattern(p *parser, path string, n *yaml.Node) (string, error) {
-	s, err := p.str(path, n)
+	s, err := p.slashPath(path, n)
 	if err != nil {
 		return "", err
 	}
 	switch {
 	case s == "":
 		return "", p.errorf(n, path, "must not be empty")
-	case hasControl(s):
-		return "", p.errorf(n, path, "%s contains a control character", quote(s))
 	case strings.Contains(s, "://"):
 		return "", p.errorf(n, path, "%s is a URL; shards are read from the local file system only (mount remote storage)", quote(s))
 	}
@@ -432,8 +430,8 @@ func shardPattern(p *parser, path string, n *yaml.Node) (string, error) {
 		return "", p.errorf(n, path, "%v", err)
 	}
 	for _, name := range names {
-		if strings.Contains(name, `\`) || !filepath.IsLocal(name) {
-			return "", p.errorf(n, path, "shard %s is not a local path (relative, forward slashes, inside the data root)", quote(name))
+		if !filepath.IsLocal(name) {
+			return "", p.errorf(n, path, "shard %s is not a local path (relative, inside the data root)", quote(name))
 		}
 	}
 	return s, nil
