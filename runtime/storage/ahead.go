@@ -92,6 +92,20 @@ type sizedReader interface {
 	readSized(name string, buffer func(n int64) ([]byte, error)) ([]byte, error)
 }
 
+// readSized reads object name of r whole, into the buffer that buffer
+// gives for its size when r is a sizedReader, else (ReadAll) into the one
+// it gives for an unknown size.
+func readSized(r Root, name string, buffer func(n int64) ([]byte, error)) ([]byte, error) {
+	if sr, ok := r.(sizedReader); ok {
+		return sr.readSized(name, buffer)
+	}
+	buf, err := buffer(-1)
+	if err != nil {
+		return nil, err
+	}
+	return r.ReadAll(name, buf)
+}
+
 // errNoRoom ends a fetch whose object, its size known, does not fit the
 // read-ahead's bound: the reader fetches it itself.
 var errNoRoom = errors.New("no room in the read-ahead's memory bound")
@@ -221,18 +235,13 @@ func (ra *readAhead) fetcher() {
 // capacity once the object's size is known, and completes it. An entry in
 // flight is never removed, so f is in entries throughout.
 func (ra *readAhead) fetch(f *fetch) {
-	var data []byte
-	var err error
-	if sr, ok := f.root.(sizedReader); ok {
-		var last []byte // an earlier attempt's buffer, free again
-		data, err = sr.readSized(f.name, func(n int64) ([]byte, error) {
-			putBuf(last)
-			last, err = ra.reserve(f, n)
-			return last, err
-		})
-	} else {
-		data, err = f.root.ReadAll(f.name, nil)
-	}
+	var last []byte // an earlier attempt's buffer, free again
+	data, err := readSized(f.root, f.name, func(n int64) ([]byte, error) {
+		putBuf(last)
+		var err error
+		last, err = ra.reserve(f, n)
+		return last, err
+	})
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
 	if err != nil {

@@ -227,40 +227,52 @@ func TestDiskCache(t *testing.T) {
 
 // TestAheadBound: objects that come larger than their hints' estimate
 // are counted at their size as soon as it is known, before their bodies
-// are read; one that the bound then has no room for is not kept, and its
-// reader fetches it. The bound holds throughout.
+// are read (through the disk cache too); one that the bound then has no
+// room for is not kept, and its reader fetches it. The bound holds
+// throughout.
 func TestAheadBound(t *testing.T) {
-	dir := t.TempDir()
-	want := chunks(t, dir, 3, 1500)
-	r, faults := proxied(t, dir)
-	ra := newReadAhead(3000)
-	a := &ahead{Root: r, ra: ra}
-	for i := range want {
-		a.Hint(fmt.Sprintf("c/%d", i), 1000) // 3 x 1000 fit; 3 x 1500 do not
-	}
-	ra.mu.Lock()
-	var all []*fetch
-	for _, f := range ra.entries {
-		all = append(all, f)
-	}
-	ra.mu.Unlock()
-	for _, f := range all {
-		<-f.done
-	}
-	ra.mu.Lock()
-	held := ra.held
-	ra.mu.Unlock()
-	if held > 3000 {
-		t.Errorf("%d bytes held once every fetch arrived; the bound is 3000", held)
-	}
-	for i := range want {
-		got, err := a.ReadAll(fmt.Sprintf("c/%d", i), nil)
-		if err != nil || !bytes.Equal(got, want[i]) {
-			t.Errorf("c/%d: %d bytes, %v", i, len(got), err)
-		}
-	}
-	if n := faults.Requests(); n != 4 {
-		t.Errorf("%d requests, want 4: 3 fetches, one refused for room and fetched by its reader", n)
+	for _, disk := range []bool{false, true} {
+		t.Run(fmt.Sprintf("disk_cache=%v", disk), func(t *testing.T) {
+			dir := t.TempDir()
+			want := chunks(t, dir, 3, 1500)
+			r, faults := proxied(t, dir)
+			if disk {
+				dc, err := openDiskCache(t.TempDir(), 1<<20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r = &cached{Root: r, disk: dc}
+			}
+			ra := newReadAhead(3000)
+			a := &ahead{Root: r, ra: ra}
+			for i := range want {
+				a.Hint(fmt.Sprintf("c/%d", i), 1000) // 3 x 1000 fit; 3 x 1500 do not
+			}
+			ra.mu.Lock()
+			var all []*fetch
+			for _, f := range ra.entries {
+				all = append(all, f)
+			}
+			ra.mu.Unlock()
+			for _, f := range all {
+				<-f.done
+			}
+			ra.mu.Lock()
+			held := ra.held
+			ra.mu.Unlock()
+			if held > 3000 {
+				t.Errorf("%d bytes held once every fetch arrived; the bound is 3000", held)
+			}
+			for i := range want {
+				got, err := a.ReadAll(fmt.Sprintf("c/%d", i), nil)
+				if err != nil || !bytes.Equal(got, want[i]) {
+					t.Errorf("c/%d: %d bytes, %v", i, len(got), err)
+				}
+			}
+			if n := faults.Requests(); n != 4 {
+				t.Errorf("%d requests, want 4: 3 fetches, one refused for room and fetched by its reader", n)
+			}
+		})
 	}
 }
 
