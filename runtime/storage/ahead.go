@@ -2,6 +2,7 @@ package storage
 
 import (
 	"container/list"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -23,6 +24,17 @@ const (
 	aheadExpectGuess = int64(1) << 20 // the bytes counted for an object of unknown size until it arrives
 )
 
+// Lender is a root that can lend the bytes of an object it read ahead,
+// rather than copying them into the caller's buffer as ReadAll does.
+// Remote roots opened by Open are Lenders.
+type Lender interface {
+	// Lend returns object name's bytes, which the caller must not change,
+	// and release, which it calls once when done with them. It waits for
+	// an object in flight. release is nil (and data too) when the object
+	// was neither hinted nor is held: read it with ReadAll then.
+	Lend(name string) (data []byte, release func(), err error)
+}
+
 // ahead is a remote root whose reads of hinted objects come from the
 // process's read-ahead.
 type ahead struct {
@@ -43,45 +55,99 @@ func withAhead(r Root) (Root, error) {
 // Hint queues object name for reading ahead.
 func (a *ahead) Hint(name string, expect int64) { a.ra.hint(a.Root, name, expect) }
 
-// ReadAll takes object name from the read-ahead when it was hinted,
-// waiting for it if it is in flight, and else reads it.
+// ReadAll copies object name from the read-ahead into buf when it was
+// hinted, waiting for it if it is in flight, and else reads it.
 func (a *ahead) ReadAll(name string, buf []byte) ([]byte, error) {
-	if data, err, ok := a.ra.take(a.Root.URL(name), buf); ok {
-		return data, err
+	f, data, err := a.ra.lend(a.Root.URL(name))
+	if f == nil {
+		return a.Root.ReadAll(name, buf)
 	}
-	return a.Root.ReadAll(name, buf)
+	buf = append(buf[:0], data...)
+	a.ra.release(f)
+	return buf, err
+}
+
+// Lend lends object name's bytes from the read-ahead when it was hinted.
+func (a *ahead) Lend(name string) ([]byte, func(), error) {
+	f, data, err := a.ra.lend(a.Root.URL(name))
+	if f == nil || err != nil {
+		if f != nil {
+			a.ra.release(f)
+		}
+		return nil, nil, err
+	}
+	return data, func() { a.ra.release(f) }, nil
 }
 
 // Sub keeps the read-ahead.
 func (a *ahead) Sub(dir string) Root { return &ahead{Root: a.Root.Sub(dir), ra: a.ra} }
 
+// sizedReader is a root that reads an object whole into a buffer it asks
+// for once it knows the object's size (an HTTP response's
+// Content-Length, before its body): buffer(n) returns an empty buffer of
+// capacity n or more, or an error that ends the read; n is -1 when the
+// server gives no length (the read then grows the buffer as it reads).
+// buffer is called once per attempt.
+type sizedReader interface {
+	readSized(name string, buffer func(n int64) ([]byte, error)) ([]byte, error)
+}
+
+// readSized reads object name of r whole, into the buffer that buffer
+// gives for its size when r is a sizedReader, else (ReadAll) into the one
+// it gives for an unknown size.
+func readSized(r Root, name string, buffer func(n int64) ([]byte, error)) ([]byte, error) {
+	if sr, ok := r.(sizedReader); ok {
+		return sr.readSized(name, buffer)
+	}
+	buf, err := buffer(-1)
+	if err != nil {
+		return nil, err
+	}
+	return r.ReadAll(name, buf)
+}
+
+// errNoRoom ends a fetch whose object, its size known, does not fit the
+// read-ahead's bound: the reader fetches it itself.
+var errNoRoom = errors.New("no room in the read-ahead's memory bound")
+
 // fetch is one object read ahead.
 type fetch struct {
-	root    Root
-	name    string
-	expect  int64         // the bytes counted for it until it arrives
+	root Root
+	name string
+	// expect is the bytes counted for it: the hint's estimate until its
+	// size is known, then its buffer's capacity.
+	expect  int64
 	started bool          // a fetcher took it from the queue
 	done    chan struct{} // closed when data and err are set
-	data    []byte        // never changed once done: reads copy it
+	data    []byte        // never changed once done, until recycled (see lent)
 	err     error
 	at      time.Time     // when it arrived
 	read    *list.Element // in readAhead.read once it was read, else nil
+	// lent counts the readers that found it and have not released it
+	// (waiting for it, or using data); gone is set when it leaves
+	// readAhead.entries. data goes back to the buffer pool when both
+	// hold: lent 0 and gone.
+	lent int
+	gone bool
 }
 
 // readAhead reads hinted objects, at most AheadRequests at a time and
 // within a memory bound, and holds them until they are read, and then
 // while the bound has room: a chunk that several crops read is often
 // evicted from the chunk cache between two of them (or was cached when
-// the later crop was hinted), and its second read then costs a copy, not
-// a request. Objects read are dropped least recently read first when a
-// hint needs their room.
+// the later crop was hinted), and its second read then costs no request.
+// Objects read are dropped least recently read first when a hint or an
+// arriving object needs their room, and their buffers are recycled for
+// later fetches once no reader holds them.
 type readAhead struct {
 	budget int64
-	// mu guards the fields below. Hint adds entries and queues them and
-	// drops read ones for room, the fetchers (at most AheadRequests
-	// goroutines, each started by hint and ending when the queue is
-	// empty) take queued ones and complete them, take moves them to read
-	// (or removes those it finds queued or failed); every change happens
+	// mu guards the fields below and the fields of their entries but
+	// root, name and done. Hint adds entries and queues them and drops
+	// read ones for room, the fetchers (at most AheadRequests goroutines,
+	// each started by hint and ending when the queue is empty) take
+	// queued ones, count them at their size once known and complete them,
+	// lend moves them to read (or removes those it finds queued or
+	// failed) and release recycles dropped ones; every change happens
 	// under mu.
 	mu       sync.Mutex
 	entries  map[string]*fetch // by URL
@@ -121,13 +187,8 @@ func (ra *readAhead) hint(r Root, name string, expect int64) {
 		}
 		return
 	}
-	for ra.held+expect > ra.budget && ra.read.Len() > 0 {
-		ra.remove(ra.read.Front().Value.(*fetch))
-	}
-	if ra.held+expect > ra.budget {
-		if ra.dropStale(); ra.held+expect > ra.budget {
-			return
-		}
+	if !ra.makeRoom(expect) {
+		return
 	}
 	f := &fetch{root: r, name: name, expect: expect, done: make(chan struct{})}
 	ra.entries[u] = f
@@ -137,6 +198,19 @@ func (ra *readAhead) hint(r Root, name string, expect int64) {
 		ra.fetchers++
 		go ra.fetcher()
 	}
+}
+
+// makeRoom drops read objects, least recently read first, then stale
+// ones, until n more bytes fit the bound, and reports whether they do.
+// Called with mu held.
+func (ra *readAhead) makeRoom(n int64) bool {
+	for ra.held+n > ra.budget && ra.read.Len() > 0 {
+		ra.remove(ra.read.Front().Value.(*fetch))
+	}
+	if ra.held+n > ra.budget {
+		ra.dropStale()
+	}
+	return ra.held+n <= ra.budget
 }
 
 // fetcher reads queued objects until the queue is empty.
@@ -157,55 +231,119 @@ func (ra *readAhead) fetcher() {
 	}
 }
 
-// fetch reads started entry f and completes it.
+// fetch reads started entry f, into a recycled buffer counted at its
+// capacity once the object's size is known, and completes it. An entry in
+// flight is never removed, so f is in entries throughout.
 func (ra *readAhead) fetch(f *fetch) {
-	data, err := f.root.ReadAll(f.name, nil)
+	var last []byte // an earlier attempt's buffer, free again
+	data, err := readSized(f.root, f.name, func(n int64) ([]byte, error) {
+		putBuf(last)
+		var err error
+		last, err = ra.reserve(f, n)
+		return last, err
+	})
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
-	f.data, f.err, f.at = data, err, time.Now()
-	if ra.entries[f.root.URL(f.name)] == f { // not dropped meanwhile
-		ra.held += int64(len(data)) - f.expect
-		f.expect = int64(len(data))
+	if err != nil {
+		putBuf(data)
+		data = nil
+	} else if c := int64(cap(data)); c != f.expect { // its size was not known before it arrived
+		ra.held += c - f.expect
+		f.expect = c
 	}
+	f.data, f.err, f.at = data, err, time.Now()
 	close(f.done)
 }
 
-// take returns object u's bytes in buf (grown as needed), waiting for
-// them if they are in flight or reading them itself if they are still
-// queued, and keeps them for later reads; ok is false when u was not
-// hinted. A failed fetch is returned once and forgotten.
-func (ra *readAhead) take(u string, buf []byte) (data []byte, err error, ok bool) {
+// reserve counts fetch f at the capacity of the buffer for its n bytes,
+// dropping read objects for the room, and returns that buffer; errNoRoom
+// when the bound has no room for it (f is then counted at 0 bytes). n < 0
+// (size unknown) keeps the estimate and reads into a growing buffer.
+func (ra *readAhead) reserve(f *fetch, n int64) ([]byte, error) {
+	if n < 0 {
+		return nil, nil
+	}
+	size := n
+	if n <= largeBuf {
+		c, _ := bufClass(int(n))
+		size = int64(c)
+	}
+	ra.mu.Lock()
+	ra.held -= f.expect
+	f.expect = 0
+	fits := ra.makeRoom(size)
+	if fits {
+		ra.held += size
+		f.expect = size
+	}
+	ra.mu.Unlock()
+	if !fits {
+		return nil, errNoRoom
+	}
+	return getBuf(int(n)), nil
+}
+
+// lend finds object u's entry and returns it with its bytes (or the error
+// of its fetch), waiting for them if they are in flight or reading them
+// itself if they are still queued, and keeps them for later reads; f is
+// nil when u was not hinted or did not fit the bound. A failed fetch is
+// returned once and forgotten. The caller releases f once done with data.
+func (ra *readAhead) lend(u string) (f *fetch, data []byte, err error) {
 	ra.mu.Lock()
 	f, hinted := ra.entries[u]
-	queued := hinted && !f.started
+	if !hinted {
+		ra.mu.Unlock()
+		return nil, nil, nil
+	}
+	f.lent++
+	queued := !f.started
 	if queued {
 		i := slices.Index(ra.queue, f)
 		ra.queue = slices.Delete(ra.queue, i, i+1)
 		f.started = true
 	}
 	ra.mu.Unlock()
-	if !hinted {
-		return buf, nil, false
-	}
 	if queued {
 		ra.fetch(f)
 	}
 	<-f.done
 	ra.mu.Lock()
-	if ra.entries[u] == f { // not dropped meanwhile
-		if f.err != nil {
+	defer ra.mu.Unlock()
+	switch {
+	case f.err != nil:
+		if !f.gone {
 			ra.remove(f)
-		} else if f.read == nil {
-			f.read = ra.read.PushBack(f)
-		} else {
-			ra.read.MoveToBack(f.read)
 		}
+		if errors.Is(f.err, errNoRoom) {
+			f.lent--
+			return nil, nil, nil
+		}
+		return f, nil, f.err
+	case f.gone: // dropped meanwhile; its bytes wait for the release
+	case f.read == nil:
+		f.read = ra.read.PushBack(f)
+	default:
+		ra.read.MoveToBack(f.read)
 	}
-	ra.mu.Unlock()
-	if f.err != nil {
-		return buf, f.err, true
+	return f, f.data, nil
+}
+
+// release ends a lend of f's bytes, recycling them if f was dropped and
+// this was its last reader.
+func (ra *readAhead) release(f *fetch) {
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	f.lent--
+	ra.recycle(f)
+}
+
+// recycle returns the buffer of f, dropped and released, to the pool.
+// Called with mu held.
+func (ra *readAhead) recycle(f *fetch) {
+	if f.gone && f.lent == 0 && f.data != nil {
+		putBuf(f.data)
+		f.data = nil
 	}
-	return append(buf[:0], f.data...), nil, true
 }
 
 // remove forgets entry f, done (read, stale or failed). Called with mu
@@ -213,10 +351,12 @@ func (ra *readAhead) take(u string, buf []byte) (data []byte, err error, ok bool
 func (ra *readAhead) remove(f *fetch) {
 	delete(ra.entries, f.root.URL(f.name))
 	ra.held -= f.expect
+	f.gone = true
 	if f.read != nil {
 		ra.read.Remove(f.read)
 		f.read = nil
 	}
+	ra.recycle(f)
 }
 
 // dropStale forgets fetched objects nobody read for aheadStale after

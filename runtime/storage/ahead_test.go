@@ -224,3 +224,112 @@ func TestDiskCache(t *testing.T) {
 		t.Errorf("c/0, the least recently read, was not evicted (%d requests)", n)
 	}
 }
+
+// TestAheadBound: objects that come larger than their hints' estimate
+// are counted at their size as soon as it is known, before their bodies
+// are read (through the disk cache too); one that the bound then has no
+// room for is not kept, and its reader fetches it. The bound holds
+// throughout.
+func TestAheadBound(t *testing.T) {
+	for _, disk := range []bool{false, true} {
+		t.Run(fmt.Sprintf("disk_cache=%v", disk), func(t *testing.T) {
+			dir := t.TempDir()
+			want := chunks(t, dir, 3, 1500)
+			r, faults := proxied(t, dir)
+			if disk {
+				dc, err := openDiskCache(t.TempDir(), 1<<20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r = &cached{Root: r, disk: dc}
+			}
+			ra := newReadAhead(3000)
+			a := &ahead{Root: r, ra: ra}
+			for i := range want {
+				a.Hint(fmt.Sprintf("c/%d", i), 1000) // 3 x 1000 fit; 3 x 1500 do not
+			}
+			ra.mu.Lock()
+			var all []*fetch
+			for _, f := range ra.entries {
+				all = append(all, f)
+			}
+			ra.mu.Unlock()
+			for _, f := range all {
+				<-f.done
+			}
+			ra.mu.Lock()
+			held := ra.held
+			ra.mu.Unlock()
+			if held > 3000 {
+				t.Errorf("%d bytes held once every fetch arrived; the bound is 3000", held)
+			}
+			for i := range want {
+				got, err := a.ReadAll(fmt.Sprintf("c/%d", i), nil)
+				if err != nil || !bytes.Equal(got, want[i]) {
+					t.Errorf("c/%d: %d bytes, %v", i, len(got), err)
+				}
+			}
+			if n := faults.Requests(); n != 4 {
+				t.Errorf("%d requests, want 4: 3 fetches, one refused for room and fetched by its reader", n)
+			}
+		})
+	}
+}
+
+// TestAheadLends: Lend hands out the fetched bytes themselves, no copy;
+// an object dropped while lent keeps its bytes until released, and then
+// its buffer serves a later fetch of the same size class rather than a
+// new allocation.
+func TestAheadLends(t *testing.T) {
+	dir := t.TempDir()
+	const n = 20
+	want := chunks(t, dir, n, 6000) // a recycled size (over smallBuf)
+	r, _ := proxied(t, dir)
+	ra := newReadAhead(7000) // room for one
+	a := &ahead{Root: r, ra: ra}
+	lend := func(i int) ([]byte, func()) {
+		t.Helper()
+		data, release, err := a.Lend(fmt.Sprintf("c/%d", i))
+		if err != nil || release == nil || !bytes.Equal(data, want[i]) {
+			t.Fatalf("Lend(c/%d): %d bytes, release %v, %v", i, len(data), release != nil, err)
+		}
+		return data, release
+	}
+	if _, release, err := a.Lend("c/0"); release != nil || err != nil {
+		t.Fatalf("Lend of an object not hinted: release %v, %v; want nil, nil", release != nil, err)
+	}
+	a.Hint("c/0", 6000)
+	data, release := lend(0)
+	again, releaseAgain := lend(0)
+	if &again[0] != &data[0] {
+		t.Error("two lends of c/0 gave two copies, want the fetched bytes both times")
+	}
+	releaseAgain()
+	a.Hint("c/1", 6000) // drops c/0, still lent
+	lend1, release1 := lend(1)
+	if &lend1[0] == &data[0] {
+		t.Fatal("c/1 was fetched into c/0's buffer while c/0 was lent")
+	}
+	if !bytes.Equal(data, want[0]) {
+		t.Fatal("c/0's bytes changed while lent")
+	}
+	release()
+	release1()
+	// Each hint now drops the object before it, released: its buffer is
+	// free for the next fetch. sync.Pool may let some go (under -race it
+	// drops a quarter of them on purpose), so count the reuses.
+	seen := map[*byte]bool{&data[0]: true, &lend1[0]: true}
+	reused := 0
+	for i := 2; i < n; i++ {
+		a.Hint(fmt.Sprintf("c/%d", i), 6000)
+		d, release := lend(i)
+		if seen[&d[0]] {
+			reused++
+		}
+		seen[&d[0]] = true
+		release()
+	}
+	if reused < (n-2)/3 {
+		t.Errorf("%d of %d fetches reused a dropped object's buffer, want most", reused, n-2)
+	}
+}

@@ -44,11 +44,15 @@ func withProcessLayers(r Root) (Root, error) {
 // ReadAll reads object name from the cache, or from the root and into the
 // cache.
 func (c *cached) ReadAll(name string, buf []byte) ([]byte, error) {
+	return c.readSized(name, reuse(buf))
+}
+
+func (c *cached) readSized(name string, buffer func(n int64) ([]byte, error)) ([]byte, error) {
 	key := c.disk.key(c.URL(name), -1, -1)
-	if data, ok := c.disk.get(key, buf); ok {
-		return data, nil
+	if data, ok, err := c.disk.get(key, buffer); ok || err != nil {
+		return data, err
 	}
-	data, err := c.Root.ReadAll(name, buf)
+	data, err := readSized(c.Root, name, buffer)
 	if err == nil {
 		c.disk.put(key, data)
 	}
@@ -59,7 +63,7 @@ func (c *cached) ReadAll(name string, buf []byte) ([]byte, error) {
 // into the cache: each range is an entry of its own.
 func (c *cached) ReadAt(name string, p []byte, off int64) error {
 	key := c.disk.key(c.URL(name), off, int64(len(p)))
-	if data, ok := c.disk.get(key, p[:0]); ok && len(data) == len(p) {
+	if data, ok, _ := c.disk.get(key, reuse(p[:0])); ok && len(data) == len(p) {
 		return nil
 	}
 	if err := c.Root.ReadAt(name, p, off); err != nil {
@@ -144,17 +148,25 @@ func (dc *diskCache) key(u string, off, n int64) string {
 	return hex.EncodeToString(h[:])
 }
 
-// get reads entry key into buf and marks it used; ok is false when it is
-// not there.
-func (dc *diskCache) get(key string, buf []byte) ([]byte, bool) {
-	file := filepath.Join(dc.dir, key)
-	data, err := Local(dc.dir).ReadAll(key, buf)
+// get reads entry key into the buffer that buffer gives for its size, and
+// marks it used; ok is false when it is not there, or when buffer refused
+// it (its error is then returned).
+func (dc *diskCache) get(key string, buffer func(n int64) ([]byte, error)) (data []byte, ok bool, err error) {
+	refused := false
+	data, err = Local(dc.dir).readSized(key, func(n int64) ([]byte, error) {
+		buf, err := buffer(n)
+		refused = err != nil
+		return buf, err
+	})
 	if err != nil {
-		return buf, false
+		if refused {
+			return nil, false, err
+		}
+		return nil, false, nil
 	}
 	now := time.Now()
-	os.Chtimes(file, now, now) // the eviction order; a failure only ages the entry
-	return data, true
+	os.Chtimes(filepath.Join(dc.dir, key), now, now) // the eviction order; a failure only ages the entry
+	return data, true, nil
 }
 
 // put writes entry key, then evicts the least recently used entries over

@@ -88,12 +88,20 @@ func (w *web) get(ctx context.Context, method, name string, off, n int64, read f
 }
 
 func (w *web) ReadAll(name string, buf []byte) ([]byte, error) {
+	return w.readSized(name, reuse(buf))
+}
+
+func (w *web) readSized(name string, buffer func(n int64) ([]byte, error)) ([]byte, error) {
 	if err := checkName(name); err != nil {
-		return buf, err
+		return nil, err
 	}
+	var buf []byte
 	err := w.retry.do(func(ctx context.Context) error {
 		return w.get(ctx, http.MethodGet, name, 0, -1, func(resp *http.Response) error {
 			var err error
+			if buf, err = buffer(resp.ContentLength); err != nil {
+				return err
+			}
 			buf, err = readBody(resp.Body, resp.ContentLength, buf)
 			return err
 		})
@@ -154,6 +162,12 @@ func (w *web) Size(name string) (int64, error) {
 		return 0, fmt.Errorf("size of %s: %w", w.URL(name), err)
 	}
 	return size, nil
+}
+
+// reuse is the sizedReader buffer of a ReadAll into buf: buf itself, its
+// capacity grown as readBody grows it.
+func reuse(buf []byte) func(int64) ([]byte, error) {
+	return func(int64) ([]byte, error) { return buf[:0], nil }
 }
 
 // readBody reads a response body of length n (-1: unknown) into buf.

@@ -15,16 +15,24 @@ type Local string
 
 // ReadAll reads the whole file name.
 func (l Local) ReadAll(name string, buf []byte) ([]byte, error) {
+	return l.readSized(name, reuse(buf))
+}
+
+func (l Local) readSized(name string, buffer func(n int64) ([]byte, error)) ([]byte, error) {
 	f, err := l.open(name)
 	if err != nil {
-		return buf, err
+		return nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return buf, err
+		return nil, err
 	}
 	n := st.Size()
+	buf, err := buffer(n)
+	if err != nil {
+		return nil, err
+	}
 	buf = slices.Grow(buf[:0], int(n))[:n]
 	if _, err := io.ReadFull(f, buf); err != nil {
 		return buf, fmt.Errorf("%s: %w (truncated while in use?)", f.Name(), err)

@@ -145,16 +145,28 @@ func (b *bucket) Sub(dir string) Root {
 func (b *bucket) Local() (string, bool) { return "", false }
 
 func (b *bucket) ReadAll(name string, buf []byte) ([]byte, error) {
+	return b.readSized(name, reuse(buf))
+}
+
+func (b *bucket) readSized(name string, buffer func(n int64) ([]byte, error)) ([]byte, error) {
 	if err := checkName(name); err != nil {
-		return buf, err
+		return nil, err
 	}
+	var buf []byte
 	err := b.retry.do(func(ctx context.Context) error {
 		out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name)})
 		if err != nil {
 			return b.fail(name, err)
 		}
 		defer out.Body.Close()
-		buf, err = readBody(out.Body, aws.ToInt64(out.ContentLength), buf)
+		n := int64(-1)
+		if out.ContentLength != nil {
+			n = *out.ContentLength
+		}
+		if buf, err = buffer(n); err != nil {
+			return err
+		}
+		buf, err = readBody(out.Body, n, buf)
 		return err
 	})
 	if err != nil {

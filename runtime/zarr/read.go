@@ -204,7 +204,9 @@ func (a *Array) copyPart(box *strided.Region, at, part []int, data []byte, first
 
 // ReadAhead asks a remote array's root to start reading the stored chunks
 // that a Read of the box at origin, shape would load and that the cache
-// neither holds nor is loading, so that the Read finds them fetched. It
+// neither holds nor is loading, so that the Read finds them fetched. Each
+// is expected to be as large as the largest stored chunk read so far (the
+// decoded size before the first). It
 // returns at once. Local arrays, and sharded ones (whose inner chunks'
 // places are in each shard's index), ignore it; so does a box outside the
 // array.
@@ -222,10 +224,14 @@ func (a *Array) ReadAhead(origin, shape []int) {
 		}
 		c0[k], c1[k] = lo/a.unit[k], (hi-1)/a.unit[k]
 	}
+	expect := a.storedMax.Load()
+	if expect == 0 {
+		expect = int64(a.unitBytes)
+	}
 	copy(idx[:n], c0[:n])
 	for {
 		if !a.cache.has(a.chunkEntry(ravel(idx[:n], a.grid))) {
-			h.Hint(a.key(idx[:n]), int64(a.unitBytes))
+			h.Hint(a.key(idx[:n]), expect)
 		}
 		k := n - 1
 		for ; k >= 0 && idx[k] == c1[k]; k-- {
