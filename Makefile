@@ -14,7 +14,7 @@ build:
 # The fuzz targets of make test (short runs) and make fuzz, as "package target".
 FUZZ_TARGETS = ./schema:FuzzParse ./gen:FuzzGenerate ./runtime/zarr/blosc:FuzzDecode \
 	./runtime/zarr/blosc:FuzzEncode ./runtime/zarr:FuzzV2Metadata ./runtime/zarr:FuzzV3Metadata \
-	./runtime/zarr:FuzzMultiscale ./runtime/zarr:FuzzReadLayout ./internal/jpeg:FuzzDecode
+	./runtime/zarr:FuzzMultiscale ./runtime/zarr:FuzzReadLayout ./runtime/internal/jpeg:FuzzDecode
 
 ## test: format, vet (also with CGO_ENABLED=0), race-enabled tests (goldens included, zstd through libzstd), the zarr reader's pure-Go build (-tags purego), the image loader's steady-state allocation test (without -race) and its decoder through libjpeg-turbo (-tags turbojpeg), stale-output check, the README's install commands run from a clone (.ci/readme-install), short fuzz runs, the demo's and the GoMLX modules, and the cuda-tagged tests on the emulated driver
 test: fmt-check demo-test gomlx-test
@@ -134,10 +134,10 @@ turbojpeg-dev:
 		exit 1; \
 	fi
 
-## turbojpeg-test: vet and test the packages that decode images with -tags turbojpeg (libjpeg-turbo through internal/turbojpeg; part of make test, without -race: the Go code around the decoder is raced in the default build)
+## turbojpeg-test: vet and test the packages that decode images with -tags turbojpeg (libjpeg-turbo through runtime/internal/turbojpeg; part of make test, without -race: the Go code around the decoder is raced in the default build)
 turbojpeg-test: turbojpeg-dev
-	$(GO) vet -tags turbojpeg ./internal/turbojpeg ./runtime/images ./runtime/records
-	$(GO) test -tags turbojpeg -count=1 ./internal/turbojpeg ./runtime/images ./runtime/records ./examples/imagenet ./golden/photos ./golden/scenes
+	$(GO) vet -tags turbojpeg ./runtime/internal/turbojpeg ./runtime/images ./runtime/records
+	$(GO) test -tags turbojpeg -count=1 ./runtime/internal/turbojpeg ./runtime/images ./runtime/records ./examples/imagenet ./golden/photos ./golden/scenes
 
 ## zarr-fixtures: rewrite testdata/zarr with python3-zarr, numcodecs and the zstd command (testdata/zarr/make_fixtures.py)
 zarr-fixtures: zarr-python
@@ -187,7 +187,7 @@ cuda-build: cudastub
 	cp .cuda/bin/packages .cuda/race/packages; \
 	echo "cuda-build: linked $$(wc -l <.cuda/bin/packages) test binaries, and their -race builds"
 
-include internal/cudaemu/cudaemu.mk
+include internal/testenv/cudaemu/cudaemu.mk
 
 # The emulator's settings for the overlap benchmark: copy engine at
 # 0.42 GB/s, so that the 2.1 MiB batch takes 5 ms, as long as its kernel.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loadergen/loadergen/internal/schemaseeds"
+	"github.com/loadergen/loadergen/internal/fixture/schemaseeds"
 	"github.com/loadergen/loadergen/schema"
 )
 

@@ -23,12 +23,12 @@ import (
 
 	"gorgonia.org/cu"
 
-	"github.com/loadergen/loadergen/internal/gputest"
+	"github.com/loadergen/loadergen/internal/testenv/gputest"
 )
 
 // These tests run against whatever libcuda.so.1 the process loads: a real
 // driver on a GPU machine, or the repository's emulated driver
-// (internal/cudaemu) everywhere else. A few need the emulator's fault
+// (internal/testenv/cudaemu) everywhere else. A few need the emulator's fault
 // injection, settings or race reports and say so when skipped on a GPU.
 // Those that need a device follow gputest.Need: without one they are
 // skipped, or fail when LOADERGEN_REQUIRE_GPU=1 (TestCUDAWithoutDevice).
@@ -103,7 +103,7 @@ func needsEmulator(t *testing.T, why string) {
 	t.Helper()
 	gputest.Need(t, CUDAUsable())
 	if !emulated(t) {
-		t.Skipf("runs only on the emulated driver (internal/cudaemu): %s", why)
+		t.Skipf("runs only on the emulated driver (internal/testenv/cudaemu): %s", why)
 	}
 }
 

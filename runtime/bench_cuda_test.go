@@ -15,7 +15,7 @@ import (
 
 	"gorgonia.org/cu"
 
-	"github.com/loadergen/loadergen/internal/gputest"
+	"github.com/loadergen/loadergen/internal/testenv/gputest"
 )
 
 // The GPU benchmark suite: host-to-device bandwidth of the loader against
@@ -280,7 +280,7 @@ func BenchmarkCUDAIssue(b *testing.B) {
 }
 
 // rateUnit is a benchmark's unit for a transfer rate: unit itself on a real
-// driver, and "emu-"+unit on the emulated one (internal/cudaemu), whose
+// driver, and "emu-"+unit on the emulated one (internal/testenv/cudaemu), whose
 // copies are host memcpys, so that its figures cannot pass for a GPU's.
 func rateUnit(b *testing.B, unit string) string {
 	if emulated(b) {

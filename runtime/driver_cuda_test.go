@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loadergen/loadergen/internal/gputest"
+	"github.com/loadergen/loadergen/internal/testenv/gputest"
 )
 
 // TestCUDABinaryNeedsNoDriver: the cuda build links the driver stub, so its

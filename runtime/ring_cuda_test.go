@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loadergen/loadergen/internal/gputest"
+	"github.com/loadergen/loadergen/internal/testenv/gputest"
 )
 
 // TestCUDARingDeepens: an auto ring on the CUDA backend adds slots while it

@@ -11,7 +11,7 @@ import (
 
 	"gorgonia.org/cu"
 
-	"github.com/loadergen/loadergen/internal/gputest"
+	"github.com/loadergen/loadergen/internal/testenv/gputest"
 )
 
 // spinPTX is a one-thread kernel that spins for a number of clock cycles,

@@ -19,9 +19,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/loadergen/loadergen/cmd/loadergen/internal/unified"
 	"github.com/loadergen/loadergen/gen"
 	"github.com/loadergen/loadergen/internal/outfile"
-	"github.com/loadergen/loadergen/internal/unified"
 	"github.com/loadergen/loadergen/schema"
 	"github.com/loadergen/loadergen/templates"
 )

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/loadergen/loadergen/internal/emvolume"
+	"github.com/loadergen/loadergen/internal/fixture/emvolume"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 

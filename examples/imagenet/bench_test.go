@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/loadergen/loadergen/internal/photoshards"
+	"github.com/loadergen/loadergen/internal/fixture/photoshards"
 	"github.com/loadergen/loadergen/runtime"
 )
 

@@ -5,7 +5,7 @@ import (
 	"iter"
 	"testing"
 
-	"github.com/loadergen/loadergen/internal/photoshards"
+	"github.com/loadergen/loadergen/internal/fixture/photoshards"
 )
 
 // TestSteadyStateAllocatesNothing: once every worker's buffers have grown

@@ -23,7 +23,7 @@ pids=$!
 trap 'kill $pids; rm -rf "$root" "$root.log"' EXIT
 for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
 if [ -n "$latency" ]; then
-	go build -o "$work/delayproxy" ./internal/remotetest/cmd/delayproxy
+	go build -o "$work/delayproxy" ./internal/testenv/remotetest/cmd/delayproxy
 	coproc proxy { exec "$work/delayproxy" -latency "$latency" "127.0.0.1:$port"; }
 	pids="$pids $proxy_PID"
 	read -r slow <&"${proxy[0]}"

@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/loadergen/loadergen/internal/photoshards"
+	"github.com/loadergen/loadergen/internal/fixture/photoshards"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/records"
 )

@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/loadergen/loadergen/internal/pattern"
+	"github.com/loadergen/loadergen/internal/fixture/pattern"
 	"github.com/loadergen/loadergen/runtime"
 )
 

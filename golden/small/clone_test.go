@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/loadergen/loadergen/internal/pattern"
+	"github.com/loadergen/loadergen/internal/fixture/pattern"
 )
 
 // TestClonesKeepTheirData: the loop reuses its batches (the same pointers

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/loadergen/loadergen/internal/pattern"
+	"github.com/loadergen/loadergen/internal/fixture/pattern"
 	"github.com/loadergen/loadergen/runtime"
 )
 

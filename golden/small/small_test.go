@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
-	"github.com/loadergen/loadergen/internal/pattern"
+	"github.com/loadergen/loadergen/internal/fixture/pattern"
 	"github.com/loadergen/loadergen/runtime"
 )
 

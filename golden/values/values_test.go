@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/loadergen/loadergen/internal/emvolume"
+	"github.com/loadergen/loadergen/internal/fixture/emvolume"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )

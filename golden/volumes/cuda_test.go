@@ -6,8 +6,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/loadergen/loadergen/internal/gputest"
-	"github.com/loadergen/loadergen/internal/pattern"
+	"github.com/loadergen/loadergen/internal/fixture/pattern"
+	"github.com/loadergen/loadergen/internal/testenv/gputest"
 	"github.com/loadergen/loadergen/runtime"
 )
 

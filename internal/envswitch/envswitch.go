@@ -1,7 +1,7 @@
 // Package envswitch is the one rule for loadergen's on/off environment
 // variables: "1" or "true" is on, "0" or "false" is off, empty is unset,
 // and anything else is an error naming the variable. The runtime reads
-// them; internal/gputest, which the runtime's own tests import and which
+// them; internal/testenv/gputest, which the runtime's own tests import and which
 // therefore cannot import the runtime, reads RequireGPU through it too.
 package envswitch
 

@@ -8,7 +8,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/loadergen/loadergen/internal/photoshards"
+	"github.com/loadergen/loadergen/internal/fixture/photoshards"
 )
 
 // benchPhoto is a synthetic 500 x 375 photo at q90, as make demo-images
@@ -65,7 +65,7 @@ func BenchmarkSample(b *testing.B) {
 }
 
 // TestSampleAllocs: once a Scratch's buffers have grown, decoding a JPEG
-// and writing a sample allocates nothing, in either build (internal/jpeg
+// and writing a sample allocates nothing, in either build (runtime/internal/jpeg
 // or libjpeg-turbo).
 func TestSampleAllocs(t *testing.T) {
 	data := benchPhoto(t)

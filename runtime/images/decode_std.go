@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"image"
 
-	"github.com/loadergen/loadergen/internal/jpeg"
+	"github.com/loadergen/loadergen/runtime/internal/jpeg"
 )
 
-// jpegState is the pure-Go decoder (internal/jpeg, the standard library's
+// jpegState is the pure-Go decoder (runtime/internal/jpeg, the standard library's
 // image/jpeg keeping its buffers) and the crop it is decoding for.
 type jpegState struct {
 	dec    jpeg.Decoder

@@ -5,7 +5,7 @@ package images
 import (
 	"math"
 
-	"github.com/loadergen/loadergen/internal/turbojpeg"
+	"github.com/loadergen/loadergen/runtime/internal/turbojpeg"
 )
 
 // jpegState is libjpeg-turbo's decompressor and the planes it decodes

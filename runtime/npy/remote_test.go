@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loadergen/loadergen/internal/remotetest"
+	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 	"github.com/loadergen/loadergen/runtime"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loadergen/loadergen/internal/remotetest"
+	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 )
 
 // TestShardsRemote: shards under an S3 root read as the same shards on

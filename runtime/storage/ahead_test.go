@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loadergen/loadergen/internal/remotetest"
+	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 )
 
 // proxied returns a web root over dir through a fault proxy.

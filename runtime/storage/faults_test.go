@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loadergen/loadergen/internal/remotetest"
+	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 )
 
 // faultRoots returns a web root and an S3 root over objects, each through

@@ -11,12 +11,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/loadergen/loadergen/internal/emvolume"
+	"github.com/loadergen/loadergen/internal/fixture/emvolume"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
-// testVolume writes a volume as CellMap stores them (internal/emvolume):
+// testVolume writes a volume as CellMap stores them (internal/fixture/emvolume):
 // raw 24 x 40 x 40 at 4 nm (s0) and 8 nm (s1), and labels over a crop of
 // 12 x 20 x 20 s0 voxels, so 6 x 10 x 10 at 8 nm, for the classes mito and,
 // unless left out, er.

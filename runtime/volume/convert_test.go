@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/loadergen/loadergen/internal/emvolume"
+	"github.com/loadergen/loadergen/internal/fixture/emvolume"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/loadergen/loadergen/internal/strided"
+	"github.com/loadergen/loadergen/runtime/internal/strided"
 	"github.com/loadergen/loadergen/runtime/zarr/blosc"
 	"github.com/loadergen/loadergen/runtime/zarr/internal/compress"
 )

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/loadergen/loadergen/internal/strided"
 	lgruntime "github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/internal/strided"
 )
 
 // Affine maps an array's value x to (x - Sub) / Div * Mul + Add, in

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/loadergen/loadergen/internal/strided"
+	"github.com/loadergen/loadergen/runtime/internal/strided"
 	"github.com/loadergen/loadergen/runtime/storage"
 )
 

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/loadergen/loadergen/internal/remotetest"
+	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 	"github.com/loadergen/loadergen/runtime/storage"
 )
 

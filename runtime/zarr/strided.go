@@ -6,7 +6,7 @@ import (
 	"math/bits"
 	"unsafe"
 
-	"github.com/loadergen/loadergen/internal/strided"
+	"github.com/loadergen/loadergen/runtime/internal/strided"
 )
 
 // The box copies below index through unsafe pointers (copyRun) and SSE2

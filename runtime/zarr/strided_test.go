@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/loadergen/loadergen/internal/strided"
+	"github.com/loadergen/loadergen/runtime/internal/strided"
 )
 
 // mustRegion is strided.New, failing the test on an error. The

@@ -17,8 +17,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/loadergen/loadergen/internal/outfile"
-	"github.com/loadergen/loadergen/internal/strided"
 	lgruntime "github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/internal/strided"
 	"github.com/loadergen/loadergen/runtime/zarr/blosc"
 )
 

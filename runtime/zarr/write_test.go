@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loadergen/loadergen/internal/pyzarr"
+	"github.com/loadergen/loadergen/internal/fixture/pyzarr"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/npy"
 )

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/loadergen/loadergen/examples/imagenet"
-	"github.com/loadergen/loadergen/internal/photoshards"
+	"github.com/loadergen/loadergen/internal/fixture/photoshards"
 	"github.com/loadergen/loadergen/runtime"
 )
 

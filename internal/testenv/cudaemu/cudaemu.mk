@@ -1,5 +1,5 @@
 # cudaemu: a CPU model of the CUDA driver (libcuda.so.1) for running the
-# cuda-tagged test binaries without a GPU. See internal/cudaemu/README.md.
+# cuda-tagged test binaries without a GPU. See internal/testenv/cudaemu/README.md.
 #   make cudaemu       builds .cuda/emu/libcuda.so.1 (and libcuda.so)
 #   make cudaemu-test  builds and runs the self-tests, checks that the
 #                      library exports exactly the cu* symbols of
@@ -8,7 +8,7 @@
 #                      exactly the environment variables it reads
 # It compiles against the cuda.h that the Makefile's CUDA_INCLUDE prints.
 
-CUDAEMU_DIR := internal/cudaemu
+CUDAEMU_DIR := internal/testenv/cudaemu
 CUDAEMU_OUT := .cuda/emu
 CUDAEMU_LIB := $(CUDAEMU_OUT)/libcuda.so.1
 CUDAEMU_SRC := $(addprefix $(CUDAEMU_DIR)/,core.c ctx.c stream.c memory.c race.c kernel.c graph.c)

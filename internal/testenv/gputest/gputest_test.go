@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/loadergen/loadergen/internal/envswitch"
-	"github.com/loadergen/loadergen/internal/gputest"
+	"github.com/loadergen/loadergen/internal/testenv/gputest"
 )
 
 // recorder is a testing.TB that records a skip or a failure and, as

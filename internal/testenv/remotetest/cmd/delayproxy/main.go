@@ -17,7 +17,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/loadergen/loadergen/internal/remotetest"
+	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 )
 
 func main() {

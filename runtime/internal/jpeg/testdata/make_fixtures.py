@@ -1,4 +1,4 @@
-"""Writes the JPEGs of internal/jpeg's tests with PIL (Debian's
+"""Writes the JPEGs of runtime/internal/jpeg's tests with PIL (Debian's
 python3-pil 9.4, libjpeg-turbo): encodings that Go's encoder does not
 write. Run from this directory: /usr/bin/python3 make_fixtures.py"""
 import math

@@ -357,7 +357,7 @@ static CUresult get_function(CUfunction *hfunc, CUmodule hmod, const char *name)
 	}
 	const struct kernel *k = kernel_find(name);
 	if (!k) {
-		emu_note("kernel %s has no C implementation in the emulator (internal/cudaemu/kernel.c)", name);
+		emu_note("kernel %s has no C implementation in the emulator (internal/testenv/cudaemu/kernel.c)", name);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
 	if (!same_params(e, k)) {
