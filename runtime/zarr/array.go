@@ -54,9 +54,9 @@ type Array struct {
 	unit, grid, shards []int
 	unitBytes          int
 	unitStrides        [maxRank]int // C-order element strides of a unit
-	// prefix: a unit can be decoded in part, a prefix of its C-order bytes
-	// (chain.prefixable); else reads need it whole.
-	prefix bool
+	// partial: a unit can be decoded in part, a window of its C-order
+	// bytes (chain.partial); else reads need it whole.
+	partial bool
 	// storedMax is the most bytes a stored chunk of a remote array read so
 	// far held (0 before the first): ReadAhead counts a chunk in flight at
 	// it rather than at its decoded size (three times its stored size
@@ -103,10 +103,10 @@ func (s *Store) Array(p string) (*Array, error) {
 		return nil, &MetadataError{File: doc.file, Err: err}
 	}
 	if a.remote != nil {
-		// A remote chunk comes whole in one request: decoding a prefix of
-		// it would save little, and extending that prefix later would fetch
+		// A remote chunk comes whole in one request: decoding a window of
+		// it would save little, and extending that window later would fetch
 		// the chunk again.
-		a.prefix = false
+		a.partial = false
 	}
 	return a, nil
 }
@@ -347,9 +347,9 @@ func (a *Array) setUnits() error {
 	a.unitBytes = int(bytes)
 	cStrides(a.unit, a.unitStrides[:len(a.unit)])
 	if sh := a.chain.shard; sh != nil {
-		a.prefix = sh.inner.prefixable()
+		a.partial = sh.inner.partial()
 	} else {
-		a.prefix = a.chain.prefixable()
+		a.partial = a.chain.partial()
 	}
 	return nil
 }
@@ -456,57 +456,58 @@ func (a *Array) indexEntry(shard int64) cacheKey {
 	return cacheKey{array: a.id, kind: shardIndex, n: shard}
 }
 
-// load reads and decodes the entry of key: at least the first need bytes
-// of a decoded chunk, or a shard's index (whole). A chunk or shard that is
-// not stored loads as nil (it reads as the fill value).
-func (a *Array) load(key cacheKey, need int) ([]byte, int, error) {
+// load reads and decodes the entry of key: at least the bytes want of a
+// decoded chunk, or a shard's index (whole). A chunk or shard that is not
+// stored loads as nil (it reads as the fill value).
+func (a *Array) load(key cacheKey, want span) ([]byte, span, error) {
 	if key.kind == shardIndex {
 		var shard [maxRank]int
 		n := len(a.shape)
 		unravel(key.n, a.shards, shard[:n])
 		buf, err := a.loadIndex(shard[:n])
-		return buf, a.chain.shard.indexLen, err
+		return buf, span{0, a.chain.shard.indexLen}, err
 	}
-	return a.loadUnit(key.n, nil, 0, need)
+	return a.loadUnit(key.n, nil, span{}, want)
 }
 
-// extend decodes a decoded chunk's bytes from on, at least to need, into
-// buf, which holds bytes [0, from) of it already (Cache.get's protocol).
-func (a *Array) extend(key cacheKey, buf []byte, from, need int) (int, error) {
+// extend decodes the bytes of want that a decoded chunk's buffer buf
+// lacks, which holds the window have of it already (Cache.get's protocol).
+func (a *Array) extend(key cacheKey, buf []byte, have, want span) (span, error) {
 	if key.kind != decodedChunk || buf == nil {
-		return 0, fmt.Errorf("zarr array %s: extending entry %+v (a bug)", a.dir, key)
+		return span{}, fmt.Errorf("zarr array %s: extending entry %+v (a bug)", a.dir, key)
 	}
-	out, n, err := a.loadUnit(key.n, buf, from, need)
+	out, win, err := a.loadUnit(key.n, buf, have, want)
 	if err == nil && out == nil {
 		var idx [maxRank]int
 		unravel(key.n, a.grid, idx[:len(a.shape)])
-		return 0, a.chunkError(idx[:len(a.shape)], nil, errors.New("the chunk's file is gone since it was first read"))
+		return span{}, a.chunkError(idx[:len(a.shape)], nil, errors.New("the chunk's file is gone since it was first read"))
 	}
-	return n, err
+	return win, err
 }
 
-// loadUnit decodes bytes [from, n) of decoded chunk number unit into out
-// (a buffer from the cache holding [0, from) already, or nil to get one),
-// with n >= need, and returns out and n. It writes nothing before byte
-// from of the chunk.
-func (a *Array) loadUnit(unit int64, out []byte, from, need int) ([]byte, int, error) {
-	if !a.prefix {
-		need = a.unitBytes
+// loadUnit decodes the bytes of want that out lacks, of decoded chunk
+// number unit, into out (a buffer from the cache holding the window have
+// already, or nil, with have empty, to get one), and returns out and the
+// window it then holds, which holds have and want. It writes nothing
+// inside have.
+func (a *Array) loadUnit(unit int64, out []byte, have, want span) ([]byte, span, error) {
+	if !a.partial {
+		want = span{0, a.unitBytes}
 	}
 	n := len(a.shape)
 	var idx [maxRank]int
 	unravel(unit, a.grid, idx[:n])
 	sh := a.chain.shard
 	if sh == nil {
-		return a.loadChunk(idx[:n], out, from, need)
+		return a.loadChunk(idx[:n], out, have, want)
 	}
 	var shard, inner [maxRank]int
 	for k := range n {
 		shard[k], inner[k] = idx[k]/sh.perShard[k], idx[k]%sh.perShard[k]
 	}
-	ie, err := a.cache.get(a.indexEntry(ravel(shard[:n], a.shards)), a, sh.indexLen)
+	ie, err := a.cache.get(a.indexEntry(ravel(shard[:n], a.shards)), a, span{0, sh.indexLen})
 	if err != nil {
-		return nil, 0, err
+		return nil, span{}, err
 	}
 	var off, size uint64 = math.MaxUint64, math.MaxUint64 // a missing shard's inner chunks are empty
 	if ie.data != nil {
@@ -515,63 +516,87 @@ func (a *Array) loadUnit(unit int64, out []byte, from, need int) ([]byte, int, e
 	}
 	a.cache.release(ie)
 	if off == math.MaxUint64 && size == math.MaxUint64 {
-		return nil, 0, nil // an empty inner chunk
+		return nil, span{}, nil // an empty inner chunk
 	}
 	buf := raws.Get().(*[]byte)
 	defer raws.Put(buf)
 	*buf, err = a.readRange(a.key(shard[:n]), *buf, int64(off), int64(size))
 	if err != nil {
-		return nil, 0, a.chunkError(shard[:n], inner[:n], err)
+		return nil, span{}, a.chunkError(shard[:n], inner[:n], err)
 	}
-	return a.decode(&sh.inner, *buf, out, from, need, shard[:n], inner[:n])
+	return a.decode(&sh.inner, *buf, out, have, want, shard[:n], inner[:n])
 }
 
-// loadChunk reads and decodes bytes [from, n) of the chunk at grid index
-// idx of an array without shards, n >= need, into out (nil: a new buffer).
-// A chunk stored as it decodes (no codec, or an uncompressed Blosc frame,
-// the common case for EM data under blosc-lz4) is read straight into its
-// buffer, and only bytes [from, need) of it.
-func (a *Array) loadChunk(idx []int, out []byte, from, need int) ([]byte, int, error) {
+// loadChunk reads and decodes the bytes of want that out lacks (it holds
+// have; nil: a new buffer) of the chunk at grid index idx of an array
+// without shards, and returns out and the window it then holds. A chunk
+// stored as it decodes (no codec, or an uncompressed Blosc frame, the
+// common case for EM data under blosc-lz4) is read straight into its
+// buffer, and only the bytes of want outside have: a box that crosses a
+// chunk boundary reads the suffix it needs of the first chunk, not the
+// chunk up to that suffix's end.
+func (a *Array) loadChunk(idx []int, out []byte, have, want span) ([]byte, span, error) {
 	if a.remote != nil {
-		return a.loadRemoteChunk(idx, out, from, need)
+		return a.loadRemoteChunk(idx, out, have, want)
 	}
 	f, size, err := a.openStored(idx)
 	if f == nil {
-		return nil, 0, err
+		return nil, span{}, err
 	}
 	defer f.Close()
 	if skip, ok := a.chain.storedAsIs(size, a.unitBytes); ok {
-		// The header of a Blosc frame (skip bytes) is read with the first
-		// prefix, into the headroom, and stays there: an extension finds it.
-		if from == 0 || skip == 0 || isStoredFrame(out, a.unitBytes) {
-			lo := headroom + from
-			if from == 0 {
-				lo -= skip
-			}
-			if out == nil {
-				out = a.cache.buffer(a.unitBytes)
-			}
-			if _, err := f.ReadAt(out[lo:headroom+need], int64(lo-headroom+skip)); err != nil {
-				return nil, 0, a.chunkError(idx, nil, readError(err, size))
-			}
-			if skip == 0 || isStoredFrame(out, a.unitBytes) {
-				return out, need, nil
-			}
+		if out == nil {
+			out = a.cache.buffer(a.unitBytes)
+		}
+		win, ok, err := readStored(f, out, skip, have, want)
+		if err != nil {
+			return nil, span{}, a.chunkError(idx, nil, readError(err, size))
+		}
+		if ok {
+			return out, win, nil
 		}
 	}
 	buf := raws.Get().(*[]byte)
 	defer raws.Put(buf)
 	if *buf, err = readAt(f, *buf, 0, size); err != nil {
-		return nil, 0, a.chunkError(idx, nil, err)
+		return nil, span{}, a.chunkError(idx, nil, err)
 	}
-	return a.decode(&a.chain, *buf, out, from, need, idx, nil)
+	return a.decode(&a.chain, *buf, out, have, want, idx, nil)
+}
+
+// readStored reads into out, after its headroom, the bytes of want that
+// it lacks (it holds have) of a chunk stored as it decodes in f, after
+// skip bytes of a Blosc header, and returns the window out then holds. A
+// first read (have empty) reads the header into the headroom, where later
+// ones find it. ok is false, with nothing read but the header, when the
+// header is not a stored frame's: the chunk must be decoded.
+func readStored(f *os.File, out []byte, skip int, have, want span) (win span, ok bool, err error) {
+	if have.lo >= have.hi {
+		if skip > 0 {
+			if _, err := f.ReadAt(out[headroom-skip:headroom], 0); err != nil {
+				return span{}, false, err
+			}
+		}
+		have = span{want.lo, want.lo}
+	}
+	if skip > 0 && !isStoredFrame(out, len(out)-headroom) {
+		return span{}, false, nil
+	}
+	for _, r := range []span{{want.lo, have.lo}, {have.hi, want.hi}} {
+		if r.lo < r.hi {
+			if _, err := f.ReadAt(out[headroom+r.lo:headroom+r.hi], int64(skip+r.lo)); err != nil {
+				return span{}, false, err
+			}
+		}
+	}
+	return span{min(have.lo, want.lo), max(have.hi, want.hi)}, true, nil
 }
 
 // loadRemoteChunk is loadChunk for a remote array: one request reads the
 // stored chunk whole (a ranged read of a chunk stored as it decodes would
 // save bytes but cost a request for its size first), or the read-ahead
 // lends it, which decodes it from the bytes it fetched, without a copy.
-func (a *Array) loadRemoteChunk(idx []int, out []byte, from, need int) ([]byte, int, error) {
+func (a *Array) loadRemoteChunk(idx []int, out []byte, have, want span) ([]byte, span, error) {
 	key := a.key(idx)
 	if l, ok := a.remote.(storage.Lender); ok {
 		raw, release, err := l.Lend(key)
@@ -579,7 +604,7 @@ func (a *Array) loadRemoteChunk(idx []int, out []byte, from, need int) ([]byte, 
 			defer release()
 		}
 		if release != nil || err != nil {
-			return a.decodeRemote(idx, raw, err, out, from, need)
+			return a.decodeRemote(idx, raw, err, out, have, want)
 		}
 	}
 	buf := raws.Get().(*[]byte)
@@ -588,20 +613,20 @@ func (a *Array) loadRemoteChunk(idx []int, out []byte, from, need int) ([]byte, 
 	if err == nil {
 		*buf = raw
 	}
-	return a.decodeRemote(idx, raw, err, out, from, need)
+	return a.decodeRemote(idx, raw, err, out, have, want)
 }
 
 // decodeRemote decodes the stored bytes raw of remote chunk idx, read with
 // error err, as loadChunk does, and notes their size for ReadAhead.
-func (a *Array) decodeRemote(idx []int, raw []byte, err error, out []byte, from, need int) ([]byte, int, error) {
+func (a *Array) decodeRemote(idx []int, raw []byte, err error, out []byte, have, want span) ([]byte, span, error) {
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil // never written: the fill value
+		return nil, span{}, nil // never written: the fill value
 	}
 	if err != nil {
-		return nil, 0, a.chunkError(idx, nil, err)
+		return nil, span{}, a.chunkError(idx, nil, err)
 	}
 	if len(raw) > maxChunkBytes {
-		return nil, 0, a.chunkError(idx, nil, fmt.Errorf("%d bytes is more than a chunk may hold", len(raw)))
+		return nil, span{}, a.chunkError(idx, nil, fmt.Errorf("%d bytes is more than a chunk may hold", len(raw)))
 	}
 	for n := int64(len(raw)); ; {
 		seen := a.storedMax.Load()
@@ -609,7 +634,7 @@ func (a *Array) decodeRemote(idx []int, raw []byte, err error, out []byte, from,
 			break
 		}
 	}
-	return a.decode(&a.chain, raw, out, from, need, idx, nil)
+	return a.decode(&a.chain, raw, out, have, want, idx, nil)
 }
 
 // readRange reads n bytes at offset off of the object at key into buf
@@ -651,19 +676,20 @@ func isStoredFrame(out []byte, n int) bool {
 	return err == nil && h.Stored() && h.NBytes == n
 }
 
-// decode decodes bytes [from, n) of a chunk from its stored bytes src with
-// c into out (nil: a new buffer from the cache), n >= need.
-func (a *Array) decode(c *chain, src, out []byte, from, need int, idx, inner []int) ([]byte, int, error) {
+// decode decodes the bytes of want that out lacks (it holds have; nil: a
+// new buffer from the cache) of a chunk from its stored bytes src with c,
+// and returns out and the window it then holds.
+func (a *Array) decode(c *chain, src, out []byte, have, want span, idx, inner []int) ([]byte, span, error) {
 	if out == nil {
 		out = a.cache.buffer(a.unitBytes)
 	}
 	d := decoders.Get().(*decoder)
 	defer decoders.Put(d)
-	n, err := c.decodeRange(d, out[headroom:], src, from, need, a.unit, a.dtype.Size())
+	win, err := c.decodeRange(d, out[headroom:], src, have, want, a.unit, a.dtype.Size())
 	if err != nil {
-		return nil, 0, a.chunkError(idx, inner, err)
+		return nil, span{}, a.chunkError(idx, inner, err)
 	}
-	return out, n, nil
+	return out, win, nil
 }
 
 // missing handles a chunk or shard file that does not exist: the chunk was

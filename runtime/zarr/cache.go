@@ -32,17 +32,19 @@ const CacheEnv = "LOADERGEN_ZARR_CACHE_MB"
 // copying from them, so reading does not allocate in steady state even when
 // every read evicts. A Cache is safe for concurrent use.
 //
-// An entry holds a prefix of its chunk: bytes [0, n) of the chunk decoded
-// in C order, with n recorded in the entry. A read asks for the prefix up to
-// the last byte its part of the chunk covers (the whole chunk where the
-// chunk is stored transposed, or its codecs cannot stop early); a read that
-// needs more than an entry holds extends it, decoding bytes [n, need) at
-// least (a compressed stream is decoded again whole, aside, and its bytes
-// from n copied, so it is extended once at most; Blosc decodes only the
-// further blocks; an uncompressed chunk reads only the further bytes; see
-// chain.decodeRange). Each entry's buffer is sized for the whole
-// chunk and charged whole against the limit, so an extension never moves
-// the data readers are copying from.
+// An entry holds a window of its chunk: bytes [lo, hi) of the chunk decoded
+// in C order, with the window recorded in the entry. A read asks for the
+// window from the first to the last byte its part of the chunk covers (the
+// whole chunk where the chunk is stored transposed, or its codecs cannot
+// decode in part; from byte 0 where a compressed stream must be decoded
+// from its start); a read that needs bytes outside an entry's window
+// extends it to the smallest window holding both, decoding only the bytes
+// it lacks below and above (a compressed stream is decoded again whole,
+// aside, and its bytes past hi copied, so it is extended once at most;
+// Blosc decodes only the further blocks; an uncompressed chunk reads only
+// the further bytes; see chain.decodeRange). Each entry's buffer is sized
+// for the whole chunk and charged whole against the limit, so an extension
+// never moves the data readers are copying from.
 type Cache struct {
 	limit int64  // bytes; NewCache sets it, nothing changes it
 	why   string // how the shared cache's size was chosen, for Describe; "" for NewCache's. Set before the cache is shared
@@ -65,8 +67,8 @@ var maxFree = 4 * runtime.GOMAXPROCS(0)
 // CacheStats counts a cache's work since it was made.
 type CacheStats struct {
 	Hits      int64 // chunks found decoded (or being decoded by another reader)
-	Loads     int64 // chunks read and decoded (a prefix, at least)
-	Extends   int64 // decoded prefixes extended for a read that needed more
+	Loads     int64 // chunks read and decoded (a window of them, at least)
+	Extends   int64 // decoded windows extended for a read that needed more
 	Evictions int64 // chunks dropped to stay within the limit
 	Bytes     int64 // bytes held now
 	Entries   int   // chunks held now
@@ -86,7 +88,7 @@ type cacheKey struct {
 type entryKind uint8
 
 const (
-	decodedChunk entryKind = iota // a decoded chunk, or a prefix of it
+	decodedChunk entryKind = iota // a decoded chunk, or a window of it
 	shardIndex                    // a shard's decoded index, whole
 )
 
@@ -95,22 +97,23 @@ const (
 const cacheEntryOverhead = 128
 
 // cacheEntry is a chunk, loaded or being loaded. The goroutine that inserts
-// it loads it and then, under mu, sets data, n, err and size and closes
+// it loads it and then, under mu, sets data, win, err and size and closes
 // done; others wait on done before reading them. refs and evicted change
 // under mu.
 //
-// Extending: a goroutine that finds n short of what it needs, with growing
-// nil, sets growing under mu, decodes bytes [n, need) of data outside mu
-// (nobody reads past n, so nobody reads what it writes, and it writes
-// nothing before n), then under mu sets n and closes and clears growing.
-// Others that need more than n wait on growing and look again, so a chunk
-// has one decode at a time, and data[:n] never changes once it is out.
+// Extending: a goroutine that finds win short of what it needs, with
+// growing nil, sets growing under mu, decodes the bytes it lacks outside
+// win into data outside mu (nobody reads outside win, so nobody reads what
+// it writes, and it writes nothing inside win), then under mu sets win and
+// closes and clears growing. Others that need more than win wait on
+// growing and look again, so a chunk has one decode at a time, and the
+// bytes of a window never change once they are out.
 type cacheEntry struct {
 	key        cacheKey
 	buf        []byte        // what the loader returned: headroom bytes, then data
 	data       []byte        // the chunk's buffer, of the whole chunk's size; nil for a chunk that is not stored
-	n          int           // data[:n] is decoded
-	growing    chan struct{} // non-nil while a goroutine extends data past n
+	win        span          // data[win.lo:win.hi] is decoded
+	growing    chan struct{} // non-nil while a goroutine extends data past win
 	err        error
 	size       int64
 	done       chan struct{}
@@ -119,15 +122,21 @@ type cacheEntry struct {
 	prev, next *cacheEntry // the lru list, once loaded
 }
 
+// span is the window [lo, hi) of a decoded chunk's bytes, in C order.
+type span struct{ lo, hi int }
+
+// holds reports whether s holds every byte of t.
+func (s span) holds(t span) bool { return s.lo <= t.lo && t.hi <= s.hi }
+
 // loader loads chunks for the cache (an Array). load returns a buffer from
-// Cache.buffer holding at least the first need bytes of the decoded chunk
-// after its headroom, and how many it holds, or nil for a chunk that is not
-// stored. extend decodes the chunk's bytes from on, at least up to need,
-// into buf (from load, holding [0, from) already) and returns the end of
-// what it decoded; it writes nothing before byte from of the chunk.
+// Cache.buffer holding at least the bytes want of the decoded chunk after
+// its headroom, and the window it holds, or nil for a chunk that is not
+// stored. extend decodes the bytes of want that have lacks into buf (from
+// load, holding have already) and returns the window buf then holds, which
+// holds have and want; it writes nothing inside have.
 type loader interface {
-	load(key cacheKey, need int) (buf []byte, n int, err error)
-	extend(key cacheKey, buf []byte, from, need int) (int, error)
+	load(key cacheKey, want span) (buf []byte, win span, err error)
+	extend(key cacheKey, buf []byte, have, want span) (span, error)
 }
 
 // headroom is the space before a chunk's data in its buffer: a chunk stored
@@ -219,12 +228,12 @@ func (c *Cache) has(key cacheKey) bool {
 	return ok
 }
 
-// get returns the entry of chunk key, holding at least its first need
-// bytes decoded, loading or extending it with l unless that is done
-// already. The caller reads the entry's data[:need] and then releases it,
-// and may not touch the data after. Errors are not kept: the next get tries
-// again (a failed extension leaves the prefix held before it).
-func (c *Cache) get(key cacheKey, l loader, need int) (*cacheEntry, error) {
+// get returns the entry of chunk key, holding at least its bytes want
+// decoded, loading or extending it with l unless that is done already. The
+// caller reads the entry's data[want.lo:want.hi] and then releases it, and
+// may not touch the data after. Errors are not kept: the next get tries
+// again (a failed extension leaves the window held before it).
+func (c *Cache) get(key cacheKey, l loader, want span) (*cacheEntry, error) {
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok {
 		c.stats.Hits++
@@ -232,11 +241,11 @@ func (c *Cache) get(key cacheKey, l loader, need int) (*cacheEntry, error) {
 		if e.prev != nil { // loaded: most recent now
 			e.unlink()
 			c.pushFront(e)
-			if e.n >= need || e.data == nil {
+			if e.win.holds(want) || e.data == nil {
 				c.mu.Unlock()
 				return e, nil
 			}
-			return c.extend(e, l, need) // unlocks mu
+			return c.extend(e, l, want) // unlocks mu
 		}
 		c.mu.Unlock()
 		<-e.done
@@ -245,19 +254,19 @@ func (c *Cache) get(key cacheKey, l loader, need int) (*cacheEntry, error) {
 			return nil, e.err
 		}
 		c.mu.Lock()
-		return c.extend(e, l, need) // unlocks mu
+		return c.extend(e, l, want) // unlocks mu
 	}
 	e := &cacheEntry{key: key, done: make(chan struct{}), refs: 1}
 	c.entries[key] = e
 	c.stats.Loads++
 	c.mu.Unlock()
 
-	buf, n, err := l.load(key, need)
+	buf, win, err := l.load(key, want)
 
 	c.mu.Lock()
 	e.err = err
 	if buf != nil {
-		e.buf, e.data, e.n = buf, buf[headroom:], n
+		e.buf, e.data, e.win = buf, buf[headroom:], win
 	}
 	if err != nil {
 		delete(c.entries, key)
@@ -279,12 +288,12 @@ func (c *Cache) get(key cacheKey, l loader, need int) (*cacheEntry, error) {
 	return e, nil
 }
 
-// extend makes a loaded entry hold at least need bytes, waiting for
+// extend makes a loaded entry hold at least the bytes want, waiting for
 // another goroutine's extension or making its own (see cacheEntry). mu is
 // held on entry and released on return; the caller holds a reference,
 // which an error releases.
-func (c *Cache) extend(e *cacheEntry, l loader, need int) (*cacheEntry, error) {
-	for e.data != nil && e.n < need {
+func (c *Cache) extend(e *cacheEntry, l loader, want span) (*cacheEntry, error) {
+	for e.data != nil && !e.win.holds(want) {
 		if ch := e.growing; ch != nil {
 			c.mu.Unlock()
 			<-ch
@@ -293,11 +302,11 @@ func (c *Cache) extend(e *cacheEntry, l loader, need int) (*cacheEntry, error) {
 		}
 		ch := make(chan struct{})
 		e.growing = ch
-		from := e.n
+		have := e.win
 		c.stats.Extends++
 		c.mu.Unlock()
 
-		n, err := l.extend(e.key, e.buf, from, need)
+		win, err := l.extend(e.key, e.buf, have, want)
 
 		c.mu.Lock()
 		e.growing = nil
@@ -307,7 +316,7 @@ func (c *Cache) extend(e *cacheEntry, l loader, need int) (*cacheEntry, error) {
 			c.release(e)
 			return nil, err
 		}
-		e.n = max(e.n, n)
+		e.win = win
 	}
 	c.mu.Unlock()
 	return e, nil

@@ -114,14 +114,14 @@ func (c *chain) decode(d *decoder, out, src []byte, shape []int, elem int) error
 	return nil
 }
 
-// prefixable reports whether a prefix of a chunk's C-order bytes can be
-// decoded without the rest: its elements are stored in C order, and its
-// codecs are none, or one compressor that can stop early (Blosc, zstd,
-// gzip, zlib; not numcodecs' LZ4, one block decoded whole) with checksums
-// only of the compressed bytes (crc32c after the compressor, which are
-// checked on the whole stored chunk). A checksum of the decoded bytes
-// could only be checked on all of them.
-func (c *chain) prefixable() bool {
+// partial reports whether a part of a chunk's C-order bytes can be decoded
+// without the rest: its elements are stored in C order, and its codecs are
+// none, or one compressor that can decode in part (Blosc, a window of
+// blocks; zstd, gzip and zlib, a prefix; not numcodecs' LZ4, one block
+// decoded whole) with checksums only of the compressed bytes (crc32c after
+// the compressor, which are checked on the whole stored chunk). A checksum
+// of the decoded bytes could only be checked on all of them.
+func (c *chain) partial() bool {
 	if c.order != nil || c.shard != nil {
 		return false
 	}
@@ -141,24 +141,24 @@ func (c *chain) prefixable() bool {
 	return true
 }
 
-// decodeRange decodes bytes [from, n) of a chunk's elements (C order,
-// little-endian) from its stored bytes src into out[from:n], with n >= need,
-// and returns n; out is the whole chunk's size and holds bytes [0, from)
-// already, which it does not write. A chain that is not prefixable decodes
-// the whole chunk (from is then 0: no prefix of it was ever held). A
-// compressed stream cut short leaves its checksum unverified (see
+// decodeRange decodes the bytes of want that out lacks, of a chunk's
+// elements (C order, little-endian), from its stored bytes src into out,
+// and returns the window out then holds, which holds have and want; out is
+// the whole chunk's size and holds the window have already (empty for a
+// first decode), which it does not write. A chain that does not decode in
+// part decodes the whole chunk (have is then empty: no part of it was ever
+// held); a compressed stream decodes from its start, so its windows start
+// at 0. A compressed stream cut short leaves its checksum unverified (see
 // compress.ZstdRange); a later read of the whole chunk verifies it.
-func (c *chain) decodeRange(d *decoder, out, src []byte, from, need int, shape []int, elem int) (int, error) {
-	if need >= len(out) && from == 0 || !c.prefixable() {
-		if from != 0 {
-			return 0, fmt.Errorf("a part of a chunk that decodes only whole (a bug)")
+func (c *chain) decodeRange(d *decoder, out, src []byte, have, want span, shape []int, elem int) (span, error) {
+	fresh := have.lo >= have.hi
+	if fresh && want == (span{0, len(out)}) || !c.partial() {
+		if !fresh {
+			return span{}, fmt.Errorf("a part of a chunk that decodes only whole (a bug)")
 		}
-		return len(out), c.decode(d, out, src, shape, elem)
+		return span{0, len(out)}, c.decode(d, out, src, shape, elem)
 	}
-	need = min(need, len(out))
-	if from >= need {
-		return from, nil
-	}
+	want.hi = min(want.hi, len(out))
 	buf := src
 	comp := codecKind(0)
 	for i := len(c.codecs) - 1; i >= 0; i-- {
@@ -168,15 +168,38 @@ func (c *chain) decodeRange(d *decoder, out, src []byte, from, need int, shape [
 			break
 		}
 		if len(buf) < 4 {
-			return 0, fmt.Errorf("crc32c: %d bytes, too short for a checksum", len(buf))
+			return span{}, fmt.Errorf("crc32c: %d bytes, too short for a checksum", len(buf))
 		}
 		m := len(buf) - 4
 		if got, want := crc32.Checksum(buf[:m], castagnoli), binary.LittleEndian.Uint32(buf[m:]); got != want {
-			return 0, fmt.Errorf("crc32c: checksum %08x, the data's is %08x", want, got)
+			return span{}, fmt.Errorf("crc32c: checksum %08x, the data's is %08x", want, got)
 		}
 		buf = buf[:m]
 	}
-	if stream := comp == codecZstd || comp == codecGzip || comp == codecZlib; stream && from > 0 {
+	if comp == codecZstd || comp == codecGzip || comp == codecZlib {
+		return c.decodeStream(d, out, src, buf, comp, have.hi, want.hi, shape, elem)
+	}
+	win, err := c.decodeWindow(d, out, buf, comp, have, want, elem)
+	if err != nil {
+		for _, cd := range c.codecs {
+			if cd.kind == comp {
+				return span{}, fmt.Errorf("%s: %w", cd.name, err)
+			}
+		}
+		return span{}, err
+	}
+	return win, nil
+}
+
+// decodeStream is decodeRange for a compressed stream (comp, the stored
+// bytes src, buf without their checksums), which decodes from its start:
+// out holds its bytes [0, from) already (from is 0 for a first decode:
+// have is empty, or a prefix), and needs them up to need.
+func (c *chain) decodeStream(d *decoder, out, src, buf []byte, comp codecKind, from, need int, shape []int, elem int) (span, error) {
+	if from >= need {
+		return span{0, from}, nil
+	}
+	if from > 0 {
 		// Extending a stream's prefix decodes it again from its start:
 		// decode the whole, aside, with the whole-buffer decoder (faster
 		// than the streaming one, and it verifies the checksum), and keep
@@ -184,11 +207,12 @@ func (c *chain) decodeRange(d *decoder, out, src []byte, from, need int, shape [
 		d.whole = slices.Grow(d.whole[:0], len(out))
 		w := d.whole[:len(out)]
 		if err := c.decode(d, w, src, shape, elem); err != nil {
-			return 0, err
+			return span{}, err
 		}
 		copy(out[from:], w[from:])
-		return len(out), nil
-	} else if stream && need > len(out)/2 {
+		return span{0, len(out)}, nil
+	}
+	if need > len(out)/2 {
 		// A stream decodes a prefix through a streaming decoder, about
 		// 0.8 x the speed of the whole-buffer one for libzstd
 		// (BenchmarkZstdRange), and a prefix that a later read extends
@@ -196,38 +220,95 @@ func (c *chain) decodeRange(d *decoder, out, src []byte, from, need int, shape [
 		// better bet (one cold epoch of the big store, zstd-6: 1.09 x the
 		// crops/s of whole decodes with this half, 0.98 x with three
 		// quarters); it also verifies the stream's checksum.
-		return len(out), c.decode(d, out, src, shape, elem)
+		return span{0, len(out)}, c.decode(d, out, src, shape, elem)
 	}
-	n := need
 	var err error
 	switch comp {
-	case 0:
-		if len(buf) != len(out) {
-			return 0, fmt.Errorf("%d bytes, expected %d", len(buf), len(out))
-		}
-		copy(out[from:need], buf[from:need])
-	case codecBlosc:
-		n, err = d.blosc.DecodeRange(out, buf, from, need)
 	case codecZstd:
-		err = compress.ZstdRange(out, buf, from, need)
+		err = compress.ZstdRange(out, buf, 0, need)
 	case codecGzip:
-		err = compress.GzipRange(out, buf, from, need)
+		err = compress.GzipRange(out, buf, 0, need)
 	case codecZlib:
-		err = compress.ZlibRange(out, buf, from, need)
+		err = compress.ZlibRange(out, buf, 0, need)
 	}
 	if err != nil {
 		for _, cd := range c.codecs {
 			if cd.kind == comp {
-				return 0, fmt.Errorf("%s: %w", cd.name, err)
+				return span{}, fmt.Errorf("%s: %w", cd.name, err)
 			}
 		}
-		return 0, err
+		return span{}, err
 	}
-	n -= n % elem // whole elements only; need is a multiple of elem
 	if c.bigEndian {
-		swapBytes(out[from:n], elem)
+		swapBytes(out[:need], elem)
 	}
-	return n, nil
+	return span{0, need}, nil
+}
+
+// decodeWindow is decodeRange for bytes stored as they decode (comp 0) or
+// a Blosc frame, given have (empty for a first decode):
+// it decodes the bytes of want below have and above it, and writes nothing
+// inside have. Blosc decodes whole blocks, in place where they end at or
+// below have.lo (a first decode's window starts at its first block's
+// start) or start at or past have.hi (they are kept whole); blocks below
+// that cross have.lo are decoded aside and only their bytes below have.lo
+// copied.
+func (c *chain) decodeWindow(d *decoder, out, buf []byte, comp codecKind, have, want span, elem int) (span, error) {
+	if comp == 0 && len(buf) != len(out) {
+		return span{}, fmt.Errorf("%d bytes, expected %d", len(buf), len(out))
+	}
+	block := 1 // decoded bytes per block: Blosc's, unless stored (copied by the byte)
+	if comp == codecBlosc {
+		h, err := blosc.ParseHeader(buf)
+		if err != nil {
+			return span{}, err
+		}
+		if !h.Stored() && h.BlockSize > 0 {
+			block = h.BlockSize
+		}
+	}
+	if have.lo == have.hi {
+		lo := want.lo - want.lo%block
+		lo += (elem - lo%elem) % elem // whole elements: still at most want.lo
+		have = span{lo, lo}
+	}
+	win := have
+	if want.lo < have.lo {
+		switch {
+		case comp == 0:
+			copy(out[want.lo:have.lo], buf[want.lo:have.lo])
+		case have.lo%block == 0:
+			if _, err := d.blosc.DecodeRange(out, buf, want.lo, have.lo); err != nil {
+				return span{}, err
+			}
+		default:
+			d.whole = slices.Grow(d.whole[:0], len(out))
+			w := d.whole[:len(out)]
+			if _, err := d.blosc.DecodeRange(w, buf, want.lo, have.lo); err != nil {
+				return span{}, err
+			}
+			copy(out[want.lo:have.lo], w[want.lo:have.lo])
+		}
+		win.lo = want.lo
+	}
+	if want.hi > have.hi {
+		hi := want.hi
+		switch comp {
+		case 0:
+			copy(out[have.hi:want.hi], buf[have.hi:want.hi])
+		case codecBlosc:
+			var err error
+			if hi, err = d.blosc.DecodeRange(out, buf, have.hi, want.hi); err != nil {
+				return span{}, err
+			}
+		}
+		win.hi = hi - hi%elem
+	}
+	if c.bigEndian {
+		swapBytes(out[win.lo:have.lo], elem)
+		swapBytes(out[have.hi:win.hi], elem)
+	}
+	return win, nil
 }
 
 // decodeBytes undoes the bytes-to-bytes codecs of src into exactly dst.

@@ -2,19 +2,22 @@ package zarr
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 )
 
 // TestPartialDecodeEqualsWhole: for every fixture array (every codec and
-// layout in testdata/zarr), a chunk decoded in part holds exactly the
-// prefix of its whole decode, at least as long as asked; extending that
-// prefix adds the next bytes of the whole decode and writes nothing before
-// the prefix's end; chunks stored transposed (v2 order F, v3 transpose) or
-// under numcodecs' LZ4 decode whole.
+// layout in testdata/zarr), a chunk decoded in part holds exactly a window
+// of its whole decode, holding at least the window asked; extending that
+// window below, above or both adds the bytes of the whole decode there and
+// writes nothing inside the window held; chunks stored transposed (v2
+// order F, v3 transpose) or under numcodecs' LZ4 decode whole.
 func TestPartialDecodeEqualsWhole(t *testing.T) {
 	partial := map[string]bool{}
+	windowed := map[string]bool{} // a window not starting at byte 0
 	for _, c := range fixtureCases(t) {
 		if c.Error != "" || c.Multiscale != nil {
 			continue
@@ -29,58 +32,67 @@ func TestPartialDecodeEqualsWhole(t *testing.T) {
 			for _, g := range a.grid {
 				units *= int64(g)
 			}
+			at := func(f float64) int { return int(f*float64(size)) / elem * elem }
 			for u := int64(0); u < units; u += max(1, units/7) {
-				buf, n, err := a.load(a.chunkEntry(u), size)
+				buf, win, err := a.load(a.chunkEntry(u), span{0, size})
 				if err != nil {
 					t.Fatal(err)
 				}
 				if buf == nil {
 					continue // not stored
 				}
-				if n != size {
-					t.Fatalf("unit %d: the whole load holds %d of %d bytes", u, n, size)
+				if win != (span{0, size}) {
+					t.Fatalf("unit %d: the whole load holds %v of %d bytes", u, win, size)
 				}
 				whole := slices.Clone(buf[headroom:])
-				for _, need := range []int{elem, size / 3 / elem * elem, size / 2 / elem * elem, size - elem, size} {
-					need = max(need, elem)
-					buf, n, err := a.load(a.chunkEntry(u), need)
+				for _, want := range []span{
+					{0, elem}, {0, at(1.0 / 3)}, {0, at(0.5)}, {0, size - elem}, {0, size},
+					{at(0.5), size}, {at(0.6), at(0.7) + elem}, {size - elem, size}, {at(1.0 / 3), at(2.0 / 3)},
+				} {
+					want.hi = max(want.hi, want.lo+elem)
+					buf, win, err := a.load(a.chunkEntry(u), want)
 					if err != nil {
-						t.Fatalf("unit %d, prefix %d: %v", u, need, err)
+						t.Fatalf("unit %d, window %v: %v", u, want, err)
 					}
-					if n < need || n > size || n%elem != 0 {
-						t.Fatalf("unit %d: prefix %d holds %d bytes of %d", u, need, n, size)
+					if !win.holds(want) || win.lo < 0 || win.hi > size || win.lo%elem != 0 || win.hi%elem != 0 {
+						t.Fatalf("unit %d: window %v holds %v of %d bytes", u, want, win, size)
 					}
-					if !a.prefix && n != size {
-						t.Fatalf("unit %d: %d of %d bytes of a chunk that decodes only whole", u, n, size)
+					if !a.partial && win != (span{0, size}) {
+						t.Fatalf("unit %d: %v of %d bytes of a chunk that decodes only whole", u, win, size)
 					}
-					if n < size {
+					if win != (span{0, size}) {
 						partial[c.Name] = true
 					}
-					data := buf[headroom:]
-					if !bytes.Equal(data[:n], whole[:n]) {
-						t.Fatalf("unit %d: prefix %d differs from the whole decode at byte %d", u, need, firstDiff(data[:n], whole[:n]))
+					if win.lo > 0 {
+						windowed[c.Name] = true
 					}
-					for _, more := range []int{n + elem, size} {
-						if n >= size || more > size {
+					data := buf[headroom:]
+					if !bytes.Equal(data[win.lo:win.hi], whole[win.lo:win.hi]) {
+						t.Fatalf("unit %d: window %v differs from the whole decode at byte %d", u, want, win.lo+firstDiff(data[win.lo:win.hi], whole[win.lo:win.hi]))
+					}
+					for _, more := range []span{{win.lo, win.hi + elem}, {win.lo - elem, win.hi}, {0, size}} {
+						if more.lo < 0 || more.hi > size || win.holds(more) {
 							continue
 						}
-						poison := bytes.Repeat([]byte{0xa5}, n)
-						copy(data, poison)
-						m, err := a.extend(a.chunkEntry(u), buf, n, more)
+						poison := bytes.Repeat([]byte{0xa5}, win.hi-win.lo)
+						copy(data[win.lo:], poison)
+						got, err := a.extend(a.chunkEntry(u), buf, win, more)
 						if err != nil {
-							t.Fatalf("unit %d: extending %d to %d: %v", u, n, more, err)
+							t.Fatalf("unit %d: extending %v to %v: %v", u, win, more, err)
 						}
-						if m < more || m > size || m%elem != 0 {
-							t.Fatalf("unit %d: extending %d to %d holds %d", u, n, more, m)
+						if !got.holds(more) || !got.holds(win) || got.hi > size || got.lo%elem != 0 || got.hi%elem != 0 {
+							t.Fatalf("unit %d: extending %v to %v holds %v", u, win, more, got)
 						}
-						if !bytes.Equal(data[:n], poison) {
-							t.Fatalf("unit %d: extending from %d wrote before it", u, n)
+						if !bytes.Equal(data[win.lo:win.hi], poison) {
+							t.Fatalf("unit %d: extending %v wrote inside it", u, win)
 						}
-						if !bytes.Equal(data[n:m], whole[n:m]) {
-							t.Fatalf("unit %d: extension [%d, %d) differs from the whole decode", u, n, m)
+						for _, r := range []span{{got.lo, win.lo}, {win.hi, got.hi}} {
+							if !bytes.Equal(data[r.lo:r.hi], whole[r.lo:r.hi]) {
+								t.Fatalf("unit %d: extension %v of %v differs from the whole decode", u, r, win)
+							}
 						}
-						copy(data, whole[:n])
-						n = m
+						copy(data[win.lo:], whole[win.lo:win.hi])
+						win = got
 					}
 				}
 			}
@@ -100,6 +112,18 @@ func TestPartialDecodeEqualsWhole(t *testing.T) {
 		}
 		if !partial[name] {
 			t.Errorf("%s: no chunk decoded in part", name)
+		}
+	}
+	// Blosc and raw chunks hold windows that do not start the chunk;
+	// compressed streams decode from their start.
+	for _, name := range []string{"raw_i1_1d", "blosc_zstd_shuffle_u8_blocks", "blosc_lz4_memcpy_random_u1"} {
+		if !windowed[name] {
+			t.Errorf("%s: no window past the chunk's start", name)
+		}
+	}
+	for _, name := range []string{"zstd6_u1_slash", "gzip_i8", "zlib_u8", "v3_gzip_crc32c_f8"} {
+		if windowed[name] {
+			t.Errorf("%s: a stream's window past its start", name)
 		}
 	}
 	for _, name := range []string{"order_f_blosc_i2", "order_f_raw_f8_2d", "v3_transpose_blosc_i4", "lz4_f2"} {
@@ -228,6 +252,95 @@ func TestConcurrentPrefixes(t *testing.T) {
 				if st := a.cache.Stats(); st.Loads > 2 { // the chunk, and a shard's index
 					t.Errorf("stats %+v: the chunk was loaded more than once", st)
 				}
+			}
+		})
+	}
+}
+
+// TestWindowExtendsBelowAnyWindow: a Blosc chunk in blocks, holding a
+// window that starts and ends inside blocks (as no read makes one, so the
+// blocks below it are decoded aside), extends to the whole chunk with the
+// bytes of the whole decode, writing nothing inside the window held.
+func TestWindowExtendsBelowAnyWindow(t *testing.T) {
+	c := fixtureCase{Name: "blosc_zstd_shuffle_u8_blocks", Path: "v2/blosc_zstd_shuffle_u8_blocks"}
+	a, err := openFixture(t, c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(a.dir, a.key([]int{0, 0, 0})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	elem, size := a.DType().Size(), a.unitBytes
+	var d decoder
+	whole := make([]byte, size)
+	if err := a.chain.decode(&d, whole, src, a.unit, elem); err != nil {
+		t.Fatal(err)
+	}
+	const block = 4096 // the fixture's Blosc block size
+	for _, have := range []span{{block + elem, 2*block + 3*elem}, {elem, block - elem}, {block + 5*elem, size}} {
+		out := make([]byte, size)
+		poison := bytes.Repeat([]byte{0xa5}, have.hi-have.lo)
+		copy(out[have.lo:], poison)
+		win, err := a.chain.decodeRange(&d, out, src, have, span{0, size}, a.unit, elem)
+		if err != nil {
+			t.Fatalf("extending %v: %v", have, err)
+		}
+		if win != (span{0, size}) {
+			t.Fatalf("extending %v to the whole chunk holds %v", have, win)
+		}
+		if !bytes.Equal(out[have.lo:have.hi], poison) {
+			t.Fatalf("extending %v wrote inside it", have)
+		}
+		if !bytes.Equal(out[:have.lo], whole[:have.lo]) || !bytes.Equal(out[have.hi:], whole[have.hi:]) {
+			t.Fatalf("extending %v: the bytes outside it differ from the whole decode", have)
+		}
+	}
+}
+
+// TestReadDecodesItsWindow: a read of a chunk's last row alone leaves the
+// cache holding a window of the chunk that ends past that row and, for
+// chunks stored as they decode and Blosc chunks in several blocks, starts
+// after the chunk's first row; compressed streams start at byte 0. A
+// later read of the first row extends the window below.
+func TestReadDecodesItsWindow(t *testing.T) {
+	starts := map[string]bool{"raw_i1_1d": true, "blosc_zstd_shuffle_u8_blocks": true, "blosc_lz4_memcpy_random_u1": true}
+	for _, c := range prefixCases {
+		t.Run(c.Name, func(t *testing.T) {
+			a, err := openFixture(t, c, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := loadExpected(t, c.Name, a)
+			origins, shapes := chunkSlabs(a)
+			row := a.unitBytes / len(origins)
+			window := func() span {
+				a.cache.mu.Lock()
+				defer a.cache.mu.Unlock()
+				return a.cache.entries[a.chunkEntry(0)].win
+			}
+			for _, i := range []int{len(origins) - 1, 0} {
+				box := want.box(origins[i], shapes[i], a.fill)
+				got := make([]byte, len(box))
+				if err := a.Read(got, origins[i], shapes[i]); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, box) {
+					t.Fatalf("row %d differs from numpy's", i)
+				}
+				if i == 0 {
+					break
+				}
+				win := window()
+				if win.hi != a.unitBytes {
+					t.Errorf("the last row's window %v does not end the chunk (%d bytes)", win, a.unitBytes)
+				}
+				if starts[c.Name] != (win.lo >= row) {
+					t.Errorf("the last row's window %v; rows of %d bytes (past the first: %v)", win, row, starts[c.Name])
+				}
+			}
+			if win := window(); win != (span{0, a.unitBytes}) {
+				t.Errorf("after the first row, the window is %v of %d bytes", win, a.unitBytes)
 			}
 		})
 	}

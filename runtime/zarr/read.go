@@ -128,8 +128,8 @@ func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, 
 	unitStrides := a.unitStrides[:n]
 	for {
 		// The chunk's part of the box: where it starts in the chunk and in
-		// the box, and its shape; and the prefix of the chunk it needs, up
-		// to its last element in C order.
+		// the box, and its shape; and the window of the chunk it needs,
+		// from its first to its last element in C order.
 		first, last := 0, 0
 		for k := range n {
 			c := idx[k] * a.unit[k]
@@ -139,12 +139,12 @@ func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, 
 			last += (end - 1 - c) * unitStrides[k]
 			at[k] = from - origin[k]
 		}
-		need := (last + 1) * a.dtype.Size()
-		if !a.prefix {
-			need = a.unitBytes
+		want := span{first * a.dtype.Size(), (last + 1) * a.dtype.Size()}
+		if !a.partial {
+			want = span{0, a.unitBytes}
 		}
 		unit := ravel(idx[:n], a.grid)
-		e, err := a.cache.get(a.chunkEntry(unit), a, need)
+		e, err := a.cache.get(a.chunkEntry(unit), a, want)
 		if err != nil {
 			return err
 		}
