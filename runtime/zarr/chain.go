@@ -181,20 +181,26 @@ func (c *chain) decodeRange(d *decoder, out, src []byte, have, want span, shape 
 	}
 	win, err := c.decodeWindow(d, out, buf, comp, have, want, elem)
 	if err != nil {
-		for _, cd := range c.codecs {
-			if cd.kind == comp {
-				return span{}, fmt.Errorf("%s: %w", cd.name, err)
-			}
-		}
-		return span{}, err
+		return span{}, c.codecError(comp, err)
 	}
 	return win, nil
 }
 
+// codecError names the codec of kind comp (as the metadata spells it) in
+// err, from decoding with it.
+func (c *chain) codecError(comp codecKind, err error) error {
+	for _, cd := range c.codecs {
+		if cd.kind == comp {
+			return fmt.Errorf("%s: %w", cd.name, err)
+		}
+	}
+	return err
+}
+
 // decodeStream is decodeRange for a compressed stream (comp, the stored
-// bytes src, buf without their checksums), which decodes from its start:
-// out holds its bytes [0, from) already (from is 0 for a first decode:
-// have is empty, or a prefix), and needs them up to need.
+// bytes src, buf without their checksums), which decodes from its start,
+// so its windows are prefixes: out holds its bytes [0, from) already (from
+// is 0 for a first decode), and needs them up to need.
 func (c *chain) decodeStream(d *decoder, out, src, buf []byte, comp codecKind, from, need int, shape []int, elem int) (span, error) {
 	if from >= need {
 		return span{0, from}, nil
@@ -232,12 +238,7 @@ func (c *chain) decodeStream(d *decoder, out, src, buf []byte, comp codecKind, f
 		err = compress.ZlibRange(out, buf, 0, need)
 	}
 	if err != nil {
-		for _, cd := range c.codecs {
-			if cd.kind == comp {
-				return span{}, fmt.Errorf("%s: %w", cd.name, err)
-			}
-		}
-		return span{}, err
+		return span{}, c.codecError(comp, err)
 	}
 	if c.bigEndian {
 		swapBytes(out[:need], elem)
@@ -246,13 +247,12 @@ func (c *chain) decodeStream(d *decoder, out, src, buf []byte, comp codecKind, f
 }
 
 // decodeWindow is decodeRange for bytes stored as they decode (comp 0) or
-// a Blosc frame, given have (empty for a first decode):
-// it decodes the bytes of want below have and above it, and writes nothing
-// inside have. Blosc decodes whole blocks, in place where they end at or
-// below have.lo (a first decode's window starts at its first block's
-// start) or start at or past have.hi (they are kept whole); blocks below
-// that cross have.lo are decoded aside and only their bytes below have.lo
-// copied.
+// a Blosc frame, given have (empty for a first decode): it decodes the
+// bytes of want below have and above it, and writes nothing inside have.
+// Blosc decodes whole blocks, in place where they end at or below have.lo
+// (a first decode's window starts at its first block's start) or start at
+// or past have.hi (they are kept whole); blocks below that cross have.lo
+// are decoded aside and only their bytes below have.lo copied.
 func (c *chain) decodeWindow(d *decoder, out, buf []byte, comp codecKind, have, want span, elem int) (span, error) {
 	if comp == 0 && len(buf) != len(out) {
 		return span{}, fmt.Errorf("%d bytes, expected %d", len(buf), len(out))

@@ -148,7 +148,7 @@ var prefixCases = []fixtureCase{
 }
 
 // chunkSlabs returns boxes of chunk 0 of a: one per row along axis 0 (the
-// prefix each needs grows with the row), clipped to the array.
+// window each needs moves with the row), clipped to the array.
 func chunkSlabs(a *Array) (origins, shapes [][]int) {
 	n := len(a.shape)
 	rows := min(a.unit[0], a.shape[0])
@@ -209,7 +209,7 @@ func TestPrefixExtendsAcrossReads(t *testing.T) {
 }
 
 // TestConcurrentPrefixes: readers of the same chunk that need different
-// prefixes of it, at once (run it with -race): each gets numpy's bytes,
+// windows of it, at once (run it with -race): each gets numpy's bytes,
 // the chunk is loaded once, and extensions, one at a time, never disturb
 // what other readers copy.
 func TestConcurrentPrefixes(t *testing.T) {
