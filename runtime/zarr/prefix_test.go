@@ -163,34 +163,42 @@ func chunkSlabs(a *Array) (origins, shapes [][]int) {
 	return origins, shapes
 }
 
+// rowReader opens fixture c and returns it, the rows of its chunk 0
+// (chunkSlabs), and a function that reads row i and checks it against
+// numpy's bytes.
+func rowReader(t *testing.T, c fixtureCase) (*Array, int, func(i int)) {
+	t.Helper()
+	a, err := openFixture(t, c, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := loadExpected(t, c.Name, a)
+	origins, shapes := chunkSlabs(a)
+	return a, len(origins), func(i int) {
+		t.Helper()
+		box := want.box(origins[i], shapes[i], a.fill)
+		got := make([]byte, len(box))
+		if err := a.Read(got, origins[i], shapes[i]); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, box) {
+			t.Fatalf("row %d differs from numpy's", i)
+		}
+	}
+}
+
 // TestPrefixExtendsAcrossReads: a read of a chunk's first row decodes a
 // prefix; a later read of its last row extends it (one load, one
 // extension); reading either again decodes nothing.
 func TestPrefixExtendsAcrossReads(t *testing.T) {
 	for _, c := range prefixCases {
 		t.Run(c.Name, func(t *testing.T) {
-			a, err := openFixture(t, c, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := loadExpected(t, c.Name, a)
-			origins, shapes := chunkSlabs(a)
-			if len(origins) < 2 {
+			a, rows, read := rowReader(t, c)
+			if rows < 2 {
 				t.Skip("chunk 0 has one row")
 			}
 			base := a.cache.Stats()
-			read := func(i int) {
-				t.Helper()
-				box := want.box(origins[i], shapes[i], a.fill)
-				got := make([]byte, len(box))
-				if err := a.Read(got, origins[i], shapes[i]); err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(got, box) {
-					t.Fatalf("row %d differs from numpy's", i)
-				}
-			}
-			last := len(origins) - 1
+			last := rows - 1
 			read(0)
 			st := a.cache.Stats()
 			chunkLoads := st.Loads - base.Loads
@@ -307,38 +315,21 @@ func TestReadDecodesItsWindow(t *testing.T) {
 	starts := map[string]bool{"raw_i1_1d": true, "blosc_zstd_shuffle_u8_blocks": true, "blosc_lz4_memcpy_random_u1": true}
 	for _, c := range prefixCases {
 		t.Run(c.Name, func(t *testing.T) {
-			a, err := openFixture(t, c, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := loadExpected(t, c.Name, a)
-			origins, shapes := chunkSlabs(a)
-			row := a.unitBytes / len(origins)
+			a, rows, read := rowReader(t, c)
 			window := func() span {
 				a.cache.mu.Lock()
 				defer a.cache.mu.Unlock()
 				return a.cache.entries[a.chunkEntry(0)].win
 			}
-			for _, i := range []int{len(origins) - 1, 0} {
-				box := want.box(origins[i], shapes[i], a.fill)
-				got := make([]byte, len(box))
-				if err := a.Read(got, origins[i], shapes[i]); err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(got, box) {
-					t.Fatalf("row %d differs from numpy's", i)
-				}
-				if i == 0 {
-					break
-				}
-				win := window()
-				if win.hi != a.unitBytes {
-					t.Errorf("the last row's window %v does not end the chunk (%d bytes)", win, a.unitBytes)
-				}
-				if starts[c.Name] != (win.lo >= row) {
-					t.Errorf("the last row's window %v; rows of %d bytes (past the first: %v)", win, row, starts[c.Name])
-				}
+			read(rows - 1)
+			win, row := window(), a.unitBytes/rows
+			if win.hi != a.unitBytes {
+				t.Errorf("the last row's window %v does not end the chunk (%d bytes)", win, a.unitBytes)
 			}
+			if starts[c.Name] != (win.lo >= row) {
+				t.Errorf("the last row's window %v; rows of %d bytes (past the first: %v)", win, row, starts[c.Name])
+			}
+			read(0)
 			if win := window(); win != (span{0, a.unitBytes}) {
 				t.Errorf("after the first row, the window is %v of %d bytes", win, a.unitBytes)
 			}
