@@ -90,6 +90,27 @@ func (l lender) Lend(name string) ([]byte, func(), error) {
 	}, nil
 }
 
+func (l lender) LendRange(name string, off, n int64) ([]byte, func(), error) {
+	data := make([]byte, n)
+	if err := l.Root.ReadAt(name, data, off); err != nil {
+		return nil, nil, err
+	}
+	l.log.mu.Lock()
+	defer l.log.mu.Unlock()
+	l.log.lends++
+	return data, func() {
+		l.log.mu.Lock()
+		l.log.releases++
+		l.log.mu.Unlock()
+	}, nil
+}
+
+func (l lender) HintRange(name string, off, n int64) {
+	l.log.mu.Lock()
+	l.log.hints = append(l.log.hints, n)
+	l.log.mu.Unlock()
+}
+
 func (l lender) Hint(name string, expect int64) {
 	l.log.mu.Lock()
 	l.log.hints = append(l.log.hints, expect)
