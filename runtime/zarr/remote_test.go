@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 	"github.com/loadergen/loadergen/runtime/storage"
@@ -150,4 +151,99 @@ func TestRemoteLends(t *testing.T) {
 	if want := []int64{int64(a.unitBytes), largest}; !slices.Equal(log.hints, want) {
 		t.Errorf("hinted estimates %v, want %v: the decoded size, then the largest stored chunk", log.hints, want)
 	}
+}
+
+// TestShardedReadAhead: reading a sharded array ahead over S3 (versitygw
+// behind a proxy adding latency to every request) fetches each shard's
+// index and each stored inner chunk once, in the background, so that the
+// reads that follow make no request of their own, and give numpy's bytes.
+func TestShardedReadAhead(t *testing.T) {
+	srv := remotetest.Start(t)
+	// A bucket of its own: the process's read-ahead keys what it holds by
+	// URL, and other tests read s3://fixtures from other servers.
+	if err := os.CopyFS(srv.Bucket(t, "shardahead"), os.DirFS(fixtures)); err != nil {
+		t.Fatal(err)
+	}
+	proxy := remotetest.Proxy(t, srv.Endpoint)
+	srv.Env(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
+	proxy.Set(20*time.Millisecond, 0, 0)
+	arrays := 0
+	for _, c := range fixtureCases(t) {
+		if !strings.Contains(c.Name, "_sharded_") || c.Error != "" {
+			continue
+		}
+		arrays++
+		t.Run(c.Name, func(t *testing.T) {
+			local, err := OpenStore(filepath.Join(fixtures, c.Path), NewCache(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			la, err := local.Array(c.Array)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fetches := shardRequests(t, la)
+			s, err := OpenStore("s3://shardahead/"+filepath.ToSlash(c.Path), NewCache(64))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := s.Array(c.Array)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := loadExpected(t, c.Name, a)
+			before := proxy.Requests()
+			a.ReadAhead(make([]int, len(want.shape)), want.shape)
+			a.indexing.Wait()
+			for deadline := time.Now().Add(10 * time.Second); proxy.Requests()-before < fetches && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			ahead := proxy.Requests() - before
+			checkReads(t, a, want)
+			if reads := proxy.Requests() - before - ahead; ahead != fetches || reads != 0 {
+				t.Errorf("read ahead: %d requests, want %d (each shard's size and index, each stored inner chunk); the reads then made %d, want 0", ahead, fetches, reads)
+			}
+		})
+	}
+	if arrays == 0 {
+		t.Fatal("no sharded fixture array in cases.json")
+	}
+}
+
+// shardRequests counts the requests that reading sharded local array a
+// whole from a remote store takes: for each shard, one for its size (a
+// missing shard's ends there), one for its index and one for each stored
+// inner chunk inside the array.
+func shardRequests(t *testing.T, a *Array) int {
+	t.Helper()
+	sh := a.chain.shard
+	n := len(a.shape)
+	shard, inner := make([]int, n), make([]int, n)
+	requests := 0
+	for s := range int64(elems(a.shards)) {
+		unravel(s, a.shards, shard)
+		if _, err := os.Stat(filepath.Join(a.dir, a.key(shard))); err != nil {
+			requests++
+			continue
+		}
+		index, err := a.loadIndex(shard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		requests += 2
+	inners:
+		for i := range int64(elems(sh.perShard)) {
+			unravel(i, sh.perShard, inner)
+			for k := range n {
+				if shard[k]*sh.perShard[k]+inner[k] >= a.grid[k] {
+					continue inners
+				}
+			}
+			if _, _, ok := sh.place(index[headroom:], inner); ok {
+				requests++
+			}
+		}
+	}
+	return requests
 }
