@@ -33,20 +33,28 @@ func TestFixturesRemote(t *testing.T) {
 				continue
 			}
 			t.Run(base+"/"+c.Name, func(t *testing.T) {
-				s, err := OpenStore(base+"/"+filepath.ToSlash(c.Path), NewCache(64))
-				if err != nil {
-					t.Fatal(err)
-				}
-				a, err := s.Array(c.Array)
-				if err != nil {
-					t.Fatal(err)
-				}
+				a := openRemote(t, base, c)
 				want := loadExpected(t, c.Name, a)
 				a.ReadAhead(make([]int, len(want.shape)), want.shape)
 				checkReads(t, a, want)
 			})
 		}
 	}
+}
+
+// openRemote opens case c's array at base, a remote copy of the fixtures'
+// tree, with a cache of its own.
+func openRemote(t *testing.T, base string, c fixtureCase) *Array {
+	t.Helper()
+	s, err := OpenStore(base+"/"+filepath.ToSlash(c.Path), NewCache(64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Array(c.Array)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 // lender is a remote root over a local directory that lends every object
@@ -56,12 +64,12 @@ type lender struct {
 	log *lendLog
 }
 
-// lendLog counts a lender's lends, releases and whole reads of chunks, and
-// keeps its hints' estimates.
+// lendLog counts a lender's lends, releases, whole reads of chunks and
+// ranged reads, and keeps its hints' estimates.
 type lendLog struct {
-	mu                     sync.Mutex
-	lends, releases, reads int
-	hints                  []int64
+	mu                             sync.Mutex
+	lends, releases, reads, ranges int
+	hints                          []int64
 }
 
 func (l lender) Local() (string, bool)       { return "", false }
@@ -76,8 +84,25 @@ func (l lender) ReadAll(name string, buf []byte) ([]byte, error) {
 	return l.Root.ReadAll(name, buf)
 }
 
+func (l lender) ReadAt(name string, p []byte, off int64) error {
+	l.log.mu.Lock()
+	l.log.ranges++
+	l.log.mu.Unlock()
+	return l.Root.ReadAt(name, p, off)
+}
+
 func (l lender) Lend(name string) ([]byte, func(), error) {
 	data, err := l.Root.ReadAll(name, nil)
+	return l.lend(data, err)
+}
+
+func (l lender) LendRange(name string, off, n int64) ([]byte, func(), error) {
+	data := make([]byte, n)
+	return l.lend(data, l.Root.ReadAt(name, data, off))
+}
+
+// lend logs a lend of data, read with error err, and returns its release.
+func (l lender) lend(data []byte, err error) ([]byte, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
@@ -91,30 +116,13 @@ func (l lender) Lend(name string) ([]byte, func(), error) {
 	}, nil
 }
 
-func (l lender) LendRange(name string, off, n int64) ([]byte, func(), error) {
-	data := make([]byte, n)
-	if err := l.Root.ReadAt(name, data, off); err != nil {
-		return nil, nil, err
-	}
-	l.log.mu.Lock()
-	defer l.log.mu.Unlock()
-	l.log.lends++
-	return data, func() {
-		l.log.mu.Lock()
-		l.log.releases++
-		l.log.mu.Unlock()
-	}, nil
-}
+func (l lender) Hint(name string, expect int64) { l.hint(expect) }
 
-func (l lender) HintRange(name string, off, n int64) {
+func (l lender) HintRange(name string, off, n int64) { l.hint(n) }
+
+func (l lender) hint(n int64) {
 	l.log.mu.Lock()
 	l.log.hints = append(l.log.hints, n)
-	l.log.mu.Unlock()
-}
-
-func (l lender) Hint(name string, expect int64) {
-	l.log.mu.Lock()
-	l.log.hints = append(l.log.hints, expect)
 	l.log.mu.Unlock()
 }
 
@@ -153,6 +161,32 @@ func TestRemoteLends(t *testing.T) {
 	}
 }
 
+// TestRemoteLendsRanges: a remote sharded array decodes the inner chunks
+// its root lends (ranges of their shards) without reading them into a
+// buffer of its own, and releases each once; its only ranged reads are
+// the shards' indexes, each read once into the cache.
+func TestRemoteLendsRanges(t *testing.T) {
+	const name = "v3_sharded_end_u2"
+	dir := filepath.Join(fixtures, "v3", "sharded_end_u2")
+	stored, _, inner := shardCounts(t, openDir(t, dir, 0))
+	log := &lendLog{}
+	s := &Store{root: lender{storage.Local(dir), log}, cache: NewCache(64)}
+	a, err := s.Array("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := loadExpected(t, name, a)
+	a.ReadAhead(make([]int, len(want.shape)), want.shape)
+	a.indexing.Wait()
+	checkReads(t, a, want)
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if log.lends != inner || log.releases != log.lends || log.ranges != stored || len(log.hints) != inner {
+		t.Errorf("%d inner chunks hinted, %d lent, %d released, %d ranged reads; want each of the %d stored inner chunks hinted, lent and released once, and a ranged read for each of the %d shards' indexes",
+			len(log.hints), log.lends, log.releases, log.ranges, inner, stored)
+	}
+}
+
 // TestShardedReadAhead: reading a sharded array ahead over S3 (versitygw
 // behind a proxy adding latency to every request) fetches each shard's
 // index and each stored inner chunk once, in the background, so that the
@@ -175,23 +209,13 @@ func TestShardedReadAhead(t *testing.T) {
 		}
 		arrays++
 		t.Run(c.Name, func(t *testing.T) {
-			local, err := OpenStore(filepath.Join(fixtures, c.Path), NewCache(0))
+			la, err := openFixture(t, c, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			la, err := local.Array(c.Array)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fetches := shardRequests(t, la)
-			s, err := OpenStore("s3://shardahead/"+filepath.ToSlash(c.Path), NewCache(64))
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, err := s.Array(c.Array)
-			if err != nil {
-				t.Fatal(err)
-			}
+			stored, missing, inner := shardCounts(t, la)
+			fetches := missing + 2*stored + inner // a shard's size, then its index
+			a := openRemote(t, "s3://shardahead", c)
 			want := loadExpected(t, c.Name, a)
 			before := proxy.Requests()
 			a.ReadAhead(make([]int, len(want.shape)), want.shape)
@@ -211,39 +235,36 @@ func TestShardedReadAhead(t *testing.T) {
 	}
 }
 
-// shardRequests counts the requests that reading sharded local array a
-// whole from a remote store takes: for each shard, one for its size (a
-// missing shard's ends there), one for its index and one for each stored
-// inner chunk inside the array.
-func shardRequests(t *testing.T, a *Array) int {
+// shardCounts counts the shards of sharded local array a that are
+// stored and missing, and the stored inner chunks inside the array.
+func shardCounts(t *testing.T, a *Array) (stored, missing, inner int) {
 	t.Helper()
 	sh := a.chain.shard
 	n := len(a.shape)
-	shard, inner := make([]int, n), make([]int, n)
-	requests := 0
+	shard, at := make([]int, n), make([]int, n)
 	for s := range int64(elems(a.shards)) {
 		unravel(s, a.shards, shard)
 		if _, err := os.Stat(filepath.Join(a.dir, a.key(shard))); err != nil {
-			requests++
+			missing++
 			continue
 		}
+		stored++
 		index, err := a.loadIndex(shard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		requests += 2
 	inners:
 		for i := range int64(elems(sh.perShard)) {
-			unravel(i, sh.perShard, inner)
+			unravel(i, sh.perShard, at)
 			for k := range n {
-				if shard[k]*sh.perShard[k]+inner[k] >= a.grid[k] {
+				if shard[k]*sh.perShard[k]+at[k] >= a.grid[k] {
 					continue inners
 				}
 			}
-			if _, _, ok := sh.place(index[headroom:], inner); ok {
-				requests++
+			if _, _, ok := sh.place(index[headroom:], at); ok {
+				inner++
 			}
 		}
 	}
-	return requests
+	return stored, missing, inner
 }
