@@ -310,8 +310,10 @@ func (a *Array) readAheadShards(h storage.Hinter, c0, c1 []int) {
 }
 
 // hintInner hints the stored ones of decoded chunks units, all in shard
-// number s, as the byte ranges of the shard that index (the shard's
-// decoded index; nil for a shard not stored) places them at.
+// number s, that the cache does not hold or load (a worker may have read
+// one while the index was loading), as the byte ranges of the shard that
+// index (the shard's decoded index; nil for a shard not stored) places
+// them at.
 func (a *Array) hintInner(h storage.Hinter, s int64, units []int64, index []byte) {
 	sh := a.chain.shard
 	n := len(a.shape)
@@ -319,6 +321,9 @@ func (a *Array) hintInner(h storage.Hinter, s int64, units []int64, index []byte
 	unravel(s, a.shards, shard[:n])
 	key := a.key(shard[:n])
 	for _, u := range units {
+		if a.cache.has(a.chunkEntry(u)) {
+			continue
+		}
 		unravel(u, a.grid, idx[:n])
 		for k := range n {
 			inner[k] = idx[k] % sh.perShard[k]
