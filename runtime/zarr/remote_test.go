@@ -1,6 +1,9 @@
 package zarr
 
 import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -267,4 +270,130 @@ func shardCounts(t *testing.T, a *Array) (stored, missing, inner int) {
 		}
 	}
 	return stored, missing, inner
+}
+
+// BenchmarkShardedRemote reads epochs of 64 random crops (48x96x96) of a
+// sharded uint8 array (128x512x512; shards of 64x256x256, inner chunks of
+// 32x64x64 stored uncompressed) over S3, versitygw behind a proxy delaying
+// every request by 20 ms, in batches of 8 crops read by 8 workers. ahead
+// hints the crops of the batch after next as a batch starts, as a loader
+// does; none hints nothing; ahead_direct is ahead without the proxy, the
+// rate latency is measured against. Each epoch reads the store through a bucket
+// of its own (a link to the same directory), so that nothing the
+// process's read-ahead holds from an earlier epoch serves it: every epoch
+// is cold.
+func BenchmarkShardedRemote(b *testing.B) {
+	srv := remotetest.Start(b)
+	data := writeShardedStore(b, b.TempDir())
+	d, err := remotetest.ListenDelay("127.0.0.1:0", strings.TrimPrefix(srv.Endpoint, "http://"), 20*time.Millisecond)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { d.Close() })
+	srv.Env(b)
+	const crops, batch, workers = 64, 8, 8
+	shape := []int{48, 96, 96}
+	rng := rand.New(rand.NewPCG(7, 7))
+	origins := make([][]int, crops)
+	for i := range origins {
+		origins[i] = []int{rng.IntN(128 - 48), rng.IntN(512 - 96), rng.IntN(512 - 96)}
+	}
+	buckets := 0
+	for _, mode := range []struct {
+		name     string
+		ahead    bool
+		endpoint string
+	}{
+		{"none", false, "http://" + d.Addr()},
+		{"ahead", true, "http://" + d.Addr()},
+		{"ahead_direct", true, srv.Endpoint},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			b.Setenv("AWS_ENDPOINT_URL_S3", mode.endpoint)
+			for b.Loop() {
+				b.StopTimer()
+				buckets++
+				name := fmt.Sprintf("shards%d", buckets)
+				if err := os.Symlink(data, filepath.Join(srv.Dir, name)); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				s, err := OpenStore("s3://"+name, NewCache(256))
+				if err != nil {
+					b.Fatal(err)
+				}
+				a, err := s.Array("")
+				if err != nil {
+					b.Fatal(err)
+				}
+				hint := func(bt int) {
+					for i := bt * batch; mode.ahead && i < min((bt+1)*batch, crops); i++ {
+						a.ReadAhead(origins[i], shape)
+					}
+				}
+				hint(0)
+				hint(1)
+				for bt := range crops / batch {
+					hint(bt + 2)
+					var wg sync.WaitGroup
+					for w := range workers {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							buf := make([]byte, 48*96*96)
+							for i := bt*batch + w; i < (bt+1)*batch; i += workers {
+								if err := a.Read(buf, origins[i], shape); err != nil {
+									b.Error(err)
+								}
+							}
+						}()
+					}
+					wg.Wait()
+				}
+				a.indexing.Wait()
+			}
+		})
+	}
+}
+
+// writeShardedStore writes BenchmarkShardedRemote's array into directory
+// dir (zarr.json and c/Z/Y/X shards, each its inner chunks and then its
+// index, no checksum) and returns dir.
+func writeShardedStore(b *testing.B, dir string) string {
+	b.Helper()
+	meta := `{"zarr_format": 3, "node_type": "array", "shape": [128, 512, 512], "data_type": "uint8",
+"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [64, 256, 256]}},
+"chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}}, "fill_value": 0,
+"codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [32, 64, 64],
+"codecs": [{"name": "bytes"}], "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+"index_location": "end"}}], "attributes": {}}`
+	if err := os.WriteFile(filepath.Join(dir, "zarr.json"), []byte(meta), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	const innerBytes = 32 * 64 * 64
+	for s := range 2 * 2 * 2 {
+		sz, sy, sx := s/4, s/2%2, s%2
+		var shard, index []byte
+		for i := range 2 * 4 * 4 {
+			iz, iy, ix := i/16, i/4%4, i%4
+			index = binary.LittleEndian.AppendUint64(index, uint64(len(shard)))
+			index = binary.LittleEndian.AppendUint64(index, innerBytes)
+			for z := range 32 {
+				for y := range 64 {
+					for x := range 64 {
+						gz, gy, gx := sz*64+iz*32+z, sy*256+iy*64+y, sx*256+ix*64+x
+						shard = append(shard, byte(gz*7+gy*3+gx))
+					}
+				}
+			}
+		}
+		file := filepath.Join(dir, "c", fmt.Sprint(sz), fmt.Sprint(sy), fmt.Sprint(sx))
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(file, append(shard, index...), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return dir
 }
