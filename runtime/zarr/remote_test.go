@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,15 +191,20 @@ func TestRemoteLendsRanges(t *testing.T) {
 	}
 }
 
+// shardRuns counts the runs of TestShardedReadAhead in this process.
+var shardRuns atomic.Int64
+
 // TestShardedReadAhead: reading a sharded array ahead over S3 (versitygw
 // behind a proxy adding latency to every request) fetches each shard's
 // index and each stored inner chunk once, in the background, so that the
 // reads that follow make no request of their own, and give numpy's bytes.
 func TestShardedReadAhead(t *testing.T) {
 	srv := remotetest.Start(t)
-	// A bucket of its own: the process's read-ahead keys what it holds by
-	// URL, and other tests read s3://fixtures from other servers.
-	if err := os.CopyFS(srv.Bucket(t, "shardahead"), os.DirFS(fixtures)); err != nil {
+	// A bucket of its own, named anew for each run (go test -count): the
+	// process's read-ahead keys what it holds by URL, and other tests and
+	// earlier runs read the same keys from other servers.
+	bucket := fmt.Sprintf("shardahead%d", shardRuns.Add(1))
+	if err := os.CopyFS(srv.Bucket(t, bucket), os.DirFS(fixtures)); err != nil {
 		t.Fatal(err)
 	}
 	proxy := remotetest.Proxy(t, srv.Endpoint)
@@ -218,7 +224,7 @@ func TestShardedReadAhead(t *testing.T) {
 			}
 			stored, missing, inner := shardCounts(t, la)
 			fetches := missing + 2*stored + inner // a shard's size, then its index
-			a := openRemote(t, "s3://shardahead", c)
+			a := openRemote(t, "s3://"+bucket, c)
 			want := loadExpected(t, c.Name, a)
 			before := proxy.Requests()
 			a.ReadAhead(make([]int, len(want.shape)), want.shape)
