@@ -64,9 +64,10 @@ type Array struct {
 	// (decodeRemote, a compare-and-swap loop), concurrently.
 	storedMax atomic.Int64
 	// indexing counts ReadAhead's loads of shard indexes in flight: each
-	// is a goroutine ReadAhead starts (Add) that loads an index into the
-	// cache, hints the inner chunks it places and ends (Done). Tests wait
-	// on it.
+	// is a goroutine ReadAhead starts (Add, by any caller of ReadAhead,
+	// concurrently) that loads an index into the cache, hints the inner
+	// chunks it places and ends (Done); the WaitGroup orders those writes.
+	// Tests wait on it.
 	indexing sync.WaitGroup
 }
 
