@@ -4,15 +4,21 @@ import (
 	"container/list"
 	"errors"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
 
-// Hinter is a root that can read objects ahead: Hint says that object
-// name will be read whole (ReadAll) soon, and about how many bytes it
-// holds (expect; 0 when unknown). Remote roots opened by Open are Hinters.
+// Hinter is a root that can read objects, or byte ranges of them, ahead.
+// Remote roots opened by Open are Hinters.
 type Hinter interface {
+	// Hint says that object name will be read whole (ReadAll, Lend) soon,
+	// and about how many bytes it holds (expect; 0 when unknown).
 	Hint(name string, expect int64)
+	// HintRange says that bytes [off, off+n) of object name will be read
+	// soon (ReadAt or LendRange of exactly that range): an inner chunk of
+	// a zarr shard, found through the shard's index.
+	HintRange(name string, off, n int64)
 }
 
 // Read-ahead's environment variables and defaults.
@@ -33,6 +39,9 @@ type Lender interface {
 	// an object in flight. release is nil (and data too) when the object
 	// was neither hinted nor is held: read it with ReadAll then.
 	Lend(name string) (data []byte, release func(), err error)
+	// LendRange is Lend for bytes [off, off+n) of object name, hinted by
+	// HintRange.
+	LendRange(name string, off, n int64) (data []byte, release func(), err error)
 }
 
 // ahead is a remote root whose reads of hinted objects come from the
@@ -53,12 +62,19 @@ func withAhead(r Root) (Root, error) {
 }
 
 // Hint queues object name for reading ahead.
-func (a *ahead) Hint(name string, expect int64) { a.ra.hint(a.Root, name, expect) }
+func (a *ahead) Hint(name string, expect int64) { a.ra.hint(a.Root, name, 0, -1, expect) }
+
+// HintRange queues bytes [off, off+n) of object name for reading ahead.
+func (a *ahead) HintRange(name string, off, n int64) {
+	if off >= 0 && n > 0 {
+		a.ra.hint(a.Root, name, off, n, n)
+	}
+}
 
 // ReadAll copies object name from the read-ahead into buf when it was
 // hinted, waiting for it if it is in flight, and else reads it.
 func (a *ahead) ReadAll(name string, buf []byte) ([]byte, error) {
-	f, data, err := a.ra.lend(a.Root.URL(name))
+	f, data, err := a.ra.lend(aheadKey(a.Root.URL(name), 0, -1))
 	if f == nil {
 		return a.Root.ReadAll(name, buf)
 	}
@@ -67,9 +83,33 @@ func (a *ahead) ReadAll(name string, buf []byte) ([]byte, error) {
 	return buf, err
 }
 
+// ReadAt copies bytes [off, off+len(p)) of object name from the
+// read-ahead into p when that range was hinted, waiting for them if they
+// are in flight, and else reads them.
+func (a *ahead) ReadAt(name string, p []byte, off int64) error {
+	f, data, err := a.ra.lend(aheadKey(a.Root.URL(name), off, int64(len(p))))
+	if f == nil {
+		return a.Root.ReadAt(name, p, off)
+	}
+	copy(p, data)
+	a.ra.release(f)
+	return err
+}
+
 // Lend lends object name's bytes from the read-ahead when it was hinted.
 func (a *ahead) Lend(name string) ([]byte, func(), error) {
-	f, data, err := a.ra.lend(a.Root.URL(name))
+	return a.lendKey(aheadKey(a.Root.URL(name), 0, -1))
+}
+
+// LendRange lends bytes [off, off+n) of object name from the read-ahead
+// when that range was hinted.
+func (a *ahead) LendRange(name string, off, n int64) ([]byte, func(), error) {
+	return a.lendKey(aheadKey(a.Root.URL(name), off, n))
+}
+
+// lendKey lends the bytes of read-ahead entry key (see aheadKey).
+func (a *ahead) lendKey(key string) ([]byte, func(), error) {
+	f, data, err := a.ra.lend(key)
 	if f == nil || err != nil {
 		if f != nil {
 			a.ra.release(f)
@@ -81,6 +121,16 @@ func (a *ahead) Lend(name string) ([]byte, func(), error) {
 
 // Sub keeps the read-ahead.
 func (a *ahead) Sub(dir string) Root { return &ahead{Root: a.Root.Sub(dir), ra: a.ra} }
+
+// aheadKey names a read-ahead entry: object u (a URL) whole when n < 0,
+// else its bytes [off, off+n), as u#bytes=FIRST-LAST (HTTP's Range, last
+// byte included).
+func aheadKey(u string, off, n int64) string {
+	if n < 0 {
+		return u
+	}
+	return u + "#bytes=" + strconv.FormatInt(off, 10) + "-" + strconv.FormatInt(off+n-1, 10)
+}
 
 // sizedReader is a root that reads an object whole into a buffer it asks
 // for once it knows the object's size (an HTTP response's
@@ -110,10 +160,14 @@ func readSized(r Root, name string, buffer func(n int64) ([]byte, error)) ([]byt
 // read-ahead's bound: the reader fetches it itself.
 var errNoRoom = errors.New("no room in the read-ahead's memory bound")
 
-// fetch is one object read ahead.
+// fetch is one object, or one byte range of an object, read ahead.
 type fetch struct {
 	root Root
 	name string
+	// off and n are the range's first byte and length; n is -1 for the
+	// whole object. key is aheadKey's name of the entry.
+	off, n int64
+	key    string
 	// expect is the bytes counted for it: the hint's estimate until its
 	// size is known, then its buffer's capacity.
 	expect  int64
@@ -131,8 +185,8 @@ type fetch struct {
 	gone bool
 }
 
-// readAhead reads hinted objects, at most AheadRequests at a time and
-// within a memory bound, and holds them until they are read, and then
+// readAhead reads hinted objects and byte ranges, at most AheadRequests
+// at a time and within a memory bound, and holds them until they are read, and then
 // while the bound has room: a chunk that several crops read is often
 // evicted from the chunk cache between two of them (or was cached when
 // the later crop was hinted), and its second read then costs no request.
@@ -150,7 +204,7 @@ type readAhead struct {
 	// failed) and release recycles dropped ones; every change happens
 	// under mu.
 	mu       sync.Mutex
-	entries  map[string]*fetch // by URL
+	entries  map[string]*fetch // by aheadKey
 	queue    []*fetch          // hinted, not yet started
 	read     list.List         // of *fetch: the entries read, least recently read first
 	held     int64             // bytes counted for the entries
@@ -171,17 +225,18 @@ func newReadAhead(budget int64) *readAhead {
 	return &readAhead{budget: budget, entries: map[string]*fetch{}}
 }
 
-// hint queues object name of root r, unless it is held already (a read
-// one is then the last to be dropped) or the memory bound is reached
-// (then the object is read when needed).
-func (ra *readAhead) hint(r Root, name string, expect int64) {
+// hint queues object name of root r (bytes [off, off+n) of it; n < 0:
+// all of it), unless it is held already (a read one is then the last to
+// be dropped) or the memory bound is reached (then the object is read
+// when needed).
+func (ra *readAhead) hint(r Root, name string, off, n, expect int64) {
 	if expect <= 0 {
 		expect = aheadExpectGuess
 	}
-	u := r.URL(name)
+	key := aheadKey(r.URL(name), off, n)
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
-	if f, ok := ra.entries[u]; ok {
+	if f, ok := ra.entries[key]; ok {
 		if f.read != nil {
 			ra.read.MoveToBack(f.read)
 		}
@@ -190,8 +245,8 @@ func (ra *readAhead) hint(r Root, name string, expect int64) {
 	if !ra.makeRoom(expect) {
 		return
 	}
-	f := &fetch{root: r, name: name, expect: expect, done: make(chan struct{})}
-	ra.entries[u] = f
+	f := &fetch{root: r, name: name, off: off, n: n, key: key, expect: expect, done: make(chan struct{})}
+	ra.entries[key] = f
 	ra.queue = append(ra.queue, f)
 	ra.held += expect
 	if ra.fetchers < AheadRequests {
@@ -232,16 +287,26 @@ func (ra *readAhead) fetcher() {
 }
 
 // fetch reads started entry f, into a recycled buffer counted at its
-// capacity once the object's size is known, and completes it. An entry in
-// flight is never removed, so f is in entries throughout.
+// capacity once the object's size is known (a range's, before it is
+// read), and completes it. An entry in flight is never removed, so f is
+// in entries throughout.
 func (ra *readAhead) fetch(f *fetch) {
-	var last []byte // an earlier attempt's buffer, free again
-	data, err := readSized(f.root, f.name, func(n int64) ([]byte, error) {
-		putBuf(last)
-		var err error
-		last, err = ra.reserve(f, n)
-		return last, err
-	})
+	var data []byte
+	var err error
+	if f.n >= 0 {
+		if data, err = ra.reserve(f, f.n); err == nil {
+			data = data[:f.n]
+			err = f.root.ReadAt(f.name, data, f.off)
+		}
+	} else {
+		var last []byte // an earlier attempt's buffer, free again
+		data, err = readSized(f.root, f.name, func(n int64) ([]byte, error) {
+			putBuf(last)
+			var err error
+			last, err = ra.reserve(f, n)
+			return last, err
+		})
+	}
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
 	if err != nil {
@@ -283,14 +348,15 @@ func (ra *readAhead) reserve(f *fetch, n int64) ([]byte, error) {
 	return getBuf(int(n)), nil
 }
 
-// lend finds object u's entry and returns it with its bytes (or the error
-// of its fetch), waiting for them if they are in flight or reading them
-// itself if they are still queued, and keeps them for later reads; f is
-// nil when u was not hinted or did not fit the bound. A failed fetch is
-// returned once and forgotten. The caller releases f once done with data.
-func (ra *readAhead) lend(u string) (f *fetch, data []byte, err error) {
+// lend finds entry key (see aheadKey) and returns it with its bytes (or
+// the error of its fetch), waiting for them if they are in flight or
+// reading them itself if they are still queued, and keeps them for later
+// reads; f is nil when key was not hinted or did not fit the bound. A
+// failed fetch is returned once and forgotten. The caller releases f once
+// done with data.
+func (ra *readAhead) lend(key string) (f *fetch, data []byte, err error) {
 	ra.mu.Lock()
-	f, hinted := ra.entries[u]
+	f, hinted := ra.entries[key]
 	if !hinted {
 		ra.mu.Unlock()
 		return nil, nil, nil
@@ -349,7 +415,7 @@ func (ra *readAhead) recycle(f *fetch) {
 // remove forgets entry f, done (read, stale or failed). Called with mu
 // held.
 func (ra *readAhead) remove(f *fetch) {
-	delete(ra.entries, f.root.URL(f.name))
+	delete(ra.entries, f.key)
 	ra.held -= f.expect
 	f.gone = true
 	if f.read != nil {

@@ -333,3 +333,75 @@ func TestAheadLends(t *testing.T) {
 		t.Errorf("%d of %d fetches reused a dropped object's buffer, want most", reused, n-2)
 	}
 }
+
+// TestAheadRanges: hinted byte ranges of an object are fetched once
+// each, in the background, and lent (the fetched bytes themselves) or
+// copied (ReadAt) to their readers; a range is its own entry, so reads of
+// ranges not hinted, or of the object whole, go to the root; ranges past
+// the memory bound are not hinted, and the bound holds.
+func TestAheadRanges(t *testing.T) {
+	dir := t.TempDir()
+	parts := chunks(t, dir, 10, 1000)
+	if err := os.WriteFile(filepath.Join(dir, "shard"), bytes.Join(parts, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, faults := proxied(t, dir)
+	faults.Set(5*time.Millisecond, 0, 0)
+	ra := newReadAhead(6 * 1000) // room for 6 of the 10
+	a := &ahead{Root: r, ra: ra}
+	for i := range parts {
+		a.HintRange("shard", int64(i*1000), 1000)
+	}
+	a.HintRange("shard", 0, 1000) // again: ignored
+	ra.mu.Lock()
+	hinted, held := len(ra.entries), ra.held
+	ra.mu.Unlock()
+	if hinted != 6 || held > 6000 {
+		t.Errorf("%d ranges hinted, %d bytes held; want the 6 the bound holds, 6000 bytes at most", hinted, held)
+	}
+	var wg sync.WaitGroup
+	for i := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got := make([]byte, 1000)
+			if err := a.ReadAt("shard", got, int64(i*1000)); err != nil || !bytes.Equal(got, parts[i]) {
+				t.Errorf("range %d: %v, or other bytes", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := faults.Requests(); n != 10 {
+		t.Errorf("%d requests for 10 ranges, want 10 (each once)", n)
+	}
+	data, release, err := a.LendRange("shard", 0, 1000)
+	again, releaseAgain, _ := a.LendRange("shard", 0, 1000)
+	if err != nil || release == nil || releaseAgain == nil || !bytes.Equal(data, parts[0]) || &again[0] != &data[0] {
+		t.Fatalf("LendRange of a range fetched: %v, release %v; want its fetched bytes, lent twice", err, release != nil)
+	}
+	release()
+	releaseAgain()
+	for _, tc := range []struct {
+		off, n int64
+	}{
+		{500, 1000},  // not a hinted range
+		{0, 999},     // a hinted range's start, another length
+		{9000, 1000}, // hinted past the bound
+	} {
+		if _, release, err := a.LendRange("shard", tc.off, tc.n); release != nil || err != nil {
+			t.Errorf("LendRange(%d, %d), not held: release %v, %v; want nil, nil", tc.off, tc.n, release != nil, err)
+		}
+	}
+	got, err := a.ReadAll("shard", nil)
+	if err != nil || len(got) != 10*1000 {
+		t.Errorf("ReadAll of the object whose ranges are held: %d bytes, %v", len(got), err)
+	}
+	if n := faults.Requests(); n != 11 {
+		t.Errorf("%d requests, want 11: the ranges once, then the object whole", n)
+	}
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	if ra.held > 6000 {
+		t.Errorf("%d bytes held; the bound is 6000", ra.held)
+	}
+}

@@ -63,6 +63,12 @@ type Array struct {
 	// under blosc-lz4 on EM data). The reads of the array's chunks raise it
 	// (decodeRemote, a compare-and-swap loop), concurrently.
 	storedMax atomic.Int64
+	// indexing counts ReadAhead's loads of shard indexes in flight: each
+	// is a goroutine ReadAhead starts (Add, by any caller of ReadAhead,
+	// concurrently) that loads an index into the cache, hints the inner
+	// chunks it places and ends (Done); the WaitGroup orders those writes.
+	// Tests wait on it.
+	indexing sync.WaitGroup
 }
 
 // maxChunkBytes bounds what one read holds in memory: a decoded chunk, a
@@ -509,18 +515,27 @@ func (a *Array) loadUnit(unit int64, out []byte, have, want span) ([]byte, span,
 	if err != nil {
 		return nil, span{}, err
 	}
-	var off, size uint64 = math.MaxUint64, math.MaxUint64 // a missing shard's inner chunks are empty
-	if ie.data != nil {
-		at := 16 * ravel(inner[:n], sh.perShard)
-		off, size = binary.LittleEndian.Uint64(ie.data[at:]), binary.LittleEndian.Uint64(ie.data[at+8:])
-	}
+	off, size, stored := sh.place(ie.data, inner[:n])
 	a.cache.release(ie)
-	if off == math.MaxUint64 && size == math.MaxUint64 {
-		return nil, span{}, nil // an empty inner chunk
+	if !stored {
+		return nil, span{}, nil // an empty inner chunk, or a shard not stored
+	}
+	key := a.key(shard[:n])
+	if l, ok := a.remote.(storage.Lender); ok {
+		raw, release, err := l.LendRange(key, off, size)
+		if release != nil {
+			defer release()
+		}
+		if err != nil {
+			return nil, span{}, a.chunkError(shard[:n], inner[:n], err)
+		}
+		if release != nil {
+			return a.decode(&sh.inner, raw, out, have, want, shard[:n], inner[:n])
+		}
 	}
 	buf := raws.Get().(*[]byte)
 	defer raws.Put(buf)
-	*buf, err = a.readRange(a.key(shard[:n]), *buf, int64(off), int64(size))
+	*buf, err = a.readRange(key, *buf, off, size)
 	if err != nil {
 		return nil, span{}, a.chunkError(shard[:n], inner[:n], err)
 	}

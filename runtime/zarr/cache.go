@@ -228,6 +228,20 @@ func (c *Cache) has(key cacheKey) bool {
 	return ok
 }
 
+// loaded returns the entry of key when it is loaded, without loading it
+// or waiting for a load in flight, holding a reference the caller
+// releases; nil otherwise.
+func (c *Cache) loaded(key cacheKey) *cacheEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok || e.prev == nil {
+		return nil
+	}
+	e.refs++
+	return e
+}
+
 // get returns the entry of chunk key, holding at least its bytes want
 // decoded, loading or extending it with l unless that is done already. The
 // caller reads the entry's data[want.lo:want.hi] and then releases it, and

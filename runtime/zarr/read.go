@@ -206,14 +206,16 @@ func (a *Array) copyPart(box *strided.Region, at, part []int, data []byte, first
 // that a Read of the box at origin, shape would load and that the cache
 // neither holds nor is loading, so that the Read finds them fetched. Each
 // is expected to be as large as the largest stored chunk read so far (the
-// decoded size before the first). It
-// returns at once. Local arrays, and sharded ones (whose inner chunks'
-// places are in each shard's index), ignore it; so does a box outside the
+// decoded size before the first). A sharded array's inner chunks are
+// byte ranges of their shards, placed by each shard's index: the ranges
+// are hinted at their sizes once the index is in the cache, which
+// ReadAhead loads in the background when it is not (see readAheadShards).
+// It returns at once. Local arrays ignore it; so does a box outside the
 // array.
 func (a *Array) ReadAhead(origin, shape []int) {
 	h, ok := a.remote.(storage.Hinter)
 	n := len(a.shape)
-	if !ok || a.chain.shard != nil || len(origin) != n || len(shape) != n {
+	if !ok || len(origin) != n || len(shape) != n {
 		return
 	}
 	var c0, c1, idx [maxRank]int
@@ -224,6 +226,10 @@ func (a *Array) ReadAhead(origin, shape []int) {
 		}
 		c0[k], c1[k] = lo/a.unit[k], (hi-1)/a.unit[k]
 	}
+	if a.chain.shard != nil {
+		a.readAheadShards(h, c0[:n], c1[:n])
+		return
+	}
 	expect := a.storedMax.Load()
 	if expect == 0 {
 		expect = int64(a.unitBytes)
@@ -233,13 +239,97 @@ func (a *Array) ReadAhead(origin, shape []int) {
 		if !a.cache.has(a.chunkEntry(ravel(idx[:n], a.grid))) {
 			h.Hint(a.key(idx[:n]), expect)
 		}
-		k := n - 1
-		for ; k >= 0 && idx[k] == c1[k]; k-- {
-			idx[k] = c0[k]
-		}
-		if k < 0 {
+		if !next(idx[:n], c0[:n], c1[:n]) {
 			return
 		}
-		idx[k]++
+	}
+}
+
+// next steps grid index idx to the next one in the box of indexes from c0
+// to c1 (both included), last axis fastest, and reports whether there was
+// one.
+func next(idx, c0, c1 []int) bool {
+	k := len(idx) - 1
+	for ; k >= 0 && idx[k] == c1[k]; k-- {
+		idx[k] = c0[k]
+	}
+	if k < 0 {
+		return false
+	}
+	idx[k]++
+	return true
+}
+
+// readAheadShards hints the inner chunks from grid index c0 to c1 (both
+// included) of a sharded array that the cache neither holds nor is
+// loading, as ranges of their shards. A shard whose index the cache holds
+// has its inner chunks hinted at once; any other's index is loaded into
+// the cache by a goroutine (counted in indexing), which then hints them.
+// A failed index load hints nothing: the read that needs the shard meets
+// the error and names it.
+func (a *Array) readAheadShards(h storage.Hinter, c0, c1 []int) {
+	sh := a.chain.shard
+	n := len(c0)
+	var idx, shard [maxRank]int
+	var shards []int64
+	units := map[int64][]int64{} // by shard: the units to hint
+	copy(idx[:n], c0)
+	for {
+		if u := ravel(idx[:n], a.grid); !a.cache.has(a.chunkEntry(u)) {
+			for k := range n {
+				shard[k] = idx[k] / sh.perShard[k]
+			}
+			s := ravel(shard[:n], a.shards)
+			if _, ok := units[s]; !ok {
+				shards = append(shards, s)
+			}
+			units[s] = append(units[s], u)
+		}
+		if !next(idx[:n], c0, c1) {
+			break
+		}
+	}
+	for _, s := range shards {
+		key := a.indexEntry(s)
+		if e := a.cache.loaded(key); e != nil {
+			a.hintInner(h, s, units[s], e.data)
+			a.cache.release(e)
+			continue
+		}
+		a.indexing.Add(1)
+		go func(units []int64) {
+			defer a.indexing.Done()
+			e, err := a.cache.get(key, a, span{0, sh.indexLen})
+			if err != nil {
+				return
+			}
+			a.hintInner(h, s, units, e.data)
+			a.cache.release(e)
+		}(units[s])
+	}
+}
+
+// hintInner hints the stored ones of decoded chunks units, all in shard
+// number s, that the cache does not hold or load (a worker may have read
+// one while the index was loading), as the byte ranges of the shard that
+// index (the shard's decoded index; nil for a shard not stored) places
+// them at.
+func (a *Array) hintInner(h storage.Hinter, s int64, units []int64, index []byte) {
+	sh := a.chain.shard
+	n := len(a.shape)
+	var shard, idx, inner [maxRank]int
+	unravel(s, a.shards, shard[:n])
+	key := a.key(shard[:n])
+	for _, u := range units {
+		if a.cache.has(a.chunkEntry(u)) {
+			continue
+		}
+		unravel(u, a.grid, idx[:n])
+		for k := range n {
+			inner[k] = idx[k] % sh.perShard[k]
+		}
+		if off, size, ok := sh.place(index, inner[:n]); ok {
+			h.HintRange(key, off, size)
+		}
 	}
 }

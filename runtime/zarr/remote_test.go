@@ -1,6 +1,9 @@
 package zarr
 
 import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -8,7 +11,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 	"github.com/loadergen/loadergen/runtime/storage"
@@ -32,20 +37,28 @@ func TestFixturesRemote(t *testing.T) {
 				continue
 			}
 			t.Run(base+"/"+c.Name, func(t *testing.T) {
-				s, err := OpenStore(base+"/"+filepath.ToSlash(c.Path), NewCache(64))
-				if err != nil {
-					t.Fatal(err)
-				}
-				a, err := s.Array(c.Array)
-				if err != nil {
-					t.Fatal(err)
-				}
+				a := openRemote(t, base, c)
 				want := loadExpected(t, c.Name, a)
 				a.ReadAhead(make([]int, len(want.shape)), want.shape)
 				checkReads(t, a, want)
 			})
 		}
 	}
+}
+
+// openRemote opens case c's array at base, a remote copy of the fixtures'
+// tree, with a cache of its own.
+func openRemote(t *testing.T, base string, c fixtureCase) *Array {
+	t.Helper()
+	s, err := OpenStore(base+"/"+filepath.ToSlash(c.Path), NewCache(64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Array(c.Array)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 // lender is a remote root over a local directory that lends every object
@@ -55,12 +68,12 @@ type lender struct {
 	log *lendLog
 }
 
-// lendLog counts a lender's lends, releases and whole reads of chunks, and
-// keeps its hints' estimates.
+// lendLog counts a lender's lends, releases, whole reads of chunks and
+// ranged reads, and keeps its hints' estimates.
 type lendLog struct {
-	mu                     sync.Mutex
-	lends, releases, reads int
-	hints                  []int64
+	mu                             sync.Mutex
+	lends, releases, reads, ranges int
+	hints                          []int64
 }
 
 func (l lender) Local() (string, bool)       { return "", false }
@@ -75,8 +88,25 @@ func (l lender) ReadAll(name string, buf []byte) ([]byte, error) {
 	return l.Root.ReadAll(name, buf)
 }
 
+func (l lender) ReadAt(name string, p []byte, off int64) error {
+	l.log.mu.Lock()
+	l.log.ranges++
+	l.log.mu.Unlock()
+	return l.Root.ReadAt(name, p, off)
+}
+
 func (l lender) Lend(name string) ([]byte, func(), error) {
 	data, err := l.Root.ReadAll(name, nil)
+	return l.lend(data, err)
+}
+
+func (l lender) LendRange(name string, off, n int64) ([]byte, func(), error) {
+	data := make([]byte, n)
+	return l.lend(data, l.Root.ReadAt(name, data, off))
+}
+
+// lend logs a lend of data, read with error err, and returns its release.
+func (l lender) lend(data []byte, err error) ([]byte, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
@@ -90,9 +120,13 @@ func (l lender) Lend(name string) ([]byte, func(), error) {
 	}, nil
 }
 
-func (l lender) Hint(name string, expect int64) {
+func (l lender) Hint(name string, expect int64) { l.hint(expect) }
+
+func (l lender) HintRange(name string, off, n int64) { l.hint(n) }
+
+func (l lender) hint(n int64) {
 	l.log.mu.Lock()
-	l.log.hints = append(l.log.hints, expect)
+	l.log.hints = append(l.log.hints, n)
 	l.log.mu.Unlock()
 }
 
@@ -129,4 +163,243 @@ func TestRemoteLends(t *testing.T) {
 	if want := []int64{int64(a.unitBytes), largest}; !slices.Equal(log.hints, want) {
 		t.Errorf("hinted estimates %v, want %v: the decoded size, then the largest stored chunk", log.hints, want)
 	}
+}
+
+// TestRemoteLendsRanges: a remote sharded array decodes the inner chunks
+// its root lends (ranges of their shards) without reading them into a
+// buffer of its own, and releases each once; its only ranged reads are
+// the shards' indexes, each read once into the cache.
+func TestRemoteLendsRanges(t *testing.T) {
+	const name = "v3_sharded_end_u2"
+	dir := filepath.Join(fixtures, "v3", "sharded_end_u2")
+	stored, _, inner := shardCounts(t, openDir(t, dir, 0))
+	log := &lendLog{}
+	s := &Store{root: lender{storage.Local(dir), log}, cache: NewCache(64)}
+	a, err := s.Array("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := loadExpected(t, name, a)
+	a.ReadAhead(make([]int, len(want.shape)), want.shape)
+	a.indexing.Wait()
+	checkReads(t, a, want)
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if log.lends != inner || log.releases != log.lends || log.ranges != stored || len(log.hints) != inner {
+		t.Errorf("%d inner chunks hinted, %d lent, %d released, %d ranged reads; want each of the %d stored inner chunks hinted, lent and released once, and a ranged read for each of the %d shards' indexes",
+			len(log.hints), log.lends, log.releases, log.ranges, inner, stored)
+	}
+}
+
+// shardRuns counts the runs of TestShardedReadAhead in this process.
+var shardRuns atomic.Int64
+
+// TestShardedReadAhead: reading a sharded array ahead over S3 (versitygw
+// behind a proxy adding latency to every request) fetches each shard's
+// index and each stored inner chunk once, in the background, so that the
+// reads that follow make no request of their own, and give numpy's bytes.
+func TestShardedReadAhead(t *testing.T) {
+	srv := remotetest.Start(t)
+	// A bucket of its own, named anew for each run (go test -count): the
+	// process's read-ahead keys what it holds by URL, and other tests and
+	// earlier runs read the same keys from other servers.
+	bucket := fmt.Sprintf("shardahead%d", shardRuns.Add(1))
+	if err := os.CopyFS(srv.Bucket(t, bucket), os.DirFS(fixtures)); err != nil {
+		t.Fatal(err)
+	}
+	proxy := remotetest.Proxy(t, srv.Endpoint)
+	srv.Env(t)
+	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.URL)
+	proxy.Set(20*time.Millisecond, 0, 0)
+	arrays := 0
+	for _, c := range fixtureCases(t) {
+		if !strings.Contains(c.Name, "_sharded_") || c.Error != "" {
+			continue
+		}
+		arrays++
+		t.Run(c.Name, func(t *testing.T) {
+			la, err := openFixture(t, c, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored, missing, inner := shardCounts(t, la)
+			fetches := missing + 2*stored + inner // a shard's size, then its index
+			a := openRemote(t, "s3://"+bucket, c)
+			want := loadExpected(t, c.Name, a)
+			before := proxy.Requests()
+			a.ReadAhead(make([]int, len(want.shape)), want.shape)
+			a.indexing.Wait()
+			for deadline := time.Now().Add(10 * time.Second); proxy.Requests()-before < fetches && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			ahead := proxy.Requests() - before
+			checkReads(t, a, want)
+			if reads := proxy.Requests() - before - ahead; ahead != fetches || reads != 0 {
+				t.Errorf("read ahead: %d requests, want %d (each shard's size and index, each stored inner chunk); the reads then made %d, want 0", ahead, fetches, reads)
+			}
+		})
+	}
+	if arrays == 0 {
+		t.Fatal("no sharded fixture array in cases.json")
+	}
+}
+
+// shardCounts counts the shards of sharded local array a that are
+// stored and missing, and the stored inner chunks inside the array.
+func shardCounts(t *testing.T, a *Array) (stored, missing, inner int) {
+	t.Helper()
+	sh := a.chain.shard
+	n := len(a.shape)
+	shard, at := make([]int, n), make([]int, n)
+	for s := range int64(elems(a.shards)) {
+		unravel(s, a.shards, shard)
+		if _, err := os.Stat(filepath.Join(a.dir, a.key(shard))); err != nil {
+			missing++
+			continue
+		}
+		stored++
+		index, err := a.loadIndex(shard)
+		if err != nil {
+			t.Fatal(err)
+		}
+	inners:
+		for i := range int64(elems(sh.perShard)) {
+			unravel(i, sh.perShard, at)
+			for k := range n {
+				if shard[k]*sh.perShard[k]+at[k] >= a.grid[k] {
+					continue inners
+				}
+			}
+			if _, _, ok := sh.place(index[headroom:], at); ok {
+				inner++
+			}
+		}
+	}
+	return stored, missing, inner
+}
+
+// BenchmarkShardedRemote reads epochs of 64 random crops (48x96x96) of a
+// sharded uint8 array (128x512x512; shards of 64x256x256, inner chunks of
+// 32x64x64 stored uncompressed) over S3, versitygw behind a proxy delaying
+// every request by 20 ms, in batches of 8 crops read by 8 workers. ahead
+// hints the crops of the batch after next as a batch starts, as a loader
+// does; none hints nothing; ahead_direct is ahead without the proxy, the
+// rate latency is measured against. Each epoch reads the store through a bucket
+// of its own (a link to the same directory), so that nothing the
+// process's read-ahead holds from an earlier epoch serves it: every epoch
+// is cold.
+func BenchmarkShardedRemote(b *testing.B) {
+	srv := remotetest.Start(b)
+	data := writeShardedStore(b, b.TempDir())
+	d, err := remotetest.ListenDelay("127.0.0.1:0", strings.TrimPrefix(srv.Endpoint, "http://"), 20*time.Millisecond)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { d.Close() })
+	srv.Env(b)
+	const crops, batch, workers = 64, 8, 8
+	shape := []int{48, 96, 96}
+	rng := rand.New(rand.NewPCG(7, 7))
+	origins := make([][]int, crops)
+	for i := range origins {
+		origins[i] = []int{rng.IntN(128 - 48), rng.IntN(512 - 96), rng.IntN(512 - 96)}
+	}
+	buckets := 0
+	for _, mode := range []struct {
+		name     string
+		ahead    bool
+		endpoint string
+	}{
+		{"none", false, "http://" + d.Addr()},
+		{"ahead", true, "http://" + d.Addr()},
+		{"ahead_direct", true, srv.Endpoint},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			b.Setenv("AWS_ENDPOINT_URL_S3", mode.endpoint)
+			for b.Loop() {
+				b.StopTimer()
+				buckets++
+				name := fmt.Sprintf("shards%d", buckets)
+				if err := os.Symlink(data, filepath.Join(srv.Dir, name)); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				s, err := OpenStore("s3://"+name, NewCache(256))
+				if err != nil {
+					b.Fatal(err)
+				}
+				a, err := s.Array("")
+				if err != nil {
+					b.Fatal(err)
+				}
+				hint := func(bt int) {
+					for i := bt * batch; mode.ahead && i < min((bt+1)*batch, crops); i++ {
+						a.ReadAhead(origins[i], shape)
+					}
+				}
+				hint(0)
+				hint(1)
+				for bt := range crops / batch {
+					hint(bt + 2)
+					var wg sync.WaitGroup
+					for w := range workers {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							buf := make([]byte, 48*96*96)
+							for i := bt*batch + w; i < (bt+1)*batch; i += workers {
+								if err := a.Read(buf, origins[i], shape); err != nil {
+									b.Error(err)
+								}
+							}
+						}()
+					}
+					wg.Wait()
+				}
+				a.indexing.Wait()
+			}
+		})
+	}
+}
+
+// writeShardedStore writes BenchmarkShardedRemote's array into directory
+// dir (zarr.json and c/Z/Y/X shards, each its inner chunks and then its
+// index, no checksum) and returns dir.
+func writeShardedStore(b *testing.B, dir string) string {
+	b.Helper()
+	meta := `{"zarr_format": 3, "node_type": "array", "shape": [128, 512, 512], "data_type": "uint8",
+"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [64, 256, 256]}},
+"chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}}, "fill_value": 0,
+"codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [32, 64, 64],
+"codecs": [{"name": "bytes"}], "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+"index_location": "end"}}], "attributes": {}}`
+	if err := os.WriteFile(filepath.Join(dir, "zarr.json"), []byte(meta), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	const innerBytes = 32 * 64 * 64
+	for s := range 2 * 2 * 2 {
+		sz, sy, sx := s/4, s/2%2, s%2
+		var shard, index []byte
+		for i := range 2 * 4 * 4 {
+			iz, iy, ix := i/16, i/4%4, i%4
+			index = binary.LittleEndian.AppendUint64(index, uint64(len(shard)))
+			index = binary.LittleEndian.AppendUint64(index, innerBytes)
+			for z := range 32 {
+				for y := range 64 {
+					for x := range 64 {
+						gz, gy, gx := sz*64+iz*32+z, sy*256+iy*64+y, sx*256+ix*64+x
+						shard = append(shard, byte(gz*7+gy*3+gx))
+					}
+				}
+			}
+		}
+		file := filepath.Join(dir, "c", fmt.Sprint(sz), fmt.Sprint(sy), fmt.Sprint(sx))
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(file, append(shard, index...), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return dir
 }

@@ -1,8 +1,10 @@
 package zarr
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 
 	lgruntime "github.com/loadergen/loadergen/runtime"
@@ -74,4 +76,20 @@ func parseSharding(raw json.RawMessage, shard []int, elem int) (*sharding, error
 		sh.indexBytes += 4
 	}
 	return sh, nil
+}
+
+// place returns where inner chunk inner (its index in the shard's grid of
+// inner chunks) lies in its shard, by the shard's decoded index (nil for
+// a shard not stored): its first byte and size; ok is false for an empty
+// inner chunk, which reads as the fill value.
+func (sh *sharding) place(index []byte, inner []int) (off, size int64, ok bool) {
+	if index == nil {
+		return 0, 0, false
+	}
+	at := 16 * ravel(inner, sh.perShard)
+	o, n := binary.LittleEndian.Uint64(index[at:]), binary.LittleEndian.Uint64(index[at+8:])
+	if o == math.MaxUint64 && n == math.MaxUint64 {
+		return 0, 0, false
+	}
+	return int64(o), int64(n), true
 }

@@ -79,7 +79,7 @@ func Start(t testing.TB) *Server {
 
 // Env sets, for the test, the environment an S3 client of the AWS SDK
 // reads: the server's endpoint and credentials, and no instance metadata.
-func (s *Server) Env(t *testing.T) {
+func (s *Server) Env(t testing.TB) {
 	t.Setenv("AWS_ENDPOINT_URL_S3", s.Endpoint)
 	t.Setenv("AWS_ACCESS_KEY_ID", Access)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", Secret)
