@@ -79,7 +79,7 @@ func TestOutputValues(t *testing.T) {
 	const w, h = 5, 4
 	mean, std := []float64{0.485, 0.456, 0.406}, []float64{0.229, 0.224, 0.225}
 	var s Scratch
-	d := &Decoded{Colour: RGB, W: w, H: h, Scale: 1}
+	d := &Decoded{Colour: RGB, W: w, H: h}
 	for c := range 3 {
 		pix := make([]uint8, w*h)
 		for i := range pix {

@@ -38,9 +38,6 @@ type Decoded struct {
 	Colour Colour
 	Planes [3]Plane // Planes[:1] for Grey and Index, Planes[:3] else
 	W, H   int      // size in pixels
-	// Scale is the image's pixels per decoded pixel along each axis: 1,
-	// or more where the decoder reduced the image (DCT scaling).
-	Scale float64
 }
 
 // planes returns how many planes d holds.
@@ -135,7 +132,7 @@ func (s *Scratch) decodePNG(data []byte, mask bool) (*Decoded, error) {
 	b := img.Bounds()
 	w, h := b.Dx(), b.Dy()
 	d := &s.decoded
-	*d = Decoded{W: w, H: h, Scale: 1}
+	*d = Decoded{W: w, H: h}
 	switch m := img.(type) {
 	case *image.Gray:
 		d.Colour = Grey

@@ -39,7 +39,7 @@ func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
 		return nil, Crop{}, fmt.Errorf("jpeg: %w", err)
 	}
 	d := &s.decoded
-	*d = Decoded{W: m.Width, H: m.Height, Scale: 1}
+	*d = Decoded{W: m.Width, H: m.Height}
 	switch {
 	case m.Comps == 1:
 		d.Colour = Grey

@@ -37,7 +37,7 @@ func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
 	c := draw.Draw(hd.Width, hd.Height)
 	num := scaleFor(c)
 	d := &s.decoded
-	*d = Decoded{Colour: YCbCr, Scale: 8 / float64(num)}
+	*d = Decoded{Colour: YCbCr}
 	n := 3
 	if hd.Grey {
 		d.Colour, n = Grey, 1
