@@ -1,10 +1,8 @@
 package images
 
 import (
-	"bytes"
 	"fmt"
 	"image"
-	"image/jpeg"
 	"math"
 	"testing"
 
@@ -16,11 +14,11 @@ import (
 func benchPhoto(b testing.TB) []byte {
 	b.Helper()
 	set := photoshards.Set{Samples: 1, Width: 500, Height: 375, Quality: 90, Seed: 1}
-	var buf bytes.Buffer
-	if err := jpeg.Encode(&buf, set.Photo(0), &jpeg.Options{Quality: 90}); err != nil {
+	data, err := set.JPEG(0)
+	if err != nil {
 		b.Fatal(err)
 	}
-	return buf.Bytes()
+	return data
 }
 
 // centred is a Drawer of the centred crop of a fraction area of the
