@@ -58,9 +58,7 @@ func (a *axis) prepare(lo, hi int, b0, b1 float64, out int) {
 			total += ws[x]
 		}
 		k := a.coef[i*a.size:][:a.size]
-		for x := range k {
-			k[x] = 0
-		}
+		clear(k)
 		for x := range min(xmax, a.size) {
 			v := ws[x]
 			if total != 0 {

@@ -2,6 +2,7 @@ package images
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
 )
@@ -183,17 +184,16 @@ func (m *Mask) Write(s *Scratch, dst []byte, d *Decoded, c Crop) error {
 	nearest(s.out[0], &d.Planes[0], r, m.W, m.H, c.grid, s.cols)
 	size := m.DType.Size()
 	for y := range m.H {
-		for x := range m.W {
-			ox := x
-			if c.Flip {
-				ox = m.W - 1 - x
-			}
-			v := s.out[0][y*m.W+x]
-			if size == 1 {
-				dst[y*m.W+ox] = v
-			} else {
-				m.DType.PutInt(dst[(y*m.W+ox)*size:], int64(v))
-			}
+		row := s.out[0][y*m.W:][:m.W]
+		if c.Flip {
+			slices.Reverse(row)
+		}
+		if size == 1 {
+			copy(dst[y*m.W:], row)
+			continue
+		}
+		for x, v := range row {
+			m.DType.PutInt(dst[(y*m.W+x)*size:], int64(v))
 		}
 	}
 	return nil
