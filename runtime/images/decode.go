@@ -11,9 +11,9 @@ import (
 )
 
 // Plane is one channel of an image: pixel (x, y) at Pix[y*Stride+x], for a
-// plane of W x H pixels. A chroma plane of a JPEG may be subsampled: Sub
-// is the number of image pixels across and down that one of its pixels
-// covers (1 for full resolution).
+// plane of W x H pixels. A chroma plane of a JPEG may be subsampled: SubX
+// and SubY are the numbers of image pixels across and down that one of its
+// pixels covers (1 for full resolution).
 type Plane struct {
 	Pix        []uint8
 	Stride     int
