@@ -78,10 +78,11 @@ type Drawer interface {
 
 // Decode decodes a JPEG or PNG image (told apart by their signatures, not
 // by the member's name) for an image key. d.Draw is called once the
-// image's size is known and returns the crop that the key will take; a
-// decoder that can (libjpeg-turbo's, with -tags turbojpeg) then decodes
-// only at the scale the crop needs. Decode returns the image and the crop
-// in the decoded image's pixels.
+// image's size is known and returns the crop that the key will take; the
+// JPEG decoder then narrows its work to it (the default build's
+// reconstructs only the crop's blocks; libjpeg-turbo's, with -tags
+// turbojpeg, decodes at the smallest scale that covers it). Decode returns
+// the image and the crop in the decoded image's pixels.
 func (s *Scratch) Decode(data []byte, d Drawer) (*Decoded, Crop, error) {
 	if isJPEG(data) {
 		return s.decodeJPEG(data, d)
