@@ -229,14 +229,13 @@ func bfloat16Bits(f float64) uint16 {
 		return uint16(math.Float32bits(float32(f))>>16) | 0x40 // keep NaN a quiet NaN
 	}
 	s := float32(f)
+	b := math.Float32bits(s)
 	if e := float64(s); e != f && !math.IsInf(f, 0) {
 		if math.Abs(e) > math.Abs(f) { // rounded away from zero: step back
-			s = math.Nextafter32(s, 0)
+			b = math.Float32bits(math.Nextafter32(s, 0))
 		}
-		b := math.Float32bits(s) | 1
-		return uint16((b + 0x7fff + (b>>16)&1) >> 16)
+		b |= 1
 	}
-	b := math.Float32bits(s)
 	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
 }
 

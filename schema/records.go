@@ -188,10 +188,7 @@ func Channels(k Key, l images.Layout) int {
 // ImageSize is the height and width of image key k in layout l, or of a
 // mask ([H, W]).
 func ImageSize(k Key, l images.Layout) (h, w int) {
-	switch {
-	case len(k.Shape) == 2:
-		return k.Shape[0], k.Shape[1]
-	case l == images.HWC:
+	if len(k.Shape) == 2 || l == images.HWC {
 		return k.Shape[0], k.Shape[1]
 	}
 	return k.Shape[1], k.Shape[2]

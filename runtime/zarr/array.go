@@ -1,7 +1,6 @@
 package zarr
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -756,14 +755,14 @@ func (a *Array) loadIndex(shard []int) ([]byte, error) {
 	if err := sh.index.decode(d, index, raw, sh.indexShape, 8); err != nil {
 		return nil, a.chunkError(shard, nil, fmt.Errorf("index: %w", err))
 	}
-	for i := 0; i < len(index); i += 16 {
-		off, n := binary.LittleEndian.Uint64(index[i:]), binary.LittleEndian.Uint64(index[i+8:])
-		if off == math.MaxUint64 && n == math.MaxUint64 {
+	for i := range int64(len(index) / 16) {
+		off, n, ok := shardEntry(index, i)
+		if !ok {
 			continue
 		}
 		if off > uint64(size) || n > uint64(size)-off {
 			inner := make([]int, len(shard))
-			unravel(int64(i/16), sh.perShard, inner)
+			unravel(i, sh.perShard, inner)
 			return nil, a.chunkError(shard, inner, fmt.Errorf("index places it at bytes [%d, %d), past the shard's %d", off, off+n, size))
 		}
 	}

@@ -48,6 +48,19 @@ func (k codecKind) compresses() bool { return k != codecCRC32C }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// checkCRC32C checks the crc32c checksum that ends buf (the codec's 4
+// bytes, little-endian) and returns the bytes before it.
+func checkCRC32C(buf []byte) ([]byte, error) {
+	if len(buf) < 4 {
+		return nil, fmt.Errorf("crc32c: %d bytes, too short for a checksum", len(buf))
+	}
+	n := len(buf) - 4
+	if got, want := crc32.Checksum(buf[:n], castagnoli), binary.LittleEndian.Uint32(buf[n:]); got != want {
+		return nil, fmt.Errorf("crc32c: checksum %08x, the data's is %08x", want, got)
+	}
+	return buf[:n], nil
+}
+
 // checkCodecs refuses chains this decoder cannot size: each compressor
 // decodes straight into a buffer of the exact size it must produce, which
 // is known only when no other compressor encoded before it.
@@ -167,14 +180,10 @@ func (c *chain) decodeRange(d *decoder, out, src []byte, have, want span, shape 
 			comp = cd.kind
 			break
 		}
-		if len(buf) < 4 {
-			return span{}, fmt.Errorf("crc32c: %d bytes, too short for a checksum", len(buf))
+		var err error
+		if buf, err = checkCRC32C(buf); err != nil {
+			return span{}, err
 		}
-		m := len(buf) - 4
-		if got, want := crc32.Checksum(buf[:m], castagnoli), binary.LittleEndian.Uint32(buf[m:]); got != want {
-			return span{}, fmt.Errorf("crc32c: checksum %08x, the data's is %08x", want, got)
-		}
-		buf = buf[:m]
 	}
 	if comp == codecZstd || comp == codecGzip || comp == codecZlib {
 		return c.decodeStream(d, out, src, buf, comp, have.hi, want.hi, shape, elem)
@@ -225,7 +234,9 @@ func (c *chain) decodeStream(d *decoder, out, src, buf []byte, comp codecKind, f
 		// costs a whole decode more. Past half the chunk the whole is the
 		// better bet (one cold epoch of the big store, zstd-6: 1.09 x the
 		// crops/s of whole decodes with this half, 0.98 x with three
-		// quarters); it also verifies the stream's checksum.
+		// quarters; docs/PERFORMANCE.md, "Decoding only what a box needs",
+		// gives the commands and the machine); it also verifies the
+		// stream's checksum.
 		return span{0, len(out)}, c.decode(d, out, src, shape, elem)
 	}
 	var err error
@@ -320,14 +331,10 @@ func (c *chain) decodeBytes(d *decoder, dst, src []byte) error {
 	for i := len(c.codecs) - 1; i >= 0; i-- {
 		cd := c.codecs[i]
 		if cd.kind == codecCRC32C {
-			if len(buf) < 4 {
-				return fmt.Errorf("crc32c: %d bytes, too short for a checksum", len(buf))
+			var err error
+			if buf, err = checkCRC32C(buf); err != nil {
+				return err
 			}
-			n := len(buf) - 4
-			if got, want := crc32.Checksum(buf[:n], castagnoli), binary.LittleEndian.Uint32(buf[n:]); got != want {
-				return fmt.Errorf("crc32c: checksum %08x, the data's is %08x", want, got)
-			}
-			buf = buf[:n]
 			continue
 		}
 		// The compressor's input was the chunk grown by each checksum

@@ -60,7 +60,7 @@ func (a *Array) Read(dst []byte, origin, shape []int) error {
 	}
 	var strides [maxRank]int
 	cStrides(shape, strides[:len(shape)])
-	return a.read(dst, origin, shape, 0, strides[:len(shape)], a.fill, nil, nil)
+	return a.read(dst, origin, shape, 0, strides[:len(shape)], a.fill, a.fill, nil, nil)
 }
 
 // ReadLayout is Read with the box's elements placed in dst by l, and
@@ -81,14 +81,15 @@ func (a *Array) ReadLayout(dst []byte, origin, shape []int, l Layout) error {
 		}
 		outside = l.Outside
 	}
-	return a.read(dst, origin, shape, l.Start, l.Strides, outside, l.Missing, l.Convert)
+	return a.read(dst, origin, shape, l.Start, l.Strides, fill, outside, l.Missing, l.Convert)
 }
 
 // read copies a box into dst, laid out by start and strides, and converted
-// by conv unless conv is nil; its elements outside the array are outside,
-// and missing, when not nil, is told of the chunks inside it that are not
-// stored (Layout.Missing).
-func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, outside []byte, missing func(int64) error, conv *Conversion) error {
+// by conv unless conv is nil; its elements in chunks not stored are fill
+// (the array's fill value, converted by conv), those outside the array
+// outside, and missing, when not nil, is told of the chunks inside it that
+// are not stored (Layout.Missing).
+func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, fill, outside []byte, missing func(int64) error, conv *Conversion) error {
 	n := len(a.shape)
 	if len(origin) != n || len(shape) != n {
 		return fmt.Errorf("zarr array %s: box origin %v, shape %v for an array of %d axes", a.dir, origin, shape, n)
@@ -154,7 +155,7 @@ func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, 
 				return &ChunkError{Array: a.dir, Chunk: a.ChunkName(unit), Err: err}
 			}
 		}
-		err = a.copyPart(&box, at[:n], part[:n], e.data, first, conv)
+		err = a.copyPart(&box, at[:n], part[:n], e.data, first, fill, conv)
 		a.cache.release(e)
 		if err != nil {
 			return fmt.Errorf("zarr array %s: chunk %v: %w", a.dir, slices.Clone(idx[:n]), err)
@@ -174,19 +175,15 @@ func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, 
 }
 
 // copyPart copies the part of shape part of a chunk's elements data (nil
-// for a missing chunk, which reads as the fill value), starting at
-// element first of data, into box at at, converted by c unless c is nil.
-func (a *Array) copyPart(box *strided.Region, at, part []int, data []byte, first int, c *Conversion) error {
+// for a missing chunk, which reads as fill, the fill value as box holds
+// it), starting at element first of data, into box at at, converted by c
+// unless c is nil.
+func (a *Array) copyPart(box *strided.Region, at, part []int, data []byte, first int, fill []byte, c *Conversion) error {
 	to, err := box.Sub(at, part)
 	if err != nil {
 		return err
 	}
 	if data == nil {
-		fill := a.fill
-		var converted [8]byte
-		if c != nil {
-			fill = c.one(&converted, a.fill)
-		}
 		fillBox(&to, fill)
 		return nil
 	}

@@ -86,10 +86,17 @@ func (sh *sharding) place(index []byte, inner []int) (off, size int64, ok bool) 
 	if index == nil {
 		return 0, 0, false
 	}
-	at := 16 * ravel(inner, sh.perShard)
-	o, n := binary.LittleEndian.Uint64(index[at:]), binary.LittleEndian.Uint64(index[at+8:])
-	if o == math.MaxUint64 && n == math.MaxUint64 {
+	o, n, ok := shardEntry(index, ravel(inner, sh.perShard))
+	return int64(o), int64(n), ok
+}
+
+// shardEntry reads entry i (an inner chunk's number in C order) of a
+// shard's decoded index: the inner chunk's first byte and size; ok is
+// false for the entry of an empty inner chunk (both all ones).
+func shardEntry(index []byte, i int64) (off, size uint64, ok bool) {
+	off, size = binary.LittleEndian.Uint64(index[16*i:]), binary.LittleEndian.Uint64(index[16*i+8:])
+	if off == math.MaxUint64 && size == math.MaxUint64 {
 		return 0, 0, false
 	}
-	return int64(o), int64(n), true
+	return off, size, true
 }
