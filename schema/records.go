@@ -18,9 +18,10 @@ var (
 	recordsFields   = []string{"shards", "folder"}
 	resizeFields    = []string{"crop", "scale", "ratio", "size"}
 	normalizeFields = []string{"mean", "std"}
-	// imageFields are the fields of image keys; a mask (geometry:) has
-	// only the last.
-	imageFields = []string{"resize", "flip", "normalize", "layout", "geometry"}
+	// imageTransforms are the fields of image keys that a mask (geometry:)
+	// takes from its image instead; imageFields are all of an image key's.
+	imageTransforms = []string{"resize", "flip", "normalize", "layout"}
+	imageFields     = append(slices.Clip(imageTransforms), "geometry")
 	// imageOnlyFields are those no other kind of key has: a zarr key has
 	// a normalize of its own (volumeKey).
 	imageOnlyFields = []string{"resize", "flip", "layout", "geometry"}
@@ -115,7 +116,7 @@ func (p *parser) maskKey(kp string, f map[string]*yaml.Node, gn *yaml.Node, key 
 		return err
 	}
 	p.geometry[key.Name] = gn
-	for _, name := range imageFields[:len(imageFields)-1] {
+	for _, name := range imageTransforms {
 		if n, ok := f[name]; ok {
 			return p.errorf(n, kp+"."+name, "a mask takes its crop and flip from key %s (geometry:) and its values as they are", quote(key.Geometry))
 		}
