@@ -164,8 +164,7 @@ func (dc *diskCache) get(key string, buffer func(n int64) ([]byte, error)) (data
 		}
 		return nil, false, nil
 	}
-	now := time.Now()
-	os.Chtimes(filepath.Join(dc.dir, key), now, now) // the eviction order; a failure only ages the entry
+	dc.touch(filepath.Join(dc.dir, key)) // the eviction order; a failure only ages the entry
 	return data, true, nil
 }
 
