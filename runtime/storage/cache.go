@@ -164,8 +164,7 @@ func (dc *diskCache) get(key string, buffer func(n int64) ([]byte, error)) (data
 		}
 		return nil, false, nil
 	}
-	now := time.Now()
-	os.Chtimes(filepath.Join(dc.dir, key), now, now) // the eviction order; a failure only ages the entry
+	dc.touch(filepath.Join(dc.dir, key)) // the eviction order; a failure only ages the entry
 	return data, true, nil
 }
 
@@ -186,11 +185,7 @@ func (dc *diskCache) put(key string, data []byte) {
 		os.Remove(tmp.Name())
 		return
 	}
-	dc.mu.Lock()
-	defer dc.mu.Unlock()
-	dc.used += int64(len(data)) - dc.sizes[key]
-	dc.sizes[key] = int64(len(data))
-	dc.evict()
+	dc.added(key, int64(len(data)))
 }
 
 // touch reports whether entry file p is in the cache, marking it used.
@@ -207,12 +202,18 @@ func (dc *diskCache) adopt(key, tmp string, size int64) (string, bool) {
 	if size > dc.bound || os.Rename(tmp, p) != nil {
 		return "", false
 	}
+	dc.added(key, size)
+	return p, true
+}
+
+// added counts entry key, now size bytes on disk, then evicts the least
+// recently used entries over the bound.
+func (dc *diskCache) added(key string, size int64) {
 	dc.mu.Lock()
 	defer dc.mu.Unlock()
 	dc.used += size - dc.sizes[key]
 	dc.sizes[key] = size
 	dc.evict()
-	return p, true
 }
 
 // evict removes the least recently used entries until the cache is within

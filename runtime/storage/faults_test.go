@@ -203,3 +203,36 @@ func TestFetch(t *testing.T) {
 		t.Errorf("Fetch of a local path = %q, %v", p, err)
 	}
 }
+
+// TestFetchCached: with the disk cache set, a fetched object becomes a
+// cache entry that outlives done, and a later Fetch of it makes no
+// request.
+func TestFetchCached(t *testing.T) {
+	dir := t.TempDir()
+	want := bytes.Repeat([]byte("npy"), 1000)
+	if err := os.WriteFile(filepath.Join(dir, "x.npy"), want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, faults := proxied(t, dir)
+	dc, err := openDiskCache(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := processCache
+	processCache = func() (*diskCache, error) { return dc, nil }
+	t.Cleanup(func() { processCache = saved })
+	for i := range 2 {
+		path, done, err := Fetch(r, "x.npy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		done()
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, want) || filepath.Dir(path) != dc.dir {
+			t.Errorf("fetch %d: %s, %d bytes, %v; want the object, in the cache %s", i, path, len(got), err, dc.dir)
+		}
+	}
+	if n := faults.Requests(); n != 2 {
+		t.Errorf("%d requests for two fetches, want 2: the size and the object, once", n)
+	}
+}

@@ -53,8 +53,8 @@ type Array struct {
 	unit, grid, shards []int
 	unitBytes          int
 	unitStrides        [maxRank]int // C-order element strides of a unit
-	// partial: a unit can be decoded in part, a window of its C-order
-	// bytes (chain.partial); else reads need it whole.
+	// partial: a unit of a local array can be decoded in part, a window
+	// of its C-order bytes (chain.partial); else reads need it whole.
 	partial bool
 	// storedMax is the most bytes a stored chunk of a remote array read so
 	// far held (0 before the first): ReadAhead counts a chunk in flight at
@@ -106,12 +106,6 @@ func (s *Store) Array(p string) (*Array, error) {
 	}
 	if err := a.setUnits(); err != nil {
 		return nil, &MetadataError{File: doc.file, Err: err}
-	}
-	if a.remote != nil {
-		// A remote chunk comes whole in one request: decoding a window of
-		// it would save little, and extending that window later would fetch
-		// the chunk again.
-		a.partial = false
 	}
 	return a, nil
 }
@@ -329,8 +323,9 @@ func (a *Array) parseShapes(doc *metaDoc, shapeKey string, chunkDoc *metaDoc, ch
 	return nil
 }
 
-// setUnits derives the decoded chunks' shape and grid, and checks that
-// their counts and sizes fit the arithmetic of reads.
+// setUnits derives the decoded chunks' shape and grid, and whether reads
+// may decode them in part, and checks that their counts and sizes fit the
+// arithmetic of reads.
 func (a *Array) setUnits() error {
 	a.unit = a.stored
 	if sh := a.chain.shard; sh != nil {
@@ -351,9 +346,15 @@ func (a *Array) setUnits() error {
 	}
 	a.unitBytes = int(bytes)
 	cStrides(a.unit, a.unitStrides[:len(a.unit)])
-	if sh := a.chain.shard; sh != nil {
+	switch sh := a.chain.shard; {
+	case a.remote != nil:
+		// A remote chunk comes whole in one request: decoding a window of
+		// it would save little, and extending that window later would
+		// fetch the chunk again.
+		a.partial = false
+	case sh != nil:
 		a.partial = sh.inner.partial()
-	} else {
+	default:
 		a.partial = a.chain.partial()
 	}
 	return nil

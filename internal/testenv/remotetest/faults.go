@@ -15,12 +15,12 @@ import (
 
 // Faults is a proxy in front of a server that injects faults into the
 // requests it forwards, as a congested or failing network and server
-// would. Its fields may be changed between requests, under Set.
+// would. Its faults may be changed between requests, with Set.
 type Faults struct {
 	URL string // the proxy's address: point clients here
 
 	// mu guards the settings and the counts; the proxy's handler reads
-	// and updates them per request, tests through Set and Counts.
+	// and updates them per request, tests through Set, Requests and Conns.
 	mu       sync.Mutex
 	latency  time.Duration // added before each request is forwarded
 	fail503  int           // the next fail503 requests get 503 SlowDown
