@@ -122,15 +122,15 @@ image-python:
 		exit 1; \
 	fi
 
-## turbojpeg-dev: install Debian's libturbojpeg0-dev when missing (as root), else say what to install; the turbojpeg build of runtime/images links against it
+## turbojpeg-dev: install Debian's libjpeg62-turbo-dev (libjpeg-turbo's libjpeg API) when missing (as root), else say what to install; the turbojpeg build of runtime/images links against it
 turbojpeg-dev:
-	@if echo '#include <turbojpeg.h>' | $${CC:-cc} -E -x c - >/dev/null 2>&1; then exit 0; fi; \
+	@if printf '#include <stdio.h>\n#include <jpeglib.h>\n' | $${CC:-cc} -E -x c - >/dev/null 2>&1; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get install -y -qq --no-install-recommends libturbojpeg0-dev >/dev/null 2>&1 || \
-			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends libturbojpeg0-dev >/dev/null 2>&1; }; \
+		apt-get install -y -qq --no-install-recommends libjpeg62-turbo-dev >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends libjpeg62-turbo-dev >/dev/null 2>&1; }; \
 	else \
-		echo "the turbojpeg build needs Debian's libturbojpeg0-dev: sudo apt-get install libturbojpeg0-dev"; \
+		echo "the turbojpeg build needs Debian's libjpeg62-turbo-dev: sudo apt-get install libjpeg62-turbo-dev"; \
 		exit 1; \
 	fi
 

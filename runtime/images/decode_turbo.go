@@ -17,10 +17,12 @@ type jpegState struct {
 
 // decodeJPEG reads the header, draws the crop, and decodes the Y, Cb and
 // Cr planes at the smallest DCT scale n/8 at which the crop still covers
-// twice the key's pixels. It decodes the whole image: cutting the crop's
-// window out first (tjTransform) Huffman-decodes the whole image as well
-// and re-encodes the window, which measured slower than decoding all of it
-// for every crop size (commit fda9501's BenchmarkWindow).
+// twice the key's pixels, down to the crop's last row and no further
+// (the rows above it are decoded: a JPEG's blocks are coded one after the
+// other). It decodes the whole width: cutting the crop's window out first
+// (tjTransform) Huffman-decodes the whole image as well and re-encodes
+// the window, which measured slower than decoding all of it for every crop
+// size (commit fda9501's BenchmarkWindow).
 func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
 	st := &s.jpeg
 	if st.dec == nil {
@@ -36,29 +38,30 @@ func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
 	}
 	c := draw.Draw(hd.Width, hd.Height)
 	num := scaleFor(c)
-	d := &s.decoded
-	*d = Decoded{Colour: YCbCr}
 	n := 3
 	if hd.Grey {
-		d.Colour, n = Grey, 1
+		n = 1
 	}
-	var strides [3]int
+	stride, rows := turbojpeg.Bound(hd, num)
 	for i := range n {
-		w, h := turbojpeg.PlaneSize(hd, num, i)
-		st.planes[i] = grow(st.planes[i], w*h)
-		strides[i] = w
-		d.Planes[i] = Plane{Pix: st.planes[i], Stride: w, W: w, H: h, SubX: 1, SubY: 1}
-		if i > 0 {
-			d.Planes[i].SubX, d.Planes[i].SubY = hd.SubX, hd.SubY
-		}
+		st.planes[i] = grow(st.planes[i], stride*rows)
 	}
-	if err := st.dec.DecodePlanes(data, hd, num, st.planes, strides); err != nil {
+	w, h := turbojpeg.Scaled(hd.Width, num), turbojpeg.Scaled(hd.Height, num)
+	c = scaleCrop(c, num, w, h)
+	out, err := st.dec.DecodePlanes(data, hd, num, st.planes, c.Region.Max.Y)
+	if err != nil {
 		return nil, Crop{}, err
 	}
-	// The planes are padded to whole chroma samples; the image is not.
-	d.W, d.H = turbojpeg.Scaled(hd.Width, num), turbojpeg.Scaled(hd.Height, num)
-	d.Planes[0].W, d.Planes[0].H = d.W, d.H
-	return d, scaleCrop(c, num, d.W, d.H), nil
+	d := &s.decoded
+	*d = Decoded{Colour: YCbCr, W: out.W, H: out.H}
+	if hd.Grey {
+		d.Colour = Grey
+	}
+	for i := range n {
+		p := out.Planes[i]
+		d.Planes[i] = Plane{Pix: st.planes[i], Stride: stride, W: p.W, H: p.H, SubX: p.SubX, SubY: p.SubY}
+	}
+	return d, c, nil
 }
 
 // scaleFor is the smallest n (1..8) at which the crop, decoded at n/8,

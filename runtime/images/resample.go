@@ -1,22 +1,34 @@
 package images
 
-import "math"
+import (
+	"encoding/binary"
+	"math"
+)
 
-// precisionBits is the fixed-point precision of PIL's 8-bit resampling
-// coefficients (Resample.c: 32 - 8 - 2).
-const precisionBits = 32 - 8 - 2
+// The passes work on four pixels at once, one in each 16-bit lane of a
+// uint64 (SIMD within a register): a weight is a multiple of 1/256 and a
+// pixel's weights sum to exactly 256, so a lane's sum of weighted bytes,
+// plus the half for rounding, is at most 255*256 + 128 and never carries
+// into the next lane. One multiply then weighs four pixels.
+const (
+	coefBits = 8             // a weight's fixed-point precision
+	coefOne  = 1 << coefBits // the sum of a pixel's weights
+	lanes    = 4             // pixels per word
+	laneMask = 0x00ff_00ff_00ff_00ff
+	halves   = 0x0080_0080_0080_0080 // one half in each lane: the rounding of a sum
+)
 
-// axis holds the resampling coefficients of one axis: output pixel i reads
-// input pixels start[i] .. start[i]+size-1 with weights coef[i*size:][:size].
-// Where the span holds at least size pixels (padded), each pixel's taps
-// are PIL's, moved within the size slots so that none reads past the
-// span's end, the rest zero: every pixel then reads exactly size inputs,
-// which the passes unroll. Else count[i] says how many are PIL's. It is
-// scratch, grown as needed and reused.
+// axis holds the resampling weights of one axis: output pixel i reads
+// input pixels start[i] .. start[i]+count[i]-1 with weights
+// coef[i*size:][:count[i]]. Where the span holds at least size pixels
+// (padded), every pixel reads exactly size of them, its taps moved within
+// the size slots so that none reads past the span's end and the rest
+// zero, which lets the passes unroll. It is scratch, grown as needed and
+// reused.
 type axis struct {
 	start, count []int
-	coef         []int32
-	size         int  // coefficients per output pixel
+	coef         []uint64
+	size         int  // weights per output pixel
 	padded       bool // every pixel reads size inputs, within the span
 }
 
@@ -29,10 +41,15 @@ func bilinear(x float64) float64 {
 	return 0
 }
 
-// prepare computes the coefficients of PIL's antialiased bilinear resampling
-// (Resample.c's precompute_coeffs and normalize_coeffs_8bpc) of the input
-// span [lo, hi) of an axis, treated as an image of its own, whose box
-// [b0, b1) (relative to lo) becomes out pixels. The starts are absolute.
+// prepare computes the weights of PIL's antialiased bilinear resampling
+// (Resample.c's precompute_coeffs) of the input span [lo, hi) of an axis,
+// treated as an image of its own, whose box [b0, b1) (relative to lo)
+// becomes out pixels. The starts are absolute. PIL rounds each weight to
+// 1/2^22; here the running sums of a pixel's weights are rounded to
+// 1/256 and the weights are their steps. They are then never negative, sum
+// to exactly 256, and each running sum is within 1/512 of PIL's, so the
+// weighted sum of a row of bytes is off by at most 1/512 of the row's total
+// variation (Abel summation): a level where the taps span black to white.
 func (a *axis) prepare(lo, hi int, b0, b1 float64, out int) {
 	in := hi - lo
 	scale := (b1 - b0) / float64(out)
@@ -47,32 +64,31 @@ func (a *axis) prepare(lo, hi int, b0, b1 float64, out int) {
 	for i := range out {
 		center := b0 + (float64(i)+0.5)*scale
 		xmin := max(int(center-support+0.5), 0)
-		xmax := min(int(center+support+0.5), in) - xmin
+		n := min(int(center+support+0.5), in) - xmin
 		ws := w[:]
-		if xmax > len(ws) {
-			ws = make([]float64, xmax)
+		if n > len(ws) {
+			ws = make([]float64, n)
 		}
 		total := 0.0
-		for x := range xmax {
+		for x := range n {
 			ws[x] = bilinear((float64(x+xmin) - center + 0.5) / filterScale)
 			total += ws[x]
 		}
-		k := a.coef[i*a.size:][:a.size]
-		clear(k)
-		for x := range min(xmax, a.size) {
-			v := ws[x]
+		n = min(n, a.size)
+		clear(a.coef[i*a.size:][:a.size])
+		k := a.coef[i*a.size:][:n]
+		cum, done := 0.0, uint64(0)
+		for x := range k {
 			if total != 0 {
-				v /= total
+				cum += ws[x] / total
 			}
-			if v < 0 {
-				k[x] = int32(-0.5 + v*(1<<precisionBits))
-			} else {
-				k[x] = int32(0.5 + v*(1<<precisionBits))
-			}
+			upto := uint64(cum*coefOne + 0.5)
+			k[x] = upto - done
+			done = upto
 		}
-		n := min(xmax, a.size)
 		if a.padded {
 			if shift := xmin + a.size - in; shift > 0 {
+				k = a.coef[i*a.size:][:a.size]
 				copy(k[shift:], k[:n])
 				clear(k[:shift])
 				xmin -= shift
@@ -91,161 +107,142 @@ func grow[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// clip8 is PIL's clip8: a fixed-point sum back to a byte.
-func clip8(v int32) uint8 {
-	v >>= precisionBits
-	switch {
-	case v < 0:
-		return 0
-	case v > 255:
-		return 255
-	}
-	return uint8(v)
-}
-
-// byte8 is clip8 for the unrolled passes of at most 9 taps, where the
-// clamps never apply: every coefficient is >= 0 (the triangle is), and each
-// is its weight times 2^22 rounded, the weights summing to 1, so the n
-// coefficients of a pixel sum to at most 2^22 + n/2, and 255 times that
-// plus half stays below 256 << 22 (for n below 16000).
-func byte8(v int32) uint8 { return uint8(v >> precisionBits) }
-
 // resampler resamples planes as PIL's ImagingResample does with the
-// BILINEAR filter: a horizontal pass over the rows the vertical pass needs
-// into tmp, then the vertical pass, each rounding to bytes.
+// BILINEAR filter: a horizontal pass over the rows the vertical pass needs,
+// then the vertical pass, each rounding to bytes.
 type resampler struct {
-	h, v axis
-	tmp  []uint8
-	acc  []int32 // the vertical pass's sums of one row, where not unrolled
+	h, v   axis
+	packed []uint64 // four input rows: word x holds column x of each
+	cols   []uint64 // the horizontal pass of four rows: word x holds output column x of each
+	tmp    []uint64 // the horizontal pass, row by row: word q of a row holds its columns 4q..4q+3
+	acc    []uint64 // the vertical pass's sums of one output row
 }
-
-// half is 0.5 in the coefficients' fixed point: the rounding of a sum.
-const half = int32(1) << (precisionBits - 1)
 
 // resample writes into dst (outW x outH, packed) plane p's box
 // [x0, x1) x [y0, y1) of its region r, both in the plane's pixels.
 func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float64, outW, outH int) {
 	s.h.prepare(r.x0, r.x1, x0-float64(r.x0), x1-float64(r.x0), outW)
 	s.v.prepare(r.y0, r.y1, y0-float64(r.y0), y1-float64(r.y0), outH)
-	first := s.v.start[0]
-	last := 0
+	first, last := s.v.start[0], 0
 	for y := range outH {
 		last = max(last, s.v.start[y]+s.v.count[y])
 	}
-	rows := last - first
-	// Sized for the plane's height, whatever the crop's: the first image
-	// of a dataset's size grows it once and for all.
-	s.tmp = grow(s.tmp, max(rows, p.H)*outW)[:rows*outW]
-	for y := 0; y < rows; y += 2 {
-		y1 := min(y+1, rows-1) // an odd last row is resampled twice, into itself
-		s.h.pass(s.tmp[y*outW:][:outW], s.tmp[y1*outW:][:outW], p.Pix[(first+y)*p.Stride:], p.Pix[(first+y1)*p.Stride:])
+	words := (outW + lanes - 1) / lanes
+	groups := (last - first + lanes - 1) / lanes
+	s.tmp = grow(s.tmp, groups*lanes*words)
+	s.cols = grow(s.cols, words*lanes)
+	clear(s.cols[outW:]) // the last word's lanes past the row's end
+	for g := range groups {
+		y := first + g*lanes
+		s.horizontal(p, r.x0, r.x1, [lanes]int{y, min(y+1, last-1), min(y+2, last-1), min(y+3, last-1)})
+		rows := s.tmp[g*lanes*words:][:lanes*words]
+		for q := range words {
+			c := s.cols[q*lanes:][:lanes]
+			rows[q], rows[words+q], rows[2*words+q], rows[3*words+q] = transpose(c[0], c[1], c[2], c[3])
+		}
 	}
+	s.acc = grow(s.acc, words)
 	for y := range outH {
-		s.vertical(dst[y*outW:][:outW], (s.v.start[y]-first)*outW, y)
+		s.vertical(dst[y*outW:][:outW], (s.v.start[y]-first)*words, y)
 	}
 }
 
-// pass resamples the rows src0 and src1 into out0 and out1 along a, two
-// rows at a time so that each coefficient is loaded once for both, taps
-// unrolled for the sizes of reductions by up to 4 (3, 5, 7, 9
-// coefficients). src1 may be src0 (and out1 out0) for an odd row.
-func (a *axis) pass(out0, out1, src0, src1 []uint8) {
-	if !a.padded || a.size > 9 {
-		for r, src := range [2][]uint8{src0, src1} {
-			out := [2][]uint8{out0, out1}[r]
-			for x := range out {
-				k := a.coef[x*a.size:][:a.count[x]]
-				in := src[a.start[x]:][:len(k)]
-				sum := half
-				for i, c := range k {
-					sum += int32(in[i]) * c
-				}
-				out[x] = clip8(sum)
+// horizontal resamples the four plane rows ys (a row may repeat, past
+// the region's end) along s.h into s.cols, a word per output column.
+func (s *resampler) horizontal(p *Plane, x0, x1 int, ys [lanes]int) {
+	in := s.packed[:0]
+	r0, r1 := p.Pix[ys[0]*p.Stride:][x0:x1], p.Pix[ys[1]*p.Stride:][x0:x1]
+	r2, r3 := p.Pix[ys[2]*p.Stride:][x0:x1], p.Pix[ys[3]*p.Stride:][x0:x1]
+	r1, r2, r3 = r1[:len(r0)], r2[:len(r0)], r3[:len(r0)]
+	for x, v := range r0 {
+		in = append(in, uint64(v)|uint64(r1[x])<<16|uint64(r2[x])<<32|uint64(r3[x])<<48)
+	}
+	s.packed = in
+	a := &s.h
+	if !a.padded || a.size > 7 {
+		for x, st := range a.start {
+			k := a.coef[x*a.size:][:a.count[x]]
+			px := in[st-x0:][:len(k)]
+			sum := uint64(halves)
+			for i, c := range k {
+				sum += px[i] * c
 			}
+			s.cols[x] = sum >> coefBits & laneMask
 		}
 		return
 	}
-	start, coef := a.start[:len(out0)], a.coef
-	out1 = out1[:len(out0)]
+	cols, coef := s.cols[:len(a.start)], a.coef
 	switch a.size {
 	case 3:
-		for x, st := range start {
-			p, q, c := src0[st:st+3:st+3], src1[st:st+3:st+3], coef[3*x:3*x+3:3*x+3]
-			c0, c1, c2 := c[0], c[1], c[2]
-			out0[x] = byte8(half + int32(p[0])*c0 + int32(p[1])*c1 + int32(p[2])*c2)
-			out1[x] = byte8(half + int32(q[0])*c0 + int32(q[1])*c1 + int32(q[2])*c2)
+		for x, st := range a.start {
+			p, c := in[st-x0:][:3:3], coef[3*x:][:3:3]
+			cols[x] = (halves + p[0]*c[0] + p[1]*c[1] + p[2]*c[2]) >> coefBits & laneMask
 		}
 	case 5:
-		for x, st := range start {
-			p, q, c := src0[st:st+5:st+5], src1[st:st+5:st+5], coef[5*x:5*x+5:5*x+5]
-			c0, c1, c2, c3, c4 := c[0], c[1], c[2], c[3], c[4]
-			out0[x] = byte8(half + int32(p[0])*c0 + int32(p[1])*c1 + int32(p[2])*c2 + int32(p[3])*c3 + int32(p[4])*c4)
-			out1[x] = byte8(half + int32(q[0])*c0 + int32(q[1])*c1 + int32(q[2])*c2 + int32(q[3])*c3 + int32(q[4])*c4)
+		for x, st := range a.start {
+			p, c := in[st-x0:][:5:5], coef[5*x:][:5:5]
+			cols[x] = (halves + p[0]*c[0] + p[1]*c[1] + p[2]*c[2] + p[3]*c[3] + p[4]*c[4]) >> coefBits & laneMask
 		}
 	case 7:
-		for x, st := range start {
-			p, q, c := src0[st:st+7:st+7], src1[st:st+7:st+7], coef[7*x:7*x+7:7*x+7]
-			c0, c1, c2, c3, c4, c5, c6 := c[0], c[1], c[2], c[3], c[4], c[5], c[6]
-			out0[x] = byte8(half + int32(p[0])*c0 + int32(p[1])*c1 + int32(p[2])*c2 + int32(p[3])*c3 +
-				int32(p[4])*c4 + int32(p[5])*c5 + int32(p[6])*c6)
-			out1[x] = byte8(half + int32(q[0])*c0 + int32(q[1])*c1 + int32(q[2])*c2 + int32(q[3])*c3 +
-				int32(q[4])*c4 + int32(q[5])*c5 + int32(q[6])*c6)
-		}
-	case 9:
-		for x, st := range start {
-			p, q, c := src0[st:st+9:st+9], src1[st:st+9:st+9], coef[9*x:9*x+9:9*x+9]
-			c0, c1, c2, c3, c4, c5, c6, c7, c8 := c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]
-			out0[x] = byte8(half + int32(p[0])*c0 + int32(p[1])*c1 + int32(p[2])*c2 + int32(p[3])*c3 +
-				int32(p[4])*c4 + int32(p[5])*c5 + int32(p[6])*c6 + int32(p[7])*c7 + int32(p[8])*c8)
-			out1[x] = byte8(half + int32(q[0])*c0 + int32(q[1])*c1 + int32(q[2])*c2 + int32(q[3])*c3 +
-				int32(q[4])*c4 + int32(q[5])*c5 + int32(q[6])*c6 + int32(q[7])*c7 + int32(q[8])*c8)
+		for x, st := range a.start {
+			p, c := in[st-x0:][:7:7], coef[7*x:][:7:7]
+			cols[x] = (halves + p[0]*c[0] + p[1]*c[1] + p[2]*c[2] + p[3]*c[3] + p[4]*c[4] + p[5]*c[5] + p[6]*c[6]) >> coefBits & laneMask
 		}
 	}
 }
 
-// vertical writes output row y into out from tmp's rows from offset base
-// on: each column's sum over the rows of y's taps.
+// vertical writes output row y into out: the sums of y's taps over the
+// rows of s.tmp from word base on, rounded and packed back to bytes.
 func (s *resampler) vertical(out []uint8, base, y int) {
-	v, w := &s.v, len(out)
-	row := func(i int) []uint8 { return s.tmp[base+i*w:][:w] }
-	if v.padded && v.size <= 7 && v.size%2 == 1 {
-		c := v.coef[y*v.size:][:v.size]
-		switch v.size {
-		case 3:
-			r0, r1, r2 := row(0), row(1), row(2)
-			for x := range out {
-				out[x] = byte8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2])
+	v, acc := &s.v, s.acc
+	words := len(acc)
+	row := func(i int) []uint64 { return s.tmp[base+i*words:][:words] }
+	c := v.coef[y*v.size:][:v.count[y]]
+	switch {
+	case v.padded && v.size == 3:
+		r0, r1, r2 := row(0), row(1), row(2)
+		for q := range acc {
+			acc[q] = halves + r0[q]*c[0] + r1[q]*c[1] + r2[q]*c[2]
+		}
+	case v.padded && v.size == 5:
+		r0, r1, r2, r3, r4 := row(0), row(1), row(2), row(3), row(4)
+		for q := range acc {
+			acc[q] = halves + r0[q]*c[0] + r1[q]*c[1] + r2[q]*c[2] + r3[q]*c[3] + r4[q]*c[4]
+		}
+	default:
+		for q := range acc {
+			acc[q] = halves
+		}
+		for i, c := range c {
+			for q, w := range row(i) {
+				acc[q] += w * c
 			}
-			return
-		case 5:
-			r0, r1, r2, r3, r4 := row(0), row(1), row(2), row(3), row(4)
-			for x := range out {
-				out[x] = byte8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2] +
-					int32(r3[x])*c[3] + int32(r4[x])*c[4])
-			}
-			return
-		case 7:
-			r0, r1, r2, r3, r4, r5, r6 := row(0), row(1), row(2), row(3), row(4), row(5), row(6)
-			for x := range out {
-				out[x] = byte8(half + int32(r0[x])*c[0] + int32(r1[x])*c[1] + int32(r2[x])*c[2] +
-					int32(r3[x])*c[3] + int32(r4[x])*c[4] + int32(r5[x])*c[5] + int32(r6[x])*c[6])
-			}
-			return
 		}
 	}
-	acc := grow(s.acc, w)
-	s.acc = acc
-	for x := range acc {
-		acc[x] = half
-	}
-	for i, c := range v.coef[y*v.size:][:v.count[y]] {
-		for x, p := range row(i) {
-			acc[x] += int32(p) * c
+	var four [lanes]uint8
+	for q, sum := range acc {
+		b := sum >> coefBits & laneMask
+		b = (b | b>>8) & 0x0000_ffff_0000_ffff
+		b = (b | b>>16) & 0xffff_ffff
+		if x := q * lanes; x+lanes <= len(out) {
+			binary.LittleEndian.PutUint32(out[x:], uint32(b))
+		} else {
+			binary.LittleEndian.PutUint32(four[:], uint32(b))
+			copy(out[x:], four[:])
 		}
 	}
-	for x, sum := range acc {
-		out[x] = clip8(sum)
-	}
+}
+
+// transpose turns four words a, b, c, d, each holding one column of four
+// rows (row j in lane j), into four words each holding one row of the four
+// columns (column a in lane 0).
+func transpose(a, b, c, d uint64) (r0, r1, r2, r3 uint64) {
+	const m16, m32 = 0x0000_ffff_0000_ffff, 0x0000_0000_ffff_ffff
+	t0 := a&m16 | (b&m16)<<16 // a0 b0 a2 b2
+	t1 := a>>16&m16 | b&^m16  // a1 b1 a3 b3
+	t2 := c&m16 | (d&m16)<<16 // c0 d0 c2 d2
+	t3 := c>>16&m16 | d&^m16  // c1 d1 c3 d3
+	return t0&m32 | t2<<32, t1&m32 | t3<<32, t0>>32 | t2&^m32, t1>>32 | t3&^m32
 }
 
 // nearest writes into dst (outW x outH, packed) plane p's region r,

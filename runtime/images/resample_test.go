@@ -2,58 +2,43 @@ package images
 
 import (
 	"bytes"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
 
-// plainResample is PIL's two passes written plainly: each output pixel
-// sums PIL's taps (count[i] of them from start[i]) with no padding or
-// unrolling, as resample did before its passes were unrolled.
+// plainResample is the two passes written plainly, a pixel at a time:
+// each output pixel sums its taps' weighted bytes, rounded to a byte after
+// each pass, with none of resample's lanes, packing or transposes.
 func plainResample(p *Plane, r rect, x0, y0, x1, y1 float64, outW, outH int) []uint8 {
-	taps := func(lo, hi int, b0, b1 float64, out int) (start []int, coef [][]int32) {
-		var a axis
-		a.prepare(lo, hi, b0, b1, out)
-		a.padded = false
-		// Undo the padding: PIL's taps are the nonzero run (zeros inside
-		// it add nothing either way).
-		for i := range out {
-			k := a.coef[i*a.size:][:a.count[i]]
-			j := 0
-			for j < len(k)-1 && k[j] == 0 {
-				j++
-			}
-			start, coef = append(start, a.start[i]+j), append(coef, k[j:])
-		}
-		return start, coef
-	}
-	hs, hc := taps(r.x0, r.x1, x0-float64(r.x0), x1-float64(r.x0), outW)
-	vs, vc := taps(r.y0, r.y1, y0-float64(r.y0), y1-float64(r.y0), outH)
+	var h, v axis
+	h.prepare(r.x0, r.x1, x0-float64(r.x0), x1-float64(r.x0), outW)
+	v.prepare(r.y0, r.y1, y0-float64(r.y0), y1-float64(r.y0), outH)
+	round := func(sum uint64) uint64 { return (sum + coefOne/2) >> coefBits }
 	dst := make([]uint8, outW*outH)
 	for y := range outH {
 		for x := range outW {
-			sum := half
-			for i, cv := range vc[y] {
-				row := p.Pix[(vs[y]+i)*p.Stride:]
-				h := half
-				for j, ch := range hc[x] {
-					if hs[x]+j < len(row) {
-						h += int32(row[hs[x]+j]) * ch
-					}
+			sum := uint64(0)
+			for i, cv := range v.coef[y*v.size:][:v.count[y]] {
+				row := p.Pix[(v.start[y]+i)*p.Stride:]
+				hs := uint64(0)
+				for j, ch := range h.coef[x*h.size:][:h.count[x]] {
+					hs += uint64(row[h.start[x]+j]) * ch
 				}
-				sum += int32(clip8(h)) * cv
+				sum += round(hs) * cv
 			}
-			dst[y*outW+x] = clip8(sum)
+			dst[y*outW+x] = uint8(round(sum))
 		}
 	}
 	return dst
 }
 
-// TestResampleUnrolled: the padded, unrolled passes give PIL's sums
-// exactly, for reductions and enlargements whose taps number 3 to 19,
-// boxes at the region's edges and inside it, and regions too narrow to pad;
-// of random pixels, and of white ones, whose sums are the largest (the
-// unrolled passes do not clamp).
-func TestResampleUnrolled(t *testing.T) {
+// TestResampleLanes: the passes on four lanes at a time give the plain
+// sums exactly, for reductions and enlargements whose taps number 3 to 43,
+// boxes at the region's edges and inside it, widths that do not fill the
+// last word, and regions narrower than the taps; of random pixels, and of
+// white ones, whose sums are the largest (a carry between lanes would show).
+func TestResampleLanes(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	p := Plane{W: 300, H: 200, Stride: 301, SubX: 1, SubY: 1}
 	p.Pix = make([]uint8, p.Stride*p.H)
@@ -68,6 +53,44 @@ func TestResampleUnrolled(t *testing.T) {
 	}
 }
 
+// TestWeights: each pixel's weights are steps of the running sums of PIL's
+// float weights rounded to 1/256: never negative, summing to 256, each
+// running sum within 1/512 of PIL's.
+func TestWeights(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi int
+		b0, b1 float64
+		out    int
+	}{
+		{0, 300, 0, 300, 224}, {0, 300, 0, 300, 20}, {10, 290, 0.5, 279.5, 77}, {0, 60, 0, 60, 224}, {0, 2, 0, 2, 5},
+	} {
+		var a axis
+		a.prepare(tc.lo, tc.hi, tc.b0, tc.b1, tc.out)
+		scale := (tc.b1 - tc.b0) / float64(tc.out)
+		support := max(scale, 1)
+		for i := range tc.out {
+			k := a.coef[i*a.size:][:a.count[i]]
+			center := tc.b0 + (float64(i)+0.5)*scale
+			var pil []float64
+			total := 0.0
+			for x := a.start[i] - tc.lo; x < a.start[i]-tc.lo+len(k); x++ {
+				w := bilinear((float64(x) - center + 0.5) / support)
+				pil, total = append(pil, w), total+w
+			}
+			cum, got := 0.0, uint64(0)
+			for x, c := range k {
+				cum, got = cum+pil[x]/total, got+c
+				if d := math.Abs(float64(got) - cum*coefOne); d > 0.5+1e-9 {
+					t.Fatalf("%+v pixel %d: running sum %d after tap %d, PIL's %.3f", tc, i, got, x, cum*coefOne)
+				}
+			}
+			if got != coefOne {
+				t.Fatalf("%+v pixel %d: weights %v sum to %d", tc, i, k, got)
+			}
+		}
+	}
+}
+
 // resampleCases compares resample with plainResample on plane p.
 func resampleCases(t *testing.T, s *resampler, p *Plane) {
 	for _, tc := range []struct {
@@ -78,7 +101,9 @@ func resampleCases(t *testing.T, s *resampler, p *Plane) {
 		{rect{0, 0, 300, 200}, 0, 0, 300, 200, 224, 150},           // 3 taps
 		{rect{0, 0, 300, 200}, 0, 0, 300, 200, 100, 70},            // 7
 		{rect{10, 20, 290, 180}, 10, 20, 290, 180, 64, 40},         // 9 and 11
-		{rect{0, 0, 300, 200}, 0, 0, 300, 200, 20, 20},             // 33 and 21: the plain loops
+		{rect{0, 0, 300, 200}, 0, 0, 300, 200, 20, 20},             // 33 and 21
+		{rect{0, 0, 300, 200}, 0, 0, 300, 200, 14, 9},              // 43 and 45
+		{rect{0, 0, 300, 200}, 1, 2, 299, 197, 223, 149},           // 3, a last word of 3 lanes
 		{rect{50, 60, 250, 160}, 50.5, 60.25, 249.5, 159, 120, 45}, // 5 and 7, fractional box
 		{rect{100, 100, 160, 130}, 100, 100, 160, 130, 224, 224},   // enlarged: 3
 		{rect{0, 0, 300, 200}, 3.5, 1.5, 296.5, 198.5, 77, 55},     // a centre box inside its region

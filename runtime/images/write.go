@@ -66,40 +66,38 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // write converts the n resampled planes of colour model m in s.out to the
 // key's channels and writes them to dst in its layout and dtype, mirrored
-// when flip is set. It converts in place, plane by plane, and then stores
-// each channel's rows, so that every loop runs over one row or plane.
+// when flip is set. It goes row by row, converting a row in place and then
+// storing each of its channels while the row is in the cache.
 func (o *Output) write(s *Scratch, dst []byte, m Colour, n int, flip bool) {
-	size := o.W * o.H
-	var planes [3][]uint8
-	for p := range n {
-		planes[p] = s.out[p][:size]
-	}
-	if n == 3 && m == YCbCr {
-		ycbcrToRGB(planes[0], planes[1], planes[2])
-	}
-	if n == 3 && o.C == 1 {
-		grey(planes[0], planes[1], planes[2])
-	}
-	if n == 1 {
-		planes[1], planes[2] = planes[0], planes[0]
-	}
 	w, h := o.W, o.H
 	var f32 []float32
 	if o.Float {
-		f32 = runtime.View[float32](dst)[:o.C*size]
+		f32 = runtime.View[float32](dst)[:o.C*w*h]
 	} else {
-		dst = dst[:o.C*size]
+		dst = dst[:o.C*w*h]
 	}
-	for ch := range o.C {
-		lut := &o.lut[ch]
-		for y := range h {
-			src := planes[ch][y*w:][:w]
+	for y := range h {
+		var rows [3][]uint8
+		for p := range n {
+			rows[p] = s.out[p][y*w:][:w]
+		}
+		if n == 3 && m == YCbCr {
+			ycbcrToRGB(rows[0], rows[1], rows[2])
+		}
+		if n == 3 && o.C == 1 {
+			grey(rows[0], rows[1], rows[2])
+		}
+		if n == 1 {
+			rows[1], rows[2] = rows[0], rows[0]
+		}
+		for ch := range o.C {
+			lut, src := &o.lut[ch], rows[ch]
 			switch {
 			case o.T.Layout == CHW && o.Float:
-				row := f32[(ch*h+y)*w:][:w]
+				row := f32[(ch*h+y)*w:][:len(src)]
 				if flip {
 					for x, v := range src {
-						row[w-1-x] = lut[v]
+						row[len(src)-1-x] = lut[v]
 					}
 				} else {
 					for x, v := range src {
@@ -107,10 +105,10 @@ func (o *Output) write(s *Scratch, dst []byte, m Colour, n int, flip bool) {
 					}
 				}
 			case o.T.Layout == CHW:
-				row := dst[(ch*h+y)*w:][:w]
+				row := dst[(ch*h+y)*w:][:len(src)]
 				if flip {
 					for x, v := range src {
-						row[w-1-x] = v
+						row[len(src)-1-x] = v
 					}
 				} else {
 					copy(row, src)

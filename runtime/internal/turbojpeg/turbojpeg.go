@@ -1,29 +1,171 @@
 //go:build turbojpeg
 
-// Package turbojpeg is this project's small cgo binding to libjpeg-turbo's
-// TurboJPEG 2 API (Debian's libturbojpeg0-dev): a JPEG's header, and its
-// Y, Cb and Cr planes decoded at a DCT scaling factor of n/8.
+// Package turbojpeg is this project's small cgo binding to libjpeg-turbo
+// through its libjpeg API (Debian's libjpeg62-turbo-dev): a JPEG's header,
+// and its Y, Cb and Cr planes as stored (raw, chroma not upsampled),
+// decoded at a DCT scaling factor of n/8 down to a given row and no
+// further.
 package turbojpeg
 
 /*
-#cgo LDFLAGS: -lturbojpeg
-#include <turbojpeg.h>
+#cgo LDFLAGS: -ljpeg
+#include <stdio.h>
+#include <stdlib.h>
+#include <setjmp.h>
+#include <jpeglib.h>
 
-typedef struct { int rc, w, h, sub, cs; } lgHeader;
+// lgErr turns libjpeg's fatal errors into a longjmp back to the call that
+// began the work, and remembers the first warning (corrupt or truncated
+// data, which libjpeg would decode past) to report it as an error.
+typedef struct {
+	struct jpeg_error_mgr pub;
+	jmp_buf jump;
+	int warned;
+	char msg[JMSG_LENGTH_MAX];
+} lgErr;
 
-static lgHeader lgReadHeader(tjhandle t, const unsigned char *jpeg, unsigned long size) {
-	lgHeader r = {0, 0, 0, 0, 0};
-	r.rc = tjDecompressHeader3(t, jpeg, size, &r.w, &r.h, &r.sub, &r.cs);
+typedef struct {
+	struct jpeg_decompress_struct d;
+	lgErr e;
+} lgDec;
+
+static void lgExit(j_common_ptr c) {
+	lgErr *e = (lgErr *)c->err;
+	(*c->err->format_message)(c, e->msg);
+	longjmp(e->jump, 1);
+}
+
+static void lgMessage(j_common_ptr c, int level) {
+	lgErr *e = (lgErr *)c->err;
+	if (level < 0 && !e->warned) {
+		(*c->err->format_message)(c, e->msg);
+		e->warned = 1;
+	}
+}
+
+static lgDec *lgNew(void) {
+	lgDec *p = calloc(1, sizeof *p);
+	if (p == NULL) {
+		return NULL;
+	}
+	p->d.err = jpeg_std_error(&p->e.pub);
+	p->e.pub.error_exit = lgExit;
+	p->e.pub.emit_message = lgMessage;
+	if (setjmp(p->e.jump)) {
+		free(p);
+		return NULL;
+	}
+	jpeg_create_decompress(&p->d);
+	return p;
+}
+
+static void lgFree(lgDec *p) {
+	jpeg_destroy_decompress(&p->d);
+	free(p);
+}
+
+typedef struct {
+	int rc, w, h, comps, cs, maxh, maxv;
+	int hs[3], vs[3];
+} lgHeader;
+
+static lgHeader lgReadHeader(lgDec *p, const unsigned char *data, unsigned long n) {
+	lgHeader r = {0};
+	p->e.warned = 0;
+	if (setjmp(p->e.jump)) {
+		jpeg_abort_decompress(&p->d);
+		r.rc = -1;
+		return r;
+	}
+	jpeg_mem_src(&p->d, data, n);
+	jpeg_read_header(&p->d, TRUE);
+	r.w = p->d.image_width;
+	r.h = p->d.image_height;
+	r.comps = p->d.num_components;
+	r.cs = p->d.jpeg_color_space;
+	r.maxh = p->d.max_h_samp_factor;
+	r.maxv = p->d.max_v_samp_factor;
+	for (int c = 0; c < r.comps && c < 3; c++) {
+		r.hs[c] = p->d.comp_info[c].h_samp_factor;
+		r.vs[c] = p->d.comp_info[c].v_samp_factor;
+	}
+	jpeg_abort_decompress(&p->d);
 	return r;
 }
 
-static int lgDecodePlanes(tjhandle t, const unsigned char *jpeg, unsigned long size,
-		unsigned char *y, unsigned char *cb, unsigned char *cr, int ys, int cs, int w, int h) {
-	unsigned char *planes[3] = {y, cb, cr};
-	int strides[3] = {ys, cs, cs};
-	return tjDecompressToYUVPlanes(t, jpeg, size, planes, w, strides, h, 0);
-}
+typedef struct {
+	int rc, w, h;                         // rc: 0; -1: libjpeg's error or warning (msg); -2: planes too small; -3: a sampling not a whole multiple
+	int pw[3], ph[3], subx[3], suby[3];   // each plane's size and the image pixels one of its pixels covers
+} lgPlanes;
 
+// lgDecode decodes data at scale num/8 into the planes (stride bytes a
+// row, rows rows each), iMCU row by iMCU row until at least upto image
+// rows are out, and stops there unless whole is set.
+static lgPlanes lgDecode(lgDec *p, const unsigned char *data, unsigned long n, int num,
+		unsigned char *y, unsigned char *cb, unsigned char *cr, int stride, int rows, int upto, int whole) {
+	lgPlanes r = {0};
+	unsigned char *planes[3] = {y, cb, cr};
+	JSAMPROW ptrs[3][4 * DCTSIZE];
+	JSAMPARRAY arrays[3] = {ptrs[0], ptrs[1], ptrs[2]};
+	p->e.warned = 0;
+	if (setjmp(p->e.jump)) {
+		jpeg_abort_decompress(&p->d);
+		r.rc = -1;
+		return r;
+	}
+	jpeg_mem_src(&p->d, data, n);
+	jpeg_read_header(&p->d, TRUE);
+	p->d.raw_data_out = TRUE;
+	p->d.dct_method = JDCT_ISLOW;
+	p->d.scale_num = num;
+	p->d.scale_denom = 8;
+	jpeg_start_decompress(&p->d);
+	int comps = p->d.num_components;
+	int lines = p->d.max_v_samp_factor * p->d.min_DCT_scaled_size;
+	r.w = p->d.output_width;
+	r.h = p->d.output_height;
+	for (int c = 0; c < comps; c++) {
+		jpeg_component_info *ci = &p->d.comp_info[c];
+		int ssize = ci->DCT_scaled_size;
+		if (c >= 3 || (int)ci->width_in_blocks * ssize > stride ||
+				(int)p->d.total_iMCU_rows * ci->v_samp_factor * ssize > rows ||
+				ci->v_samp_factor * ssize > 4 * DCTSIZE) {
+			jpeg_abort_decompress(&p->d);
+			r.rc = -2;
+			return r;
+		}
+		int across = p->d.max_h_samp_factor * p->d.min_DCT_scaled_size, down = p->d.max_v_samp_factor * p->d.min_DCT_scaled_size;
+		if (across % (ci->h_samp_factor * ssize) != 0 || down % (ci->v_samp_factor * ssize) != 0) {
+			jpeg_abort_decompress(&p->d);
+			r.rc = -3;
+			return r;
+		}
+		r.pw[c] = ci->downsampled_width;
+		r.ph[c] = ci->downsampled_height;
+		r.subx[c] = across / (ci->h_samp_factor * ssize);
+		r.suby[c] = down / (ci->v_samp_factor * ssize);
+	}
+	while (p->d.output_scanline < p->d.output_height && (whole || (int)p->d.output_scanline < upto)) {
+		int row = p->d.output_scanline / lines;
+		for (int c = 0; c < comps; c++) {
+			jpeg_component_info *ci = &p->d.comp_info[c];
+			int crows = ci->v_samp_factor * ci->DCT_scaled_size;
+			for (int k = 0; k < crows; k++) {
+				ptrs[c][k] = planes[c] + (size_t)(row * crows + k) * stride;
+			}
+		}
+		jpeg_read_raw_data(&p->d, arrays, lines);
+	}
+	if (p->d.output_scanline >= p->d.output_height) {
+		jpeg_finish_decompress(&p->d);
+	} else {
+		jpeg_abort_decompress(&p->d);
+	}
+	if (p->e.warned) {
+		r.rc = -1;
+	}
+	return r;
+}
 */
 import "C"
 
@@ -34,29 +176,27 @@ import (
 	"unsafe"
 )
 
-// Decoder holds a TurboJPEG decompressor. One goroutine uses it at a
-// time. It allocates nothing per image: its arguments cross into C as call
-// arguments, which cgo keeps in place for the call.
+// Decoder holds a libjpeg decompressor. One goroutine uses it at a time.
+// It allocates nothing per image: its arguments cross into C as call
+// arguments, which cgo keeps in place for the call, and the decompressor
+// keeps no pointer to them after it.
 type Decoder struct {
 	h *handle
 }
 
-// handle is a decoder's decompressor, which the decoder replaces after a
-// failed call (fail) and the garbage collector destroys with the decoder.
-type handle struct{ t C.tjhandle }
+// handle is a decoder's decompressor, which the garbage collector
+// destroys with the decoder.
+type handle struct{ p *C.lgDec }
 
-// NewDecoder returns a decoder; the garbage collector frees its handle.
+// NewDecoder returns a decoder; the garbage collector frees its
+// decompressor.
 func NewDecoder() (*Decoder, error) {
-	h := &handle{t: C.tjInitDecompress()}
-	if h.t == nil {
-		return nil, errors.New("turbojpeg: tjInitDecompress failed")
+	h := &handle{p: C.lgNew()}
+	if h.p == nil {
+		return nil, errors.New("turbojpeg: cannot create a decompressor")
 	}
 	d := &Decoder{h: h}
-	runtime.AddCleanup(d, func(h *handle) {
-		if h.t != nil {
-			C.tjDestroy(h.t)
-		}
-	}, h)
+	runtime.AddCleanup(d, func(h *handle) { C.lgFree(h.p) }, h)
 	return d, nil
 }
 
@@ -64,42 +204,28 @@ func NewDecoder() (*Decoder, error) {
 type Header struct {
 	Width, Height int
 	// SubX and SubY are the pixels one chroma sample covers across and
-	// down; Grey images have no chroma.
+	// down at full scale; Grey images have no chroma.
 	SubX, SubY int
 	Grey       bool
-	subsamp    C.int
+	maxH, maxV int // the largest sampling factors: an iMCU is 8*maxH x 8*maxV pixels
 }
 
-// Header reads data's header. CMYK and YCCK images are refused.
+// Header reads data's header. Images of other than 1 or 3 components
+// (CMYK, YCCK) are refused.
 func (d *Decoder) Header(data []byte) (Header, error) {
 	if len(data) == 0 {
 		return Header{}, errors.New("jpeg: header: no data")
 	}
-	if d.h.t == nil {
-		return Header{}, errors.New("turbojpeg: no decompressor (tjInitDecompress failed)")
-	}
-	r := C.lgReadHeader(d.h.t, (*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)))
+	r := C.lgReadHeader(d.h.p, (*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)))
 	if r.rc != 0 {
 		return Header{}, d.fail("header")
 	}
-	if r.w <= 0 || r.h <= 0 {
-		return Header{}, fmt.Errorf("jpeg: header: %d x %d pixels", r.w, r.h)
+	if r.cs == C.JCS_CMYK || r.cs == C.JCS_YCCK || (r.comps != 1 && r.comps != 3) {
+		return Header{}, fmt.Errorf("jpeg: %d components: CMYK images are not supported", r.comps)
 	}
-	if r.cs == C.TJCS_CMYK || r.cs == C.TJCS_YCCK {
-		return Header{}, errors.New("jpeg: CMYK images are not supported")
-	}
-	hd := Header{Width: int(r.w), Height: int(r.h), SubX: 1, SubY: 1, subsamp: r.sub}
-	switch r.sub {
-	case C.TJSAMP_422:
-		hd.SubX = 2
-	case C.TJSAMP_420:
-		hd.SubX, hd.SubY = 2, 2
-	case C.TJSAMP_440:
-		hd.SubY = 2
-	case C.TJSAMP_411:
-		hd.SubX = 4
-	case C.TJSAMP_GRAY:
-		hd.Grey = true
+	hd := Header{Width: int(r.w), Height: int(r.h), SubX: 1, SubY: 1, Grey: r.comps == 1, maxH: int(r.maxh), maxV: int(r.maxv)}
+	if !hd.Grey {
+		hd.SubX, hd.SubY = int(r.maxh/r.hs[1]), int(r.maxv/r.vs[1])
 	}
 	return hd, nil
 }
@@ -107,53 +233,72 @@ func (d *Decoder) Header(data []byte) (Header, error) {
 // Scaled is the size of a side of n pixels decoded at scale num/8.
 func Scaled(n, num int) int { return (n*num + 7) / 8 }
 
-// DecodePlanes decodes data at scale num/8 (1 to 8) into planes: Y, and Cb
-// and Cr unless hd is grey, each plane[i] of stride strides[i] (at least
-// its PlaneSize width; Cb's and Cr's the same) and holding at least
-// PlaneSize's rows.
-func (d *Decoder) DecodePlanes(data []byte, hd Header, num int, planes [3][]byte, strides [3]int) error {
-	w, h := Scaled(hd.Width, num), Scaled(hd.Height, num)
+// Bound returns the stride and rows that each plane of an image of hd
+// decoded at scale num/8 needs: its whole iMCUs, which libjpeg writes
+// whole, at the scale.
+func Bound(hd Header, num int) (stride, rows int) {
+	cols := (hd.Width + 8*hd.maxH - 1) / (8 * hd.maxH)
+	iRows := (hd.Height + 8*hd.maxV - 1) / (8 * hd.maxV)
+	return cols * hd.maxH * num, iRows * hd.maxV * num
+}
+
+// Plane is one decoded plane's size, and the image pixels across and down
+// that one of its pixels covers.
+type Plane struct{ W, H, SubX, SubY int }
+
+// Decoded is what DecodePlanes decoded: the image's size at the scale and
+// its planes'.
+type Decoded struct {
+	W, H   int
+	Planes [3]Plane
+}
+
+// DecodePlanes decodes data at scale num/8 (1 to 8) into planes: Y, and
+// Cb and Cr unless hd is grey, each of Bound's stride and at least its
+// rows. It decodes whole iMCU rows until at least upto rows of the scaled
+// image are out and stops there, leaving the planes' rows below
+// unwritten; unless data does not end with an EOI marker, as a truncated
+// JPEG does not, which it decodes whole so that the truncation is found.
+// Data libjpeg finds corrupt or truncated is an error, as its fatal
+// errors are.
+func (d *Decoder) DecodePlanes(data []byte, hd Header, num int, planes [3][]byte, upto int) (Decoded, error) {
+	stride, rows := Bound(hd, num)
 	n := 3
 	if hd.Grey {
 		n = 1
 	}
 	var ptrs [3]*C.uchar
 	for i := range n {
-		pw, ph := PlaneSize(hd, num, i)
-		if strides[i] < pw || len(planes[i]) < strides[i]*(ph-1)+pw || (i == 2 && strides[2] != strides[1]) {
-			return fmt.Errorf("turbojpeg: plane %d of %d bytes, stride %d, cannot hold %d x %d", i, len(planes[i]), strides[i], pw, ph)
+		if len(planes[i]) < stride*rows {
+			return Decoded{}, fmt.Errorf("turbojpeg: plane %d of %d bytes cannot hold %d rows of %d", i, len(planes[i]), rows, stride)
 		}
 		ptrs[i] = (*C.uchar)(unsafe.Pointer(&planes[i][0]))
 	}
 	if len(data) == 0 {
-		return errors.New("jpeg: decode: no data")
+		return Decoded{}, errors.New("jpeg: decode: no data")
 	}
-	if d.h.t == nil {
-		return errors.New("turbojpeg: no decompressor (tjInitDecompress failed)")
+	whole := C.int(0)
+	if len(data) < 2 || data[len(data)-2] != 0xff || data[len(data)-1] != 0xd9 {
+		whole = 1
 	}
-	if C.lgDecodePlanes(d.h.t, (*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)),
-		ptrs[0], ptrs[1], ptrs[2], C.int(strides[0]), C.int(strides[1]), C.int(w), C.int(h)) != 0 {
-		return d.fail("decode")
+	r := C.lgDecode(d.h.p, (*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)), C.int(num),
+		ptrs[0], ptrs[1], ptrs[2], C.int(stride), C.int(rows), C.int(upto), whole)
+	switch r.rc {
+	case -1:
+		return Decoded{}, d.fail("decode")
+	case -2:
+		return Decoded{}, fmt.Errorf("jpeg: decode: planes of %d rows of %d bytes cannot hold the image's blocks", rows, stride)
+	case -3:
+		return Decoded{}, errors.New("jpeg: decode: a component's sampling factor does not divide the largest (not supported)")
 	}
-	return nil
+	out := Decoded{W: int(r.w), H: int(r.h)}
+	for i := range n {
+		out.Planes[i] = Plane{W: int(r.pw[i]), H: int(r.ph[i]), SubX: int(r.subx[i]), SubY: int(r.suby[i])}
+	}
+	return out, nil
 }
 
-// PlaneSize returns the width and height of plane i (0: Y) of an image of
-// hd decoded at scale num/8, as libjpeg-turbo lays it out (tjPlaneWidth
-// and tjPlaneHeight: padded to whole chroma samples, the luma plane too).
-func PlaneSize(hd Header, num, i int) (w, h int) {
-	sw, sh := C.int(Scaled(hd.Width, num)), C.int(Scaled(hd.Height, num))
-	return int(C.tjPlaneWidth(C.int(i), sw, hd.subsamp)), int(C.tjPlaneHeight(C.int(i), sh, hd.subsamp))
-}
-
-// fail returns the decompressor's error and replaces it with a new one:
-// after a failed call, TurboJPEG 2.1's decompressor is left inside the
-// header it failed on, and the next tjDecompressHeader3 returns success
-// without filling in the size (TestAfterError), which made the next
-// image's planes garbage or corrupted memory.
+// fail returns the decompressor's error (or first warning) as an error.
 func (d *Decoder) fail(what string) error {
-	err := fmt.Errorf("jpeg: %s: %s", what, C.GoString(C.tjGetErrorStr2(d.h.t)))
-	C.tjDestroy(d.h.t)
-	d.h.t = C.tjInitDecompress()
-	return err
+	return fmt.Errorf("jpeg: %s: %s", what, C.GoString(&d.h.p.e.msg[0]))
 }

@@ -42,9 +42,22 @@ func photo(t *testing.T, w, h int, grey bool) ([]byte, image.Image) {
 	return buf.Bytes(), dec
 }
 
-// TestDecodePlanes: the header's size and subsampling, and the luma plane
-// at full scale within 2 of image/jpeg's, for colour and grey JPEGs of
-// sizes that are and are not whole MCUs.
+// decodeAll decodes data whole at scale 8/8 into new planes, returning
+// them, their stride and what DecodePlanes said.
+func decodeAll(t *testing.T, d *Decoder, data []byte, hd Header, upto int) ([3][]byte, int, Decoded, error) {
+	t.Helper()
+	stride, rows := Bound(hd, 8)
+	var planes [3][]byte
+	for i := range planes {
+		planes[i] = bytes.Repeat([]byte{0xa5}, stride*rows)
+	}
+	out, err := d.DecodePlanes(data, hd, 8, planes, upto)
+	return planes, stride, out, err
+}
+
+// TestDecodePlanes: the header's size and subsampling, the planes' sizes
+// and sampling, and the luma plane at full scale within 2 of image/jpeg's,
+// for colour and grey JPEGs of sizes that are and are not whole MCUs.
 func TestDecodePlanes(t *testing.T) {
 	for _, tc := range []struct {
 		w, h int
@@ -62,14 +75,17 @@ func TestDecodePlanes(t *testing.T) {
 		if hd.Width != tc.w || hd.Height != tc.h || hd.Grey != tc.grey || (!tc.grey && (hd.SubX != 2 || hd.SubY != 2)) {
 			t.Fatalf("%dx%d: header %+v", tc.w, tc.h, hd)
 		}
-		var planes [3][]byte
-		var strides [3]int
-		for i := range 3 {
-			w, h := PlaneSize(hd, 8, i)
-			planes[i], strides[i] = make([]byte, w*h), w
-		}
-		if err := d.DecodePlanes(data, hd, 8, planes, strides); err != nil {
+		planes, stride, out, err := decodeAll(t, d, data, hd, tc.h)
+		if err != nil {
 			t.Fatal(err)
+		}
+		want := Decoded{W: tc.w, H: tc.h, Planes: [3]Plane{{tc.w, tc.h, 1, 1}}}
+		if !tc.grey {
+			cw, ch := (tc.w+1)/2, (tc.h+1)/2
+			want.Planes[1], want.Planes[2] = Plane{cw, ch, 2, 2}, Plane{cw, ch, 2, 2}
+		}
+		if out != want {
+			t.Fatalf("%dx%d: decoded %+v, want %+v", tc.w, tc.h, out, want)
 		}
 		for y := range tc.h {
 			for x := range tc.w {
@@ -80,11 +96,47 @@ func TestDecodePlanes(t *testing.T) {
 				case *image.Gray:
 					want = m.Pix[m.PixOffset(x, y)]
 				}
-				if got := planes[0][y*strides[0]+x]; got+2 < want || want+2 < got {
+				if got := planes[0][y*stride+x]; got+2 < want || want+2 < got {
 					t.Fatalf("%dx%d: luma at (%d, %d) = %d, image/jpeg's %d", tc.w, tc.h, x, y, got, want)
 				}
 			}
 		}
+	}
+}
+
+// TestStopsAtRow: asked for the first rows, the decoder writes the iMCU
+// rows that hold them, as a whole decode does, and none below; a JPEG
+// that does not end with its EOI marker is decoded whole, so that its
+// truncation is an error, however few rows are asked for.
+func TestStopsAtRow(t *testing.T) {
+	data, _ := photo(t, 64, 48, false) // 4:2:0: iMCU rows of 16 luma and 8 chroma rows
+	d, err := NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hd, err := d.Header(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, stride, _, err := decodeAll(t, d, data, hd, 48)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, _, _, err := decodeAll(t, d, data, hd, 17)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rows := range []int{32, 16, 16} {
+		if !bytes.Equal(part[i][:rows*stride], whole[i][:rows*stride]) {
+			t.Errorf("plane %d: the first %d rows differ from a whole decode's", i, rows)
+		}
+		if rest := part[i][rows*stride:]; !bytes.Equal(rest, bytes.Repeat([]byte{0xa5}, len(rest))) {
+			t.Errorf("plane %d: rows past %d were written", i, rows)
+		}
+	}
+	cut := data[:len(data)-200]
+	if _, _, _, err := decodeAll(t, d, cut, hd, 1); err == nil {
+		t.Error("a JPEG cut before its end decoded, asked for its first row")
 	}
 }
 
@@ -103,25 +155,19 @@ func TestErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var planes [3][]byte
-	var strides [3]int
-	for i := range 3 {
-		w, h := PlaneSize(hd, 8, i)
-		planes[i], strides[i] = make([]byte, w*h), w
-	}
-	if err := d.DecodePlanes(data[:len(data)/2], hd, 8, planes, strides); err == nil {
+	if _, _, _, err := decodeAll(t, d, data[:len(data)/2], hd, 48); err == nil {
 		t.Error("a truncated JPEG decoded")
 	}
-	strides[0]--
-	if err := d.DecodePlanes(data, hd, 8, planes, strides); err == nil {
-		t.Error("a plane of too small a stride was accepted")
+	stride, rows := Bound(hd, 8)
+	small := [3][]byte{make([]byte, stride*rows-1), make([]byte, stride*rows), make([]byte, stride*rows)}
+	if _, err := d.DecodePlanes(data, hd, 8, small, 48); err == nil {
+		t.Error("a plane too small was accepted")
 	}
 }
 
 // TestAfterError: after a JPEG whose header fails (cut before its SOS),
-// the same decoder reads the next good JPEG's header and planes as a new
-// decoder does. TurboJPEG 2.1 left the failed header's state behind and
-// answered the next header with success and no size.
+// and one whose data fails, the same decoder reads the next good JPEG's
+// header and planes as a new decoder does.
 func TestAfterError(t *testing.T) {
 	good, _ := photo(t, 40, 30, false)
 	bad := append([]byte(nil), good...)
@@ -135,10 +181,8 @@ func TestAfterError(t *testing.T) {
 		if err != nil || hd.Width != 40 || hd.Height != 30 {
 			t.Fatalf("header after an error: %+v, %v", hd, err)
 		}
-		w, h := PlaneSize(hd, 8, 0)
-		cw, ch := PlaneSize(hd, 8, 1)
-		planes := [3][]byte{make([]byte, w*h), make([]byte, cw*ch), make([]byte, cw*ch)}
-		if err := d.DecodePlanes(good, hd, 8, planes, [3]int{w, cw, cw}); err != nil {
+		planes, _, _, err := decodeAll(t, d, good, hd, 30)
+		if err != nil {
 			t.Fatal(err)
 		}
 		return planes[0]
@@ -154,6 +198,13 @@ func TestAfterError(t *testing.T) {
 		}
 		if got := decode(d); !bytes.Equal(got, want) {
 			t.Fatal("the luma after an error differs from a new decoder's")
+		}
+		hd, _ := d.Header(good)
+		if _, _, _, err := decodeAll(t, d, good[:len(good)*3/4], hd, 30); err == nil {
+			t.Fatal("a JPEG cut in its data decoded")
+		}
+		if got := decode(d); !bytes.Equal(got, want) {
+			t.Fatal("the luma after a failed decode differs from a new decoder's")
 		}
 	}
 }
