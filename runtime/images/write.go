@@ -14,7 +14,21 @@ type Output struct {
 	W, H, C int
 	Float   bool            // float32, else uint8
 	lut     [3][256]float32 // a float key's value of each byte, per channel
+	// wide is lut indexed by a YCbCr conversion's unclamped sum (in
+	// 16.16, shifted) plus wideZero: the clamp to 0..255 folded into
+	// the look-up. Only float keys of 3 channels have it.
+	wide *[3][1024]float32
 }
+
+// The fixed point of image/color's YCbCrToRGB, in 16.16: R = Y + crToR *
+// (Cr-128), G = Y - cbToG * (Cb-128) - crToG * (Cr-128), B = Y + cbToB *
+// (Cb-128), clamped to 0..255.
+const (
+	crToR, cbToG, crToG, cbToB = 91881, 22554, 46802, 116130
+	// wideZero is where 0 sits in the wide tables: a sum's integer part
+	// lies in -227 .. 480 (B at Y 0, Cb 0 and at Y 255, Cb 255).
+	wideZero = 256
+)
 
 // NewOutput returns the output of an image key of h x w pixels and c
 // channels (1 or 3), float32 (else uint8), with transform t.
@@ -30,6 +44,14 @@ func NewOutput(t *Transform, h, w, c int, float bool) *Output {
 			// Normalize's float32 subtraction and division.
 			x := float32(v) / 255
 			o.lut[ch][v] = (x - float32(mean)) / float32(std)
+		}
+	}
+	if float && c == 3 {
+		o.wide = new([3][1024]float32)
+		for ch := range 3 {
+			for i := range o.wide[ch] {
+				o.wide[ch][i] = o.lut[ch][min(max(i-wideZero, 0), 255)]
+			}
 		}
 	}
 	return o
@@ -81,6 +103,10 @@ func (o *Output) write(s *Scratch, dst []byte, m Colour, n int, flip bool) {
 		for p := range n {
 			rows[p] = s.out[p][y*w:][:w]
 		}
+		if n == 3 && m == YCbCr && o.wide != nil {
+			o.storeYCbCr(f32, y, rows, flip)
+			continue
+		}
 		if n == 3 && m == YCbCr {
 			ycbcrToRGB(rows[0], rows[1], rows[2])
 		}
@@ -131,6 +157,32 @@ func (o *Output) write(s *Scratch, dst []byte, m Colour, n int, flip bool) {
 	}
 }
 
+// storeYCbCr writes output row y of a float key of 3 channels from its Y,
+// Cb and Cr rows: converted to RGB as ycbcrToRGB does, clamped and
+// normalised by one look-up in the wide tables per channel, mirrored when
+// flip is set.
+func (o *Output) storeYCbCr(f32 []float32, y int, rows [3][]uint8, flip bool) {
+	w, h := o.W, o.H
+	lum := rows[0][:w]
+	cb, cr := rows[1][:w], rows[2][:w]
+	t := o.wide
+	at, step, ch := y*w, 1, h*w // CHW: pixel x of channel c at at + x*step + c*ch
+	if o.T.Layout == HWC {
+		at, step, ch = y*w*3, 3, 1
+	}
+	if flip {
+		at, step = at+(w-1)*step, -step
+	}
+	for x, v := range lum {
+		yy := int32(v)*0x10101 + wideZero<<16
+		b1, r1 := int32(cb[x])-128, int32(cr[x])-128
+		f32[at] = t[0][uint32(yy+crToR*r1)>>16&1023]
+		f32[at+ch] = t[1][uint32(yy-cbToG*b1-crToG*r1)>>16&1023]
+		f32[at+2*ch] = t[2][uint32(yy+cbToB*b1)>>16&1023]
+		at += step
+	}
+}
+
 // ycbcrToRGB converts JPEG's Y, Cb and Cr planes to red, green and blue
 // in place, as image/color's YCbCrToRGB does (the fixed point and
 // clamping are its own).
@@ -139,9 +191,9 @@ func ycbcrToRGB(y, cb, cr []uint8) {
 	for i, v := range y {
 		yy := int32(v) * 0x10101
 		b1, r1 := int32(cb[i])-128, int32(cr[i])-128
-		y[i] = clamp16(yy + 91881*r1)
-		cb[i] = clamp16(yy - 22554*b1 - 46802*r1)
-		cr[i] = clamp16(yy + 116130*b1)
+		y[i] = clamp16(yy + crToR*r1)
+		cb[i] = clamp16(yy - cbToG*b1 - crToG*r1)
+		cr[i] = clamp16(yy + cbToB*b1)
 	}
 }
 
