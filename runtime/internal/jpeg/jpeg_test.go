@@ -119,8 +119,35 @@ func TestWindowSkips(t *testing.T) {
 	}
 }
 
-// TestErrors: a truncated image is an error even below the window (every
-// block is Huffman-decoded), a JPEG without Huffman tables is one even
+// TestStopsBelowWindow: a JPEG that ends with its EOI marker is decoded
+// down to the MCU row holding the window's last row and no further, so
+// that data cut below it (an EOI put back) decodes the window as the whole
+// JPEG does, while the whole image of that data is an error.
+func TestStopsBelowWindow(t *testing.T) {
+	data := fixtures(t)["go420"] // sequential 4:2:0, 75 x 43: three MCU rows of 16 pixels
+	var dec Decoder
+	whole := func(w, h int) image.Rectangle { return image.Rect(0, 0, w, h) }
+	top := func(w, h int) image.Rectangle { return image.Rect(0, 0, w, 10) }
+	m, err := dec.Decode(data, whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Clone(m.Planes[0][:16*m.Strides[0]])
+	cut := append(bytes.Clone(data[:len(data)*2/3]), 0xff, 0xd9)
+	if _, err := dec.Decode(cut, whole); err == nil {
+		t.Fatal("the cut JPEG decoded whole")
+	}
+	m, err = dec.Decode(cut, top)
+	if err != nil {
+		t.Fatalf("the cut JPEG's top rows: %v", err)
+	}
+	if got := m.Planes[0][:16*m.Strides[0]]; !bytes.Equal(got, want) {
+		t.Error("the top MCU rows of the cut JPEG differ from the whole JPEG's")
+	}
+}
+
+// TestErrors: a truncated image is an error even below the window (it
+// does not end with an EOI marker, so it is read to its end), a JPEG without Huffman tables is one even
 // after an image that had them, and CMYK is refused.
 func TestErrors(t *testing.T) {
 	data := fixtures(t)["go420"]

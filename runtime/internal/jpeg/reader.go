@@ -129,6 +129,10 @@ type decoder struct {
 	window image.Rectangle
 	// windowFor chooses the window once the image's size is known.
 	windowFor func(w, h int) image.Rectangle
+	// mayStop says the data ends with an EOI marker, as a truncated JPEG
+	// does not: a sequential scan of every component may then stop at
+	// the first MCU row below the window, and stopped says it did.
+	mayStop, stopped bool
 
 	ri    int // Restart Interval.
 	nComp int
@@ -611,6 +615,9 @@ func (d *decoder) decode(r io.Reader) error {
 		if err != nil {
 			return err
 		}
+		if d.stopped {
+			break
+		}
 	}
 
 	if d.progressive {
@@ -659,10 +666,14 @@ type Image struct {
 
 // Decode decodes data. window is called once the image's size is known and
 // returns the rectangle of pixels the caller will read: only blocks that
-// meet it are reconstructed.
+// meet it are reconstructed, and a sequential JPEG that ends with its EOI
+// marker is decoded no further than the MCU row holding the window's last
+// row (one that does not, as a truncated one does not, is read to its end,
+// so that the truncation is an error).
 func (dd *Decoder) Decode(data []byte, window func(w, h int) image.Rectangle) (Image, error) {
 	d := &dd.d
 	d.reset(window)
+	d.mayStop = len(data) >= 2 && data[len(data)-2] == 0xff && data[len(data)-1] == eoiMarker
 	dd.src.Reset(data)
 	if err := d.decode(&dd.src); err != nil {
 		return Image{}, err

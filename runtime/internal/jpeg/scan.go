@@ -141,6 +141,10 @@ func (d *decoder) processSOS(n int) error {
 		blockCount int
 	)
 	for my := 0; my < myy; my++ {
+		if d.mayStop && !d.progressive && nComp == d.nComp && my*8*v0 >= d.window.Max.Y {
+			d.stopped = true // the rows below the window are not needed
+			return nil
+		}
 		for mx := 0; mx < mxx; mx++ {
 			for i := 0; i < nComp; i++ {
 				compIndex := scan[i].compIndex
