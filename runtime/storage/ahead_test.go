@@ -225,6 +225,39 @@ func TestDiskCache(t *testing.T) {
 	}
 }
 
+// TestDiskCacheStaleTemps: opening a cache removes the temporary files
+// that crashed processes left (unmodified for longer than staleTemp), and
+// keeps those that may still be written, and every other file.
+func TestDiskCacheStaleTemps(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-staleTemp - time.Minute)
+	files := map[string]bool{ // name -> kept
+		"put-123": false, "fetch-456": false, // crashed writers'
+		"put-789": true, "fetch-012": true, // recent: maybe being written
+		"notes.txt": true, // not the cache's
+	}
+	for name, kept := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if !kept || name == "notes.txt" {
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := openDiskCache(dir, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	for name, kept := range files {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if exists := err == nil; exists != kept {
+			t.Errorf("%s: exists %v, want %v", name, exists, kept)
+		}
+	}
+}
+
 // TestAheadBound: objects that come larger than their hints' estimate
 // are counted at their size as soon as it is known, before their bodies
 // are read (through the disk cache too); one that the bound then has no

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -130,15 +131,34 @@ func openDiskCache(dir string, bound int64) (*diskCache, error) {
 	}
 	dc := &diskCache{dir: dir, bound: bound, sizes: map[string]int64{}}
 	for _, e := range entries {
-		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && len(e.Name()) == 64 {
+		info, err := e.Info()
+		switch {
+		case err != nil || !info.Mode().IsRegular():
+		case len(e.Name()) == 64:
 			dc.sizes[e.Name()] = info.Size()
 			dc.used += info.Size()
+		case isTemp(e.Name()) && time.Since(info.ModTime()) > staleTemp:
+			os.Remove(filepath.Join(dir, e.Name())) // a crashed process's; a failure leaves it for the next
 		}
 	}
 	dc.mu.Lock()
 	dc.evict()
 	dc.mu.Unlock()
 	return dc, nil
+}
+
+// staleTemp is how long a temporary file of the cache's directory (an
+// entry being written, a fetch being downloaded) goes unmodified before
+// the next process to open the cache removes it as a crashed process's.
+// A live writer modifies its file as it writes; a fetched file that a
+// reader uses without adopting it (larger than the cache) stays readable
+// through the reader's open file once removed.
+const staleTemp = 24 * time.Hour
+
+// isTemp reports whether name is one of the temporary files that put and
+// Fetch write in the cache's directory before renaming them to entries.
+func isTemp(name string) bool {
+	return strings.HasPrefix(name, "put-") || strings.HasPrefix(name, "fetch-")
 }
 
 // key names the entry of object u's bytes [off, off+n), or of the whole
