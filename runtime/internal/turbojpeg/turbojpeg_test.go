@@ -42,6 +42,20 @@ func photo(t *testing.T, w, h int, grey bool) ([]byte, image.Image) {
 	return buf.Bytes(), dec
 }
 
+// header returns a new decoder and data's header.
+func header(t *testing.T, data []byte) (*Decoder, Header) {
+	t.Helper()
+	d, err := NewDecoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hd, err := d.Header(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, hd
+}
+
 // decodeAll decodes data whole at scale 8/8 into new planes, returning
 // them, their stride and what DecodePlanes said.
 func decodeAll(t *testing.T, d *Decoder, data []byte, hd Header, upto int) ([3][]byte, int, Decoded, error) {
@@ -64,14 +78,7 @@ func TestDecodePlanes(t *testing.T) {
 		grey bool
 	}{{64, 48, false}, {75, 33, false}, {40, 17, true}} {
 		data, ref := photo(t, tc.w, tc.h, tc.grey)
-		d, err := NewDecoder()
-		if err != nil {
-			t.Fatal(err)
-		}
-		hd, err := d.Header(data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		d, hd := header(t, data)
 		if hd.Width != tc.w || hd.Height != tc.h || hd.Grey != tc.grey || (!tc.grey && (hd.SubX != 2 || hd.SubY != 2)) {
 			t.Fatalf("%dx%d: header %+v", tc.w, tc.h, hd)
 		}
@@ -110,14 +117,7 @@ func TestDecodePlanes(t *testing.T) {
 // truncation is an error, however few rows are asked for.
 func TestStopsAtRow(t *testing.T) {
 	data, _ := photo(t, 64, 48, false) // 4:2:0: iMCU rows of 16 luma and 8 chroma rows
-	d, err := NewDecoder()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hd, err := d.Header(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, hd := header(t, data)
 	whole, stride, _, err := decodeAll(t, d, data, hd, 48)
 	if err != nil {
 		t.Fatal(err)
