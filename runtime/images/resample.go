@@ -129,7 +129,10 @@ func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float
 	}
 	words := (outW + lanes - 1) / lanes
 	groups := (last - first + lanes - 1) / lanes
-	s.tmp = grow(s.tmp, groups*lanes*words)
+	// Sized for the plane's height and width, whatever the crop's: the
+	// first image of a dataset's size grows them once and for all.
+	s.tmp = grow(s.tmp, max(groups*lanes, p.H+lanes)*words)[:groups*lanes*words]
+	s.packed = grow(s.packed, p.W)
 	s.cols = grow(s.cols, words*lanes)
 	clear(s.cols[outW:]) // the last word's lanes past the row's end
 	for g := range groups {
@@ -150,7 +153,7 @@ func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float
 // horizontal resamples the four plane rows ys (a row may repeat, past
 // the region's end) along s.h into s.cols, a word per output column.
 func (s *resampler) horizontal(p *Plane, x0, x1 int, ys [lanes]int) {
-	in := s.packed[:0]
+	in := s.packed[:0] // as long as the plane is wide: no append allocates
 	r0, r1 := p.Pix[ys[0]*p.Stride:][x0:x1], p.Pix[ys[1]*p.Stride:][x0:x1]
 	r2, r3 := p.Pix[ys[2]*p.Stride:][x0:x1], p.Pix[ys[3]*p.Stride:][x0:x1]
 	r1, r2, r3 = r1[:len(r0)], r2[:len(r0)], r3[:len(r0)]
