@@ -14,7 +14,8 @@ build:
 # The fuzz targets of make test (short runs) and make fuzz, as "package target".
 FUZZ_TARGETS = ./schema:FuzzParse ./gen:FuzzGenerate ./runtime/zarr/blosc:FuzzDecode \
 	./runtime/zarr/blosc:FuzzEncode ./runtime/zarr:FuzzV2Metadata ./runtime/zarr:FuzzV3Metadata \
-	./runtime/zarr:FuzzMultiscale ./runtime/zarr:FuzzReadLayout ./runtime/internal/jpeg:FuzzDecode
+	./runtime/zarr:FuzzMultiscale ./runtime/zarr:FuzzReadLayout ./runtime/internal/jpeg:FuzzDecode \
+	./runtime/internal/png:FuzzDecode
 
 ## test: format, vet (also with CGO_ENABLED=0), race-enabled tests (goldens included, zstd through libzstd), the zarr reader's pure-Go build (-tags purego), the image loader's steady-state allocation test (without -race) and its decoder through libjpeg-turbo (-tags turbojpeg), stale-output check, the README's install commands run from a clone (.ci/readme-install), short fuzz runs, the demo's and the GoMLX modules, and the cuda-tagged tests on the emulated driver
 test: fmt-check demo-test gomlx-test

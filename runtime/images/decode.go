@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"image"
-	"image/color"
 	"image/jpeg"
-	"image/png"
+	stdpng "image/png"
+
+	"github.com/loadergen/loadergen/runtime/internal/png"
 )
 
 // Plane is one channel of an image: pixel (x, y) at Pix[y*Stride+x], for a
@@ -58,7 +59,7 @@ var ErrFormat = errors.New("not a JPEG or PNG image")
 type Scratch struct {
 	reader  bytes.Reader
 	rs      resampler
-	planes  [3][]uint8 // a PNG's pixels as planes
+	png     png.Decoder
 	out     [3][]uint8 // resampled planes, key size
 	cols    []int      // nearest's column table
 	jpeg    jpegState  // the JPEG decoder's own state (decode_*.go)
@@ -102,7 +103,7 @@ func Size(data []byte) (w, h int, err error) {
 	case isJPEG(data):
 		c, err = jpeg.DecodeConfig(bytes.NewReader(data))
 	case isPNG(data):
-		c, err = png.DecodeConfig(bytes.NewReader(data))
+		c, err = stdpng.DecodeConfig(bytes.NewReader(data))
 	default:
 		err = ErrFormat
 	}
@@ -118,100 +119,25 @@ func (s *Scratch) DecodeMask(data []byte) (*Decoded, error) {
 	return s.decodePNG(data, true)
 }
 
-// decodePNG decodes a PNG into the scratch's planes: grey, palette indices
-// (mask) or RGB, alpha dropped as PIL's convert("RGB") drops it. 16-bit
-// images are refused, and so are colour images for a mask.
+// decodePNG decodes a PNG into the decoder's planes (runtime/internal/png):
+// grey, palette indices (mask) or RGB, alpha dropped as PIL's
+// convert("RGB") drops it. 16-bit images are refused, and so are colour
+// images for a mask.
 func (s *Scratch) decodePNG(data []byte, mask bool) (*Decoded, error) {
 	if !isPNG(data) {
 		return nil, ErrFormat
 	}
-	s.reader.Reset(data)
-	img, err := png.Decode(&s.reader)
+	m, err := s.png.Decode(data, mask)
 	if err != nil {
 		return nil, fmt.Errorf("png: %w", err)
 	}
-	b := img.Bounds()
-	w, h := b.Dx(), b.Dy()
+	if mask && m.Colour == png.RGB {
+		return nil, errors.New("a mask is a PNG of one channel (grey or a palette), this one has colour")
+	}
 	d := &s.decoded
-	*d = Decoded{W: w, H: h}
-	switch m := img.(type) {
-	case *image.Gray:
-		d.Colour = Grey
-		d.Planes[0] = Plane{Pix: m.Pix, Stride: m.Stride, W: w, H: h, SubX: 1, SubY: 1}
-		return d, nil
-	case *image.Paletted:
-		if mask {
-			d.Colour = Index
-			d.Planes[0] = Plane{Pix: m.Pix, Stride: m.Stride, W: w, H: h, SubX: 1, SubY: 1}
-			return d, nil
-		}
-		var lut [256][3]uint8
-		for i, c := range m.Palette {
-			r, g, b := nrgb(c)
-			lut[i] = [3]uint8{r, g, b}
-		}
-		s.deinterleave(d, w, h, func(y int, planes [3][]uint8) {
-			row := m.Pix[y*m.Stride:][:w]
-			for x, i := range row {
-				planes[0][x], planes[1][x], planes[2][x] = lut[i][0], lut[i][1], lut[i][2]
-			}
-		})
-		return d, nil
-	case *image.RGBA, *image.NRGBA:
-		if mask {
-			return nil, errors.New("a mask is a PNG of one channel (grey or a palette), this one has colour")
-		}
-		pix, stride := pixels(m)
-		s.deinterleave(d, w, h, func(y int, planes [3][]uint8) {
-			row := pix[y*stride:][:4*w]
-			for x := range w {
-				planes[0][x], planes[1][x], planes[2][x] = row[4*x], row[4*x+1], row[4*x+2]
-			}
-		})
-		return d, nil
-	case *image.Gray16, *image.RGBA64, *image.NRGBA64:
-		return nil, errors.New("png: 16-bit images are not supported (8 bits per channel or fewer)")
+	*d = Decoded{W: m.Width, H: m.Height, Colour: [...]Colour{png.Grey: Grey, png.RGB: RGB, png.Index: Index}[m.Colour]}
+	for p := range d.planes() {
+		d.Planes[p] = Plane{Pix: m.Planes[p], Stride: m.Width, W: m.Width, H: m.Height, SubX: 1, SubY: 1}
 	}
-	return nil, fmt.Errorf("png: unsupported pixel format %T", img)
-}
-
-// pixels returns the interleaved 8-bit RGBA pixels of m, which is an
-// *image.RGBA (opaque: what png decodes RGB into) or an *image.NRGBA.
-func pixels(m image.Image) ([]uint8, int) {
-	if m, ok := m.(*image.RGBA); ok {
-		return m.Pix, m.Stride
-	}
-	n := m.(*image.NRGBA)
-	return n.Pix, n.Stride
-}
-
-// nrgb returns a palette entry's red, green and blue as stored, without
-// alpha, as PIL's convert("RGB") keeps them: png gives color.RGBA for
-// opaque entries and color.NRGBA with a tRNS chunk.
-func nrgb(c color.Color) (r, g, b uint8) {
-	switch c := c.(type) {
-	case color.RGBA:
-		return c.R, c.G, c.B
-	case color.NRGBA:
-		return c.R, c.G, c.B
-	}
-	n := color.NRGBAModel.Convert(c).(color.NRGBA)
-	return n.R, n.G, n.B
-}
-
-// deinterleave fills the scratch's RGB planes of w x h pixels row by row
-// with fill, and points d's planes at them.
-func (s *Scratch) deinterleave(d *Decoded, w, h int, fill func(y int, planes [3][]uint8)) {
-	d.Colour = RGB
-	var rows [3][]uint8
-	for c := range 3 {
-		s.planes[c] = grow(s.planes[c], w*h)
-		d.Planes[c] = Plane{Pix: s.planes[c], Stride: w, W: w, H: h, SubX: 1, SubY: 1}
-	}
-	for y := range h {
-		for c := range 3 {
-			rows[c] = s.planes[c][y*w:][:w]
-		}
-		fill(y, rows)
-	}
+	return d, nil
 }

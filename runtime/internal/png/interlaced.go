@@ -1,0 +1,84 @@
+package png
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	stdpng "image/png"
+)
+
+// decodeInterlaced decodes an interlaced (Adam7) image with image/png,
+// which allocates the image and its passes, and copies its pixels into
+// the planes. The header is read: the image has 8 bits per channel or
+// fewer.
+func (d *Decoder) decodeInterlaced(indices bool) (Image, error) {
+	img, err := stdpng.Decode(bytes.NewReader(d.src))
+	if err != nil {
+		return Image{}, fmt.Errorf("interlaced image: %w", err)
+	}
+	d.stage = stIEND // image/png has read the rest
+	var pix []byte
+	var stride, size int // bytes per row and per pixel
+	switch c := img.(type) {
+	case *image.Gray:
+		pix, stride, size = c.Pix, c.Stride, 1
+	case *image.Paletted:
+		pix, stride, size = c.Pix, c.Stride, 1
+		for i, e := range c.Palette {
+			d.palette[i] = rgb(e)
+		}
+	case *image.RGBA: // opaque RGB
+		pix, stride, size = c.Pix, c.Stride, 4
+	case *image.NRGBA: // grey or RGB with alpha, or with tRNS
+		pix, stride, size = c.Pix, c.Stride, 4
+	default:
+		return Image{}, UnsupportedError(fmt.Sprintf("interlaced image decoded as %T", img))
+	}
+	m := d.image(indices)
+	colours := d.ct == ctPalette && !indices
+	if colours {
+		d.row = grow(d.row, d.w)
+	}
+	for y := range d.h {
+		row := pix[y*stride:][:size*d.w]
+		switch {
+		case colours:
+			copy(d.row, row)
+			d.colours(m, y)
+		case size == 1:
+			copy(m.Planes[0][y*d.w:], row)
+		default:
+			d.storeRGBA(m, y, row)
+		}
+	}
+	return m, nil
+}
+
+// storeRGBA writes row y of interleaved 8-bit RGBA pixels, alpha dropped,
+// into m's planes: the red of each for grey.
+func (d *Decoder) storeRGBA(m Image, y int, row []byte) {
+	w := d.w
+	px := m.Planes[0][y*w:][:w]
+	if m.Colour == Grey {
+		for x := range px {
+			px[x] = row[4*x]
+		}
+		return
+	}
+	g, b := m.Planes[1][y*w:][:w], m.Planes[2][y*w:][:w]
+	for x := range px {
+		px[x], g[x], b[x] = row[4*x], row[4*x+1], row[4*x+2]
+	}
+}
+
+// rgb is a palette entry's red, green and blue as stored, without alpha:
+// image/png gives color.RGBA for opaque entries and color.NRGBA for those
+// of a tRNS chunk.
+func rgb(c color.Color) [3]uint8 {
+	if n, ok := c.(color.NRGBA); ok {
+		return [3]uint8{n.R, n.G, n.B}
+	}
+	r := c.(color.RGBA)
+	return [3]uint8{r.R, r.G, r.B}
+}
