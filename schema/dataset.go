@@ -112,7 +112,7 @@ type Key struct {
 	Pad       float64           // a ragged key's value for the rows past a sample's own (NaN for nan)
 	Offsets   string            // a ragged file key's .npy of int64 row offsets (CSR, N+1 entries)
 	Overflow  runtime.Overflow  // what a ragged key does with a sample of more rows than Shape[0]
-	Member    string            // a record key's member: jpg, jpeg, png, cls, npy or NAME.npy (lower case)
+	Member    string            // a record key's member: jpg, jpeg, png, cls or npy, all but cls also as NAME.EXT (lower case)
 	Image     *images.Transform // an image key's layout, crop, flip and normalisation; nil for others
 	Geometry  string            // a mask key's image key, whose crop and flip it takes (nearest)
 	Priority  runtime.Priority  // stream priority from streams.priority

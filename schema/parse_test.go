@@ -341,6 +341,32 @@ targets:
 			},
 		},
 		{
+			name: "records_named_images",
+			schema: `version: 1
+package: stereo
+name: Stereo
+batch_size: 4
+records: {shards: "pairs-{0..1}.tar"}
+inputs:
+  left: {shape: [3, 16, 16], dtype: uint8, member: left.jpg, resize: {crop: center}}
+  right: {shape: [3, 16, 16], dtype: uint8, member: Right.JPEG, resize: {crop: center}}
+targets:
+  disparity: {shape: [16, 16], dtype: uint8, member: disparity.png, geometry: left}
+`,
+			want: &Dataset{
+				File: "records_named_images.yaml", Package: "stereo", Name: "Stereo", BatchSize: 4,
+				Records: &Records{Shards: "pairs-{0..1}.tar"},
+				Keys: []Key{
+					{Name: "left", GoName: "Left", Role: runtime.Input, Shape: []int{3, 16, 16}, DType: runtime.Uint8, Member: "left.jpg",
+						Image: &images.Transform{Crop: images.Center, Size: 16}, Pos: Pos{Line: 7, Col: 3}},
+					{Name: "right", GoName: "Right", Role: runtime.Input, Shape: []int{3, 16, 16}, DType: runtime.Uint8, Member: "right.jpeg",
+						Image: &images.Transform{Crop: images.Center, Size: 16}, Pos: Pos{Line: 8, Col: 3}},
+					{Name: "disparity", GoName: "Disparity", Role: runtime.Target, Shape: []int{16, 16}, DType: runtime.Uint8, Member: "disparity.png", Geometry: "left", Pos: Pos{Line: 10, Col: 3}},
+				},
+				Loader: defaultLoader, Streams: defaultStreams,
+			},
+		},
+		{
 			name: "records_folder",
 			schema: `version: 1
 package: imgs

@@ -33,8 +33,12 @@ const (
 	MemberJPEG = "jpeg"
 	MemberPNG  = "png"
 	MemberCls  = "cls" // a text integer, or a folder sample's class index
-	MemberNPY  = "npy" // an array, one sample as numpy.save writes it; also NAME.npy (records.ArrayMember)
+	MemberNPY  = "npy" // an array, one sample as numpy.save writes it
 )
+
+// Every member but cls may also be named NAME.EXT (left.jpg, depth.npy:
+// WebDataset's 000042.left.jpg), so that a sample holds several of one
+// kind (records.SplitMember).
 
 var memberNames = []string{MemberJPG, MemberJPEG, MemberPNG, MemberCls, MemberNPY}
 
@@ -71,12 +75,17 @@ func (p *parser) recordKey(kp string, f map[string]*yaml.Node, key *Key) error {
 		return err
 	}
 	key.Member = strings.ToLower(s)
+	name, ext, named := records.SplitMember(key.Member)
 	array := records.ArrayMember(key.Member)
 	switch {
-	case array && (strings.ContainsAny(s, `/\`) || hasControl(s)):
+	case named && (strings.ContainsAny(s, `/\`) || hasControl(s)):
 		return p.errorf(mn, path, "%s is not an extension: a member is named KEY.EXT, and EXT holds no slash or control character", quote(s))
-	case !array && !slices.Contains(memberNames, key.Member):
-		return p.errorf(mn, path, "unknown member %s%s", quote(s), hint(key.Member, memberNames))
+	case !slices.Contains(memberNames, ext):
+		return p.errorf(mn, path, "unknown member %s%s", quote(s), hint(ext, memberNames))
+	case named && name == "":
+		return p.errorf(mn, path, "member %s has an empty NAME: a member is EXT or NAME.EXT (%s or left.%s)", quote(s), ext, ext)
+	case named && ext == MemberCls:
+		return p.errorf(mn, path, "a cls member has no NAME. prefix (%s): NAME.EXT names images and arrays", quote(s))
 	case key.ClassAxis:
 		return p.errorf(mn, path, "a record key has no class axis, but classes gives this target one; set class_axis: false")
 	case key.Member == MemberCls:
@@ -389,6 +398,12 @@ func (p *parser) checkGeometry(k Key) error {
 	return nil
 }
 
+// namedMember reports whether member is named NAME.EXT.
+func namedMember(member string) bool {
+	_, _, named := records.SplitMember(member)
+	return named
+}
+
 // folderKeys checks that the keys suit class folders, whose sample is one
 // image file and its class: one image key, cls keys, no mask or array. n
 // is the folder field.
@@ -400,6 +415,8 @@ func (p *parser) folderKeys(n *yaml.Node) error {
 			return p.errorAt(k.Pos, "", "key %s is a mask, but a folder sample is one image file and its class; masks need shards:", quote(k.Name))
 		case records.ArrayMember(k.Member):
 			return p.errorAt(k.Pos, "", "key %s reads an array (member %s), but a folder sample is one image file and its class; arrays need shards:", quote(k.Name), quote(k.Member))
+		case namedMember(k.Member):
+			return p.errorAt(k.Pos, "", "key %s reads member %s, but a folder sample is one image file and its class, whose members have no names; NAME.EXT needs shards:", quote(k.Name), quote(k.Member))
 		case k.Image != nil:
 			count++
 		}

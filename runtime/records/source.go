@@ -30,7 +30,7 @@ type Spec struct {
 // Key is one key of a record sample.
 type Key struct {
 	Name   string
-	Member string // jpg, jpeg, png, cls, or an array's npy or NAME.npy (ArrayMember)
+	Member string // jpg, jpeg, png, cls or npy, the first, second, third and last also as NAME.EXT (SplitMember)
 	DType  runtime.DType
 	Shape  []int // the sample's shape: [C, H, W] or [H, W, C] (Image.Layout), [H, W] for a mask, [] for cls
 	// Image is an image key's transform; nil for masks and labels.
@@ -152,11 +152,25 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 	return s, nil
 }
 
+// SplitMember splits a key's member, named EXT or NAME.EXT (the part of
+// a WebDataset member's name after the sample key: 000042.jpg's jpg,
+// 000042.left.jpg's left.jpg), into its NAME ("" for none) and its
+// extension, what follows the last '.'. named reports a '.', so that
+// ".jpg" is named with an empty NAME.
+func SplitMember(member string) (name, ext string, named bool) {
+	i := strings.LastIndexByte(member, '.')
+	if i < 0 {
+		return "", member, false
+	}
+	return member[:i], member[i+1:], true
+}
+
 // ArrayMember reports whether a key's member is an array: a .npy file
-// holding one sample, named by extension npy or NAME.npy (000042.npy,
+// holding one sample, named npy or NAME.npy (000042.npy,
 // 000042.depth.npy).
 func ArrayMember(member string) bool {
-	return member == "npy" || strings.HasSuffix(member, ".npy") && len(member) > len(".npy")
+	name, ext, named := SplitMember(member)
+	return ext == "npy" && (!named || name != "")
 }
 
 // prepareKeys builds each key's output and finds each mask's image key.

@@ -366,3 +366,60 @@ func TestArrays(t *testing.T) {
 		})
 	}
 }
+
+// TestNamedImages: a sample holding two images and a mask under NAME.EXT
+// members (WebDataset's 000000.left.jpg, 000000.right.jpg,
+// 000000.disparity.png) gives each key its own member. left.jpg holds a
+// PNG (formats are told by their signatures), so its red is exact.
+func TestNamedImages(t *testing.T) {
+	solid := func(c color.RGBA) *image.RGBA {
+		img := image.NewRGBA(image.Rect(0, 0, 12, 10))
+		for i := 0; i < len(img.Pix); i += 4 {
+			img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = c.R, c.G, c.B, c.A
+		}
+		return img
+	}
+	red, blue := solid(color.RGBA{250, 0, 0, 255}), solid(color.RGBA{0, 0, 250, 255})
+	disparity := image.NewGray(red.Rect)
+	for i := range disparity.Pix {
+		disparity.Pix[i] = 9
+	}
+	var blueJPEG bytes.Buffer
+	if err := jpeg.Encode(&blueJPEG, blue, &jpeg.Options{Quality: 95}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var ms []member
+	for _, key := range []string{"000000", "000001"} {
+		ms = append(ms, member{key + ".left.jpg", testPNG(t, red)}, member{key + ".right.jpg", blueJPEG.Bytes()},
+			member{key + ".disparity.png", testPNG(t, disparity)}, member{key + ".jpg", testJPEG(t, 12, 10)})
+	}
+	writeShard(t, filepath.Join(dir, "p-0.tar"), ms)
+	centre := &images.Transform{Crop: images.Center, Size: 8}
+	sp := Spec{Shards: "p-0.tar", Keys: []Key{
+		{Name: "left", Member: "left.jpg", DType: runtime.Uint8, Shape: []int{3, 8, 8}, Image: centre},
+		{Name: "right", Member: "right.jpg", DType: runtime.Uint8, Shape: []int{3, 8, 8}, Image: centre},
+		{Name: "disparity", Member: "disparity.png", DType: runtime.Uint8, Shape: []int{8, 8}, Geometry: "left"},
+	}}
+	src, err := Open(sp, dir, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	left, right, disp := make([]byte, 3*8*8), make([]byte, 3*8*8), make([]byte, 8*8)
+	for i := range src.Len() {
+		if err := src.Read(rand.New(rand.NewPCG(1, uint64(i))), i, left, right, disp); err != nil {
+			t.Fatal(err)
+		}
+		// CHW: the red plane, then green and blue.
+		if left[0] != 250 || left[2*64] != 0 {
+			t.Errorf("sample %d: left's first pixel is (%d, _, %d), want the red PNG's (250, _, 0)", i, left[0], left[2*64])
+		}
+		if right[0] > 10 || right[2*64] < 240 {
+			t.Errorf("sample %d: right's first pixel is (%d, _, %d), want the blue JPEG's (~0, _, ~250)", i, right[0], right[2*64])
+		}
+		if !bytes.Equal(disp, bytes.Repeat([]byte{9}, 64)) {
+			t.Errorf("sample %d: disparity %v, want 9 everywhere", i, disp)
+		}
+	}
+}
