@@ -57,8 +57,10 @@ func (r *idat) Read(p []byte) (int, error) {
 
 // ReadByte reads the stream's next byte.
 func (r *idat) ReadByte() (byte, error) {
-	if err := r.more(); err != nil {
-		return 0, err
+	if len(r.rest) == 0 {
+		if err := r.more(); err != nil {
+			return 0, err
+		}
 	}
 	b := r.rest[0]
 	r.rest = r.rest[1:]
@@ -206,31 +208,39 @@ func unfilter(cur, prev []byte, step int) error {
 			c[i] += uint8((int(c[i-step]) + int(p[i])) / 2)
 		}
 	case 4: // Paeth
-		for i := range step {
-			c[i] += p[i] // left and upper left are 0, so the predictor is above
-		}
-		for i := step; i < len(c); i++ {
-			c[i] += paeth(c[i-step], p[i], p[i-step])
-		}
+		unpaeth(c, p, step)
 	default:
 		return fmt.Errorf("filter type %d (0 to 4)", cur[0])
 	}
 	return nil
 }
 
-// paeth is the Paeth predictor of a byte from its left (a), upper (b) and
-// upper-left (c) neighbours.
-func paeth(a, b, c uint8) uint8 {
-	pa, pb, pc := abs(int(b)-int(c)), abs(int(a)-int(c)), abs(int(a)+int(b)-2*int(c))
-	switch {
-	case pa <= pb && pa <= pc:
-		return a
-	case pb <= pc:
-		return b
+// unpaeth undoes the Paeth filter of row c given the row above, p: one
+// channel at a time, its left and upper-left neighbours kept in registers
+// (0 left of the first pixel).
+func unpaeth(c, p []byte, step int) {
+	for ch := range step {
+		a, ul := 0, 0
+		for i := ch; i < len(c); i += step {
+			b := int(p[i])
+			pa, pb := b-ul, a-ul // |p-a| and |p-b| before abs, p = a+b-ul
+			pc := abs(pa + pb)
+			pa, pb = abs(pa), abs(pb)
+			switch {
+			case pa <= pb && pa <= pc:
+			case pb <= pc:
+				a = b
+			default:
+				a = ul
+			}
+			a = (a + int(c[i])) & 0xff
+			c[i] = uint8(a)
+			ul = b
+		}
 	}
-	return c
 }
 
+// abs is |x|.
 func abs(x int) int {
 	if x < 0 {
 		return -x

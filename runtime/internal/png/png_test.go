@@ -106,6 +106,20 @@ func (s synth) encode() []byte {
 	return append(png, chunkBytes("IEND", nil)...)
 }
 
+// paeth is the Paeth predictor (the encoder's, written apart from
+// unpaeth) of a byte from its left (a), upper (b) and
+// upper-left (c) neighbours.
+func paeth(a, b, c uint8) uint8 {
+	pa, pb, pc := abs(int(b)-int(c)), abs(int(a)-int(c)), abs(int(a)+int(b)-2*int(c))
+	switch {
+	case pa <= pb && pa <= pc:
+		return a
+	case pb <= pc:
+		return b
+	}
+	return c
+}
+
 // synthetics are PNGs of every colour type and depth the decoder reads,
 // odd widths (a row's last byte partly padding), several IDAT chunks,
 // tRNS chunks and palettes shorter than their indices.
