@@ -7,7 +7,7 @@ import (
 	"hash/adler32"
 	"io"
 
-	"github.com/loadergen/loadergen/runtime/internal/flate"
+	"github.com/klauspost/compress/flate"
 )
 
 // idat reads the data of consecutive IDAT chunks as one stream, as
