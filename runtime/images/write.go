@@ -166,21 +166,37 @@ func (o *Output) storeYCbCr(f32 []float32, y int, rows [3][]uint8, flip bool) {
 	lum := rows[0][:w]
 	cb, cr := rows[1][:w], rows[2][:w]
 	t := o.wide
-	at, step, ch := y*w, 1, h*w // CHW: pixel x of channel c at at + x*step + c*ch
 	if o.T.Layout == HWC {
-		at, step, ch = y*w*3, 3, 1
+		px := f32[y*w*3:][:w*3]
+		for x, v := range lum {
+			at := 3 * x
+			if flip {
+				at = 3 * (w - 1 - x)
+			}
+			p := px[at : at+3 : at+3]
+			p[0], p[1], p[2] = ycbcrWide(t, v, cb[x], cr[x])
+		}
+		return
 	}
+	red, green, blue := f32[y*w:][:w], f32[(h+y)*w:][:w], f32[(2*h+y)*w:][:w]
 	if flip {
-		at, step = at+(w-1)*step, -step
+		for x, v := range lum {
+			i := w - 1 - x
+			red[i], green[i], blue[i] = ycbcrWide(t, v, cb[x], cr[x])
+		}
+		return
 	}
 	for x, v := range lum {
-		yy := int32(v)*0x10101 + wideZero<<16
-		b1, r1 := int32(cb[x])-128, int32(cr[x])-128
-		f32[at] = t[0][uint32(yy+crToR*r1)>>16&1023]
-		f32[at+ch] = t[1][uint32(yy-cbToG*b1-crToG*r1)>>16&1023]
-		f32[at+2*ch] = t[2][uint32(yy+cbToB*b1)>>16&1023]
-		at += step
+		red[x], green[x], blue[x] = ycbcrWide(t, v, cb[x], cr[x])
 	}
+}
+
+// ycbcrWide is one pixel's red, green and blue from the wide tables t:
+// ycbcrToRGB's sums, each clamped and normalised by its look-up.
+func ycbcrWide(t *[3][1024]float32, y, cb, cr uint8) (r, g, b float32) {
+	yy := int32(y)*0x10101 + wideZero<<16
+	b1, r1 := int32(cb)-128, int32(cr)-128
+	return t[0][uint32(yy+crToR*r1)>>16&1023], t[1][uint32(yy-cbToG*b1-crToG*r1)>>16&1023], t[2][uint32(yy+cbToB*b1)>>16&1023]
 }
 
 // ycbcrToRGB converts JPEG's Y, Cb and Cr planes to red, green and blue
