@@ -20,10 +20,10 @@ const (
 
 // axis holds the resampling weights of one axis: output pixel i reads
 // input pixels start[i] .. start[i]+count[i]-1 with weights
-// coef[i*size:][:count[i]]. Where the span holds at least size pixels
-// (padded), every pixel reads exactly size of them, its taps moved within
-// the size slots so that none reads past the span's end and the rest
-// zero, which lets the passes unroll. It is scratch, grown as needed and
+// coef[i*size:][:count[i]], size being the most taps of any pixel. Where
+// the span holds at least size pixels (padded), every pixel reads exactly
+// size of them, its taps moved within the size slots so that none reads
+// past the span's end and the rest zero, which lets the passes unroll. It is scratch, grown as needed and
 // reused.
 type axis struct {
 	start, count []int
@@ -55,26 +55,29 @@ func (a *axis) prepare(lo, hi int, b0, b1 float64, out int) {
 	scale := (b1 - b0) / float64(out)
 	filterScale := max(scale, 1)
 	support := filterScale // the triangle's support, 1, times the scale
-	a.size = int(math.Ceil(support))*2 + 1
+	center := func(i int) float64 { return b0 + (float64(i)+0.5)*scale }
 	a.start = grow(a.start, out)
 	a.count = grow(a.count, out)
+	a.size = 1 // the most taps of any pixel: PIL's window, fewer than its ksize
+	for i := range out {
+		xmin := max(int(center(i)-support+0.5), 0)
+		a.start[i], a.count[i] = xmin, min(int(center(i)+support+0.5), in)-xmin
+		a.size = max(a.size, a.count[i])
+	}
 	a.coef = grow(a.coef, out*a.size)
 	a.padded = a.size <= in
 	var w [64]float64 // weights of one output pixel, enough for reductions of up to 31x
 	for i := range out {
-		center := b0 + (float64(i)+0.5)*scale
-		xmin := max(int(center-support+0.5), 0)
-		n := min(int(center+support+0.5), in) - xmin
+		xmin, n := a.start[i], a.count[i]
 		ws := w[:]
 		if n > len(ws) {
 			ws = make([]float64, n)
 		}
 		total := 0.0
 		for x := range n {
-			ws[x] = bilinear((float64(x+xmin) - center + 0.5) / filterScale)
+			ws[x] = bilinear((float64(x+xmin) - center(i) + 0.5) / filterScale)
 			total += ws[x]
 		}
-		n = min(n, a.size)
 		clear(a.coef[i*a.size:][:a.size])
 		k := a.coef[i*a.size:][:n]
 		cum, done := 0.0, uint64(0)
@@ -162,7 +165,7 @@ func (s *resampler) horizontal(p *Plane, x0, x1 int, ys [lanes]int) {
 	}
 	s.packed = in
 	a := &s.h
-	if !a.padded || a.size > 7 {
+	if !a.padded || a.size > 5 {
 		for x, st := range a.start {
 			k := a.coef[x*a.size:][:a.count[x]]
 			px := in[st-x0:][:len(k)]
@@ -176,20 +179,29 @@ func (s *resampler) horizontal(p *Plane, x0, x1 int, ys [lanes]int) {
 	}
 	cols, coef := s.cols[:len(a.start)], a.coef
 	switch a.size {
+	case 1:
+		for x, st := range a.start {
+			cols[x] = (halves + in[st-x0]*coef[x]) >> coefBits & laneMask
+		}
+	case 2:
+		for x, st := range a.start {
+			p, c := in[st-x0:][:2:2], coef[2*x:][:2:2]
+			cols[x] = (halves + p[0]*c[0] + p[1]*c[1]) >> coefBits & laneMask
+		}
 	case 3:
 		for x, st := range a.start {
 			p, c := in[st-x0:][:3:3], coef[3*x:][:3:3]
 			cols[x] = (halves + p[0]*c[0] + p[1]*c[1] + p[2]*c[2]) >> coefBits & laneMask
 		}
+	case 4:
+		for x, st := range a.start {
+			p, c := in[st-x0:][:4:4], coef[4*x:][:4:4]
+			cols[x] = (halves + p[0]*c[0] + p[1]*c[1] + p[2]*c[2] + p[3]*c[3]) >> coefBits & laneMask
+		}
 	case 5:
 		for x, st := range a.start {
 			p, c := in[st-x0:][:5:5], coef[5*x:][:5:5]
 			cols[x] = (halves + p[0]*c[0] + p[1]*c[1] + p[2]*c[2] + p[3]*c[3] + p[4]*c[4]) >> coefBits & laneMask
-		}
-	case 7:
-		for x, st := range a.start {
-			p, c := in[st-x0:][:7:7], coef[7*x:][:7:7]
-			cols[x] = (halves + p[0]*c[0] + p[1]*c[1] + p[2]*c[2] + p[3]*c[3] + p[4]*c[4] + p[5]*c[5] + p[6]*c[6]) >> coefBits & laneMask
 		}
 	}
 }
@@ -202,10 +214,20 @@ func (s *resampler) vertical(out []uint8, base, y int) {
 	row := func(i int) []uint64 { return s.tmp[base+i*words:][:words] }
 	c := v.coef[y*v.size:][:v.count[y]]
 	switch {
+	case v.padded && v.size == 2:
+		r0, r1 := row(0), row(1)
+		for q := range acc {
+			acc[q] = halves + r0[q]*c[0] + r1[q]*c[1]
+		}
 	case v.padded && v.size == 3:
 		r0, r1, r2 := row(0), row(1), row(2)
 		for q := range acc {
 			acc[q] = halves + r0[q]*c[0] + r1[q]*c[1] + r2[q]*c[2]
+		}
+	case v.padded && v.size == 4:
+		r0, r1, r2, r3 := row(0), row(1), row(2), row(3)
+		for q := range acc {
+			acc[q] = halves + r0[q]*c[0] + r1[q]*c[1] + r2[q]*c[2] + r3[q]*c[3]
 		}
 	case v.padded && v.size == 5:
 		r0, r1, r2, r3, r4 := row(0), row(1), row(2), row(3), row(4)

@@ -34,7 +34,7 @@ func plainResample(p *Plane, r rect, x0, y0, x1, y1 float64, outW, outH int) []u
 }
 
 // TestResampleLanes: the passes on four lanes at a time give the plain
-// sums exactly, for reductions and enlargements whose taps number 3 to 43,
+// sums exactly, for reductions and enlargements whose taps number 1 to 45,
 // boxes at the region's edges and inside it, widths that do not fill the
 // last word, and regions narrower than the taps; of random pixels, and of
 // white ones, whose sums are the largest (a carry between lanes would show).
@@ -108,6 +108,9 @@ func resampleCases(t *testing.T, s *resampler, p *Plane) {
 		{rect{100, 100, 160, 130}, 100, 100, 160, 130, 224, 224},   // enlarged: 3
 		{rect{0, 0, 300, 200}, 3.5, 1.5, 296.5, 198.5, 77, 55},     // a centre box inside its region
 		{rect{7, 9, 9, 12}, 7, 9, 9, 12, 5, 4},                     // 2 x 3 pixels: narrower than the taps
+		{rect{0, 0, 300, 200}, 0, 0, 300, 200, 170, 115},           // 4 and 4
+		{rect{0, 0, 300, 200}, 0, 0, 300, 200, 130, 90},            // 5 and 5
+		{rect{7, 9, 8, 12}, 7, 9, 8, 12, 5, 4},                     // 1 x 3 pixels: one tap across
 	} {
 		got := make([]uint8, tc.outW*tc.outH)
 		s.resample(got, p, tc.region, tc.x0, tc.y0, tc.x1, tc.y1, tc.outW, tc.outH)
