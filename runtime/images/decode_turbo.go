@@ -54,8 +54,11 @@ func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
 	}
 	d := &s.decoded
 	*d = Decoded{Colour: YCbCr, W: out.W, H: out.H}
-	if hd.Grey {
+	switch {
+	case hd.Grey:
 		d.Colour = Grey
+	case hd.RGB:
+		d.Colour = RGB
 	}
 	for i := range n {
 		p := out.Planes[i]

@@ -2,9 +2,9 @@
 
 // Package turbojpeg is this project's small cgo binding to libjpeg-turbo
 // through its libjpeg API (Debian's libjpeg62-turbo-dev): a JPEG's header,
-// and its Y, Cb and Cr planes as stored (raw, chroma not upsampled),
-// decoded at a DCT scaling factor of n/8 down to a given row and no
-// further.
+// and its Y, Cb and Cr (or R, G and B) planes as stored (raw, chroma not
+// upsampled), decoded at a DCT scaling factor of n/8 down to a given row
+// and no further.
 package turbojpeg
 
 /*
@@ -207,6 +207,9 @@ type Header struct {
 	// down at full scale; Grey images have no chroma.
 	SubX, SubY int
 	Grey       bool
+	// RGB says the three components are red, green and blue (an Adobe
+	// marker's or the components' IDs say so), not Y, Cb and Cr.
+	RGB        bool
 	maxH, maxV int // the largest sampling factors: an iMCU is 8*maxH x 8*maxV pixels
 }
 
@@ -220,10 +223,14 @@ func (d *Decoder) Header(data []byte) (Header, error) {
 	if r.rc != 0 {
 		return Header{}, d.fail("header")
 	}
-	if r.cs == C.JCS_CMYK || r.cs == C.JCS_YCCK || (r.comps != 1 && r.comps != 3) {
+	switch {
+	case r.cs == C.JCS_CMYK || r.cs == C.JCS_YCCK || (r.comps != 1 && r.comps != 3):
 		return Header{}, fmt.Errorf("jpeg: %d components: CMYK images are not supported", r.comps)
+	case r.comps == 3 && r.cs != C.JCS_YCbCr && r.cs != C.JCS_RGB:
+		return Header{}, fmt.Errorf("jpeg: 3 components of colour space %d, neither YCbCr nor RGB", int(r.cs))
 	}
-	hd := Header{Width: int(r.w), Height: int(r.h), SubX: 1, SubY: 1, Grey: r.comps == 1, maxH: int(r.maxh), maxV: int(r.maxv)}
+	hd := Header{Width: int(r.w), Height: int(r.h), SubX: 1, SubY: 1, Grey: r.comps == 1, RGB: r.cs == C.JCS_RGB,
+		maxH: int(r.maxh), maxV: int(r.maxv)}
 	if !hd.Grey {
 		hd.SubX, hd.SubY = int(r.maxh/r.hs[1]), int(r.maxv/r.vs[1])
 	}

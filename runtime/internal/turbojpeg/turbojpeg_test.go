@@ -208,3 +208,39 @@ func TestAfterError(t *testing.T) {
 		}
 	}
 }
+
+// TestRGB: a JPEG whose components are named R, G and B (no JFIF marker)
+// is RGB, its planes decoded as stored, with no colour transform: those of
+// the same data named Y, Cb and Cr; a YCbCr JPEG is not RGB.
+func TestRGB(t *testing.T) {
+	data, _ := photo(t, 64, 48, false)
+	rgb := bytes.Clone(data)
+	// image/jpeg writes component IDs 1, 2, 3 in SOF0 (after the length,
+	// precision, height, width and count: 8 bytes) and in SOS (after the
+	// length and count: 3 bytes), 3 and 2 bytes apart.
+	sof, sos := bytes.Index(rgb, []byte{0xff, 0xc0}), bytes.Index(rgb, []byte{0xff, 0xda})
+	for i, id := range []byte("RGB") {
+		rgb[sof+10+3*i], rgb[sos+5+2*i] = id, id
+	}
+	d, hd := header(t, data)
+	if hd.RGB {
+		t.Fatal("a YCbCr JPEG read as RGB")
+	}
+	want, _, _, err := decodeAll(t, d, data, hd, 48)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, hd = header(t, rgb)
+	if !hd.RGB || hd.Grey {
+		t.Fatalf("components named R, G, B: header %+v, want RGB", hd)
+	}
+	got, _, _, err := decodeAll(t, d, rgb, hd, 48)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Errorf("plane %d of the RGB JPEG differs from the same data's as YCbCr", i)
+		}
+	}
+}
