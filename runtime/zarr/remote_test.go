@@ -409,3 +409,47 @@ func writeShardedStore(b *testing.B, dir string) string {
 	}
 	return dir
 }
+
+// TestMetadataRequests: opening an array of a remote store (IsArray, then
+// Array, as a volume source does) requests each metadata file once, and
+// a node's files together: the server holds each request a while and
+// counts how many it holds at once.
+func TestMetadataRequests(t *testing.T) {
+	var mu sync.Mutex
+	requests := map[string]int{}
+	inFlight, most := 0, 0
+	files := http.FileServer(http.Dir(fixtures))
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests[r.URL.Path]++
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		time.Sleep(50 * time.Millisecond)
+		files.ServeHTTP(w, r)
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+	}))
+	t.Cleanup(web.Close)
+	s, err := OpenStore(web.URL+"/v2/blosc_lz4_bitshuffle_i8_odd", NewCache(64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.IsArray(""); !ok || err != nil {
+		t.Fatalf("IsArray: %v, %v; want true", ok, err)
+	}
+	if _, err := s.Array(""); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for p, n := range requests {
+		if n != 1 {
+			t.Errorf("%s: %d requests, want 1", p, n)
+		}
+	}
+	if most < 2 {
+		t.Errorf("at most %d metadata request in flight at once, want the node's files requested together", most)
+	}
+}
