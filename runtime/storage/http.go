@@ -61,7 +61,8 @@ func (w *web) List(dir string) ([]string, error) {
 	return nil, fmt.Errorf("%s: a web server cannot be listed: name its objects (a shard pattern, a manifest) instead", w.URL(dir))
 }
 
-// get makes one GET of name, for bytes [off, off+n) when n >= 0, and
+// get makes one GET of name, for bytes [off, off+n) when n >= 0 (its last
+// n bytes when off is -1), and
 // hands the response to read; a 404 is fs.ErrNotExist, other statuses
 // than 200 and 206 a StatusError.
 func (w *web) get(ctx context.Context, method, name string, off, n int64, read func(*http.Response) error) error {
@@ -69,7 +70,10 @@ func (w *web) get(ctx context.Context, method, name string, off, n int64, read f
 	if err != nil {
 		return err
 	}
-	if n >= 0 {
+	switch {
+	case off < 0: // the last n bytes
+		req.Header.Set("Range", fmt.Sprintf("bytes=-%d", n))
+	case n >= 0:
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+n-1))
 	}
 	resp, err := w.client.Do(req)
@@ -81,6 +85,9 @@ func (w *web) get(ctx context.Context, method, name string, off, n int64, read f
 	case http.StatusOK, http.StatusPartialContent:
 		return read(resp)
 	case http.StatusRequestedRangeNotSatisfiable:
+		if off < 0 {
+			return errTail(w.URL(name), n, 0) // only an empty object has no suffix
+		}
 		return errShort(w.URL(name), off, n, 0)
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 4096)) // lets the connection be reused
@@ -142,6 +149,29 @@ func (w *web) ReadAt(name string, p []byte, off int64) error {
 		return fmt.Errorf("read %s: %w", w.URL(name), err)
 	}
 	return nil
+}
+
+func (w *web) ReadTail(name string, p []byte) (int64, error) {
+	if err := checkName(name); err != nil {
+		return 0, err
+	}
+	n := int64(len(p))
+	var size int64
+	err := w.retry.do(func(ctx context.Context) error {
+		return w.get(ctx, http.MethodGet, name, -1, n, func(resp *http.Response) error {
+			cr := resp.Header.Get("Content-Range")
+			if resp.StatusCode == http.StatusOK {
+				cr = "" // the server ignored the range
+			}
+			var err error
+			size, err = readTail(w.URL(name), cr, resp.ContentLength, resp.Body, p)
+			return err
+		})
+	})
+	if err != nil {
+		return size, fmt.Errorf("read %s: %w", w.URL(name), err)
+	}
+	return size, nil
 }
 
 func (w *web) Size(name string) (int64, error) {
@@ -212,17 +242,54 @@ func shortOrCut(u string, off, n int64, err error) error {
 // against the bytes [off, off+n) asked for: fewer means the object ends
 // first (ErrShort).
 func checkRange(cr string, off, n int64) error {
+	first, last, size, ok := parseRange(cr)
+	if !ok || first != off {
+		return fmt.Errorf("Content-Range %q for bytes %d-%d", cr, off, off+n-1)
+	}
+	if last-first+1 < n {
+		return fmt.Errorf("bytes %d-%d of a %d-byte object: %w", off, off+n-1, size, ErrShort)
+	}
+	return nil
+}
+
+// parseRange reads a 206's Content-Range, "bytes first-last/size"; size
+// is -1 when the server gives "*".
+func parseRange(cr string) (first, last, size int64, ok bool) {
 	spec, ok := strings.CutPrefix(cr, "bytes ")
 	rng, total, ok2 := strings.Cut(spec, "/")
 	lo, hi, ok3 := strings.Cut(rng, "-")
 	first, err1 := strconv.ParseInt(lo, 10, 64)
 	last, err2 := strconv.ParseInt(hi, 10, 64)
-	if !ok || !ok2 || !ok3 || err1 != nil || err2 != nil || first != off {
-		return fmt.Errorf("Content-Range %q for bytes %d-%d", cr, off, off+n-1)
+	size, err3 := strconv.ParseInt(total, 10, 64)
+	if err3 != nil && total == "*" {
+		size, err3 = -1, nil
 	}
-	if last-first+1 < n {
-		size, _ := strconv.ParseInt(total, 10, 64)
-		return fmt.Errorf("bytes %d-%d of a %d-byte object: %w", off, off+n-1, size, ErrShort)
+	return first, last, size, ok && ok2 && ok3 && err1 == nil && err2 == nil && err3 == nil
+}
+
+// readTail reads, into p, the last len(p) bytes of object u from the
+// body of the answer to a request for them, and returns the object's
+// size: a 206 with Content-Range cr, or the whole object, length bytes,
+// when cr is "" (a server that ignores ranges, or one that answers an
+// empty object so). An object shorter than p is an error wrapping
+// ErrShort.
+func readTail(u, cr string, length int64, body io.Reader, p []byte) (int64, error) {
+	n := int64(len(p))
+	first, last, size, ok := int64(0), length-1, length, length >= 0
+	if cr != "" {
+		first, last, size, ok = parseRange(cr)
 	}
-	return nil
+	if !ok || size < 0 || last != size-1 || cr != "" && first != max(size-n, 0) {
+		return 0, fmt.Errorf("%s: Content-Range %q, Content-Length %d, for the last %d bytes", u, cr, length, n)
+	}
+	if size < n {
+		return size, errTail(u, n, size)
+	}
+	if _, err := io.CopyN(io.Discard, body, size-n-first); err != nil {
+		return size, shortOrCut(u, size-n, n, err)
+	}
+	if got, err := io.ReadFull(body, p); err != nil {
+		return size, shortOrCut(u, size-n, n, fmt.Errorf("%d bytes: %w", got, err))
+	}
+	return size, nil
 }

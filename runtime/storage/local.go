@@ -54,6 +54,27 @@ func (l Local) ReadAt(name string, p []byte, off int64) error {
 	return err
 }
 
+// ReadTail reads the last len(p) bytes of file name.
+func (l Local) ReadTail(name string, p []byte) (int64, error) {
+	f, err := l.open(name)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size, n := st.Size(), int64(len(p))
+	if size < n {
+		return size, errTail(f.Name(), n, size)
+	}
+	if _, err := f.ReadAt(p, size-n); err != nil {
+		return size, fmt.Errorf("%s: %w (truncated while in use?)", f.Name(), err)
+	}
+	return size, nil
+}
+
 // Size returns the size of file name.
 func (l Local) Size(name string) (int64, error) {
 	if err := checkName(name); err != nil {

@@ -208,6 +208,33 @@ func (b *bucket) ReadAt(name string, p []byte, off int64) error {
 	return nil
 }
 
+func (b *bucket) ReadTail(name string, p []byte) (int64, error) {
+	if err := checkName(name); err != nil {
+		return 0, err
+	}
+	n := int64(len(p))
+	var size int64
+	err := b.retry.do(func(ctx context.Context) error {
+		out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name),
+			Range: aws.String(fmt.Sprintf("bytes=-%d", n))})
+		if err != nil {
+			var se *StatusError
+			if err = b.fail(name, err); errors.As(err, &se) && se.Status == http.StatusRequestedRangeNotSatisfiable {
+				return errTail(b.URL(name), n, 0) // only an empty object has no suffix
+
+			}
+			return err
+		}
+		defer out.Body.Close()
+		size, err = readTail(b.URL(name), aws.ToString(out.ContentRange), aws.ToInt64(out.ContentLength), out.Body, p)
+		return err
+	})
+	if err != nil {
+		return size, fmt.Errorf("read %s: %w", b.URL(name), err)
+	}
+	return size, nil
+}
+
 func (b *bucket) Size(name string) (int64, error) {
 	if err := checkName(name); err != nil {
 		return 0, err

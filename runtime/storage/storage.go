@@ -27,6 +27,11 @@ type Root interface {
 	// ReadAt fills p with the bytes of object name from offset off. An
 	// object that ends before off+len(p) is an error wrapping ErrShort.
 	ReadAt(name string, p []byte, off int64) error
+	// ReadTail fills p with the last len(p) bytes of object name and
+	// returns the object's size: one request for a remote root (a suffix
+	// range), where Size then ReadAt take two. An object shorter than
+	// len(p) gives its size and an error wrapping ErrShort.
+	ReadTail(name string, p []byte) (size int64, err error)
 	// Size returns the size of object name in bytes.
 	Size(name string) (int64, error)
 	// List returns the names of the objects and directories directly in
@@ -158,6 +163,12 @@ func (e *StatusError) Is(target error) bool {
 
 // ErrShort is wrapped by the error of a read past an object's end.
 var ErrShort = errors.New("the object ends before the read's last byte")
+
+// errTail is the error of a ReadTail of n bytes from an object of size
+// bytes, fewer.
+func errTail(u string, n, size int64) error {
+	return fmt.Errorf("%s: its last %d bytes, but the object holds %d: %w", u, n, size, ErrShort)
+}
 
 // errShort is the error of an object that ends before a read's last byte.
 func errShort(u string, off, n, got int64) error {

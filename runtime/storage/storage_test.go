@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,26 @@ func TestRoots(t *testing.T) {
 			}
 			if err := r.ReadAt("a.bin", make([]byte, 30), 9990); !errors.Is(err, ErrShort) {
 				t.Errorf("ReadAt past the end: %v, want ErrShort", err)
+			}
+			for _, c := range []struct {
+				name string
+				n    int
+				want string // the tail; "" with short
+				size int64
+				err  error
+			}{
+				{"a.bin", 25, "5678901234567890123456789", 10000, nil},
+				{"dir/b.txt", 12, "hello, world", 12, nil},
+				{"dir/b.txt", 13, "", 12, ErrShort},
+				{"dir/c/d.bin", 1, "", 0, ErrShort},
+				{"dir/missing.bin", 1, "", 0, fs.ErrNotExist},
+			} {
+				p := make([]byte, c.n)
+				size, err := r.ReadTail(c.name, p)
+				if !errors.Is(err, c.err) || size != c.size || c.err == nil && string(p) != c.want ||
+					err != nil && !strings.Contains(err.Error(), c.name) {
+					t.Errorf("ReadTail(%s, %d) = %q, %d, %v; want %q, %d, %v naming it", c.name, c.n, p, size, err, c.want, c.size, c.err)
+				}
 			}
 			sub := r.Sub("dir")
 			if got, err := sub.ReadAll("b.txt", nil); err != nil || string(got) != "hello, world" {
@@ -212,5 +233,31 @@ func TestS3ClientShared(t *testing.T) {
 		if got := client("s3://b/y", tc.opt); (got == first) != tc.shared {
 			t.Errorf("%s: shares the first root's client: %v, want %v", tc.name, got == first, tc.shared)
 		}
+	}
+}
+
+// TestNoRanges: a web server that ignores Range headers, answering every
+// GET with the whole object, still gives the bytes a ranged read and a
+// tail read ask for.
+func TestNoRanges(t *testing.T) {
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data := objects[strings.TrimPrefix(r.URL.Path, "/")]
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		w.Write(data)
+	}))
+	t.Cleanup(web.Close)
+	r, err := OpenHTTP(web.URL, Options{Retry: quick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 12)
+	if err := r.ReadAt("a.bin", p, 9983); err != nil || string(p) != "345678901234" {
+		t.Errorf("ReadAt(a.bin, 9983) = %q, %v", p, err)
+	}
+	if size, err := r.ReadTail("a.bin", p); err != nil || size != 10000 || string(p) != "890123456789" {
+		t.Errorf("ReadTail(a.bin, 12) = %q, %d, %v; want 890123456789, 10000", p, size, err)
+	}
+	if size, err := r.ReadTail("dir/b.txt", make([]byte, 20)); !errors.Is(err, ErrShort) || size != 12 {
+		t.Errorf("ReadTail(dir/b.txt, 20) = %d, %v; want 12, ErrShort", size, err)
 	}
 }

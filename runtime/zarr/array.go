@@ -718,36 +718,49 @@ func (a *Array) missing(idx []int) error {
 }
 
 // loadIndex reads and checks the index of the shard at grid index shard.
+// A remote shard's index at its end comes with the shard's size in one
+// request (a suffix range); one at its start takes two, the size first.
 func (a *Array) loadIndex(shard []int) ([]byte, error) {
 	sh := a.chain.shard
 	key := a.key(shard)
 	var size int64
+	var raw []byte
 	var err error
-	if a.remote != nil {
+	switch {
+	case a.remote != nil && !sh.indexAtStart:
+		raw = make([]byte, sh.indexBytes)
+		size, err = a.remote.ReadTail(key, raw)
+		if errors.Is(err, storage.ErrShort) {
+			err = nil // the size, checked below, says so
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			err = fmt.Errorf("read the index: %w", err)
+		}
+	case a.remote != nil:
 		size, err = a.remote.Size(key)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil // a shard never written: its inner chunks are the fill value
-		}
-		if err != nil {
-			return nil, a.chunkError(shard, nil, err)
-		}
-	} else {
+	default:
 		var f *os.File
 		if f, size, err = a.openStored(shard); f == nil {
 			return nil, err
 		}
 		f.Close()
 	}
+	if a.remote != nil && errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // a shard never written: its inner chunks are the fill value
+	}
+	if err != nil {
+		return nil, a.chunkError(shard, nil, err)
+	}
 	if size < int64(sh.indexBytes) {
 		return nil, a.chunkError(shard, nil, fmt.Errorf("shard of %d bytes, shorter than its %d-byte index", size, sh.indexBytes))
 	}
-	at := int64(0)
-	if !sh.indexAtStart {
-		at = size - int64(sh.indexBytes)
-	}
-	raw, err := a.readRange(key, nil, at, int64(sh.indexBytes))
-	if err != nil {
-		return nil, a.chunkError(shard, nil, fmt.Errorf("read the index: %w", err))
+	if raw == nil {
+		at := int64(0)
+		if !sh.indexAtStart {
+			at = size - int64(sh.indexBytes)
+		}
+		if raw, err = a.readRange(key, nil, at, int64(sh.indexBytes)); err != nil {
+			return nil, a.chunkError(shard, nil, fmt.Errorf("read the index: %w", err))
+		}
 	}
 	out := a.cache.buffer(sh.indexLen)
 	index := out[headroom:]

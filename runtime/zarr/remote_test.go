@@ -75,7 +75,7 @@ type lender struct {
 }
 
 // lendLog counts a lender's lends, releases, whole reads of chunks and
-// ranged reads, and keeps its hints' estimates.
+// ranged reads (tail reads included), and keeps its hints' estimates.
 type lendLog struct {
 	mu                             sync.Mutex
 	lends, releases, reads, ranges int
@@ -99,6 +99,13 @@ func (l lender) ReadAt(name string, p []byte, off int64) error {
 	l.log.ranges++
 	l.log.mu.Unlock()
 	return l.Root.ReadAt(name, p, off)
+}
+
+func (l lender) ReadTail(name string, p []byte) (int64, error) {
+	l.log.mu.Lock()
+	l.log.ranges++
+	l.log.mu.Unlock()
+	return l.Root.ReadTail(name, p)
 }
 
 func (l lender) Lend(name string) ([]byte, func(), error) {
@@ -174,11 +181,12 @@ func TestRemoteLends(t *testing.T) {
 // TestRemoteLendsRanges: a remote sharded array decodes the inner chunks
 // its root lends (ranges of their shards) without reading them into a
 // buffer of its own, and releases each once; its only ranged reads are
-// the shards' indexes, each read once into the cache.
+// the shards' indexes, each read once into the cache (a missing shard's
+// read is how it is found missing).
 func TestRemoteLendsRanges(t *testing.T) {
 	const name = "v3_sharded_end_u2"
 	dir := filepath.Join(fixtures, "v3", "sharded_end_u2")
-	stored, _, inner := shardCounts(t, openDir(t, dir, 0))
+	stored, missing, inner := shardCounts(t, openDir(t, dir, 0))
 	log := &lendLog{}
 	s := &Store{root: lender{storage.Local(dir), log}, cache: NewCache(64)}
 	a, err := s.Array("")
@@ -191,9 +199,9 @@ func TestRemoteLendsRanges(t *testing.T) {
 	checkReads(t, a, want)
 	log.mu.Lock()
 	defer log.mu.Unlock()
-	if log.lends != inner || log.releases != log.lends || log.ranges != stored || len(log.hints) != inner {
-		t.Errorf("%d inner chunks hinted, %d lent, %d released, %d ranged reads; want each of the %d stored inner chunks hinted, lent and released once, and a ranged read for each of the %d shards' indexes",
-			len(log.hints), log.lends, log.releases, log.ranges, inner, stored)
+	if log.lends != inner || log.releases != log.lends || log.ranges != stored+missing || len(log.hints) != inner {
+		t.Errorf("%d inner chunks hinted, %d lent, %d released, %d ranged reads; want each of the %d stored inner chunks hinted, lent and released once, and a ranged read for each of the %d shards' indexes (one finds a shard missing)",
+			len(log.hints), log.lends, log.releases, log.ranges, inner, stored+missing)
 	}
 }
 
@@ -202,8 +210,10 @@ var shardRuns atomic.Int64
 
 // TestShardedReadAhead: reading a sharded array ahead over S3 (versitygw
 // behind a proxy adding latency to every request) fetches each shard's
-// index and each stored inner chunk once, in the background, so that the
-// reads that follow make no request of their own, and give numpy's bytes.
+// index once (an index at the shard's end with the shard's size, by one
+// suffix range) and each stored inner chunk once, in the background, so
+// that the reads that follow make no request of their own, and give
+// numpy's bytes.
 func TestShardedReadAhead(t *testing.T) {
 	srv := remotetest.Start(t)
 	// A bucket of its own, named anew for each run (go test -count): the
@@ -229,7 +239,11 @@ func TestShardedReadAhead(t *testing.T) {
 				t.Fatal(err)
 			}
 			stored, missing, inner := shardCounts(t, la)
-			fetches := missing + 2*stored + inner // a shard's size, then its index
+			indexReads := 1 // an index at a shard's end comes with its size
+			if la.chain.shard.indexAtStart {
+				indexReads = 2 // the shard's size, then its index
+			}
+			fetches := missing + indexReads*stored + inner
 			a := openRemote(t, "s3://"+bucket, c)
 			want := loadExpected(t, c.Name, a)
 			before := proxy.Requests()
@@ -241,7 +255,7 @@ func TestShardedReadAhead(t *testing.T) {
 			ahead := proxy.Requests() - before
 			checkReads(t, a, want)
 			if reads := proxy.Requests() - before - ahead; ahead != fetches || reads != 0 {
-				t.Errorf("read ahead: %d requests, want %d (each shard's size and index, each stored inner chunk); the reads then made %d, want 0", ahead, fetches, reads)
+				t.Errorf("read ahead: %d requests, want %d (each shard's index, each stored inner chunk); the reads then made %d, want 0", ahead, fetches, reads)
 			}
 		})
 	}
@@ -408,4 +422,48 @@ func writeShardedStore(b *testing.B, dir string) string {
 		}
 	}
 	return dir
+}
+
+// TestMetadataRequests: opening an array of a remote store (IsArray, then
+// Array, as a volume source does) requests each metadata file once, and
+// a node's files together: the server holds each request a while and
+// counts how many it holds at once.
+func TestMetadataRequests(t *testing.T) {
+	var mu sync.Mutex
+	requests := map[string]int{}
+	inFlight, most := 0, 0
+	files := http.FileServer(http.Dir(fixtures))
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests[r.URL.Path]++
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		time.Sleep(50 * time.Millisecond)
+		files.ServeHTTP(w, r)
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+	}))
+	t.Cleanup(web.Close)
+	s, err := OpenStore(web.URL+"/v2/blosc_lz4_bitshuffle_i8_odd", NewCache(64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.IsArray(""); !ok || err != nil {
+		t.Fatalf("IsArray: %v, %v; want true", ok, err)
+	}
+	if _, err := s.Array(""); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for p, n := range requests {
+		if n != 1 {
+			t.Errorf("%s: %d requests, want 1", p, n)
+		}
+	}
+	if most < 2 {
+		t.Errorf("at most %d metadata request in flight at once, want the node's files requested together", most)
+	}
 }

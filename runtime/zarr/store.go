@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/loadergen/loadergen/runtime/storage"
 )
@@ -22,7 +23,30 @@ type Store struct {
 	// consolidated holds the entries of a v2 .zmetadata at the root, by key
 	// ("raw/.zarray"), or is nil. It is written once, by OpenStore.
 	consolidated map[string]*metaDoc
+	// remote is set, by OpenStore, for a store at a URL: node then
+	// requests a node's metadata files at once, and doc keeps what it
+	// read in fetched.
+	remote bool
+	// fetchedMu guards fetched, the metadata files read from a remote
+	// root, by key ("raw/.zarray"): node and doc add an entry the first
+	// time they need a file and fill it before closing its done; later
+	// readers wait for done.
+	fetchedMu sync.Mutex
+	fetched   map[string]*fetchedDoc
 }
+
+// fetchedDoc is a metadata file of a remote store, read once: doc and
+// err are set before done is closed.
+type fetchedDoc struct {
+	done chan struct{}
+	doc  *metaDoc
+	err  error
+}
+
+// nodeFiles are the metadata files that opening a node reads, some of
+// them: node requests those of a remote node together, so that opening
+// it costs one round trip rather than one per file.
+var nodeFiles = []string{"zarr.json", ".zarray", ".zgroup", ".zattrs"}
 
 // OpenStore opens the zarr hierarchy at root: a local directory, or a
 // URL, s3://bucket/prefix or https://host/path (package storage reads
@@ -50,7 +74,8 @@ func OpenStore(root string, cache *Cache) (*Store, error) {
 			return nil, fmt.Errorf("zarr store %s: not a directory", root)
 		}
 	}
-	s := &Store{root: r, cache: cache}
+	_, local := r.Local()
+	s := &Store{root: r, cache: cache, remote: !local, fetched: map[string]*fetchedDoc{}}
 	if err := s.readConsolidated(); err != nil {
 		return nil, err
 	}
@@ -143,6 +168,17 @@ func (s *Store) node(p string) (nodeKind, *metaDoc, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if s.remote {
+		var wg sync.WaitGroup
+		for _, name := range nodeFiles {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.doc(p, name) // its error is doc's again below, if it matters
+			}()
+		}
+		wg.Wait()
+	}
 	if doc, err := s.doc(p, "zarr.json"); err == nil {
 		var nodeType string
 		if err := doc.get("node_type", &nodeType, true); err != nil {
@@ -172,12 +208,32 @@ func (s *Store) node(p string) (nodeKind, *metaDoc, error) {
 }
 
 // doc reads metadata file name of node p: from the consolidated metadata
-// when it has it, else from the file.
+// when it has it, else from the file, which a remote store reads once.
 func (s *Store) doc(p, name string) (*metaDoc, error) {
 	key := path.Join(strings.Trim(p, "/"), name)
 	if d, ok := s.consolidated[key]; ok {
 		return d, nil
 	}
+	if !s.remote {
+		return s.readDoc(key)
+	}
+	s.fetchedMu.Lock()
+	f, ok := s.fetched[key]
+	if !ok {
+		f = &fetchedDoc{done: make(chan struct{})}
+		s.fetched[key] = f
+	}
+	s.fetchedMu.Unlock()
+	if !ok {
+		f.doc, f.err = s.readDoc(key)
+		close(f.done)
+	}
+	<-f.done
+	return f.doc, f.err
+}
+
+// readDoc reads and parses metadata file key of the store.
+func (s *Store) readDoc(key string) (*metaDoc, error) {
 	text, err := s.root.ReadAll(key, nil)
 	if err != nil {
 		return nil, err
