@@ -248,42 +248,73 @@ func (c *Cache) loaded(key cacheKey) *cacheEntry {
 // may not touch the data after. Errors are not kept: the next get tries
 // again (a failed extension leaves the window held before it).
 func (c *Cache) get(key cacheKey, l loader, want span) (*cacheEntry, error) {
+	e, _, err := c.fetch(key, l, want, true)
+	return e, err
+}
+
+// fetch is get, or with wait false, get that does not wait for another
+// goroutine's load or extension of the chunk: then it returns busy, with no
+// entry and nothing counted, and the caller may do other work before
+// asking again.
+func (c *Cache) fetch(key cacheKey, l loader, want span, wait bool) (*cacheEntry, bool, error) {
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok {
+		loaded := e.prev != nil
+		if !wait && (!loaded || e.growing != nil && e.data != nil && !e.win.holds(want)) {
+			c.mu.Unlock()
+			return nil, true, nil
+		}
 		c.stats.Hits++
 		e.refs++
-		if e.prev != nil { // loaded: most recent now
+		if loaded { // most recent now
 			e.unlink()
 			c.pushFront(e)
 			if e.win.holds(want) || e.data == nil {
 				c.mu.Unlock()
-				return e, nil
+				return e, false, nil
 			}
-			return c.extend(e, l, want) // unlocks mu
+			e, err := c.extend(e, l, want) // unlocks mu
+			return e, false, err
 		}
 		c.mu.Unlock()
 		<-e.done
 		if e.err != nil {
 			c.release(e)
-			return nil, e.err
+			return nil, false, e.err
 		}
 		c.mu.Lock()
-		return c.extend(e, l, want) // unlocks mu
+		e, err := c.extend(e, l, want) // unlocks mu
+		return e, false, err
 	}
+	e := c.begin(key)
+	c.mu.Unlock()
+	buf, win, err := l.load(key, want)
+	if err := c.finish(e, buf, win, err); err != nil {
+		return nil, false, err
+	}
+	return e, false, nil
+}
+
+// begin enters the entry of key, which the caller is about to load, held
+// by the caller. mu is held.
+func (c *Cache) begin(key cacheKey) *cacheEntry {
 	e := &cacheEntry{key: key, done: make(chan struct{}), refs: 1}
 	c.entries[key] = e
 	c.stats.Loads++
-	c.mu.Unlock()
+	return e
+}
 
-	buf, win, err := l.load(key, want)
-
+// finish ends the load of e that begin entered, with what the loader
+// returned, and wakes those waiting for it. On an error it drops the
+// entry, releases the caller's reference and returns the error.
+func (c *Cache) finish(e *cacheEntry, buf []byte, win span, err error) error {
 	c.mu.Lock()
 	e.err = err
 	if buf != nil {
 		e.buf, e.data, e.win = buf, buf[headroom:], win
 	}
 	if err != nil {
-		delete(c.entries, key)
+		delete(c.entries, e.key)
 		e.evicted = true
 	} else {
 		e.size = int64(len(buf)) + cacheEntryOverhead
@@ -297,9 +328,8 @@ func (c *Cache) get(key cacheKey, l loader, want span) (*cacheEntry, error) {
 	c.mu.Unlock()
 	if err != nil {
 		c.release(e)
-		return nil, err
 	}
-	return e, nil
+	return err
 }
 
 // extend makes a loaded entry hold at least the bytes want, waiting for

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	lgruntime "github.com/loadergen/loadergen/runtime"
 )
@@ -324,5 +325,54 @@ func TestReadOutsideValue(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestReadPutsOffChunksInFlight: a read that meets a chunk another
+// goroutine is loading copies the box's other chunks first and only then
+// waits for that load, so that two readers of crops sharing chunks decode
+// different chunks at once rather than take turns.
+func TestReadPutsOffChunksInFlight(t *testing.T) {
+	c := fixtureCase{Name: "blosc_zstd_bitshuffle_f8", Path: "v2/blosc_zstd_bitshuffle_f8"}
+	a, err := openFixture(t, c, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := loadExpected(t, c.Name, a)
+	chunks := int64(1)
+	for _, g := range a.grid {
+		chunks *= int64(g)
+	}
+	if chunks < 2 {
+		t.Fatalf("%d chunks: the test needs a box over several", chunks)
+	}
+	// Another goroutine's load of chunk 0, the read's first, under way.
+	key := a.chunkEntry(0)
+	a.cache.mu.Lock()
+	held := a.cache.begin(key)
+	a.cache.mu.Unlock()
+
+	shape := a.Shape()
+	got := make([]byte, 8*elems(shape))
+	done := make(chan error, 1)
+	go func() { done <- a.Read(got, make([]int, len(shape)), shape) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for a.cache.Stats().Loads < chunks && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	loads := a.cache.Stats().Loads
+	buf, win, err := a.load(key, span{0, a.unitBytes})
+	if err := a.cache.finish(held, buf, win, err); err != nil {
+		t.Fatal(err)
+	}
+	a.cache.release(held)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if loads != chunks {
+		t.Errorf("while chunk 0 was being loaded elsewhere, the read loaded %d of the other %d chunks", loads-1, chunks-1)
+	}
+	if !bytes.Equal(got, want.box(make([]int, len(shape)), shape, a.fill)) {
+		t.Error("the box differs from numpy's")
 	}
 }
