@@ -140,15 +140,7 @@ func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, 
 		if busy {
 			deferred = append(deferred, ravel(idx[:n], a.grid))
 		}
-		// The next chunk, last axis fastest.
-		k := n - 1
-		for ; k >= 0; k-- {
-			if idx[k]++; idx[k] <= c1[k] {
-				break
-			}
-			idx[k] = c0[k]
-		}
-		if k < 0 {
+		if !next(idx[:n], c0[:n], c1[:n]) {
 			break
 		}
 	}
