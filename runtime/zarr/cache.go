@@ -25,7 +25,8 @@ const DefaultCacheMiB = 4096
 const CacheEnv = "LOADERGEN_ZARR_CACHE_MB"
 
 // Cache holds decoded chunks of any number of arrays, within a size limit,
-// and evicts the least recently used. All workers of a loader share one, so
+// and evicts the least recently used that no announced read needs (see
+// victim). All workers of a loader share one, so
 // a chunk that several crops touch is decoded once; concurrent requests for
 // a chunk being decoded wait for that decode instead of starting their own.
 // The buffers of evicted chunks are decoded into again once no reader is
@@ -58,7 +59,31 @@ type Cache struct {
 	lru     cacheEntry       // sentinel of a circular list of loaded entries, most recent first
 	free    map[int][][]byte // buffers of evicted, unreferenced chunks, by size
 	stats   CacheStats
+	// hints holds, by chunk, the reads that Array.ReadAhead announced and
+	// that have not happened yet; after links each announced read, by its
+	// number, to the next one announced of the same chunk; seq numbers the
+	// announced reads in the order announced, which is the order the
+	// epoch makes them (a loader's engine announces its batches in order,
+	// batches ahead). expect writes them, on the goroutine that calls
+	// ReadAhead; fetch consumes them, on the readers' goroutines; mu
+	// orders those writes, and eviction (victim) reads them under it.
+	hints map[cacheKey]hint
+	after map[uint64]uint64
+	seq   uint64
 }
+
+// hint is a chunk's announced reads that have not happened yet: n of
+// them, the earliest numbered next and the latest last.
+type hint struct {
+	n          int
+	next, last uint64
+}
+
+// maxHints bounds the chunks with announced reads: announcements that are
+// never read (an epoch given up half way) would otherwise pile up. Past it
+// they are all forgotten, and eviction is least recently used until the
+// next ones.
+const maxHints = 1 << 16
 
 // maxFree bounds the free buffers kept per size: enough for every processor
 // to hold a few chunks it is copying from.
@@ -147,7 +172,7 @@ const headroom = blosc.HeaderSize
 // NewCache returns a cache that holds up to maxMiB MiB of decoded chunks.
 // A cache of 0 MiB holds nothing: every read decodes what it needs.
 func NewCache(maxMiB int) *Cache {
-	c := &Cache{limit: int64(maxMiB) << 20, entries: map[cacheKey]*cacheEntry{}, free: map[int][][]byte{}}
+	c := &Cache{limit: int64(maxMiB) << 20, entries: map[cacheKey]*cacheEntry{}, free: map[int][][]byte{}, hints: map[cacheKey]hint{}, after: map[uint64]uint64{}}
 	c.lru.prev, c.lru.next = &c.lru, &c.lru
 	return c
 }
@@ -264,6 +289,7 @@ func (c *Cache) fetch(key cacheKey, l loader, want span, wait bool) (*cacheEntry
 			c.mu.Unlock()
 			return nil, true, nil
 		}
+		c.consume(key)
 		c.stats.Hits++
 		e.refs++
 		if loaded { // most recent now
@@ -286,6 +312,7 @@ func (c *Cache) fetch(key cacheKey, l loader, want span, wait bool) (*cacheEntry
 		e, err := c.extend(e, l, want) // unlocks mu
 		return e, false, err
 	}
+	c.consume(key)
 	e := c.begin(key)
 	c.mu.Unlock()
 	buf, win, err := l.load(key, want)
@@ -321,7 +348,7 @@ func (c *Cache) finish(e *cacheEntry, buf []byte, win span, err error) error {
 		c.used += e.size
 		c.pushFront(e)
 		for c.used > c.limit && c.lru.prev != &c.lru {
-			c.evict(c.lru.prev)
+			c.evict(c.victim())
 		}
 	}
 	close(e.done)
@@ -397,6 +424,73 @@ func (c *Cache) recycle(e *cacheEntry) {
 		c.free[n] = append(c.free[n], e.buf)
 	}
 	e.buf, e.data = nil, nil
+}
+
+// expect announces a read of each chunk of array from grid index c0 to c1
+// (both included), after those announced before. mu is not held.
+func (c *Cache) expect(array *Array, c0, c1 []int) {
+	var idx [maxRank]int
+	n := len(c0)
+	copy(idx[:n], c0)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.hints) > maxHints || len(c.after) > maxHints {
+		clear(c.hints)
+		clear(c.after)
+	}
+	for {
+		c.seq++
+		key := array.chunkEntry(ravel(idx[:n], array.grid))
+		h := c.hints[key]
+		if h.n == 0 {
+			h.next = c.seq
+		} else {
+			c.after[h.last] = c.seq
+		}
+		h.n++
+		h.last = c.seq
+		c.hints[key] = h
+		if !next(idx[:n], c0, c1) {
+			return
+		}
+	}
+}
+
+// consume ends the earliest announced read of chunk key, if any: a read
+// of it is under way. mu is held.
+func (c *Cache) consume(key cacheKey) {
+	h, ok := c.hints[key]
+	if !ok {
+		return
+	}
+	if h.n--; h.n == 0 {
+		delete(c.hints, key)
+		return
+	}
+	next := c.after[h.next]
+	delete(c.after, h.next)
+	h.next = next
+	c.hints[key] = h
+}
+
+// victim picks the loaded entry to evict: the least recently used that no
+// announced read needs; if every one is needed, the one whose next
+// announced read comes last (Belady's rule, within what was announced).
+// The walk stops at the first entry without a hint, so it visits at most
+// len(hints)+1 entries. mu is held; the list is not empty.
+func (c *Cache) victim() *cacheEntry {
+	var far *cacheEntry
+	var farNext uint64
+	for e := c.lru.prev; e != &c.lru; e = e.prev {
+		h, ok := c.hints[e.key]
+		if !ok {
+			return e
+		}
+		if far == nil || h.next > farNext {
+			far, farNext = e, h.next
+		}
+	}
+	return far
 }
 
 func (c *Cache) pushFront(e *cacheEntry) {

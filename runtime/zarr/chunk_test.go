@@ -376,3 +376,85 @@ func TestReadPutsOffChunksInFlight(t *testing.T) {
 		t.Error("the box differs from numpy's")
 	}
 }
+
+// TestCacheKeepsAnnouncedChunks: a chunk whose read ReadAhead announced is
+// kept while a chunk no announced read needs is evicted, least recently
+// used or not; once its read is done, it is evicted as any other.
+func TestCacheKeepsAnnouncedChunks(t *testing.T) {
+	a := openDir(t, filepath.Join(fixtures, "v2/blosc_lz4_shuffle_u2_blocks"), 1) // 8 KiB chunks
+	c := a.cache
+	one := []int{1, 1, 1}
+	read := func(z, y, x int) {
+		t.Helper()
+		if err := a.Read(make([]byte, 2), []int{z, y, x}, one); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read(0, 0, 0)             // chunk A
+	read(0, 0, 16)            // chunk B
+	c.limit = c.Stats().Bytes // room for exactly these two
+	a.ReadAhead([]int{0, 0, 0}, one)
+	read(0, 16, 0) // chunk C evicts B: A, least recently used, has a read announced
+	read(0, 0, 0)  // A is still held; its announced read is done
+	if st := c.Stats(); st.Loads != 3 || st.Evictions != 1 {
+		t.Fatalf("stats %+v, want 3 loads and 1 eviction: chunk A was not kept for its announced read", st)
+	}
+	read(0, 0, 16) // B again evicts C, now the least recently used, no read announced for either
+	read(0, 0, 0)  // A is still held
+	if st := c.Stats(); st.Loads != 4 || st.Evictions != 2 {
+		t.Errorf("stats %+v, want 4 loads and 2 evictions", st)
+	}
+}
+
+// TestCacheEvictsTheChunkNeededLast: when every chunk held has an
+// announced read, the one whose next announced read comes last is
+// evicted (Belady's rule), not the least recently used, counting from
+// the reads not yet made: A, read again once of three times announced,
+// is next needed after B and C.
+func TestCacheEvictsTheChunkNeededLast(t *testing.T) {
+	a := openDir(t, filepath.Join(fixtures, "v2/blosc_lz4_shuffle_u2_blocks"), 1)
+	c := a.cache
+	one := []int{1, 1, 1}
+	pA, pB, pC := []int{0, 0, 0}, []int{0, 0, 16}, []int{0, 16, 0}
+	read := func(p []int) {
+		t.Helper()
+		if err := a.Read(make([]byte, 2), p, one); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := func(p []int) bool {
+		idx := make([]int, len(p))
+		for k := range p {
+			idx[k] = p[k] / a.unit[k]
+		}
+		return c.has(a.chunkEntry(ravel(idx, a.grid)))
+	}
+	read(pB)
+	read(pA)
+	c.limit = c.Stats().Bytes // room for A and B
+	for _, p := range [][]int{pA, pC, pB, pC, pA, pA} {
+		a.ReadAhead(p, one)
+	}
+	read(pA) // held: its next announced read is now the fifth
+	read(pC) // evicts A (fifth), not B (third), C (fourth) or the least recently used (B)
+	if st := c.Stats(); st.Loads != 3 || st.Evictions != 1 || held(pA) || !held(pB) || !held(pC) {
+		t.Errorf("stats %+v; held: A %v, B %v, C %v; want 3 loads, 1 eviction, A evicted", st, held(pA), held(pB), held(pC))
+	}
+}
+
+// TestCacheForgetsUnreadAnnouncements: announced reads that never come
+// (an epoch given up half way) are forgotten past maxHints, so they
+// cannot pile up.
+func TestCacheForgetsUnreadAnnouncements(t *testing.T) {
+	c := NewCache(1)
+	a := &Array{id: arrayIDs.Add(1), grid: []int{4 * maxHints}}
+	for i := range maxHints + 2 {
+		c.expect(a, []int{i}, []int{i})
+	}
+	c.mu.Lock()
+	n := len(c.hints)
+	c.mu.Unlock()
+	if n > maxHints {
+		t.Errorf("%d chunks with announced reads held, more than maxHints (%d)", n, maxHints)
+	}
+}

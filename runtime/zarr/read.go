@@ -220,20 +220,21 @@ func (a *Array) copyPart(box *strided.Region, at, part []int, data []byte, first
 	return nil
 }
 
-// ReadAhead asks a remote array's root to start reading the stored chunks
-// that a Read of the box at origin, shape would load and that the cache
-// neither holds nor is loading, so that the Read finds them fetched. Each
-// is expected to be as large as the largest stored chunk read so far (the
-// decoded size before the first). A sharded array's inner chunks are
-// byte ranges of their shards, placed by each shard's index: the ranges
-// are hinted at their sizes once the index is in the cache, which
-// ReadAhead loads in the background when it is not (see readAheadShards).
-// It returns at once. Local arrays ignore it; so does a box outside the
-// array.
+// ReadAhead announces a Read of the box at origin, shape, after the reads
+// announced before it: the cache keeps the chunks of announced reads
+// rather than evict them (Cache). For a remote array it also asks the
+// root to start reading the stored chunks that the Read would load and
+// that the cache neither holds nor is loading, so that the Read finds
+// them fetched. Each is expected to be as large as the largest stored
+// chunk read so far (the decoded size before the first). A sharded
+// array's inner chunks are byte ranges of their shards, placed by each
+// shard's index: the ranges are hinted at their sizes once the index is in
+// the cache, which ReadAhead loads in the background when it is not (see
+// readAheadShards). It returns at once. A box outside the array is
+// ignored.
 func (a *Array) ReadAhead(origin, shape []int) {
-	h, ok := a.remote.(storage.Hinter)
 	n := len(a.shape)
-	if !ok || len(origin) != n || len(shape) != n {
+	if len(origin) != n || len(shape) != n {
 		return
 	}
 	var c0, c1, idx [maxRank]int
@@ -243,6 +244,11 @@ func (a *Array) ReadAhead(origin, shape []int) {
 			return
 		}
 		c0[k], c1[k] = lo/a.unit[k], (hi-1)/a.unit[k]
+	}
+	a.cache.expect(a, c0[:n], c1[:n])
+	h, ok := a.remote.(storage.Hinter)
+	if !ok {
+		return
 	}
 	if a.chain.shard != nil {
 		a.readAheadShards(h, c0[:n], c1[:n])
