@@ -333,12 +333,8 @@ func TestReadOutsideValue(t *testing.T) {
 // waits for that load, so that two readers of crops sharing chunks decode
 // different chunks at once rather than take turns.
 func TestReadPutsOffChunksInFlight(t *testing.T) {
-	c := fixtureCase{Name: "blosc_zstd_bitshuffle_f8", Path: "v2/blosc_zstd_bitshuffle_f8"}
-	a, err := openFixture(t, c, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := loadExpected(t, c.Name, a)
+	a := openDir(t, filepath.Join(fixtures, "v2/blosc_zstd_bitshuffle_f8"), 64)
+	want := loadExpected(t, "blosc_zstd_bitshuffle_f8", a)
 	chunks := int64(1)
 	for _, g := range a.grid {
 		chunks *= int64(g)
