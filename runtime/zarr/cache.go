@@ -64,12 +64,14 @@ type Cache struct {
 	// number, to the next one announced of the same chunk; seq numbers the
 	// announced reads in the order announced, which is the order the
 	// epoch makes them (a loader's engine announces its batches in order,
-	// batches ahead). expect writes them, on the goroutine that calls
-	// ReadAhead; fetch consumes them, on the readers' goroutines; mu
+	// batches ahead); read is the number of the latest announced read
+	// made. expect writes them, on the goroutine that calls ReadAhead;
+	// fetch consumes them (consume), on the readers' goroutines; mu
 	// orders those writes, and eviction (victim) reads them under it.
 	hints map[cacheKey]hint
 	after map[uint64]uint64
 	seq   uint64
+	read  uint64
 }
 
 // hint is a chunk's announced reads that have not happened yet: n of
@@ -84,6 +86,14 @@ type hint struct {
 // they are all forgotten, and eviction is least recently used until the
 // next ones.
 const maxHints = 1 << 16
+
+// staleReads is how far behind the latest announced read made an
+// announced read may be and still be expected: reads come in about the
+// order announced, a few batches apart at most, so one this far behind
+// was given up (its epoch left half way), and eviction no longer keeps
+// its chunk for it. 4096 reads are 40 batches of 8 crops of 3 arrays
+// with 4 chunks a box.
+const staleReads = 1 << 12
 
 // maxFree bounds the free buffers kept per size: enough for every processor
 // to hold a few chunks it is copying from.
@@ -463,6 +473,7 @@ func (c *Cache) consume(key cacheKey) {
 	if !ok {
 		return
 	}
+	c.read = max(c.read, h.next)
 	if h.n--; h.n == 0 {
 		delete(c.hints, key)
 		return
@@ -474,8 +485,9 @@ func (c *Cache) consume(key cacheKey) {
 }
 
 // victim picks the loaded entry to evict: the least recently used that no
-// announced read needs; if every one is needed, the one whose next
-// announced read comes last (Belady's rule, within what was announced).
+// announced read needs (none, or none later than staleReads behind the
+// latest read made); if every one is needed, the one whose next announced
+// read comes last (Belady's rule, within what was announced).
 // The walk stops at the first entry without a hint, so it visits at most
 // len(hints)+1 entries. mu is held; the list is not empty.
 func (c *Cache) victim() *cacheEntry {
@@ -483,7 +495,7 @@ func (c *Cache) victim() *cacheEntry {
 	var farNext uint64
 	for e := c.lru.prev; e != &c.lru; e = e.prev {
 		h, ok := c.hints[e.key]
-		if !ok {
+		if !ok || h.next+staleReads < c.read {
 			return e
 		}
 		if far == nil || h.next > farNext {

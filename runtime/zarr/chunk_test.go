@@ -454,3 +454,31 @@ func TestCacheForgetsUnreadAnnouncements(t *testing.T) {
 		t.Errorf("%d chunks with announced reads held, more than maxHints (%d)", n, maxHints)
 	}
 }
+
+// TestCacheGivesUpStaleAnnouncements: a chunk whose announced read is
+// staleReads behind the reads made (an epoch left half way) is no longer
+// kept for it.
+func TestCacheGivesUpStaleAnnouncements(t *testing.T) {
+	a := openDir(t, filepath.Join(fixtures, "v2/blosc_lz4_shuffle_u2_blocks"), 1)
+	c := a.cache
+	one := []int{1, 1, 1}
+	pA, pB, pC := []int{0, 0, 0}, []int{0, 0, 16}, []int{0, 16, 0}
+	read := func(p []int) {
+		t.Helper()
+		if err := a.Read(make([]byte, 2), p, one); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read(pA)
+	read(pB)
+	c.limit = c.Stats().Bytes // room for A and B
+	a.ReadAhead(pA, one)      // a read of A that never comes
+	for range staleReads + 1 {
+		a.ReadAhead(pB, one)
+		read(pB)
+	}
+	read(pC) // evicts A, the least recently used, its announcement stale
+	if c.has(a.chunkEntry(0)) {
+		t.Errorf("chunk A is held for a read announced %d reads ago: %+v", staleReads+1, c.Stats())
+	}
+}
