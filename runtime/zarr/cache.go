@@ -105,6 +105,7 @@ type CacheStats struct {
 	Loads     int64 // chunks read and decoded (a window of them, at least)
 	Extends   int64 // decoded windows extended for a read that needed more
 	Evictions int64 // chunks dropped to stay within the limit
+	Announced int64 // chunk reads announced by Array.ReadAhead, which eviction keeps their chunks for
 	Bytes     int64 // bytes held now
 	Entries   int   // chunks held now
 }
@@ -450,6 +451,7 @@ func (c *Cache) expect(array *Array, c0, c1 []int) {
 	}
 	for {
 		c.seq++
+		c.stats.Announced++
 		key := array.chunkEntry(ravel(idx[:n], array.grid))
 		h := c.hints[key]
 		if h.n == 0 {

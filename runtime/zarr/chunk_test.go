@@ -373,31 +373,65 @@ func TestReadPutsOffChunksInFlight(t *testing.T) {
 	}
 }
 
+// The origins of three chunks (A, B, C) of the fixture of 8 KiB chunks
+// that the eviction tests read one element of.
+var chunkA, chunkB, chunkC = []int{0, 0, 0}, []int{0, 0, 16}, []int{0, 16, 0}
+
+// twoHeld is an eviction test's array, whose cache has room for two of
+// its chunks.
+type twoHeld struct {
+	t *testing.T
+	a *Array
+}
+
+// holdTwo opens the fixture of 8 KiB chunks, reads first and then second,
+// and cuts the cache's room to those two chunks.
+func holdTwo(t *testing.T, first, second []int) twoHeld {
+	x := twoHeld{t, openDir(t, filepath.Join(fixtures, "v2/blosc_lz4_shuffle_u2_blocks"), 1)}
+	x.read(first)
+	x.read(second)
+	x.a.cache.limit = x.a.cache.Stats().Bytes
+	return x
+}
+
+// read reads the element at p.
+func (x twoHeld) read(p []int) {
+	x.t.Helper()
+	if err := x.a.Read(make([]byte, 2), p, []int{1, 1, 1}); err != nil {
+		x.t.Fatal(err)
+	}
+}
+
+// announce announces reads of the elements at ps, in turn.
+func (x twoHeld) announce(ps ...[]int) {
+	for _, p := range ps {
+		x.a.ReadAhead(p, []int{1, 1, 1})
+	}
+}
+
+// held reports whether the cache holds the chunk of the element at p.
+func (x twoHeld) held(p []int) bool {
+	idx := make([]int, len(p))
+	for k := range p {
+		idx[k] = p[k] / x.a.unit[k]
+	}
+	return x.a.cache.has(x.a.chunkEntry(ravel(idx, x.a.grid)))
+}
+
 // TestCacheKeepsAnnouncedChunks: a chunk whose read ReadAhead announced is
 // kept while a chunk no announced read needs is evicted, least recently
 // used or not; once its read is done, it is evicted as any other.
 func TestCacheKeepsAnnouncedChunks(t *testing.T) {
-	a := openDir(t, filepath.Join(fixtures, "v2/blosc_lz4_shuffle_u2_blocks"), 1) // 8 KiB chunks
-	c := a.cache
-	one := []int{1, 1, 1}
-	read := func(z, y, x int) {
-		t.Helper()
-		if err := a.Read(make([]byte, 2), []int{z, y, x}, one); err != nil {
-			t.Fatal(err)
-		}
-	}
-	read(0, 0, 0)             // chunk A
-	read(0, 0, 16)            // chunk B
-	c.limit = c.Stats().Bytes // room for exactly these two
-	a.ReadAhead([]int{0, 0, 0}, one)
-	read(0, 16, 0) // chunk C evicts B: A, least recently used, has a read announced
-	read(0, 0, 0)  // A is still held; its announced read is done
-	if st := c.Stats(); st.Loads != 3 || st.Evictions != 1 {
+	x := holdTwo(t, chunkA, chunkB)
+	x.announce(chunkA)
+	x.read(chunkC) // evicts B: A, least recently used, has a read announced
+	x.read(chunkA) // A is still held; its announced read is done
+	if st := x.a.cache.Stats(); st.Loads != 3 || st.Evictions != 1 {
 		t.Fatalf("stats %+v, want 3 loads and 1 eviction: chunk A was not kept for its announced read", st)
 	}
-	read(0, 0, 16) // B again evicts C, now the least recently used, no read announced for either
-	read(0, 0, 0)  // A is still held
-	if st := c.Stats(); st.Loads != 4 || st.Evictions != 2 {
+	x.read(chunkB) // evicts C, now the least recently used, no read announced for either
+	x.read(chunkA) // A is still held
+	if st := x.a.cache.Stats(); st.Loads != 4 || st.Evictions != 2 {
 		t.Errorf("stats %+v, want 4 loads and 2 evictions", st)
 	}
 }
@@ -408,33 +442,12 @@ func TestCacheKeepsAnnouncedChunks(t *testing.T) {
 // the reads not yet made: A, read again once of three times announced,
 // is next needed after B and C.
 func TestCacheEvictsTheChunkNeededLast(t *testing.T) {
-	a := openDir(t, filepath.Join(fixtures, "v2/blosc_lz4_shuffle_u2_blocks"), 1)
-	c := a.cache
-	one := []int{1, 1, 1}
-	pA, pB, pC := []int{0, 0, 0}, []int{0, 0, 16}, []int{0, 16, 0}
-	read := func(p []int) {
-		t.Helper()
-		if err := a.Read(make([]byte, 2), p, one); err != nil {
-			t.Fatal(err)
-		}
-	}
-	held := func(p []int) bool {
-		idx := make([]int, len(p))
-		for k := range p {
-			idx[k] = p[k] / a.unit[k]
-		}
-		return c.has(a.chunkEntry(ravel(idx, a.grid)))
-	}
-	read(pB)
-	read(pA)
-	c.limit = c.Stats().Bytes // room for A and B
-	for _, p := range [][]int{pA, pC, pB, pC, pA, pA} {
-		a.ReadAhead(p, one)
-	}
-	read(pA) // held: its next announced read is now the fifth
-	read(pC) // evicts A (fifth), not B (third), C (fourth) or the least recently used (B)
-	if st := c.Stats(); st.Loads != 3 || st.Evictions != 1 || held(pA) || !held(pB) || !held(pC) {
-		t.Errorf("stats %+v; held: A %v, B %v, C %v; want 3 loads, 1 eviction, A evicted", st, held(pA), held(pB), held(pC))
+	x := holdTwo(t, chunkB, chunkA)
+	x.announce(chunkA, chunkC, chunkB, chunkC, chunkA, chunkA)
+	x.read(chunkA) // held: its next announced read is now the fifth
+	x.read(chunkC) // evicts A (fifth), not B (third), C (fourth) or the least recently used (B)
+	if st := x.a.cache.Stats(); st.Loads != 3 || st.Evictions != 1 || x.held(chunkA) || !x.held(chunkB) || !x.held(chunkC) {
+		t.Errorf("stats %+v; held: A %v, B %v, C %v; want 3 loads, 1 eviction, A evicted", st, x.held(chunkA), x.held(chunkB), x.held(chunkC))
 	}
 }
 
@@ -459,26 +472,14 @@ func TestCacheForgetsUnreadAnnouncements(t *testing.T) {
 // staleReads behind the reads made (an epoch left half way) is no longer
 // kept for it.
 func TestCacheGivesUpStaleAnnouncements(t *testing.T) {
-	a := openDir(t, filepath.Join(fixtures, "v2/blosc_lz4_shuffle_u2_blocks"), 1)
-	c := a.cache
-	one := []int{1, 1, 1}
-	pA, pB, pC := []int{0, 0, 0}, []int{0, 0, 16}, []int{0, 16, 0}
-	read := func(p []int) {
-		t.Helper()
-		if err := a.Read(make([]byte, 2), p, one); err != nil {
-			t.Fatal(err)
-		}
-	}
-	read(pA)
-	read(pB)
-	c.limit = c.Stats().Bytes // room for A and B
-	a.ReadAhead(pA, one)      // a read of A that never comes
+	x := holdTwo(t, chunkA, chunkB)
+	x.announce(chunkA) // a read of A that never comes
 	for range staleReads + 1 {
-		a.ReadAhead(pB, one)
-		read(pB)
+		x.announce(chunkB)
+		x.read(chunkB)
 	}
-	read(pC) // evicts A, the least recently used, its announcement stale
-	if c.has(a.chunkEntry(0)) {
-		t.Errorf("chunk A is held for a read announced %d reads ago: %+v", staleReads+1, c.Stats())
+	x.read(chunkC) // evicts A, the least recently used, its announcement stale
+	if x.held(chunkA) {
+		t.Errorf("chunk A is held for a read announced %d reads ago: %+v", staleReads+1, x.a.cache.Stats())
 	}
 }
