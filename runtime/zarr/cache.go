@@ -25,8 +25,8 @@ const DefaultCacheMiB = 4096
 const CacheEnv = "LOADERGEN_ZARR_CACHE_MB"
 
 // Cache holds decoded chunks of any number of arrays, within a size limit,
-// and evicts the least recently used that no announced read needs (see
-// victim). All workers of a loader share one, so
+// and evicts the least recently used that no read announced by
+// Array.ReadAhead needs (see victim). All workers of a loader share one, so
 // a chunk that several crops touch is decoded once; concurrent requests for
 // a chunk being decoded wait for that decode instead of starting their own.
 // The buffers of evicted chunks are decoded into again once no reader is
@@ -105,7 +105,7 @@ type CacheStats struct {
 	Loads     int64 // chunks read and decoded (a window of them, at least)
 	Extends   int64 // decoded windows extended for a read that needed more
 	Evictions int64 // chunks dropped to stay within the limit
-	Announced int64 // chunk reads announced by Array.ReadAhead, which eviction keeps their chunks for
+	Announced int64 // chunk reads announced by Array.ReadAhead (eviction keeps their chunks until they are made)
 	Bytes     int64 // bytes held now
 	Entries   int   // chunks held now
 }
