@@ -84,14 +84,12 @@ func (s *Source) localityKey(c *runtime.Crop) uint64 {
 	return uint64(c.Volume)<<s.volumeShift | key
 }
 
-// ReadAhead has the arrays of remote volumes start reading the chunks
-// that the crops of samples indices of epoch will read (a loader calls it
-// through runtime.ReadAheader, batches ahead). It draws each crop's place
-// as Read does and hints each key's box; local arrays ignore the hints.
+// ReadAhead announces to the arrays the reads of the crops of samples
+// indices of epoch (a loader calls it through runtime.ReadAheader,
+// batches ahead): their chunk cache keeps the chunks those crops will
+// read, and remote arrays start reading them. It draws each crop's place
+// as Read does and hints each key's box (zarr.Array.ReadAhead).
 func (s *Source) ReadAhead(epoch int, indices []int) {
-	if !s.remote {
-		return
-	}
 	s.places(epoch, indices, func(_ int, c *runtime.Crop) {
 		v := s.vols[c.Volume]
 		for k, key := range s.spec.Keys {

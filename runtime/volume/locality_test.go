@@ -114,3 +114,23 @@ func BenchmarkLocalityKeys(b *testing.B) {
 		s.LocalityKeys(e, indices, keys)
 	}
 }
+
+// TestReadAheadAnnouncesLocalCrops: a local source's ReadAhead announces
+// its crops' reads to the chunk cache, at least one chunk a box, so that
+// eviction keeps their chunks for them.
+func TestReadAheadAnnouncesLocalCrops(t *testing.T) {
+	a := filepath.Join(t.TempDir(), "a.zarr")
+	testVolume(t, a, true)
+	spec := cellSpec()
+	spec.Keys, spec.Classes = spec.Keys[:1], nil // raw alone
+	s, err := Open(spec, []Volume{{Roots: []string{a}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	indices := []int{0, 1, 2, 3}
+	before := s.cache.Stats().Announced
+	s.ReadAhead(0, indices)
+	if got := s.cache.Stats().Announced - before; got < int64(len(indices)*len(spec.Keys)) {
+		t.Errorf("ReadAhead of %d crops of %d keys announced %d chunk reads", len(indices), len(spec.Keys), got)
+	}
+}

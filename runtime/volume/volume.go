@@ -20,7 +20,6 @@ import (
 	"sync/atomic"
 
 	"github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/storage"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
@@ -173,8 +172,6 @@ type Source struct {
 	// chunkBits and volumeShift lay out the locality key (localityBits).
 	chunkBits   []int
 	volumeShift int
-	// remote: some volume's root is a URL, whose chunks ReadAhead hints.
-	remote bool
 	// states holds the scratch of Read (the crop and the layouts) and of
 	// LocalityKeys (a Rand). A state belongs to one call between Get and
 	// Put; Get and Put do not allocate in steady state.
@@ -247,7 +244,6 @@ func Open(spec Spec, vols []Volume, log *slog.Logger) (*Source, error) {
 			return nil, fmt.Errorf("volume %d (%s): %w", i, strings.Join(uniq(v.Roots), ", "), err)
 		}
 		s.vols = append(s.vols, ov)
-		s.remote = s.remote || slices.ContainsFunc(v.Roots, storage.IsURL)
 		total += float64(ov.grid.count) * ov.weight
 		s.cum = append(s.cum, total)
 		fgTotal += float64(len(ov.labelled)) * ov.weight

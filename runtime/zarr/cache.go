@@ -25,7 +25,8 @@ const DefaultCacheMiB = 4096
 const CacheEnv = "LOADERGEN_ZARR_CACHE_MB"
 
 // Cache holds decoded chunks of any number of arrays, within a size limit,
-// and evicts the least recently used. All workers of a loader share one, so
+// and evicts the least recently used that no read announced by
+// Array.ReadAhead needs (see victim). All workers of a loader share one, so
 // a chunk that several crops touch is decoded once; concurrent requests for
 // a chunk being decoded wait for that decode instead of starting their own.
 // The buffers of evicted chunks are decoded into again once no reader is
@@ -58,7 +59,41 @@ type Cache struct {
 	lru     cacheEntry       // sentinel of a circular list of loaded entries, most recent first
 	free    map[int][][]byte // buffers of evicted, unreferenced chunks, by size
 	stats   CacheStats
+	// hints holds, by chunk, the reads that Array.ReadAhead announced and
+	// that have not happened yet; after links each announced read, by its
+	// number, to the next one announced of the same chunk; seq numbers the
+	// announced reads in the order announced, which is the order the
+	// epoch makes them (a loader's engine announces its batches in order,
+	// batches ahead); read is the number of the latest announced read
+	// made. expect writes them, on the goroutine that calls ReadAhead;
+	// fetch consumes them (consume), on the readers' goroutines; mu
+	// orders those writes, and eviction (victim) reads them under it.
+	hints map[cacheKey]hint
+	after map[uint64]uint64
+	seq   uint64
+	read  uint64
 }
+
+// hint is a chunk's announced reads that have not happened yet: n of
+// them, the earliest numbered next and the latest last.
+type hint struct {
+	n          int
+	next, last uint64
+}
+
+// maxHints bounds the chunks with announced reads: announcements that are
+// never read (an epoch given up half way) would otherwise pile up. Past it
+// they are all forgotten, and eviction is least recently used until the
+// next ones.
+const maxHints = 1 << 16
+
+// staleReads is how far behind the latest announced read made an
+// announced read may be and still be expected: reads come in about the
+// order announced, a few batches apart at most, so one this far behind
+// was given up (its epoch left half way), and eviction no longer keeps
+// its chunk for it. 4096 reads are 40 batches of 8 crops of 3 arrays
+// with 4 chunks a box.
+const staleReads = 1 << 12
 
 // maxFree bounds the free buffers kept per size: enough for every processor
 // to hold a few chunks it is copying from.
@@ -70,6 +105,7 @@ type CacheStats struct {
 	Loads     int64 // chunks read and decoded (a window of them, at least)
 	Extends   int64 // decoded windows extended for a read that needed more
 	Evictions int64 // chunks dropped to stay within the limit
+	Announced int64 // chunk reads announced by Array.ReadAhead (eviction keeps their chunks until they are made)
 	Bytes     int64 // bytes held now
 	Entries   int   // chunks held now
 }
@@ -147,7 +183,7 @@ const headroom = blosc.HeaderSize
 // NewCache returns a cache that holds up to maxMiB MiB of decoded chunks.
 // A cache of 0 MiB holds nothing: every read decodes what it needs.
 func NewCache(maxMiB int) *Cache {
-	c := &Cache{limit: int64(maxMiB) << 20, entries: map[cacheKey]*cacheEntry{}, free: map[int][][]byte{}}
+	c := &Cache{limit: int64(maxMiB) << 20, entries: map[cacheKey]*cacheEntry{}, free: map[int][][]byte{}, hints: map[cacheKey]hint{}, after: map[uint64]uint64{}}
 	c.lru.prev, c.lru.next = &c.lru, &c.lru
 	return c
 }
@@ -248,58 +284,90 @@ func (c *Cache) loaded(key cacheKey) *cacheEntry {
 // may not touch the data after. Errors are not kept: the next get tries
 // again (a failed extension leaves the window held before it).
 func (c *Cache) get(key cacheKey, l loader, want span) (*cacheEntry, error) {
+	e, _, err := c.fetch(key, l, want, true)
+	return e, err
+}
+
+// fetch is get, or with wait false, get that does not wait for another
+// goroutine's load or extension of the chunk: then it returns busy, with no
+// entry and nothing counted, and the caller may do other work before
+// asking again.
+func (c *Cache) fetch(key cacheKey, l loader, want span, wait bool) (*cacheEntry, bool, error) {
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok {
+		loaded := e.prev != nil
+		if !wait && (!loaded || e.growing != nil && e.data != nil && !e.win.holds(want)) {
+			c.mu.Unlock()
+			return nil, true, nil
+		}
+		c.consume(key)
 		c.stats.Hits++
 		e.refs++
-		if e.prev != nil { // loaded: most recent now
+		if loaded { // most recent now
 			e.unlink()
 			c.pushFront(e)
 			if e.win.holds(want) || e.data == nil {
 				c.mu.Unlock()
-				return e, nil
+				return e, false, nil
 			}
-			return c.extend(e, l, want) // unlocks mu
+			e, err := c.extend(e, l, want) // unlocks mu
+			return e, false, err
 		}
 		c.mu.Unlock()
 		<-e.done
 		if e.err != nil {
 			c.release(e)
-			return nil, e.err
+			return nil, false, e.err
 		}
 		c.mu.Lock()
-		return c.extend(e, l, want) // unlocks mu
+		e, err := c.extend(e, l, want) // unlocks mu
+		return e, false, err
 	}
+	c.consume(key)
+	e := c.begin(key)
+	c.mu.Unlock()
+	buf, win, err := l.load(key, want)
+	if err := c.finish(e, buf, win, err); err != nil {
+		return nil, false, err
+	}
+	return e, false, nil
+}
+
+// begin enters the entry of key, which the caller is about to load, held
+// by the caller. mu is held.
+func (c *Cache) begin(key cacheKey) *cacheEntry {
 	e := &cacheEntry{key: key, done: make(chan struct{}), refs: 1}
 	c.entries[key] = e
 	c.stats.Loads++
-	c.mu.Unlock()
+	return e
+}
 
-	buf, win, err := l.load(key, want)
-
+// finish ends the load of e that begin entered, with what the loader
+// returned, and wakes those waiting for it. On an error it drops the
+// entry, releases the caller's reference and returns the error.
+func (c *Cache) finish(e *cacheEntry, buf []byte, win span, err error) error {
 	c.mu.Lock()
 	e.err = err
 	if buf != nil {
 		e.buf, e.data, e.win = buf, buf[headroom:], win
 	}
 	if err != nil {
-		delete(c.entries, key)
+		delete(c.entries, e.key)
 		e.evicted = true
 	} else {
 		e.size = int64(len(buf)) + cacheEntryOverhead
 		c.used += e.size
 		c.pushFront(e)
 		for c.used > c.limit && c.lru.prev != &c.lru {
-			c.evict(c.lru.prev)
+			c.evict(c.victim())
 		}
 	}
 	close(e.done)
 	c.mu.Unlock()
 	if err != nil {
 		c.release(e)
-		return nil, err
 	}
-	return e, nil
+	return err
 }
 
 // extend makes a loaded entry hold at least the bytes want, waiting for
@@ -367,6 +435,76 @@ func (c *Cache) recycle(e *cacheEntry) {
 		c.free[n] = append(c.free[n], e.buf)
 	}
 	e.buf, e.data = nil, nil
+}
+
+// expect announces a read of each chunk of array from grid index c0 to c1
+// (both included), after those announced before. mu is not held.
+func (c *Cache) expect(array *Array, c0, c1 []int) {
+	var idx [maxRank]int
+	n := len(c0)
+	copy(idx[:n], c0)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.hints) > maxHints || len(c.after) > maxHints {
+		clear(c.hints)
+		clear(c.after)
+	}
+	for {
+		c.seq++
+		c.stats.Announced++
+		key := array.chunkEntry(ravel(idx[:n], array.grid))
+		h := c.hints[key]
+		if h.n == 0 {
+			h.next = c.seq
+		} else {
+			c.after[h.last] = c.seq
+		}
+		h.n++
+		h.last = c.seq
+		c.hints[key] = h
+		if !next(idx[:n], c0, c1) {
+			return
+		}
+	}
+}
+
+// consume ends the earliest announced read of chunk key, if any: a read
+// of it is under way. mu is held.
+func (c *Cache) consume(key cacheKey) {
+	h, ok := c.hints[key]
+	if !ok {
+		return
+	}
+	c.read = max(c.read, h.next)
+	if h.n--; h.n == 0 {
+		delete(c.hints, key)
+		return
+	}
+	next := c.after[h.next]
+	delete(c.after, h.next)
+	h.next = next
+	c.hints[key] = h
+}
+
+// victim picks the loaded entry to evict: the least recently used that no
+// announced read needs (none, or none later than staleReads behind the
+// latest read made); if every one is needed, the one whose next announced
+// read comes last (Belady's rule, within what was announced).
+// The walk stops at the first entry without a hint, so it visits at most
+// len(hints)+1 entries. mu is held; the list is not empty.
+func (c *Cache) victim() *cacheEntry {
+	var far *cacheEntry
+	var farNext uint64
+	for e := c.lru.prev; e != &c.lru; e = e.prev {
+		h, ok := c.hints[e.key]
+		if !ok || h.next+staleReads < c.read {
+			return e
+		}
+		if far == nil || h.next > farNext {
+			far, farNext = e, h.next
+		}
+	}
+	return far
 }
 
 func (c *Cache) pushFront(e *cacheEntry) {

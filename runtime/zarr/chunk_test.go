@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	lgruntime "github.com/loadergen/loadergen/runtime"
 )
@@ -324,5 +325,161 @@ func TestReadOutsideValue(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestReadPutsOffChunksInFlight: a read that meets a chunk another
+// goroutine is loading copies the box's other chunks first and only then
+// waits for that load, so that two readers of crops sharing chunks decode
+// different chunks at once rather than take turns.
+func TestReadPutsOffChunksInFlight(t *testing.T) {
+	a := openDir(t, filepath.Join(fixtures, "v2/blosc_zstd_bitshuffle_f8"), 64)
+	want := loadExpected(t, "blosc_zstd_bitshuffle_f8", a)
+	chunks := int64(1)
+	for _, g := range a.grid {
+		chunks *= int64(g)
+	}
+	if chunks < 2 {
+		t.Fatalf("%d chunks: the test needs a box over several", chunks)
+	}
+	// Another goroutine's load of chunk 0, the read's first, under way.
+	key := a.chunkEntry(0)
+	a.cache.mu.Lock()
+	held := a.cache.begin(key)
+	a.cache.mu.Unlock()
+
+	shape := a.Shape()
+	got := make([]byte, 8*elems(shape))
+	done := make(chan error, 1)
+	go func() { done <- a.Read(got, make([]int, len(shape)), shape) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for a.cache.Stats().Loads < chunks && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	loads := a.cache.Stats().Loads
+	buf, win, err := a.load(key, span{0, a.unitBytes})
+	if err := a.cache.finish(held, buf, win, err); err != nil {
+		t.Fatal(err)
+	}
+	a.cache.release(held)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if loads != chunks {
+		t.Errorf("while chunk 0 was being loaded elsewhere, the read loaded %d of the other %d chunks", loads-1, chunks-1)
+	}
+	if !bytes.Equal(got, want.box(make([]int, len(shape)), shape, a.fill)) {
+		t.Error("the box differs from numpy's")
+	}
+}
+
+// The origins of three chunks (A, B, C) of the fixture of 8 KiB chunks
+// that the eviction tests read one element of.
+var chunkA, chunkB, chunkC = []int{0, 0, 0}, []int{0, 0, 16}, []int{0, 16, 0}
+
+// twoHeld is an eviction test's array, whose cache has room for two of
+// its chunks.
+type twoHeld struct {
+	t *testing.T
+	a *Array
+}
+
+// holdTwo opens the fixture of 8 KiB chunks, reads first and then second,
+// and cuts the cache's room to those two chunks.
+func holdTwo(t *testing.T, first, second []int) twoHeld {
+	x := twoHeld{t, openDir(t, filepath.Join(fixtures, "v2/blosc_lz4_shuffle_u2_blocks"), 1)}
+	x.read(first)
+	x.read(second)
+	x.a.cache.limit = x.a.cache.Stats().Bytes
+	return x
+}
+
+// read reads the element at p.
+func (x twoHeld) read(p []int) {
+	x.t.Helper()
+	if err := x.a.Read(make([]byte, 2), p, []int{1, 1, 1}); err != nil {
+		x.t.Fatal(err)
+	}
+}
+
+// announce announces reads of the elements at ps, in turn.
+func (x twoHeld) announce(ps ...[]int) {
+	for _, p := range ps {
+		x.a.ReadAhead(p, []int{1, 1, 1})
+	}
+}
+
+// held reports whether the cache holds the chunk of the element at p.
+func (x twoHeld) held(p []int) bool {
+	idx := make([]int, len(p))
+	for k := range p {
+		idx[k] = p[k] / x.a.unit[k]
+	}
+	return x.a.cache.has(x.a.chunkEntry(ravel(idx, x.a.grid)))
+}
+
+// TestCacheKeepsAnnouncedChunks: a chunk whose read ReadAhead announced is
+// kept while a chunk no announced read needs is evicted, least recently
+// used or not; once its read is done, it is evicted as any other.
+func TestCacheKeepsAnnouncedChunks(t *testing.T) {
+	x := holdTwo(t, chunkA, chunkB)
+	x.announce(chunkA)
+	x.read(chunkC) // evicts B: A, least recently used, has a read announced
+	x.read(chunkA) // A is still held; its announced read is done
+	if st := x.a.cache.Stats(); st.Loads != 3 || st.Evictions != 1 {
+		t.Fatalf("stats %+v, want 3 loads and 1 eviction: chunk A was not kept for its announced read", st)
+	}
+	x.read(chunkB) // evicts C, now the least recently used, no read announced for either
+	x.read(chunkA) // A is still held
+	if st := x.a.cache.Stats(); st.Loads != 4 || st.Evictions != 2 {
+		t.Errorf("stats %+v, want 4 loads and 2 evictions", st)
+	}
+}
+
+// TestCacheEvictsTheChunkNeededLast: when every chunk held has an
+// announced read, the one whose next announced read comes last is
+// evicted (Belady's rule), not the least recently used, counting from
+// the reads not yet made: A, read again once of three times announced,
+// is next needed after B and C.
+func TestCacheEvictsTheChunkNeededLast(t *testing.T) {
+	x := holdTwo(t, chunkB, chunkA)
+	x.announce(chunkA, chunkC, chunkB, chunkC, chunkA, chunkA)
+	x.read(chunkA) // held: its next announced read is now the fifth
+	x.read(chunkC) // evicts A (fifth), not B (third), C (fourth) or the least recently used (B)
+	if st := x.a.cache.Stats(); st.Loads != 3 || st.Evictions != 1 || x.held(chunkA) || !x.held(chunkB) || !x.held(chunkC) {
+		t.Errorf("stats %+v; held: A %v, B %v, C %v; want 3 loads, 1 eviction, A evicted", st, x.held(chunkA), x.held(chunkB), x.held(chunkC))
+	}
+}
+
+// TestCacheForgetsUnreadAnnouncements: announced reads that never come
+// (an epoch given up half way) are forgotten past maxHints, so they
+// cannot pile up.
+func TestCacheForgetsUnreadAnnouncements(t *testing.T) {
+	c := NewCache(1)
+	a := &Array{id: arrayIDs.Add(1), grid: []int{4 * maxHints}}
+	for i := range maxHints + 2 {
+		c.expect(a, []int{i}, []int{i})
+	}
+	c.mu.Lock()
+	n := len(c.hints)
+	c.mu.Unlock()
+	if n > maxHints {
+		t.Errorf("%d chunks with announced reads held, more than maxHints (%d)", n, maxHints)
+	}
+}
+
+// TestCacheGivesUpStaleAnnouncements: a chunk whose announced read is
+// staleReads behind the reads made (an epoch left half way) is no longer
+// kept for it.
+func TestCacheGivesUpStaleAnnouncements(t *testing.T) {
+	x := holdTwo(t, chunkA, chunkB)
+	x.announce(chunkA) // a read of A that never comes
+	for range staleReads + 1 {
+		x.announce(chunkB)
+		x.read(chunkB)
+	}
+	x.read(chunkC) // evicts A, the least recently used, its announcement stale
+	if x.held(chunkA) {
+		t.Errorf("chunk A is held for a read announced %d reads ago: %+v", staleReads+1, x.a.cache.Stats())
 	}
 }

@@ -124,54 +124,75 @@ func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, 
 	if !inside {
 		fillBox(&box, outside)
 	}
+	// Chunks that another goroutine is loading or extending are put off
+	// until the box's other chunks are copied, so that a reader decodes
+	// what nobody else is decoding rather than wait (two workers reading
+	// crops that share chunks, as crop locality makes them, would
+	// otherwise take turns); then it waits for them, in the order met.
+	var later [16]int64
+	deferred := later[:0]
 	copy(idx[:n], c0[:n])
-	var part, at [maxRank]int
-	unitStrides := a.unitStrides[:n]
 	for {
-		// The chunk's part of the box: where it starts in the chunk and in
-		// the box, and its shape; and the window of the chunk it needs,
-		// from its first to its last element in C order.
-		first, last := 0, 0
-		for k := range n {
-			c := idx[k] * a.unit[k]
-			from, end := max(lo[k], c), min(hi[k], c+a.unit[k])
-			part[k] = end - from
-			first += (from - c) * unitStrides[k]
-			last += (end - 1 - c) * unitStrides[k]
-			at[k] = from - origin[k]
-		}
-		want := span{first * a.dtype.Size(), (last + 1) * a.dtype.Size()}
-		if !a.partial {
-			want = span{0, a.unitBytes}
-		}
-		unit := ravel(idx[:n], a.grid)
-		e, err := a.cache.get(a.chunkEntry(unit), a, want)
+		busy, err := a.readChunk(&box, idx[:n], origin, lo[:n], hi[:n], fill, missing, conv, false)
 		if err != nil {
 			return err
 		}
-		if e.data == nil && missing != nil {
-			if err := missing(unit); err != nil {
-				a.cache.release(e)
-				return &ChunkError{Array: a.dir, Chunk: a.ChunkName(unit), Err: err}
-			}
+		if busy {
+			deferred = append(deferred, ravel(idx[:n], a.grid))
 		}
-		err = a.copyPart(&box, at[:n], part[:n], e.data, first, fill, conv)
-		a.cache.release(e)
-		if err != nil {
-			return fmt.Errorf("zarr array %s: chunk %v: %w", a.dir, slices.Clone(idx[:n]), err)
-		}
-		// The next chunk, last axis fastest.
-		k := n - 1
-		for ; k >= 0; k-- {
-			if idx[k]++; idx[k] <= c1[k] {
-				break
-			}
-			idx[k] = c0[k]
-		}
-		if k < 0 {
-			return nil
+		if !next(idx[:n], c0[:n], c1[:n]) {
+			break
 		}
 	}
+	for _, unit := range deferred {
+		unravel(unit, a.grid, idx[:n])
+		if _, err := a.readChunk(&box, idx[:n], origin, lo[:n], hi[:n], fill, missing, conv, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readChunk copies the part of a read's box (origin, its part inside the
+// array from lo to hi) in the chunk at grid index idx into box, as read
+// does. Unless wait is set, a chunk that another goroutine is loading or
+// extending is left alone and reported busy.
+func (a *Array) readChunk(box *strided.Region, idx, origin, lo, hi []int, fill []byte, missing func(int64) error, conv *Conversion, wait bool) (busy bool, err error) {
+	// The chunk's part of the box: where it starts in the chunk and in
+	// the box, and its shape; and the window of the chunk it needs, from
+	// its first to its last element in C order.
+	n := len(idx)
+	var part, at [maxRank]int
+	first, last := 0, 0
+	for k := range n {
+		c := idx[k] * a.unit[k]
+		from, end := max(lo[k], c), min(hi[k], c+a.unit[k])
+		part[k] = end - from
+		first += (from - c) * a.unitStrides[k]
+		last += (end - 1 - c) * a.unitStrides[k]
+		at[k] = from - origin[k]
+	}
+	want := span{first * a.dtype.Size(), (last + 1) * a.dtype.Size()}
+	if !a.partial {
+		want = span{0, a.unitBytes}
+	}
+	unit := ravel(idx, a.grid)
+	e, busy, err := a.cache.fetch(a.chunkEntry(unit), a, want, wait)
+	if busy || err != nil {
+		return busy, err
+	}
+	if e.data == nil && missing != nil {
+		if err := missing(unit); err != nil {
+			a.cache.release(e)
+			return false, &ChunkError{Array: a.dir, Chunk: a.ChunkName(unit), Err: err}
+		}
+	}
+	err = a.copyPart(box, at[:n], part[:n], e.data, first, fill, conv)
+	a.cache.release(e)
+	if err != nil {
+		return false, fmt.Errorf("zarr array %s: chunk %v: %w", a.dir, slices.Clone(idx), err)
+	}
+	return false, nil
 }
 
 // copyPart copies the part of shape part of a chunk's elements data (nil
@@ -199,20 +220,21 @@ func (a *Array) copyPart(box *strided.Region, at, part []int, data []byte, first
 	return nil
 }
 
-// ReadAhead asks a remote array's root to start reading the stored chunks
-// that a Read of the box at origin, shape would load and that the cache
-// neither holds nor is loading, so that the Read finds them fetched. Each
-// is expected to be as large as the largest stored chunk read so far (the
-// decoded size before the first). A sharded array's inner chunks are
-// byte ranges of their shards, placed by each shard's index: the ranges
-// are hinted at their sizes once the index is in the cache, which
-// ReadAhead loads in the background when it is not (see readAheadShards).
-// It returns at once. Local arrays ignore it; so does a box outside the
-// array.
+// ReadAhead announces a Read of the box at origin, shape, after the reads
+// announced before it: the cache keeps the chunks of announced reads
+// rather than evict them (Cache). For a remote array it also asks the
+// root to start reading the stored chunks that the Read would load and
+// that the cache neither holds nor is loading, so that the Read finds
+// them fetched. Each is expected to be as large as the largest stored
+// chunk read so far (the decoded size before the first). A sharded
+// array's inner chunks are byte ranges of their shards, placed by each
+// shard's index: the ranges are hinted at their sizes once the index is in
+// the cache, which ReadAhead loads in the background when it is not (see
+// readAheadShards). It returns at once. A box outside the array is
+// ignored.
 func (a *Array) ReadAhead(origin, shape []int) {
-	h, ok := a.remote.(storage.Hinter)
 	n := len(a.shape)
-	if !ok || len(origin) != n || len(shape) != n {
+	if len(origin) != n || len(shape) != n {
 		return
 	}
 	var c0, c1, idx [maxRank]int
@@ -222,6 +244,11 @@ func (a *Array) ReadAhead(origin, shape []int) {
 			return
 		}
 		c0[k], c1[k] = lo/a.unit[k], (hi-1)/a.unit[k]
+	}
+	a.cache.expect(a, c0[:n], c1[:n])
+	h, ok := a.remote.(storage.Hinter)
+	if !ok {
+		return
 	}
 	if a.chain.shard != nil {
 		a.readAheadShards(h, c0[:n], c1[:n])
