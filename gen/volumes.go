@@ -303,9 +303,10 @@ func (g *emitter) volumesMethods(f *jen.File) {
 	f.Comment("Stats.MissingChunks.")
 	f.Add(recv()).Id("MissingChunks").Params().Int64().Block(jen.Return(jen.Id("v").Dot("src").Dot("MissingChunks").Call()))
 
-	f.Comment("ReadAhead starts reading the chunks the crops of samples indices of epoch")
-	f.Comment("will read, when the volumes are on S3 or a web server; the loader calls it")
-	f.Comment("for the batches after the ones being filled. Local volumes ignore it.")
+	f.Comment("ReadAhead announces the chunks the crops of samples indices of epoch will")
+	f.Comment("read: the chunk cache keeps them, evicting first what no announced read")
+	f.Comment("needs, and volumes on S3 or a web server start reading them. The loader")
+	f.Comment("calls it for the batches after the ones being filled.")
 	f.Add(recv()).Id("ReadAhead").Params(jen.Id("epoch").Int(), jen.Id("indices").Index().Int()).Block(
 		jen.Id("v").Dot("src").Dot("ReadAhead").Call(jen.Id("epoch"), jen.Id("indices")))
 

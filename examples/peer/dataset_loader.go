@@ -434,9 +434,10 @@ func (v *PeerVolumes) MissingChunks() int64 {
 	return v.src.MissingChunks()
 }
 
-// ReadAhead starts reading the chunks the crops of samples indices of epoch
-// will read, when the volumes are on S3 or a web server; the loader calls it
-// for the batches after the ones being filled. Local volumes ignore it.
+// ReadAhead announces the chunks the crops of samples indices of epoch will
+// read: the chunk cache keeps them, evicting first what no announced read
+// needs, and volumes on S3 or a web server start reading them. The loader
+// calls it for the batches after the ones being filled.
 func (v *PeerVolumes) ReadAhead(epoch int, indices []int) {
 	v.src.ReadAhead(epoch, indices)
 }
