@@ -346,12 +346,19 @@ func (a *Array) setUnits() error {
 	}
 	a.unitBytes = int(bytes)
 	cStrides(a.unit, a.unitStrides[:len(a.unit)])
+	_, lends := a.remote.(storage.Lender)
 	switch sh := a.chain.shard; {
-	case a.remote != nil:
-		// A remote chunk comes whole in one request: decoding a window of
-		// it would save little, and extending that window later would
-		// fetch the chunk again.
+	case a.remote != nil && (!lends || sh != nil):
+		// A remote chunk comes whole in one request: with no read-ahead
+		// keeping it, extending a window decoded of it would fetch the
+		// chunk again. (Inner chunks of shards are decoded whole too:
+		// their read-ahead hints skip what the cache holds in any part.)
 		a.partial = false
+	case a.remote != nil && sh == nil:
+		// The read-ahead lends the chunk it keeps: a window is decoded
+		// of it, as of a local chunk, and extended from it again while
+		// it keeps it (ReadAhead hints a chunk the cache holds in part).
+		a.partial = a.chain.partial()
 	case sh != nil:
 		a.partial = sh.inner.partial()
 	default:

@@ -264,6 +264,16 @@ func (c *Cache) has(key cacheKey) bool {
 	return ok
 }
 
+// holdsWhole reports whether the cache holds chunk key loaded whole (all
+// its size bytes decoded, or the chunk not stored): a read of it then
+// needs nothing fetched.
+func (c *Cache) holdsWhole(key cacheKey, size int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	return ok && e.prev != nil && (e.data == nil || e.win.holds(span{0, size}))
+}
+
 // loaded returns the entry of key when it is loaded, without loading it
 // or waiting for a load in flight, holding a reference the caller
 // releases; nil otherwise.

@@ -260,7 +260,7 @@ func (a *Array) ReadAhead(origin, shape []int) {
 	}
 	copy(idx[:n], c0[:n])
 	for {
-		if !a.cache.has(a.chunkEntry(ravel(idx[:n], a.grid))) {
+		if !a.cache.holdsWhole(a.chunkEntry(ravel(idx[:n], a.grid)), a.unitBytes) {
 			h.Hint(a.key(idx[:n]), expect)
 		}
 		if !next(idx[:n], c0[:n], c1[:n]) {

@@ -1,6 +1,7 @@
 package zarr
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -465,5 +466,70 @@ func TestMetadataRequests(t *testing.T) {
 	}
 	if most < 2 {
 		t.Errorf("at most %d metadata request in flight at once, want the node's files requested together", most)
+	}
+}
+
+// TestRemoteDecodesItsWindow: an array whose remote root lends what its
+// read-ahead keeps decodes the window a read needs, as a local array does
+// (the last row's read of a chunk stored as a Blosc memcpy frame decodes
+// from that row on), extends it from the lent bytes for the first row, and
+// hints again a chunk it holds in part; one whose root does not lend
+// decodes whole chunks.
+func TestRemoteDecodesItsWindow(t *testing.T) {
+	c := fixtureCase{Name: "blosc_lz4_memcpy_random_u1", Path: "v2/blosc_lz4_memcpy_random_u1"}
+	dir := filepath.Join(fixtures, c.Path)
+	for _, lends := range []bool{true, false} {
+		log := &lendLog{}
+		var root storage.Root = lender{storage.Local(dir), log}
+		if !lends {
+			root = storage.Local(dir)
+		}
+		s := &Store{root: root, cache: NewCache(64)}
+		a, err := s.Array("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !lends {
+			a.remote = storage.Local(dir) // remote, without a read-ahead
+			if err := a.setUnits(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := loadExpected(t, c.Name, a)
+		origins, shapes := chunkSlabs(a)
+		read := func(i int) {
+			t.Helper()
+			got := make([]byte, len(want.box(origins[i], shapes[i], a.fill)))
+			if err := a.Read(got, origins[i], shapes[i]); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want.box(origins[i], shapes[i], a.fill)) {
+				t.Fatalf("lends %v: row %d differs from numpy's", lends, i)
+			}
+		}
+		last := len(origins) - 1
+		read(last)
+		a.cache.mu.Lock()
+		win := a.cache.entries[a.chunkEntry(0)].win
+		a.cache.mu.Unlock()
+		if partial := win.lo > 0; partial != lends {
+			t.Errorf("lends %v: the last row's read decoded %v of %d bytes", lends, win, a.unitBytes)
+		}
+		if lends {
+			log.mu.Lock()
+			before := len(log.hints)
+			log.mu.Unlock()
+			chunk0 := make([]int, len(a.shape)) // the box of chunk 0 alone
+			for k := range chunk0 {
+				chunk0[k] = min(a.unit[k], a.shape[k])
+			}
+			a.ReadAhead(make([]int, len(a.shape)), chunk0)
+			log.mu.Lock()
+			if len(log.hints) == before {
+				t.Errorf("chunk 0, held in part, was not hinted again")
+			}
+			log.mu.Unlock()
+		}
+		read(0)
 	}
 }
