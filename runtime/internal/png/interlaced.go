@@ -45,25 +45,8 @@ func (d *Decoder) decodeInterlaced(indices bool) (Image, error) {
 		case size == 1:
 			copy(m.Planes[0][y*d.w:], row)
 		default:
-			d.storeRGBA(m, y, row)
+			d.interleaved(m, y, row, size)
 		}
 	}
 	return m, nil
-}
-
-// storeRGBA writes row y of interleaved 8-bit RGBA pixels, alpha dropped,
-// into m's planes: the red of each for grey.
-func (d *Decoder) storeRGBA(m Image, y int, row []byte) {
-	w := d.w
-	px := m.Planes[0][y*w:][:w]
-	if m.Colour == Grey {
-		for x := range px {
-			px[x] = row[4*x]
-		}
-		return
-	}
-	g, b := m.Planes[1][y*w:][:w], m.Planes[2][y*w:][:w]
-	for x := range px {
-		px[x], g[x], b[x] = row[4*x], row[4*x+1], row[4*x+2]
-	}
 }
