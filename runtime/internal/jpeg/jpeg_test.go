@@ -147,8 +147,9 @@ func TestStopsBelowWindow(t *testing.T) {
 }
 
 // TestErrors: a truncated image is an error even below the window (it
-// does not end with an EOI marker, so it is read to its end), a JPEG without Huffman tables is one even
-// after an image that had them, and CMYK is refused.
+// does not end with an EOI marker, so it is read to its end), a JPEG
+// without Huffman tables is one even after an image that had them, and
+// CMYK is refused.
 func TestErrors(t *testing.T) {
 	data := fixtures(t)["go420"]
 	var dec Decoder

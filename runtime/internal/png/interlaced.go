@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"image"
-	"image/color"
 	stdpng "image/png"
 )
 
@@ -23,11 +22,8 @@ func (d *Decoder) decodeInterlaced(indices bool) (Image, error) {
 	switch c := img.(type) {
 	case *image.Gray:
 		pix, stride, size = c.Pix, c.Stride, 1
-	case *image.Paletted:
+	case *image.Paletted: // its palette's colours are PLTE's, in d.palette
 		pix, stride, size = c.Pix, c.Stride, 1
-		for i, e := range c.Palette {
-			d.palette[i] = rgb(e)
-		}
 	case *image.RGBA: // opaque RGB
 		pix, stride, size = c.Pix, c.Stride, 4
 	case *image.NRGBA: // grey or RGB with alpha, or with tRNS
@@ -49,36 +45,8 @@ func (d *Decoder) decodeInterlaced(indices bool) (Image, error) {
 		case size == 1:
 			copy(m.Planes[0][y*d.w:], row)
 		default:
-			d.storeRGBA(m, y, row)
+			d.interleaved(m, y, row, size)
 		}
 	}
 	return m, nil
-}
-
-// storeRGBA writes row y of interleaved 8-bit RGBA pixels, alpha dropped,
-// into m's planes: the red of each for grey.
-func (d *Decoder) storeRGBA(m Image, y int, row []byte) {
-	w := d.w
-	px := m.Planes[0][y*w:][:w]
-	if m.Colour == Grey {
-		for x := range px {
-			px[x] = row[4*x]
-		}
-		return
-	}
-	g, b := m.Planes[1][y*w:][:w], m.Planes[2][y*w:][:w]
-	for x := range px {
-		px[x], g[x], b[x] = row[4*x], row[4*x+1], row[4*x+2]
-	}
-}
-
-// rgb is a palette entry's red, green and blue as stored, without alpha:
-// image/png gives color.RGBA for opaque entries and color.NRGBA for those
-// of a tRNS chunk.
-func rgb(c color.Color) [3]uint8 {
-	if n, ok := c.(color.NRGBA); ok {
-		return [3]uint8{n.R, n.G, n.B}
-	}
-	r := c.(color.RGBA)
-	return [3]uint8{r.R, r.G, r.B}
 }

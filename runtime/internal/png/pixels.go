@@ -260,10 +260,8 @@ func (d *Decoder) store(m Image, y int, row []byte, indices bool) {
 		} else {
 			unpack(px, row, d.depth, 0xff/(1<<d.depth-1))
 		}
-	case ctGreyAlpha:
-		for x := range px {
-			px[x] = row[2*x]
-		}
+	case ctGreyAlpha, ctRGB, ctRGBA:
+		d.interleaved(m, y, row, channels(d.ct))
 	case ctPalette:
 		if !indices {
 			px = d.row
@@ -276,13 +274,25 @@ func (d *Decoder) store(m Image, y int, row []byte, indices bool) {
 		if !indices {
 			d.colours(m, y)
 		}
-	case ctRGB, ctRGBA:
-		n := channels(d.ct)
-		g, b := m.Planes[1][y*w:][:w], m.Planes[2][y*w:][:w]
+	}
+}
+
+// interleaved writes row y of interleaved 8-bit pixels of n samples each
+// into m's planes, the samples past the colour dropped: the first of each
+// pixel for Grey, the first three for RGB.
+func (d *Decoder) interleaved(m Image, y int, row []byte, n int) {
+	w := d.w
+	px := m.Planes[0][y*w:][:w]
+	if m.Colour == Grey {
 		for x := range px {
-			s := row[n*x:][:3]
-			px[x], g[x], b[x] = s[0], s[1], s[2]
+			px[x] = row[n*x]
 		}
+		return
+	}
+	g, b := m.Planes[1][y*w:][:w], m.Planes[2][y*w:][:w]
+	for x := range px {
+		s := row[n*x:][:3]
+		px[x], g[x], b[x] = s[0], s[1], s[2]
 	}
 }
 

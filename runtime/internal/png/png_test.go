@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"image"
+	"image/color"
 	stdpng "image/png"
 	"math/rand/v2"
 	"os"
@@ -407,4 +408,15 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		})
 	}
+}
+
+// rgb is a palette entry's red, green and blue as stored, without alpha:
+// image/png gives color.RGBA for opaque entries and color.NRGBA for those
+// of a tRNS chunk.
+func rgb(c color.Color) [3]uint8 {
+	if n, ok := c.(color.NRGBA); ok {
+		return [3]uint8{n.R, n.G, n.B}
+	}
+	r := c.(color.RGBA)
+	return [3]uint8{r.R, r.G, r.B}
 }

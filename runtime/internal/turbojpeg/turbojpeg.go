@@ -121,6 +121,9 @@ static lgPlanes lgDecode(lgDec *p, const unsigned char *data, unsigned long n, i
 	p->d.scale_denom = 8;
 	jpeg_start_decompress(&p->d);
 	int comps = p->d.num_components;
+	// An iMCU row's pixels across and down (lines: what one
+	// jpeg_read_raw_data gives).
+	int across = p->d.max_h_samp_factor * p->d.min_DCT_scaled_size;
 	int lines = p->d.max_v_samp_factor * p->d.min_DCT_scaled_size;
 	r.w = p->d.output_width;
 	r.h = p->d.output_height;
@@ -134,8 +137,7 @@ static lgPlanes lgDecode(lgDec *p, const unsigned char *data, unsigned long n, i
 			r.rc = -2;
 			return r;
 		}
-		int across = p->d.max_h_samp_factor * p->d.min_DCT_scaled_size, down = p->d.max_v_samp_factor * p->d.min_DCT_scaled_size;
-		if (across % (ci->h_samp_factor * ssize) != 0 || down % (ci->v_samp_factor * ssize) != 0) {
+		if (across % (ci->h_samp_factor * ssize) != 0 || lines % (ci->v_samp_factor * ssize) != 0) {
 			jpeg_abort_decompress(&p->d);
 			r.rc = -3;
 			return r;
@@ -143,7 +145,7 @@ static lgPlanes lgDecode(lgDec *p, const unsigned char *data, unsigned long n, i
 		r.pw[c] = ci->downsampled_width;
 		r.ph[c] = ci->downsampled_height;
 		r.subx[c] = across / (ci->h_samp_factor * ssize);
-		r.suby[c] = down / (ci->v_samp_factor * ssize);
+		r.suby[c] = lines / (ci->v_samp_factor * ssize);
 	}
 	while (p->d.output_scanline < p->d.output_height && (whole || (int)p->d.output_scanline < upto)) {
 		int row = p->d.output_scanline / lines;
