@@ -2,8 +2,7 @@
 // staging buffer: it decodes, draws torchvision's crops from a sample's
 // Rand, resamples as PIL does (antialiased bilinear for images, nearest for
 // masks), flips, and writes uint8 or normalised float32 in CHW or HWC
-// order, with no allocation per image once its buffers have grown (but
-// for interlaced PNGs, which go through image/png).
+// order, with no allocation per image once its buffers have grown.
 package images
 
 import (

@@ -97,26 +97,89 @@ func (d *Decoder) pixels(first chunk, indices bool) (Image, error) {
 	}
 	d.adler.Reset()
 	m := d.image(indices)
-	bits := d.depth * channels(d.ct)
-	step := (bits + 7) / 8 // the bytes per pixel that the filters step back
-	n := 1 + (bits*d.w+7)/8
-	d.cur, d.prev = grow(d.cur, n), grow(d.prev, n)
-	clear(d.prev)
 	if d.ct == ctPalette && !indices {
 		d.row = grow(d.row, d.w)
 	}
-	for y := range d.h {
+	passes := []pass{whole}
+	if d.interlace {
+		passes = adam7[:]
+		for p := range d.spread {
+			d.spread[p] = grow(d.spread[p], d.w)
+		}
+	}
+	for i, p := range passes {
+		if err := d.readPass(m, p, i, indices); err != nil {
+			return Image{}, err
+		}
+	}
+	return m, d.end()
+}
+
+// pass is the pixels of an image, or of one pass of an interlaced image:
+// those of columns x0, x0+dx, ... in rows y0, y0+dy, ...
+type pass struct{ x0, y0, dx, dy int }
+
+// whole is a non-interlaced image's only pass; adam7 are an interlaced
+// image's seven.
+var (
+	whole = pass{0, 0, 1, 1}
+	adam7 = [7]pass{{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4}, {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}}
+)
+
+// readPass reads the rows of pass p (the i-th of the image's) from the
+// zlib stream, unfilters them and stores their pixels in m. A pass
+// without pixels has no rows, not even their filter bytes.
+func (d *Decoder) readPass(m Image, p pass, i int, indices bool) error {
+	w, h := (d.w-p.x0+p.dx-1)/p.dx, (d.h-p.y0+p.dy-1)/p.dy
+	if w <= 0 || h <= 0 {
+		return nil
+	}
+	bits := d.depth * channels(d.ct)
+	step := (bits + 7) / 8 // the bytes per pixel that the filters step back
+	size := 1 + (bits*w+7)/8
+	d.cur, d.prev = grow(d.cur, size), grow(d.prev, size)
+	clear(d.prev)
+	for r := range h {
 		if _, err := io.ReadFull(d.flate, d.cur); err != nil {
-			return Image{}, short(err)
+			return short(err)
 		}
 		d.adler.Write(d.cur)
 		if err := unfilter(d.cur, d.prev, step); err != nil {
-			return Image{}, FormatError(fmt.Sprintf("row %d: %v", y, err))
+			if d.interlace {
+				return FormatError(fmt.Sprintf("pass %d, row %d: %v", i+1, r, err))
+			}
+			return FormatError(fmt.Sprintf("row %d: %v", r, err))
 		}
-		d.store(m, y, d.cur[1:], indices)
+		y := p.y0 + r*p.dy
+		if p.dx == 1 {
+			d.store(m.row(y), d.cur[1:], indices)
+		} else {
+			d.storeSpread(m, p, y, w, indices)
+		}
 		d.cur, d.prev = d.prev, d.cur
 	}
-	return m, d.end()
+	return nil
+}
+
+// storeSpread stores the w pixels of d.cur, a row of pass p, in row y of
+// m: in d.spread first, then every p.dx-th pixel from column p.x0 on.
+func (d *Decoder) storeSpread(m Image, p pass, y, w int, indices bool) {
+	var dst [3][]byte
+	for i, pl := range m.Planes {
+		if pl != nil {
+			dst[i] = d.spread[i][:w]
+		}
+	}
+	d.store(dst, d.cur[1:], indices)
+	for i, pl := range m.Planes {
+		if pl == nil {
+			continue
+		}
+		row := pl[y*d.w:][:d.w]
+		for j, v := range dst[i] {
+			row[p.x0+j*p.dx] = v
+		}
+	}
 }
 
 // short is err, an end of the pixel data before the last row, as
@@ -248,11 +311,23 @@ func abs(x int) int {
 	return x
 }
 
-// store writes row y of unfiltered samples into m's planes: grey scaled to
-// 0..255, alpha dropped, a palette's indices or their colours.
-func (d *Decoder) store(m Image, y int, row []byte, indices bool) {
-	w := d.w
-	px := m.Planes[0][y*w:][:w]
+// row is row y of m's planes, nil for the planes m does not have.
+func (m Image) row(y int) [3][]byte {
+	var r [3][]byte
+	for i, pl := range m.Planes {
+		if pl != nil {
+			r[i] = pl[y*m.Width:][:m.Width]
+		}
+	}
+	return r
+}
+
+// store writes a row of unfiltered samples into dst, rows of the planes
+// (nil for those the image does not have) as wide as the row's pixels:
+// grey scaled to 0..255, alpha dropped, a palette's indices or their
+// colours.
+func (d *Decoder) store(dst [3][]byte, row []byte, indices bool) {
+	px := dst[0]
 	switch d.ct {
 	case ctGrey:
 		if d.depth == 8 {
@@ -261,10 +336,10 @@ func (d *Decoder) store(m Image, y int, row []byte, indices bool) {
 			unpack(px, row, d.depth, 0xff/(1<<d.depth-1))
 		}
 	case ctGreyAlpha, ctRGB, ctRGBA:
-		d.interleaved(m, y, row, channels(d.ct))
+		interleaved(dst, row, channels(d.ct))
 	case ctPalette:
 		if !indices {
-			px = d.row
+			px = d.row[:len(px)]
 		}
 		if d.depth == 8 {
 			copy(px, row)
@@ -272,24 +347,23 @@ func (d *Decoder) store(m Image, y int, row []byte, indices bool) {
 			unpack(px, row, d.depth, 1)
 		}
 		if !indices {
-			d.colours(m, y)
+			d.colours(dst, px)
 		}
 	}
 }
 
-// interleaved writes row y of interleaved 8-bit pixels of n samples each
-// into m's planes, the samples past the colour dropped: the first of each
-// pixel for Grey, the first three for RGB.
-func (d *Decoder) interleaved(m Image, y int, row []byte, n int) {
-	w := d.w
-	px := m.Planes[0][y*w:][:w]
-	if m.Colour == Grey {
+// interleaved writes a row of interleaved 8-bit pixels of n samples each
+// into dst, the samples past the colour dropped: the first of each pixel
+// for grey (dst[1] nil), the first three for RGB.
+func interleaved(dst [3][]byte, row []byte, n int) {
+	px := dst[0]
+	if dst[1] == nil {
 		for x := range px {
 			px[x] = row[n*x]
 		}
 		return
 	}
-	g, b := m.Planes[1][y*w:][:w], m.Planes[2][y*w:][:w]
+	g, b := dst[1][:len(px)], dst[2][:len(px)]
 	for x := range px {
 		s := row[n*x:][:3]
 		px[x], g[x], b[x] = s[0], s[1], s[2]
@@ -307,13 +381,12 @@ func unpack(px, row []byte, depth, scale int) {
 	}
 }
 
-// colours writes the colours of d.row's palette indices into row y of
-// m's planes; an index past the palette's entries is black, as in
+// colours writes the colours of palette indices idx into dst's red, green
+// and blue rows; an index past the palette's entries is black, as in
 // image/png.
-func (d *Decoder) colours(m Image, y int) {
-	w := d.w
-	r, g, b := m.Planes[0][y*w:][:w], m.Planes[1][y*w:][:w], m.Planes[2][y*w:][:w]
-	for x, i := range d.row {
+func (d *Decoder) colours(dst [3][]byte, idx []byte) {
+	r, g, b := dst[0][:len(idx)], dst[1][:len(idx)], dst[2][:len(idx)]
+	for x, i := range idx {
 		c := &d.palette[i]
 		r[x], g[x], b[x] = c[0], c[1], c[2]
 	}

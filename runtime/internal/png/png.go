@@ -1,11 +1,10 @@
 // Package png decodes the PNGs of image datasets into planes that a
 // Decoder keeps from one image to the next, so that decoding allocates
-// nothing once they have grown. It reads non-interlaced images of 8 bits
-// per channel or fewer (grey at 1, 2, 4 or 8 bits, grey+alpha, RGB, RGBA,
-// and palettes at 1, 2, 4 or 8 bits), accepts and refuses what image/png
-// does, and gives image/png's pixels with alpha dropped: a tRNS chunk is
-// checked and ignored. Interlaced (Adam7) images go through image/png,
-// which allocates; 16-bit images are refused.
+// nothing once they have grown. It reads images of 8 bits per channel or
+// fewer (grey at 1, 2, 4 or 8 bits, grey+alpha, RGB, RGBA, and palettes at
+// 1, 2, 4 or 8 bits), interlaced (Adam7) or not, accepts and refuses what
+// image/png does, and gives image/png's pixels with alpha dropped: a tRNS
+// chunk is checked and ignored. 16-bit images are refused.
 //
 // PNG is defined in https://www.w3.org/TR/png-3/.
 package png
@@ -91,6 +90,7 @@ type Decoder struct {
 	cur    []byte        // the row being unfiltered, its filter type first
 	prev   []byte        // the row above, unfiltered
 	row    []byte        // a palette row's indices, for an RGB image
+	spread [3][]byte     // a row of an interlaced pass, before it is spread over its image row
 	planes [3][]byte
 }
 
@@ -191,9 +191,6 @@ func (d *Decoder) chunk(c chunk, indices bool) (Image, error) {
 			return Image{}, nil // trailing IDAT chunks are ignored, as image/png ignores them
 		}
 		d.stage = stIDAT
-		if d.interlace {
-			return d.decodeInterlaced(indices)
-		}
 		return d.pixels(c, indices)
 	case "IEND":
 		if d.stage != stIDAT {

@@ -26,10 +26,11 @@ type synth struct {
 	palette         int  // PLTE entries of a palette image; indices run to 2^depth-1, past them
 	trns            bool // a tRNS chunk
 	idats           int  // IDAT chunks the zlib stream is split into (at least 1)
+	interlace       bool // Adam7
 	seed            uint64
 	// Damage, for the error corpus.
 	filter   int    // when > 0, row 1's filter type is filter
-	rows     int    // rows written, when not h
+	rows     int    // rows written of the last pass (the image, if not interlaced), when not its height
 	trailing []byte // after the zlib stream, in the last IDAT
 }
 
@@ -41,17 +42,76 @@ func chunkBytes(typ string, data []byte) []byte {
 }
 
 // encode writes s as a PNG with random pixels, each row under a random
-// filter of the five.
+// filter of the five; an interlaced one's passes are each as wide and
+// high as Adam7 makes them, computed here apart from the decoder's table.
 func (s synth) encode() []byte {
 	r := rand.New(rand.NewPCG(s.seed, 1))
+	var raw bytes.Buffer
+	if !s.interlace {
+		s.encodeRows(r, &raw, s.w, s.h, true)
+	}
+	for p := range 7 {
+		if !s.interlace {
+			break
+		}
+		// Pass p+1 starts at column x0 and row y0, steps dx and dy.
+		x0, y0 := [7]int{0, 4, 0, 2, 0, 1, 0}[p], [7]int{0, 0, 4, 0, 2, 0, 1}[p]
+		dx, dy := [7]int{8, 8, 4, 4, 2, 2, 1}[p], [7]int{8, 8, 8, 4, 4, 2, 2}[p]
+		w, h := 0, 0
+		for x := x0; x < s.w; x += dx {
+			w++
+		}
+		for y := y0; y < s.h; y += dy {
+			h++
+		}
+		if w > 0 && h > 0 {
+			s.encodeRows(r, &raw, w, h, p == 6)
+		}
+	}
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	zw.Write(raw.Bytes())
+	zw.Close()
+	zdata := append(z.Bytes(), s.trailing...)
+
+	png := []byte(signature)
+	var ihdr [13]byte
+	binary.BigEndian.PutUint32(ihdr[0:], uint32(s.w))
+	binary.BigEndian.PutUint32(ihdr[4:], uint32(s.h))
+	ihdr[8], ihdr[9] = uint8(s.depth), uint8(s.ct)
+	if s.interlace {
+		ihdr[12] = 1
+	}
+	png = append(png, chunkBytes("IHDR", ihdr[:])...)
+	png = append(png, chunkBytes("tEXt", []byte("Comment\x00synthetic"))...)
+	if s.palette > 0 {
+		plte := make([]byte, 3*s.palette)
+		for i := range plte {
+			plte[i] = uint8(r.IntN(256))
+		}
+		png = append(png, chunkBytes("PLTE", plte)...)
+	}
+	if s.trns {
+		trns := map[int][]byte{ctGrey: {0, 1}, ctRGB: {0, 1, 0, 2, 0, 3}, ctPalette: {0, 128, 255}}[s.ct]
+		png = append(png, chunkBytes("tRNS", trns)...)
+	}
+	parts := max(1, s.idats)
+	for i := range parts {
+		png = append(png, chunkBytes("IDAT", zdata[i*len(zdata)/parts:(i+1)*len(zdata)/parts])...)
+	}
+	return append(png, chunkBytes("IEND", nil)...)
+}
+
+// encodeRows writes h filtered rows of w random pixels to raw, or s.rows
+// of them for the last pass when set.
+func (s synth) encodeRows(r *rand.Rand, raw *bytes.Buffer, w, h int, last bool) {
 	bits := s.depth * channels(s.ct)
 	step := max(1, bits/8)
-	n := (bits*s.w + 7) / 8
-	rows := s.h
-	if s.rows > 0 {
+	n := (bits*w + 7) / 8
+	rows := h
+	if last && s.rows > 0 {
 		rows = s.rows
 	}
-	var raw bytes.Buffer
 	prev := make([]byte, n+1)
 	for y := range rows {
 		cur := make([]byte, n+1)
@@ -76,35 +136,6 @@ func (s synth) encode() []byte {
 		raw.Write(out)
 		prev = cur
 	}
-	var z bytes.Buffer
-	zw := zlib.NewWriter(&z)
-	zw.Write(raw.Bytes())
-	zw.Close()
-	zdata := append(z.Bytes(), s.trailing...)
-
-	png := []byte(signature)
-	var ihdr [13]byte
-	binary.BigEndian.PutUint32(ihdr[0:], uint32(s.w))
-	binary.BigEndian.PutUint32(ihdr[4:], uint32(s.h))
-	ihdr[8], ihdr[9] = uint8(s.depth), uint8(s.ct)
-	png = append(png, chunkBytes("IHDR", ihdr[:])...)
-	png = append(png, chunkBytes("tEXt", []byte("Comment\x00synthetic"))...)
-	if s.palette > 0 {
-		plte := make([]byte, 3*s.palette)
-		for i := range plte {
-			plte[i] = uint8(r.IntN(256))
-		}
-		png = append(png, chunkBytes("PLTE", plte)...)
-	}
-	if s.trns {
-		trns := map[int][]byte{ctGrey: {0, 1}, ctRGB: {0, 1, 0, 2, 0, 3}, ctPalette: {0, 128, 255}}[s.ct]
-		png = append(png, chunkBytes("tRNS", trns)...)
-	}
-	parts := max(1, s.idats)
-	for i := range parts {
-		png = append(png, chunkBytes("IDAT", zdata[i*len(zdata)/parts:(i+1)*len(zdata)/parts])...)
-	}
-	return append(png, chunkBytes("IEND", nil)...)
 }
 
 // paeth is the Paeth predictor (the encoder's, written apart from
@@ -134,9 +165,22 @@ func synthetics() map[string][]byte {
 		{ct: ctPalette, depth: 1, w: 19, h: 5, palette: 2}, {ct: ctPalette, depth: 2, w: 10, h: 6, palette: 3},
 		{ct: ctPalette, depth: 4, w: 15, h: 8, palette: 16, trns: true}, {ct: ctPalette, depth: 8, w: 33, h: 12, palette: 200},
 		{ct: ctPalette, depth: 8, w: 64, h: 64, palette: 256, idats: 5},
+		// Interlaced: sizes below 8 leave passes empty; 9 and 17 leave
+		// passes one pixel wide or high.
+		{ct: ctGrey, depth: 1, w: 1, h: 1, interlace: true}, {ct: ctGrey, depth: 2, w: 3, h: 5, interlace: true},
+		{ct: ctGrey, depth: 4, w: 9, h: 9, interlace: true}, {ct: ctGrey, depth: 8, w: 37, h: 19, idats: 3, interlace: true},
+		{ct: ctGreyAlpha, depth: 8, w: 2, h: 7, interlace: true}, {ct: ctRGB, depth: 8, w: 17, h: 23, interlace: true},
+		{ct: ctRGB, depth: 8, w: 8, h: 8, trns: true, interlace: true}, {ct: ctRGBA, depth: 8, w: 29, h: 2, interlace: true},
+		{ct: ctPalette, depth: 1, w: 19, h: 5, palette: 2, interlace: true}, {ct: ctPalette, depth: 2, w: 5, h: 1, palette: 3, interlace: true},
+		{ct: ctPalette, depth: 4, w: 15, h: 17, palette: 16, trns: true, interlace: true},
+		{ct: ctPalette, depth: 8, w: 33, h: 12, palette: 200, interlace: true},
 	} {
 		s.seed = uint64(i)
-		out[fmt.Sprintf("ct%d-%dbit-%dx%d-%d", s.ct, s.depth, s.w, s.h, i)] = s.encode()
+		name := fmt.Sprintf("ct%d-%dbit-%dx%d-%d", s.ct, s.depth, s.w, s.h, i)
+		if s.interlace {
+			name += "-adam7"
+		}
+		out[name] = s.encode()
 	}
 	return out
 }
@@ -296,6 +340,9 @@ func TestErrors(t *testing.T) {
 		{"bad CRC", flip(idat + 10), `invalid PNG format: chunk "IDAT" at byte 62: CRC 8bc8fa3d, its data's is 68cfcd42`},
 		{"bad filter", with(rgb, func(s *synth) { s.filter = 5 }), "invalid PNG format: row 1: filter type 5 (0 to 4)"},
 		{"IDAT short", with(rgb, func(s *synth) { s.rows = 3 }), "invalid PNG format: not enough pixel data"},
+		{"bad filter, interlaced", with(rgb, func(s *synth) { s.w, s.h, s.interlace, s.filter = 9, 9, true, 5 }), "invalid PNG format: pass 1, row 1: filter type 5 (0 to 4)"},
+		{"IDAT short, interlaced", with(rgb, func(s *synth) { s.w, s.h, s.interlace, s.rows = 9, 9, true, 1 }), "invalid PNG format: not enough pixel data"},
+		{"IDAT long, interlaced", with(rgb, func(s *synth) { s.w, s.h, s.interlace, s.rows = 9, 9, true, 5 }), "invalid PNG format: too much pixel data: the zlib stream holds more than the rows"},
 		{"IDAT chunks missing", split, "invalid PNG format: not enough pixel data"},
 		{"IDAT long", with(rgb, func(s *synth) { s.rows = 5 }), "invalid PNG format: too much pixel data: the zlib stream holds more than the rows"},
 		{"bytes after the zlib stream", with(rgb, func(s *synth) { s.trailing = []byte{1, 2} }), "invalid PNG format: too much pixel data: bytes after the zlib stream"},
@@ -320,14 +367,11 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-// TestAllocs: once its planes have grown, decoding a non-interlaced PNG
-// allocates nothing, as colours or as indices.
+// TestAllocs: once its planes have grown, decoding a PNG, interlaced or
+// not, allocates nothing, as colours or as indices.
 func TestAllocs(t *testing.T) {
 	var dec Decoder
 	for name, data := range fixtures(t) {
-		if data[28] == 1 { // interlaced: image/png's
-			continue
-		}
 		for _, indices := range []bool{false, true} {
 			if _, err := dec.Decode(data, indices); err != nil {
 				continue
