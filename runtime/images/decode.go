@@ -57,7 +57,6 @@ var ErrFormat = errors.New("not a JPEG or PNG image")
 // coefficients and the output planes. One goroutine uses it at a time; its
 // buffers grow to the largest image seen and are then reused.
 type Scratch struct {
-	reader  bytes.Reader
 	rs      resampler
 	png     png.Decoder
 	out     [3][]uint8 // resampled planes, key size
