@@ -152,7 +152,7 @@ func TestRemoteLends(t *testing.T) {
 	const name = "bigendian_u8_blosc" // chunks of 480 bytes decoded, 41 to 92 stored
 	dir := filepath.Join(fixtures, "v2", name)
 	log := &lendLog{}
-	s := &Store{root: lender{storage.Local(dir), log}, cache: NewCache(0)}
+	s := newStore(lender{storage.Local(dir), log}, NewCache(0))
 	a, err := s.Array("")
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +189,7 @@ func TestRemoteLendsRanges(t *testing.T) {
 	dir := filepath.Join(fixtures, "v3", "sharded_end_u2")
 	stored, missing, inner := shardCounts(t, openDir(t, dir, 0))
 	log := &lendLog{}
-	s := &Store{root: lender{storage.Local(dir), log}, cache: NewCache(64)}
+	s := newStore(lender{storage.Local(dir), log}, NewCache(64))
 	a, err := s.Array("")
 	if err != nil {
 		t.Fatal(err)
@@ -484,7 +484,7 @@ func TestRemoteDecodesItsWindow(t *testing.T) {
 		if !lends {
 			root = storage.Local(dir)
 		}
-		s := &Store{root: root, cache: NewCache(64)}
+		s := newStore(root, NewCache(64))
 		a, err := s.Array("")
 		if err != nil {
 			t.Fatal(err)

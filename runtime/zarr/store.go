@@ -23,16 +23,19 @@ type Store struct {
 	// consolidated holds the entries of a v2 .zmetadata at the root, by key
 	// ("raw/.zarray"), or is nil. It is written once, by OpenStore.
 	consolidated map[string]*metaDoc
-	// remote is set, by OpenStore, for a store at a URL: node then
-	// requests a node's metadata files at once, and doc keeps what it
-	// read in fetched.
-	remote bool
 	// fetchedMu guards fetched, the metadata files read from a remote
 	// root, by key ("raw/.zarray"): node and doc add an entry the first
 	// time they need a file and fill it before closing its done; later
 	// readers wait for done.
 	fetchedMu sync.Mutex
 	fetched   map[string]*fetchedDoc
+}
+
+// remote reports whether the store is at a URL: node then requests a
+// node's metadata files at once, and doc keeps what it read in fetched.
+func (s *Store) remote() bool {
+	_, local := s.root.Local()
+	return !local
 }
 
 // fetchedDoc is a metadata file of a remote store, read once: doc and
@@ -74,12 +77,17 @@ func OpenStore(root string, cache *Cache) (*Store, error) {
 			return nil, fmt.Errorf("zarr store %s: not a directory", root)
 		}
 	}
-	_, local := r.Local()
-	s := &Store{root: r, cache: cache, remote: !local, fetched: map[string]*fetchedDoc{}}
+	s := newStore(r, cache)
 	if err := s.readConsolidated(); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// newStore returns the store at root r, its arrays' chunks kept in cache,
+// before its consolidated metadata is read.
+func newStore(r storage.Root, cache *Cache) *Store {
+	return &Store{root: r, cache: cache, fetched: map[string]*fetchedDoc{}}
 }
 
 // Open opens the array at dir (a directory or a URL, as OpenStore takes)
@@ -168,7 +176,7 @@ func (s *Store) node(p string) (nodeKind, *metaDoc, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if s.remote {
+	if s.remote() {
 		var wg sync.WaitGroup
 		for _, name := range nodeFiles {
 			wg.Add(1)
@@ -214,7 +222,7 @@ func (s *Store) doc(p, name string) (*metaDoc, error) {
 	if d, ok := s.consolidated[key]; ok {
 		return d, nil
 	}
-	if !s.remote {
+	if !s.remote() {
 		return s.readDoc(key)
 	}
 	s.fetchedMu.Lock()
