@@ -1,0 +1,107 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// The constants of image/color's YCbCrToRGB in 16.16 fixed point (write.go),
+// the clamp's bounds, 255 as a float32, and the lane order that mirrors
+// 8 lanes.
+DATA ycbcrK<>+0(SB)/4, $128
+DATA ycbcrK<>+4(SB)/4, $91881  // crToR
+DATA ycbcrK<>+8(SB)/4, $22554  // cbToG
+DATA ycbcrK<>+12(SB)/4, $46802 // crToG
+DATA ycbcrK<>+16(SB)/4, $116130 // cbToB
+DATA ycbcrK<>+20(SB)/4, $0x10101
+DATA ycbcrK<>+24(SB)/4, $255
+DATA ycbcrK<>+28(SB)/4, $0x437f0000 // float32(255)
+DATA ycbcrK<>+32(SB)/4, $7
+DATA ycbcrK<>+36(SB)/4, $6
+DATA ycbcrK<>+40(SB)/4, $5
+DATA ycbcrK<>+44(SB)/4, $4
+DATA ycbcrK<>+48(SB)/4, $3
+DATA ycbcrK<>+52(SB)/4, $2
+DATA ycbcrK<>+56(SB)/4, $1
+DATA ycbcrK<>+60(SB)/4, $0
+GLOBL ycbcrK<>(SB), RODATA|NOPTR, $64
+
+// CHANNEL turns the 16.16 sums of one channel in sum into its normalised
+// floats and stores them at dst: the integer part clamped to 0..255 (as
+// clamp16: a negative sum gives 0, one of 256 or more 255), converted to
+// float32 (exact), divided by 255, less the channel's mean at off(R11),
+// divided by its std at 12+off(R11). VCVTDQ2PS, VDIVPS and VSUBPS round
+// each result to the nearest float32 as Go's float32 conversion, division
+// and subtraction do, and in the same order as NewOutput's lut, so each
+// float is the lut's bit for bit.
+#define CHANNEL(sum, off, dst) \
+	VPSRAD       $16, sum, sum; \
+	VPMAXSD      Y9, sum, sum; \
+	VPMINSD      Y8, sum, sum; \
+	VCVTDQ2PS    sum, sum; \
+	VDIVPS       Y7, sum, sum; \
+	VBROADCASTSS off(R11), Y0; \
+	VSUBPS       Y0, sum, sum; \
+	VBROADCASTSS 12+off(R11), Y1; \
+	VDIVPS       Y1, sum, sum; \
+	VMOVUPS      sum, (dst)
+
+// func ycbcrAVX2(red, green, blue *float32, y, cb, cr *uint8, n, step int, norm *[2][3]float32)
+//
+// Eight pixels a block: Y, Cb and Cr zero-extended to 32-bit lanes, their
+// sums as ycbcrToRGB computes them (int32 products and sums, which never
+// overflow), mirrored across the lanes when step is negative, then
+// CHANNEL's clamp and normalisation.
+TEXT ·ycbcrAVX2(SB), NOSPLIT, $0-72
+	MOVQ red+0(FP), AX
+	MOVQ green+8(FP), BX
+	MOVQ blue+16(FP), CX
+	MOVQ y+24(FP), SI
+	MOVQ cb+32(FP), DI
+	MOVQ cr+40(FP), R8
+	MOVQ n+48(FP), R9
+	MOVQ step+56(FP), R10
+	MOVQ norm+64(FP), R11
+	VPBROADCASTD ycbcrK<>+0(SB), Y15
+	VPBROADCASTD ycbcrK<>+4(SB), Y14
+	VPBROADCASTD ycbcrK<>+8(SB), Y13
+	VPBROADCASTD ycbcrK<>+12(SB), Y12
+	VPBROADCASTD ycbcrK<>+16(SB), Y11
+	VPBROADCASTD ycbcrK<>+20(SB), Y10
+	VPXOR        Y9, Y9, Y9
+	VPBROADCASTD ycbcrK<>+24(SB), Y8
+	VPBROADCASTD ycbcrK<>+28(SB), Y7
+	VMOVDQU      ycbcrK<>+32(SB), Y6
+
+block:
+	VPMOVZXBD (SI), Y0
+	VPMOVZXBD (DI), Y1
+	VPMOVZXBD (R8), Y2
+	TESTQ     R10, R10
+	JNS       sums
+	VPERMD    Y0, Y6, Y0
+	VPERMD    Y1, Y6, Y1
+	VPERMD    Y2, Y6, Y2
+
+sums:
+	VPMULLD Y10, Y0, Y0 // yy = Y * 0x10101
+	VPSUBD  Y15, Y1, Y1 // Cb - 128
+	VPSUBD  Y15, Y2, Y2 // Cr - 128
+	VPMULLD Y14, Y2, Y3
+	VPADDD  Y0, Y3, Y3  // red: yy + crToR * (Cr-128)
+	VPMULLD Y13, Y1, Y4
+	VPSUBD  Y4, Y0, Y4
+	VPMULLD Y12, Y2, Y5
+	VPSUBD  Y5, Y4, Y4  // green: yy - cbToG * (Cb-128) - crToG * (Cr-128)
+	VPMULLD Y11, Y1, Y5
+	VPADDD  Y0, Y5, Y5  // blue: yy + cbToB * (Cb-128)
+	CHANNEL(Y3, 0, AX)
+	CHANNEL(Y4, 4, BX)
+	CHANNEL(Y5, 8, CX)
+	ADDQ    $8, SI
+	ADDQ    $8, DI
+	ADDQ    $8, R8
+	ADDQ    R10, AX
+	ADDQ    R10, BX
+	ADDQ    R10, CX
+	SUBQ    $8, R9
+	JNZ     block
+	VZEROUPPER
+	RET
