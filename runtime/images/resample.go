@@ -208,11 +208,15 @@ func (s *resampler) horizontal(p *Plane, x0, x1 int, ys [lanes]int) {
 
 // vertical writes output row y into out: the sums of y's taps over the
 // rows of s.tmp from word base on, rounded and packed back to bytes.
+// verticalSIMD writes the row's first pixels where it can, with the same
+// bits; the Go loops write the rest.
 func (s *resampler) vertical(out []uint8, base, y int) {
-	v, acc := &s.v, s.acc
-	words := len(acc)
-	row := func(i int) []uint64 { return s.tmp[base+i*words:][:words] }
+	v := &s.v
+	words := len(s.acc)
 	c := v.coef[y*v.size:][:v.count[y]]
+	q0 := verticalSIMD(out, s.tmp[base:], words, c) / lanes // words done
+	acc := s.acc[q0:]
+	row := func(i int) []uint64 { return s.tmp[base+i*words+q0:][:len(acc)] }
 	switch {
 	case v.padded && v.size == 2:
 		r0, r1 := row(0), row(1)
@@ -249,7 +253,7 @@ func (s *resampler) vertical(out []uint8, base, y int) {
 		b := sum >> coefBits & laneMask
 		b = (b | b>>8) & 0x0000_ffff_0000_ffff
 		b = (b | b>>16) & 0xffff_ffff
-		if x := q * lanes; x+lanes <= len(out) {
+		if x := (q0 + q) * lanes; x+lanes <= len(out) {
 			binary.LittleEndian.PutUint32(out[x:], uint32(b))
 		} else {
 			binary.LittleEndian.PutUint32(four[:], uint32(b))

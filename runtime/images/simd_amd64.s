@@ -105,3 +105,47 @@ sums:
 	JNZ     block
 	VZEROUPPER
 	RET
+
+// func verticalAVX2(out *uint8, n int, rows *uint64, stride int, coef *uint64, taps int)
+//
+// Sixteen output bytes a block: one ymm of 16-bit lanes (4 words of
+// vertical's rows) per tap, multiplied by the tap's weight (VPMULLW's low
+// 16 bits: a byte times at most 256 fits) and summed from the rounding
+// half. As in the Go loops, a sum is at most 255*256 + 128 and never
+// wraps; shifted down by coefBits it is a byte, which VPACKUSWB packs
+// unchanged.
+TEXT ·verticalAVX2(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), DI
+	MOVQ n+8(FP), CX
+	MOVQ rows+16(FP), SI
+	MOVQ stride+24(FP), DX
+	MOVQ coef+32(FP), R8
+	MOVQ taps+40(FP), R9
+	MOVQ $0x0080, AX
+	MOVQ AX, X15
+	VPBROADCASTW X15, Y15 // the rounding half in each lane
+
+block:
+	VMOVDQU Y15, Y0
+	MOVQ    SI, R10 // this block's word in the tap's row
+	MOVQ    R8, R11 // the tap's weight
+	MOVQ    R9, R12
+
+tap:
+	VPBROADCASTW (R11), Y1
+	VPMULLW      (R10), Y1, Y1
+	VPADDW       Y1, Y0, Y0
+	ADDQ         DX, R10
+	ADDQ         $8, R11
+	DECQ         R12
+	JNZ          tap
+	VPSRLW       $8, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPACKUSWB    X1, X0, X0
+	VMOVDQU      X0, (DI)
+	ADDQ         $32, SI
+	ADDQ         $16, DI
+	SUBQ         $16, CX
+	JNZ          block
+	VZEROUPPER
+	RET

@@ -8,5 +8,9 @@ func (o *Output) ycbcrSIMD(red, green, blue []float32, lum, cb, cr []uint8, flip
 	return 0
 }
 
+// verticalSIMD does nothing on these builds: vertical's Go loops write
+// every pixel.
+func verticalSIMD(out []uint8, rows []uint64, words int, c []uint64) int { return 0 }
+
 // hasAVX2 is false: these builds have no assembly.
 const hasAVX2 = false

@@ -1,6 +1,7 @@
 package images
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -116,4 +117,82 @@ func writePlanes(o *Output, planes [3][]uint8, flip bool) []byte {
 	dst := make([]byte, 4*3*o.W*o.H)
 	o.write(&s, dst, YCbCr, 3, flip)
 	return dst
+}
+
+// TestVerticalSIMD: the assembly's vertical sums are the plain ones, for
+// 1 to 9 taps of random weights summing to 256, rows of random bytes and
+// of 255 (the largest sums), and widths around its blocks of 16.
+func TestVerticalSIMD(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("this build or CPU runs no AVX2 assembly")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, w := range []int{16, 17, 31, 32, 48, 63, 224, 225} {
+		words := (w + lanes - 1) / lanes
+		for taps := 1; taps <= 9; taps++ {
+			for _, white := range []bool{false, true} {
+				c := make([]uint64, taps)
+				left := uint64(coefOne)
+				for i := range taps - 1 {
+					c[i] = uint64(r.IntN(int(left) + 1))
+					left -= c[i]
+				}
+				c[taps-1] = left
+				rows := make([]uint64, taps*words)
+				px := func(i, x int) uint64 { return rows[i*words+x/lanes] >> (16 * (x % lanes)) & 0xff }
+				for i := range rows {
+					for l := range lanes {
+						v := uint64(255)
+						if !white {
+							v = uint64(r.IntN(256))
+						}
+						rows[i] |= v << (16 * l)
+					}
+				}
+				out := make([]uint8, w)
+				if done := verticalSIMD(out, rows, words, c); done != w&^15 {
+					t.Fatalf("the assembly wrote %d pixels of %d", done, w)
+				}
+				for x := range w &^ 15 {
+					sum := uint64(coefOne / 2)
+					for i, c := range c {
+						sum += px(i, x) * c
+					}
+					if want := uint8(sum >> coefBits); out[x] != want {
+						t.Fatalf("width %d, weights %v, white %v: pixel %d = %d, plain %d", w, c, white, x, out[x], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkVertical runs the vertical pass of 224-pixel rows from 3 and 5
+// taps, in each of this build's modes (Go, and AVX2 where it runs).
+func BenchmarkVertical(b *testing.B) {
+	const w = 224
+	words := w / lanes
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, taps := range []int{3, 5} {
+		var s resampler
+		s.v = axis{start: []int{0}, count: []int{taps}, coef: make([]uint64, taps), size: taps, padded: true}
+		for i := range taps {
+			s.v.coef[i] = coefOne / uint64(taps)
+		}
+		s.v.coef[0] += coefOne - coefOne/uint64(taps)*uint64(taps)
+		s.tmp = make([]uint64, taps*words)
+		for i := range s.tmp {
+			s.tmp[i] = r.Uint64() & laneMask
+		}
+		s.acc = make([]uint64, words)
+		out := make([]uint8, w)
+		for _, m := range simdModes() {
+			b.Run(fmt.Sprintf("taps=%d/%s", taps, m.name), func(b *testing.B) {
+				defer m.set()()
+				for range b.N {
+					s.vertical(out, 0, 0)
+				}
+			})
+		}
+	}
 }
