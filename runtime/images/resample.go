@@ -30,6 +30,10 @@ type axis struct {
 	coef         []uint64
 	size         int  // weights per output pixel
 	padded       bool // every pixel reads size inputs, within the span
+	// spread and slots are the horizontal pass's weights for its AVX2
+	// loop, which spreadSIMD prepares (slots 0: none).
+	spread []uint64
+	slots  int
 }
 
 // bilinear is PIL's triangle filter, of support 1.
@@ -125,6 +129,7 @@ type resampler struct {
 // [x0, x1) x [y0, y1) of its region r, both in the plane's pixels.
 func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float64, outW, outH int) {
 	s.h.prepare(r.x0, r.x1, x0-float64(r.x0), x1-float64(r.x0), outW)
+	s.h.spreadSIMD(r.x0)
 	s.v.prepare(r.y0, r.y1, y0-float64(r.y0), y1-float64(r.y0), outH)
 	first, last := s.v.start[0], 0
 	for y := range outH {
@@ -135,7 +140,7 @@ func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float
 	// Sized for the plane's height and width, whatever the crop's: the
 	// first image of a dataset's size grows them once and for all.
 	s.tmp = grow(s.tmp, max(groups*lanes, p.H+lanes)*words)[:groups*lanes*words]
-	s.packed = grow(s.packed, p.W)
+	s.packed = grow(s.packed, p.W+8) // slack: horizontalSIMD reads a pixel's taps 4 or 8 words at a time
 	s.cols = grow(s.cols, words*lanes)
 	clear(s.cols[outW:]) // the last word's lanes past the row's end
 	for g := range groups {
@@ -156,17 +161,18 @@ func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float
 // horizontal resamples the four plane rows ys (a row may repeat, past
 // the region's end) along s.h into s.cols, a word per output column.
 func (s *resampler) horizontal(p *Plane, x0, x1 int, ys [lanes]int) {
-	in := s.packed[:0] // as long as the plane is wide: no append allocates
 	r0, r1 := p.Pix[ys[0]*p.Stride:][x0:x1], p.Pix[ys[1]*p.Stride:][x0:x1]
 	r2, r3 := p.Pix[ys[2]*p.Stride:][x0:x1], p.Pix[ys[3]*p.Stride:][x0:x1]
 	r1, r2, r3 = r1[:len(r0)], r2[:len(r0)], r3[:len(r0)]
-	for x, v := range r0 {
-		in = append(in, uint64(v)|uint64(r1[x])<<16|uint64(r2[x])<<32|uint64(r3[x])<<48)
+	in := s.packed[:len(r0)]
+	for x := packSIMD(in, r0, r1, r2, r3); x < len(in); x++ {
+		in[x] = uint64(r0[x]) | uint64(r1[x])<<16 | uint64(r2[x])<<32 | uint64(r3[x])<<48
 	}
-	s.packed = in
 	a := &s.h
+	from := horizontalSIMD(s.cols, s.packed, a, x0) // columns done
 	if !a.padded || a.size > 5 {
-		for x, st := range a.start {
+		for x := from; x < len(a.start); x++ {
+			st := a.start[x]
 			k := a.coef[x*a.size:][:a.count[x]]
 			px := in[st-x0:][:len(k)]
 			sum := uint64(halves)
@@ -177,29 +183,29 @@ func (s *resampler) horizontal(p *Plane, x0, x1 int, ys [lanes]int) {
 		}
 		return
 	}
-	cols, coef := s.cols[:len(a.start)], a.coef
+	cols, coef := s.cols[from:len(a.start)], a.coef[from*a.size:]
 	switch a.size {
 	case 1:
-		for x, st := range a.start {
+		for x, st := range a.start[from:] {
 			cols[x] = (halves + in[st-x0]*coef[x]) >> coefBits & laneMask
 		}
 	case 2:
-		for x, st := range a.start {
+		for x, st := range a.start[from:] {
 			p, c := in[st-x0:][:2:2], coef[2*x:][:2:2]
 			cols[x] = (halves + p[0]*c[0] + p[1]*c[1]) >> coefBits & laneMask
 		}
 	case 3:
-		for x, st := range a.start {
+		for x, st := range a.start[from:] {
 			p, c := in[st-x0:][:3:3], coef[3*x:][:3:3]
 			cols[x] = (halves + p[0]*c[0] + p[1]*c[1] + p[2]*c[2]) >> coefBits & laneMask
 		}
 	case 4:
-		for x, st := range a.start {
+		for x, st := range a.start[from:] {
 			p, c := in[st-x0:][:4:4], coef[4*x:][:4:4]
 			cols[x] = (halves + p[0]*c[0] + p[1]*c[1] + p[2]*c[2] + p[3]*c[3]) >> coefBits & laneMask
 		}
 	case 5:
-		for x, st := range a.start {
+		for x, st := range a.start[from:] {
 			p, c := in[st-x0:][:5:5], coef[5*x:][:5:5]
 			cols[x] = (halves + p[0]*c[0] + p[1]*c[1] + p[2]*c[2] + p[3]*c[3] + p[4]*c[4]) >> coefBits & laneMask
 		}

@@ -54,3 +54,72 @@ func verticalSIMD(out []uint8, rows []uint64, words int, c []uint64) int {
 	verticalAVX2(&out[0], n, &rows[0], 8*words, &c[0], len(c))
 	return n
 }
+
+// packAVX2 interleaves n bytes (a multiple of 8) of four rows into in:
+// word x holds column x of row j in lane j.
+//
+//go:noescape
+func packAVX2(in *uint64, row0, row1, row2, row3 *uint8, n int)
+
+// horizontalAVX2 writes n output columns (a multiple of 4) into cols:
+// column x weighs the slots words of in from start[x]-x0 on by its slots
+// spread weights, adds the rounding half and shifts each lane down by
+// coefBits.
+//
+//go:noescape
+func horizontalAVX2(cols *uint64, n int, in *uint64, start *int, x0 int, spread *uint64, slots int)
+
+// packSIMD writes the first words of in (see resampler.horizontal) with
+// AVX2 where the CPU has it, a multiple of 8 of them, and returns how
+// many.
+func packSIMD(in []uint64, r0, r1, r2, r3 []uint8) int {
+	n := len(r0) &^ 7
+	if !hasAVX2 || n == 0 {
+		return 0
+	}
+	_, _, _, _ = in[n-1], r1[n-1], r2[n-1], r3[n-1]
+	packAVX2(&in[0], &r0[0], &r1[0], &r2[0], &r3[0], n)
+	return n
+}
+
+// spreadSIMD prepares a, whose span starts at lo, for horizontalSIMD
+// where the CPU has AVX2 and a is padded to at most 8 taps: each weight
+// copied to the four lanes of a word, each pixel's weights padded with
+// zeros to slots (4 or 8). Else it sets slots to 0.
+func (a *axis) spreadSIMD(lo int) {
+	a.slots = 0
+	if !hasAVX2 || !a.padded || a.size > 8 || len(a.start) == 0 || a.start[0] < lo {
+		return
+	}
+	for x := 1; x < len(a.start); x++ {
+		if a.start[x] < a.start[x-1] {
+			return
+		}
+	}
+	slots := 4
+	if a.size > 4 {
+		slots = 8
+	}
+	a.spread = grow(a.spread, len(a.start)*slots)
+	clear(a.spread)
+	for x := range a.start {
+		for i, c := range a.coef[x*a.size:][:a.size] {
+			a.spread[x*slots+i] = c * 0x0001_0001_0001_0001
+		}
+	}
+	a.slots = slots
+}
+
+// horizontalSIMD writes the first output columns of cols (see
+// resampler.horizontal) with AVX2 where spreadSIMD prepared a for it, a
+// multiple of 4 of them, and returns how many. in holds the packed input
+// from column x0 on, with at least slots words from each start.
+func horizontalSIMD(cols, in []uint64, a *axis, x0 int) int {
+	n := len(a.start) &^ 3
+	if a.slots == 0 || n == 0 {
+		return 0
+	}
+	_, _ = cols[n-1], in[a.start[n-1]-x0+a.slots-1] // the starts only grow
+	horizontalAVX2(&cols[0], n, &in[0], &a.start[0], x0, &a.spread[0], a.slots)
+	return n
+}

@@ -149,3 +149,125 @@ tap:
 	JNZ          block
 	VZEROUPPER
 	RET
+
+// func packAVX2(in *uint64, row0, row1, row2, row3 *uint8, n int)
+//
+// Eight columns a block: the bytes of each row widened to 16-bit lanes,
+// then interleaved, words of rows 0 and 1 and of rows 2 and 3, then
+// doublewords of the two pairs, so that word x holds column x of row j in
+// lane j.
+TEXT ·packAVX2(SB), NOSPLIT, $0-48
+	MOVQ in+0(FP), DI
+	MOVQ row0+8(FP), AX
+	MOVQ row1+16(FP), BX
+	MOVQ row2+24(FP), CX
+	MOVQ row3+32(FP), DX
+	MOVQ n+40(FP), R8
+	XORQ SI, SI
+
+pack:
+	VPMOVZXBW  (AX)(SI*1), X0
+	VPMOVZXBW  (BX)(SI*1), X1
+	VPMOVZXBW  (CX)(SI*1), X2
+	VPMOVZXBW  (DX)(SI*1), X3
+	VPUNPCKLWD X1, X0, X4 // columns 0-3 of rows 0, 1
+	VPUNPCKHWD X1, X0, X5 // columns 4-7
+	VPUNPCKLWD X3, X2, X6 // columns 0-3 of rows 2, 3
+	VPUNPCKHWD X3, X2, X7
+	VPUNPCKLDQ X6, X4, X0 // columns 0, 1
+	VPUNPCKHDQ X6, X4, X1 // columns 2, 3
+	VPUNPCKLDQ X7, X5, X2 // columns 4, 5
+	VPUNPCKHDQ X7, X5, X3 // columns 6, 7
+	VMOVDQU    X0, (DI)
+	VMOVDQU    X1, 16(DI)
+	VMOVDQU    X2, 32(DI)
+	VMOVDQU    X3, 48(DI)
+	ADDQ       $64, DI
+	ADDQ       $8, SI
+	CMPQ       SI, R8
+	JNE        pack
+	RET
+
+// TAPS4 weighs the four words of input from start[x]-x0 (the start at
+// off(BX)) by output column x's four spread weights at soff(R9): the
+// products of each tap's four lanes, in reg.
+#define TAPS4(off, soff, reg) \
+	MOVQ    off(BX), AX; \
+	SUBQ    R8, AX; \
+	VMOVDQU (SI)(AX*8), reg; \
+	VPMULLW soff(R9), reg, reg
+
+// TAPS8 is TAPS4 for eight words and weights.
+#define TAPS8(off, soff, reg) \
+	MOVQ    off(BX), AX; \
+	SUBQ    R8, AX; \
+	VMOVDQU (SI)(AX*8), reg; \
+	VPMULLW soff(R9), reg, reg; \
+	VMOVDQU 32(SI)(AX*8), Y4; \
+	VPMULLW soff+32(R9), Y4, Y4; \
+	VPADDW  Y4, reg, reg
+
+// SUM4 adds up the taps of the four columns in Y0 to Y3 (each its four
+// words of products) into one word per column, rounds them, and stores
+// the four at DI: the words of columns A and B interleaved and added, as
+// those of C and D, then the 128-bit halves of both added across.
+#define SUM4 \
+	VPUNPCKLQDQ Y1, Y0, Y4; \
+	VPUNPCKHQDQ Y1, Y0, Y5; \
+	VPADDW      Y5, Y4, Y4; \
+	VPUNPCKLQDQ Y3, Y2, Y5; \
+	VPUNPCKHQDQ Y3, Y2, Y6; \
+	VPADDW      Y6, Y5, Y5; \
+	VPERM2I128  $0x20, Y5, Y4, Y6; \
+	VPERM2I128  $0x31, Y5, Y4, Y7; \
+	VPADDW      Y7, Y6, Y6; \
+	VPADDW      Y15, Y6, Y6; \
+	VPSRLW      $8, Y6, Y6; \
+	VMOVDQU     Y6, (DI)
+
+// func horizontalAVX2(cols *uint64, n int, in *uint64, start *int, x0 int, spread *uint64, slots int)
+//
+// Four output columns a block, each from slots (4 or 8) words of input
+// from its start, weighed lane by lane by its spread weights (zero past
+// its taps): products of a byte and at most 256 fit VPMULLW's 16 bits,
+// and their sum plus the rounding half never wraps, as in the Go loops.
+TEXT ·horizontalAVX2(SB), NOSPLIT, $0-56
+	MOVQ cols+0(FP), DI
+	MOVQ n+8(FP), CX
+	MOVQ in+16(FP), SI
+	MOVQ start+24(FP), BX
+	MOVQ x0+32(FP), R8
+	MOVQ spread+40(FP), R9
+	MOVQ $0x0080, AX
+	MOVQ AX, X15
+	VPBROADCASTW X15, Y15 // the rounding half in each lane
+	CMPQ slots+48(FP), $8
+	JEQ  eight
+
+four:
+	TAPS4(0, 0, Y0)
+	TAPS4(8, 32, Y1)
+	TAPS4(16, 64, Y2)
+	TAPS4(24, 96, Y3)
+	SUM4
+	ADDQ $32, BX
+	ADDQ $128, R9
+	ADDQ $32, DI
+	SUBQ $4, CX
+	JNZ  four
+	VZEROUPPER
+	RET
+
+eight:
+	TAPS8(0, 0, Y0)
+	TAPS8(8, 64, Y1)
+	TAPS8(16, 128, Y2)
+	TAPS8(24, 192, Y3)
+	SUM4
+	ADDQ $32, BX
+	ADDQ $256, R9
+	ADDQ $32, DI
+	SUBQ $4, CX
+	JNZ  eight
+	VZEROUPPER
+	RET

@@ -14,3 +14,15 @@ func verticalSIMD(out []uint8, rows []uint64, words int, c []uint64) int { retur
 
 // hasAVX2 is false: these builds have no assembly.
 const hasAVX2 = false
+
+// packSIMD does nothing on these builds: horizontal's Go loop packs every
+// column.
+func packSIMD(in []uint64, r0, r1, r2, r3 []uint8) int { return 0 }
+
+// spreadSIMD leaves a as it is on these builds: horizontalSIMD does not
+// read it.
+func (a *axis) spreadSIMD(lo int) {}
+
+// horizontalSIMD does nothing on these builds: horizontal's Go loops write
+// every column.
+func horizontalSIMD(cols, in []uint64, a *axis, x0 int) int { return 0 }
