@@ -30,8 +30,8 @@ type axis struct {
 	coef         []uint64
 	size         int  // weights per output pixel
 	padded       bool // every pixel reads size inputs, within the span
-	// spread and slots are the horizontal pass's weights for its AVX2
-	// loop, which spreadSIMD prepares (slots 0: none).
+	// spread and slots are the weights for the horizontal pass's AVX2
+	// loop, which prepare has spreadSIMD write (slots 0: none).
 	spread []uint64
 	slots  int
 }
@@ -54,6 +54,7 @@ func bilinear(x float64) float64 {
 // to exactly 256, and each running sum is within 1/512 of PIL's, so the
 // weighted sum of a row of bytes is off by at most 1/512 of the row's total
 // variation (Abel summation): a level where the taps span black to white.
+// Where the AVX2 horizontal pass runs, it spreads the weights for it too.
 func (a *axis) prepare(lo, hi int, b0, b1 float64, out int) {
 	in := hi - lo
 	scale := (b1 - b0) / float64(out)
@@ -104,6 +105,7 @@ func (a *axis) prepare(lo, hi int, b0, b1 float64, out int) {
 		}
 		a.start[i], a.count[i] = lo+xmin, n
 	}
+	a.spreadSIMD(lo)
 }
 
 // grow returns s with length n, reusing its array when it is large enough.
@@ -129,7 +131,6 @@ type resampler struct {
 // [x0, x1) x [y0, y1) of its region r, both in the plane's pixels.
 func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float64, outW, outH int) {
 	s.h.prepare(r.x0, r.x1, x0-float64(r.x0), x1-float64(r.x0), outW)
-	s.h.spreadSIMD(r.x0)
 	s.v.prepare(r.y0, r.y1, y0-float64(r.y0), y1-float64(r.y0), outH)
 	first, last := s.v.start[0], 0
 	for y := range outH {

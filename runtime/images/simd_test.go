@@ -183,7 +183,6 @@ func TestHorizontalSIMD(t *testing.T) {
 	} {
 		var a axis
 		a.prepare(x0, x0+tc.in, 0, float64(tc.in), tc.out)
-		a.spreadSIMD(x0)
 		if a.slots == 0 {
 			if a.padded && a.size <= 8 {
 				t.Fatalf("%+v: %d taps, padded, but no spread weights", tc, a.size)
@@ -282,7 +281,6 @@ func BenchmarkHorizontal(b *testing.B) {
 				defer m.set()()
 				var s resampler
 				s.h.prepare(0, in, 0, in, out)
-				s.h.spreadSIMD(0)
 				s.packed = make([]uint64, in+8)
 				s.cols = make([]uint64, out)
 				for range b.N {
