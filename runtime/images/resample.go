@@ -146,12 +146,7 @@ func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float
 	clear(s.cols[outW:]) // the last word's lanes past the row's end
 	for g := range groups {
 		y := first + g*lanes
-		s.horizontal(p, r.x0, r.x1, [lanes]int{y, min(y+1, last-1), min(y+2, last-1), min(y+3, last-1)})
-		rows := s.tmp[g*lanes*words:][:lanes*words]
-		for q := range words {
-			c := s.cols[q*lanes:][:lanes]
-			rows[q], rows[words+q], rows[2*words+q], rows[3*words+q] = transpose(c[0], c[1], c[2], c[3])
-		}
+		s.horizontalRows(p, r.x0, r.x1, [lanes]int{y, min(y+1, last-1), min(y+2, last-1), min(y+3, last-1)}, s.tmp[g*lanes*words:][:lanes*words])
 	}
 	s.acc = grow(s.acc, words)
 	for y := range outH {
@@ -159,9 +154,23 @@ func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float
 	}
 }
 
+// horizontalRows resamples the four plane rows ys (see horizontal) into
+// rows, four of len(rows)/4 words, word q of a row holding its output
+// columns 4q..4q+3: those horizontal leaves in s.cols transposed 4 x 4.
+func (s *resampler) horizontalRows(p *Plane, x0, x1 int, ys [lanes]int, rows []uint64) {
+	words := len(rows) / lanes
+	for q := s.horizontal(p, x0, x1, ys, rows) / lanes; q < words; q++ {
+		c := s.cols[q*lanes:][:lanes]
+		rows[q], rows[words+q], rows[2*words+q], rows[3*words+q] = transpose(c[0], c[1], c[2], c[3])
+	}
+}
+
 // horizontal resamples the four plane rows ys (a row may repeat, past
-// the region's end) along s.h into s.cols, a word per output column.
-func (s *resampler) horizontal(p *Plane, x0, x1 int, ys [lanes]int) {
+// the region's end) along s.h into s.cols, a word per output column. It
+// returns from: horizontalSIMD wrote the columns before it straight into
+// rows, as horizontalRows lays them out, and s.cols holds only those after
+// it.
+func (s *resampler) horizontal(p *Plane, x0, x1 int, ys [lanes]int, rows []uint64) (from int) {
 	r0, r1 := p.Pix[ys[0]*p.Stride:][x0:x1], p.Pix[ys[1]*p.Stride:][x0:x1]
 	r2, r3 := p.Pix[ys[2]*p.Stride:][x0:x1], p.Pix[ys[3]*p.Stride:][x0:x1]
 	r1, r2, r3 = r1[:len(r0)], r2[:len(r0)], r3[:len(r0)]
@@ -170,7 +179,7 @@ func (s *resampler) horizontal(p *Plane, x0, x1 int, ys [lanes]int) {
 		in[x] = uint64(r0[x]) | uint64(r1[x])<<16 | uint64(r2[x])<<32 | uint64(r3[x])<<48
 	}
 	a := &s.h
-	from := horizontalSIMD(s.cols, s.packed, a, x0) // columns done
+	from = horizontalSIMD(rows, s.packed, a, x0)
 	if !a.padded || a.size > 5 {
 		for x := from; x < len(a.start); x++ {
 			st := a.start[x]
@@ -182,7 +191,7 @@ func (s *resampler) horizontal(p *Plane, x0, x1 int, ys [lanes]int) {
 			}
 			s.cols[x] = sum >> coefBits & laneMask
 		}
-		return
+		return from
 	}
 	cols, coef := s.cols[from:len(a.start)], a.coef[from*a.size:]
 	switch a.size {
@@ -211,6 +220,7 @@ func (s *resampler) horizontal(p *Plane, x0, x1 int, ys [lanes]int) {
 			cols[x] = (halves + p[0]*c[0] + p[1]*c[1] + p[2]*c[2] + p[3]*c[3] + p[4]*c[4]) >> coefBits & laneMask
 		}
 	}
+	return from
 }
 
 // vertical writes output row y into out: the sums of y's taps over the

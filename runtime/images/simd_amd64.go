@@ -61,13 +61,14 @@ func verticalSIMD(out []uint8, rows []uint64, words int, c []uint64) int {
 //go:noescape
 func packAVX2(in *uint64, row0, row1, row2, row3 *uint8, n int)
 
-// horizontalAVX2 writes n output columns (a multiple of 4) into cols:
-// column x weighs the slots words of in from start[x]-x0 on by its slots
-// spread weights, adds the rounding half and shifts each lane down by
-// coefBits.
+// horizontalAVX2 writes n output columns (a multiple of 4) of four rows,
+// the first at rows and each next stride bytes on, word q of a row holding
+// its columns 4q..4q+3: column x weighs the slots words of in from
+// start[x]-x0 on by its slots spread weights, adds the rounding half and
+// shifts each lane down by coefBits.
 //
 //go:noescape
-func horizontalAVX2(cols *uint64, n int, in *uint64, start *int, x0 int, spread *uint64, slots int)
+func horizontalAVX2(rows *uint64, stride, n int, in *uint64, start *int, x0 int, spread *uint64, slots int)
 
 // packSIMD writes the first words of in (see resampler.horizontal) with
 // AVX2 where the CPU has it, a multiple of 8 of them, and returns how
@@ -110,16 +111,17 @@ func (a *axis) spreadSIMD(lo int) {
 	a.slots = slots
 }
 
-// horizontalSIMD writes the first output columns of cols (see
+// horizontalSIMD writes the first output columns of four rows (see
 // resampler.horizontal) with AVX2 where spreadSIMD prepared a for it, a
 // multiple of 4 of them, and returns how many. in holds the packed input
 // from column x0 on, with at least slots words from each start.
-func horizontalSIMD(cols, in []uint64, a *axis, x0 int) int {
+func horizontalSIMD(rows, in []uint64, a *axis, x0 int) int {
 	n := len(a.start) &^ 3
 	if a.slots == 0 || n == 0 {
 		return 0
 	}
-	_, _ = cols[n-1], in[a.start[n-1]-x0+a.slots-1] // the starts only grow
-	horizontalAVX2(&cols[0], n, &in[0], &a.start[0], x0, &a.spread[0], a.slots)
+	words := len(rows) / lanes
+	_, _ = rows[3*words+n/lanes-1], in[a.start[n-1]-x0+a.slots-1] // the starts only grow
+	horizontalAVX2(&rows[0], 8*words, n, &in[0], &a.start[0], x0, &a.spread[0], a.slots)
 	return n
 }

@@ -188,6 +188,23 @@ pack:
 	JNE        pack
 	RET
 
+// transposeK transposes four words of four 16-bit lanes, in two steps:
+// bytes that interleave the lanes of each 128-bit half's two words, then
+// doublewords that interleave the halves.
+DATA transposeK<>+0(SB)/8, $0x0b0a030209080100
+DATA transposeK<>+8(SB)/8, $0x0f0e07060d0c0504
+DATA transposeK<>+16(SB)/8, $0x0b0a030209080100
+DATA transposeK<>+24(SB)/8, $0x0f0e07060d0c0504
+DATA transposeK<>+32(SB)/4, $0
+DATA transposeK<>+36(SB)/4, $4
+DATA transposeK<>+40(SB)/4, $1
+DATA transposeK<>+44(SB)/4, $5
+DATA transposeK<>+48(SB)/4, $2
+DATA transposeK<>+52(SB)/4, $6
+DATA transposeK<>+56(SB)/4, $3
+DATA transposeK<>+60(SB)/4, $7
+GLOBL transposeK<>(SB), RODATA|NOPTR, $64
+
 // TAPS4 weighs the four words of input from start[x]-x0 (the start at
 // off(BX)) by output column x's four spread weights at soff(R9): the
 // products of each tap's four lanes, in reg.
@@ -208,9 +225,11 @@ pack:
 	VPADDW  Y4, reg, reg
 
 // SUM4 adds up the taps of the four columns in Y0 to Y3 (each its four
-// words of products) into one word per column, rounds them, and stores
-// the four at DI: the words of columns A and B interleaved and added, as
-// those of C and D, then the 128-bit halves of both added across.
+// words of products) into one word per column, rounds them, transposes
+// them and stores each row's word of the four columns at DI plus the row
+// times R12: the words of columns A and B interleaved and added, as those
+// of C and D, then the 128-bit halves of both added across; lane j of
+// A, B, C and D interleaved by Y14's bytes, then Y13's doublewords.
 #define SUM4 \
 	VPUNPCKLQDQ Y1, Y0, Y4; \
 	VPUNPCKHQDQ Y1, Y0, Y5; \
@@ -223,26 +242,36 @@ pack:
 	VPADDW      Y7, Y6, Y6; \
 	VPADDW      Y15, Y6, Y6; \
 	VPSRLW      $8, Y6, Y6; \
-	VMOVDQU     Y6, (DI)
+	VPSHUFB     Y14, Y6, Y6; \
+	VPERMD      Y6, Y13, Y6; \
+	VMOVQ       X6, (DI); \
+	VPEXTRQ     $1, X6, (DI)(R12*1); \
+	VEXTRACTI128 $1, Y6, X7; \
+	VMOVQ       X7, (DI)(R12*2); \
+	VPEXTRQ     $1, X7, (DI)(R13*1)
 
-// func horizontalAVX2(cols *uint64, n int, in *uint64, start *int, x0 int, spread *uint64, slots int)
+// func horizontalAVX2(rows *uint64, stride, n int, in *uint64, start *int, x0 int, spread *uint64, slots int)
 //
 // Four output columns a block, each from slots (4 or 8) words of input
 // from its start, weighed lane by lane by its spread weights (zero past
 // its taps): products of a byte and at most 256 fit VPMULLW's 16 bits,
 // and their sum plus the rounding half never wraps, as in the Go loops.
-TEXT ·horizontalAVX2(SB), NOSPLIT, $0-56
-	MOVQ cols+0(FP), DI
-	MOVQ n+8(FP), CX
-	MOVQ in+16(FP), SI
-	MOVQ start+24(FP), BX
-	MOVQ x0+32(FP), R8
-	MOVQ spread+40(FP), R9
+TEXT ·horizontalAVX2(SB), NOSPLIT, $0-64
+	MOVQ rows+0(FP), DI
+	MOVQ stride+8(FP), R12
+	LEAQ (R12)(R12*2), R13
+	MOVQ n+16(FP), CX
+	MOVQ in+24(FP), SI
+	MOVQ start+32(FP), BX
+	MOVQ x0+40(FP), R8
+	MOVQ spread+48(FP), R9
 	MOVQ $0x0080, AX
 	MOVQ AX, X15
 	VPBROADCASTW X15, Y15 // the rounding half in each lane
-	CMPQ slots+48(FP), $8
-	JEQ  eight
+	VMOVDQU      transposeK<>+0(SB), Y14
+	VMOVDQU      transposeK<>+32(SB), Y13
+	CMPQ         slots+56(FP), $8
+	JEQ          eight
 
 four:
 	TAPS4(0, 0, Y0)
@@ -252,7 +281,7 @@ four:
 	SUM4
 	ADDQ $32, BX
 	ADDQ $128, R9
-	ADDQ $32, DI
+	ADDQ $8, DI
 	SUBQ $4, CX
 	JNZ  four
 	VZEROUPPER
@@ -266,7 +295,7 @@ eight:
 	SUM4
 	ADDQ $32, BX
 	ADDQ $256, R9
-	ADDQ $32, DI
+	ADDQ $8, DI
 	SUBQ $4, CX
 	JNZ  eight
 	VZEROUPPER

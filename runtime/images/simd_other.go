@@ -25,4 +25,4 @@ func (a *axis) spreadSIMD(lo int) {}
 
 // horizontalSIMD does nothing on these builds: horizontal's Go loops write
 // every column.
-func horizontalSIMD(cols, in []uint64, a *axis, x0 int) int { return 0 }
+func horizontalSIMD(rows, in []uint64, a *axis, x0 int) int { return 0 }

@@ -168,9 +168,10 @@ func TestVerticalSIMD(t *testing.T) {
 }
 
 // TestHorizontalSIMD: the assembly's packing of four rows and its
-// horizontal sums are the plain ones, for axes of 1 to 8 taps (padded to 4
-// or 8 slots), spans wider than the output and narrower, rows of random
-// bytes and of 255, and output widths around its blocks of 4.
+// horizontal sums, transposed into rows, are the plain ones, for axes of 2
+// to 8 taps (padded to 4 or 8 slots), spans wider than the output and
+// narrower, rows of random bytes and of 255, and output widths around its
+// blocks of 4.
 func TestHorizontalSIMD(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("this build or CPU runs no AVX2 assembly")
@@ -215,8 +216,9 @@ func TestHorizontalSIMD(t *testing.T) {
 			for x := packed; x < tc.in; x++ {
 				in[x] = uint64(rows[0][x]) | uint64(rows[1][x])<<16 | uint64(rows[2][x])<<32 | uint64(rows[3][x])<<48
 			}
-			cols := make([]uint64, tc.out)
-			done := horizontalSIMD(cols, in, &a, x0)
+			words := (tc.out + lanes - 1) / lanes
+			out := make([]uint64, lanes*words)
+			done := horizontalSIMD(out, in, &a, x0)
 			if done != tc.out&^3 {
 				t.Fatalf("%+v: the assembly wrote %d columns of %d", tc, done, tc.out)
 			}
@@ -226,7 +228,7 @@ func TestHorizontalSIMD(t *testing.T) {
 					for i, c := range a.coef[x*a.size:][:a.count[x]] {
 						sum += uint64(rows[j][a.start[x]-x0+i]) * c
 					}
-					if got := cols[x] >> (16 * j) & 0xffff; got != sum>>coefBits {
+					if got := out[j*words+x/lanes] >> (16 * (x % lanes)) & 0xffff; got != sum>>coefBits {
 						t.Fatalf("%+v (%d taps), white %v: column %d row %d = %d, plain %d", tc, a.size, white, x, j, got, sum>>coefBits)
 					}
 				}
@@ -266,8 +268,8 @@ func BenchmarkVertical(b *testing.B) {
 }
 
 // BenchmarkHorizontal runs the horizontal pass of four 300-pixel rows to
-// 224 (3 taps) and 130 (5 taps) columns, in each of this build's modes
-// (Go, and AVX2 where it runs).
+// 224 (3 taps) and 130 (5 taps) columns, transposed into rows as resample
+// does, in each of this build's modes (Go, and AVX2 where it runs).
 func BenchmarkHorizontal(b *testing.B) {
 	const in = 300
 	r := rand.New(rand.NewPCG(15, 16))
@@ -281,10 +283,12 @@ func BenchmarkHorizontal(b *testing.B) {
 				defer m.set()()
 				var s resampler
 				s.h.prepare(0, in, 0, in, out)
+				words := (out + lanes - 1) / lanes
 				s.packed = make([]uint64, in+8)
-				s.cols = make([]uint64, out)
+				s.cols = make([]uint64, words*lanes)
+				rows := make([]uint64, lanes*words)
 				for range b.N {
-					s.horizontal(&p, 0, in, [lanes]int{0, 1, 2, 3})
+					s.horizontalRows(&p, 0, in, [lanes]int{0, 1, 2, 3}, rows)
 				}
 			})
 		}
