@@ -9,7 +9,8 @@ import (
 // uint64 (SIMD within a register): a weight is a multiple of 1/256 and a
 // pixel's weights sum to exactly 256, so a lane's sum of weighted bytes,
 // plus the half for rounding, is at most 255*256 + 128 and never carries
-// into the next lane. One multiply then weighs four pixels.
+// into the next lane. One multiply then weighs four pixels. Where the CPU
+// has AVX2, simd_amd64.s does the same sums with 16 lanes to a register.
 const (
 	coefBits = 8             // a weight's fixed-point precision
 	coefOne  = 1 << coefBits // the sum of a pixel's weights
