@@ -86,7 +86,8 @@ func packSIMD(in []uint64, r0, r1, r2, r3 []uint8) int {
 // spreadSIMD prepares a, whose span starts at lo, for horizontalSIMD
 // where the CPU has AVX2 and a is padded to at most 8 taps: each weight
 // copied to the four lanes of a word, each pixel's weights padded with
-// zeros to slots (4 or 8). Else it sets slots to 0.
+// zeros to slots (4 or 8), by blocks of four pixels: their slots 0 to 3,
+// then their slots 4 to 7. Else it sets slots to 0.
 func (a *axis) spreadSIMD(lo int) {
 	a.slots = 0
 	if !hasAVX2 || !a.padded || a.size > 8 || len(a.start) == 0 || a.start[0] < lo {
@@ -101,11 +102,12 @@ func (a *axis) spreadSIMD(lo int) {
 	if a.size > 4 {
 		slots = 8
 	}
-	a.spread = grow(a.spread, len(a.start)*slots)
+	a.spread = grow(a.spread, (len(a.start)+3)/4*4*slots)
 	clear(a.spread)
 	for x := range a.start {
+		block := x / 4 * 4 * slots
 		for i, c := range a.coef[x*a.size:][:a.size] {
-			a.spread[x*slots+i] = c * 0x0001_0001_0001_0001
+			a.spread[block+i/4*16+x%4*4+i%4] = c * 0x0001_0001_0001_0001
 		}
 	}
 	a.slots = slots

@@ -13,14 +13,10 @@ DATA ycbcrK<>+16(SB)/4, $116130 // cbToB
 DATA ycbcrK<>+20(SB)/4, $0x10101
 DATA ycbcrK<>+24(SB)/4, $255
 DATA ycbcrK<>+28(SB)/4, $0x437f0000 // float32(255)
-DATA ycbcrK<>+32(SB)/4, $7
-DATA ycbcrK<>+36(SB)/4, $6
-DATA ycbcrK<>+40(SB)/4, $5
-DATA ycbcrK<>+44(SB)/4, $4
-DATA ycbcrK<>+48(SB)/4, $3
-DATA ycbcrK<>+52(SB)/4, $2
-DATA ycbcrK<>+56(SB)/4, $1
-DATA ycbcrK<>+60(SB)/4, $0
+DATA ycbcrK<>+32(SB)/8, $0x0000000600000007 // lanes 7, 6
+DATA ycbcrK<>+40(SB)/8, $0x0000000400000005
+DATA ycbcrK<>+48(SB)/8, $0x0000000200000003
+DATA ycbcrK<>+56(SB)/8, $0x0000000000000001
 GLOBL ycbcrK<>(SB), RODATA|NOPTR, $64
 
 // CHANNEL turns the 16.16 sums of one channel in sum into its normalised
@@ -121,9 +117,7 @@ TEXT ·verticalAVX2(SB), NOSPLIT, $0-48
 	MOVQ stride+24(FP), DX
 	MOVQ coef+32(FP), R8
 	MOVQ taps+40(FP), R9
-	MOVQ $0x0080, AX
-	MOVQ AX, X15
-	VPBROADCASTW X15, Y15 // the rounding half in each lane
+	VPBROADCASTW half<>(SB), Y15 // the rounding half in each lane
 
 block:
 	VMOVDQU Y15, Y0
@@ -149,6 +143,10 @@ tap:
 	JNZ          block
 	VZEROUPPER
 	RET
+
+// half is the rounding half of a sum of weighted bytes, 128 (of 256).
+DATA half<>+0(SB)/2, $0x0080
+GLOBL half<>(SB), RODATA|NOPTR, $2
 
 // func packAVX2(in *uint64, row0, row1, row2, row3 *uint8, n int)
 //
@@ -195,14 +193,10 @@ DATA transposeK<>+0(SB)/8, $0x0b0a030209080100
 DATA transposeK<>+8(SB)/8, $0x0f0e07060d0c0504
 DATA transposeK<>+16(SB)/8, $0x0b0a030209080100
 DATA transposeK<>+24(SB)/8, $0x0f0e07060d0c0504
-DATA transposeK<>+32(SB)/4, $0
-DATA transposeK<>+36(SB)/4, $4
-DATA transposeK<>+40(SB)/4, $1
-DATA transposeK<>+44(SB)/4, $5
-DATA transposeK<>+48(SB)/4, $2
-DATA transposeK<>+52(SB)/4, $6
-DATA transposeK<>+56(SB)/4, $3
-DATA transposeK<>+60(SB)/4, $7
+DATA transposeK<>+32(SB)/8, $0x0000000400000000 // doublewords 0, 4
+DATA transposeK<>+40(SB)/8, $0x0000000500000001
+DATA transposeK<>+48(SB)/8, $0x0000000600000002
+DATA transposeK<>+56(SB)/8, $0x0000000700000003
 GLOBL transposeK<>(SB), RODATA|NOPTR, $64
 
 // TAPS4 weighs the four words of input from start[x]-x0 (the start at
@@ -214,14 +208,12 @@ GLOBL transposeK<>(SB), RODATA|NOPTR, $64
 	VMOVDQU (SI)(AX*8), reg; \
 	VPMULLW soff(R9), reg, reg
 
-// TAPS8 is TAPS4 for eight words and weights.
+// TAPS8 adds to reg the next four words' products, of slots 4 to 7.
 #define TAPS8(off, soff, reg) \
 	MOVQ    off(BX), AX; \
 	SUBQ    R8, AX; \
-	VMOVDQU (SI)(AX*8), reg; \
-	VPMULLW soff(R9), reg, reg; \
 	VMOVDQU 32(SI)(AX*8), Y4; \
-	VPMULLW soff+32(R9), Y4, Y4; \
+	VPMULLW soff(R9), Y4, Y4; \
 	VPADDW  Y4, reg, reg
 
 // SUM4 adds up the taps of the four columns in Y0 to Y3 (each its four
@@ -254,8 +246,9 @@ GLOBL transposeK<>(SB), RODATA|NOPTR, $64
 //
 // Four output columns a block, each from slots (4 or 8) words of input
 // from its start, weighed lane by lane by its spread weights (zero past
-// its taps): products of a byte and at most 256 fit VPMULLW's 16 bits,
-// and their sum plus the rounding half never wraps, as in the Go loops.
+// its taps; a block's weights of slots 0 to 3, then of slots 4 to 7):
+// products of a byte and at most 256 fit VPMULLW's 16 bits, and their sum
+// plus the rounding half never wraps, as in the Go loops.
 TEXT ·horizontalAVX2(SB), NOSPLIT, $0-64
 	MOVQ rows+0(FP), DI
 	MOVQ stride+8(FP), R12
@@ -265,38 +258,30 @@ TEXT ·horizontalAVX2(SB), NOSPLIT, $0-64
 	MOVQ start+32(FP), BX
 	MOVQ x0+40(FP), R8
 	MOVQ spread+48(FP), R9
-	MOVQ $0x0080, AX
-	MOVQ AX, X15
-	VPBROADCASTW X15, Y15 // the rounding half in each lane
+	VPBROADCASTW half<>(SB), Y15 // the rounding half in each lane
 	VMOVDQU      transposeK<>+0(SB), Y14
 	VMOVDQU      transposeK<>+32(SB), Y13
-	CMPQ         slots+56(FP), $8
-	JEQ          eight
+	MOVQ         slots+56(FP), R10
+	SHLQ         $5, R10 // a block's weights, in bytes
 
-four:
+block:
 	TAPS4(0, 0, Y0)
 	TAPS4(8, 32, Y1)
 	TAPS4(16, 64, Y2)
 	TAPS4(24, 96, Y3)
-	SUM4
-	ADDQ $32, BX
-	ADDQ $128, R9
-	ADDQ $8, DI
-	SUBQ $4, CX
-	JNZ  four
-	VZEROUPPER
-	RET
+	CMPQ R10, $256
+	JNE  sum
+	TAPS8(0, 128, Y0)
+	TAPS8(8, 160, Y1)
+	TAPS8(16, 192, Y2)
+	TAPS8(24, 224, Y3)
 
-eight:
-	TAPS8(0, 0, Y0)
-	TAPS8(8, 64, Y1)
-	TAPS8(16, 128, Y2)
-	TAPS8(24, 192, Y3)
+sum:
 	SUM4
 	ADDQ $32, BX
-	ADDQ $256, R9
+	ADDQ R10, R9
 	ADDQ $8, DI
 	SUBQ $4, CX
-	JNZ  eight
+	JNZ  block
 	VZEROUPPER
 	RET
