@@ -11,9 +11,9 @@ var hasAVX2 = cpu.X86.HasAVX2
 
 // ycbcrAVX2 converts n pixels (a multiple of 8) of the rows y, cb and cr
 // to normalised red, green and blue floats, 8 at a time, and stores block
-// j's 8 floats of each channel at red, green and blue plus j*step bytes, mirrored
-// when step is negative. norm holds the key's float32 means, then its
-// stds.
+// j's 8 floats of each channel at red, green and blue plus j*step bytes,
+// mirrored when step is negative. norm holds the key's float32 means, then
+// its stds.
 //
 //go:noescape
 func ycbcrAVX2(red, green, blue *float32, y, cb, cr *uint8, n, step int, norm *[2][3]float32)

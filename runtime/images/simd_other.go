@@ -2,6 +2,9 @@
 
 package images
 
+// hasAVX2 is false: these builds have no assembly.
+const hasAVX2 = false
+
 // ycbcrSIMD does nothing on these builds: storeYCbCr's Go loop writes
 // every pixel.
 func (o *Output) ycbcrSIMD(red, green, blue []float32, lum, cb, cr []uint8, flip bool) int {
@@ -11,9 +14,6 @@ func (o *Output) ycbcrSIMD(red, green, blue []float32, lum, cb, cr []uint8, flip
 // verticalSIMD does nothing on these builds: vertical's Go loops write
 // every pixel.
 func verticalSIMD(out []uint8, rows []uint64, words int, c []uint64) int { return 0 }
-
-// hasAVX2 is false: these builds have no assembly.
-const hasAVX2 = false
 
 // packSIMD does nothing on these builds: horizontal's Go loop packs every
 // column.
