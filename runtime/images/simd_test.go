@@ -121,13 +121,14 @@ func writePlanes(o *Output, planes [3][]uint8, flip bool) []byte {
 
 // TestVerticalSIMD: the assembly's vertical sums are the plain ones, for
 // 1 to 9 taps of random weights summing to 256, rows of random bytes and
-// of 255 (the largest sums), and widths around its blocks of 16.
+// of 255 (the largest sums), and widths around its blocks of 16 (below 16
+// it writes none).
 func TestVerticalSIMD(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("this build or CPU runs no AVX2 assembly")
 	}
 	r := rand.New(rand.NewPCG(9, 10))
-	for _, w := range []int{16, 17, 31, 32, 48, 63, 224, 225} {
+	for _, w := range []int{1, 15, 16, 17, 31, 32, 48, 63, 224, 225} {
 		words := (w + lanes - 1) / lanes
 		for taps := 1; taps <= 9; taps++ {
 			for _, white := range []bool{false, true} {
