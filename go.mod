@@ -14,6 +14,7 @@ require (
 	github.com/klauspost/compress v1.18.7
 	github.com/pierrec/lz4/v4 v4.1.33
 	go.uber.org/goleak v1.3.0
+	golang.org/x/sys v0.29.0
 	gopkg.in/yaml.v3 v3.0.1
 	gorgonia.org/cu v0.9.6
 )

@@ -9,7 +9,8 @@ import (
 // uint64 (SIMD within a register): a weight is a multiple of 1/256 and a
 // pixel's weights sum to exactly 256, so a lane's sum of weighted bytes,
 // plus the half for rounding, is at most 255*256 + 128 and never carries
-// into the next lane. One multiply then weighs four pixels.
+// into the next lane. One multiply then weighs four pixels. Where the CPU
+// has AVX2, simd_amd64.s does the same sums with 16 lanes to a register.
 const (
 	coefBits = 8             // a weight's fixed-point precision
 	coefOne  = 1 << coefBits // the sum of a pixel's weights
@@ -30,6 +31,10 @@ type axis struct {
 	coef         []uint64
 	size         int  // weights per output pixel
 	padded       bool // every pixel reads size inputs, within the span
+	// spread and slots are the weights for the horizontal pass's AVX2
+	// loop, which prepare has spreadSIMD write (slots 0: none).
+	spread []uint64
+	slots  int
 }
 
 // bilinear is PIL's triangle filter, of support 1.
@@ -50,6 +55,7 @@ func bilinear(x float64) float64 {
 // to exactly 256, and each running sum is within 1/512 of PIL's, so the
 // weighted sum of a row of bytes is off by at most 1/512 of the row's total
 // variation (Abel summation): a level where the taps span black to white.
+// Where the AVX2 horizontal pass runs, it spreads the weights for it too.
 func (a *axis) prepare(lo, hi int, b0, b1 float64, out int) {
 	in := hi - lo
 	scale := (b1 - b0) / float64(out)
@@ -100,6 +106,7 @@ func (a *axis) prepare(lo, hi int, b0, b1 float64, out int) {
 		}
 		a.start[i], a.count[i] = lo+xmin, n
 	}
+	a.spreadSIMD(lo)
 }
 
 // grow returns s with length n, reusing its array when it is large enough.
@@ -135,17 +142,12 @@ func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float
 	// Sized for the plane's height and width, whatever the crop's: the
 	// first image of a dataset's size grows them once and for all.
 	s.tmp = grow(s.tmp, max(groups*lanes, p.H+lanes)*words)[:groups*lanes*words]
-	s.packed = grow(s.packed, p.W)
+	s.packed = grow(s.packed, p.W+8) // slack: horizontalSIMD reads a pixel's taps 4 or 8 words at a time
 	s.cols = grow(s.cols, words*lanes)
 	clear(s.cols[outW:]) // the last word's lanes past the row's end
 	for g := range groups {
 		y := first + g*lanes
-		s.horizontal(p, r.x0, r.x1, [lanes]int{y, min(y+1, last-1), min(y+2, last-1), min(y+3, last-1)})
-		rows := s.tmp[g*lanes*words:][:lanes*words]
-		for q := range words {
-			c := s.cols[q*lanes:][:lanes]
-			rows[q], rows[words+q], rows[2*words+q], rows[3*words+q] = transpose(c[0], c[1], c[2], c[3])
-		}
+		s.horizontalRows(p, r.x0, r.x1, [lanes]int{y, min(y+1, last-1), min(y+2, last-1), min(y+3, last-1)}, s.tmp[g*lanes*words:][:lanes*words])
 	}
 	s.acc = grow(s.acc, words)
 	for y := range outH {
@@ -153,20 +155,35 @@ func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float
 	}
 }
 
+// horizontalRows resamples the four plane rows ys (see horizontal) into
+// rows, four of len(rows)/4 words, word q of a row holding its output
+// columns 4q..4q+3: those horizontal leaves in s.cols transposed 4 x 4.
+func (s *resampler) horizontalRows(p *Plane, x0, x1 int, ys [lanes]int, rows []uint64) {
+	words := len(rows) / lanes
+	for q := s.horizontal(p, x0, x1, ys, rows) / lanes; q < words; q++ {
+		c := s.cols[q*lanes:][:lanes]
+		rows[q], rows[words+q], rows[2*words+q], rows[3*words+q] = transpose(c[0], c[1], c[2], c[3])
+	}
+}
+
 // horizontal resamples the four plane rows ys (a row may repeat, past
-// the region's end) along s.h into s.cols, a word per output column.
-func (s *resampler) horizontal(p *Plane, x0, x1 int, ys [lanes]int) {
-	in := s.packed[:0] // as long as the plane is wide: no append allocates
+// the region's end) along s.h into s.cols, a word per output column. It
+// returns from: horizontalSIMD wrote the columns before it straight into
+// rows, as horizontalRows lays them out, and s.cols holds only those after
+// it.
+func (s *resampler) horizontal(p *Plane, x0, x1 int, ys [lanes]int, rows []uint64) (from int) {
 	r0, r1 := p.Pix[ys[0]*p.Stride:][x0:x1], p.Pix[ys[1]*p.Stride:][x0:x1]
 	r2, r3 := p.Pix[ys[2]*p.Stride:][x0:x1], p.Pix[ys[3]*p.Stride:][x0:x1]
 	r1, r2, r3 = r1[:len(r0)], r2[:len(r0)], r3[:len(r0)]
-	for x, v := range r0 {
-		in = append(in, uint64(v)|uint64(r1[x])<<16|uint64(r2[x])<<32|uint64(r3[x])<<48)
+	in := s.packed[:len(r0)]
+	for x := packSIMD(in, r0, r1, r2, r3); x < len(in); x++ {
+		in[x] = uint64(r0[x]) | uint64(r1[x])<<16 | uint64(r2[x])<<32 | uint64(r3[x])<<48
 	}
-	s.packed = in
 	a := &s.h
+	from = horizontalSIMD(rows, s.packed, a, x0)
 	if !a.padded || a.size > 5 {
-		for x, st := range a.start {
+		for x := from; x < len(a.start); x++ {
+			st := a.start[x]
 			k := a.coef[x*a.size:][:a.count[x]]
 			px := in[st-x0:][:len(k)]
 			sum := uint64(halves)
@@ -175,44 +192,49 @@ func (s *resampler) horizontal(p *Plane, x0, x1 int, ys [lanes]int) {
 			}
 			s.cols[x] = sum >> coefBits & laneMask
 		}
-		return
+		return from
 	}
-	cols, coef := s.cols[:len(a.start)], a.coef
+	cols, coef := s.cols[from:len(a.start)], a.coef[from*a.size:]
 	switch a.size {
 	case 1:
-		for x, st := range a.start {
+		for x, st := range a.start[from:] {
 			cols[x] = (halves + in[st-x0]*coef[x]) >> coefBits & laneMask
 		}
 	case 2:
-		for x, st := range a.start {
+		for x, st := range a.start[from:] {
 			p, c := in[st-x0:][:2:2], coef[2*x:][:2:2]
 			cols[x] = (halves + p[0]*c[0] + p[1]*c[1]) >> coefBits & laneMask
 		}
 	case 3:
-		for x, st := range a.start {
+		for x, st := range a.start[from:] {
 			p, c := in[st-x0:][:3:3], coef[3*x:][:3:3]
 			cols[x] = (halves + p[0]*c[0] + p[1]*c[1] + p[2]*c[2]) >> coefBits & laneMask
 		}
 	case 4:
-		for x, st := range a.start {
+		for x, st := range a.start[from:] {
 			p, c := in[st-x0:][:4:4], coef[4*x:][:4:4]
 			cols[x] = (halves + p[0]*c[0] + p[1]*c[1] + p[2]*c[2] + p[3]*c[3]) >> coefBits & laneMask
 		}
 	case 5:
-		for x, st := range a.start {
+		for x, st := range a.start[from:] {
 			p, c := in[st-x0:][:5:5], coef[5*x:][:5:5]
 			cols[x] = (halves + p[0]*c[0] + p[1]*c[1] + p[2]*c[2] + p[3]*c[3] + p[4]*c[4]) >> coefBits & laneMask
 		}
 	}
+	return from
 }
 
 // vertical writes output row y into out: the sums of y's taps over the
 // rows of s.tmp from word base on, rounded and packed back to bytes.
+// verticalSIMD writes the row's first pixels where it can, with the same
+// bits; the Go loops write the rest.
 func (s *resampler) vertical(out []uint8, base, y int) {
-	v, acc := &s.v, s.acc
-	words := len(acc)
-	row := func(i int) []uint64 { return s.tmp[base+i*words:][:words] }
+	v := &s.v
+	words := len(s.acc)
 	c := v.coef[y*v.size:][:v.count[y]]
+	q0 := verticalSIMD(out, s.tmp[base:], words, c) / lanes // words done
+	acc := s.acc[q0:]
+	row := func(i int) []uint64 { return s.tmp[base+i*words+q0:][:len(acc)] }
 	switch {
 	case v.padded && v.size == 2:
 		r0, r1 := row(0), row(1)
@@ -249,7 +271,7 @@ func (s *resampler) vertical(out []uint8, base, y int) {
 		b := sum >> coefBits & laneMask
 		b = (b | b>>8) & 0x0000_ffff_0000_ffff
 		b = (b | b>>16) & 0xffff_ffff
-		if x := q * lanes; x+lanes <= len(out) {
+		if x := (q0 + q) * lanes; x+lanes <= len(out) {
 			binary.LittleEndian.PutUint32(out[x:], uint32(b))
 		} else {
 			binary.LittleEndian.PutUint32(four[:], uint32(b))

@@ -18,6 +18,9 @@ type Output struct {
 	// 16.16, shifted) plus wideZero: the clamp to 0..255 folded into
 	// the look-up. Only float keys of 3 channels have it.
 	wide *[3][1024]float32
+	// norm is each channel's float32 mean, then its std: the lut's
+	// operands, for the assembly that computes it (simd_amd64.s).
+	norm [2][3]float32
 }
 
 // The fixed point of image/color's YCbCrToRGB, in 16.16: R = Y + crToR *
@@ -39,6 +42,7 @@ func NewOutput(t *Transform, h, w, c int, float bool) *Output {
 		if t.Mean != nil {
 			mean, std = t.Mean[ch], t.Std[ch]
 		}
+		o.norm[0][ch], o.norm[1][ch] = float32(mean), float32(std)
 		for v := range 256 {
 			// As torchvision computes it: ToTensor's float32 division, then
 			// Normalize's float32 subtraction and division.
@@ -160,7 +164,8 @@ func (o *Output) write(s *Scratch, dst []byte, m Colour, n int, flip bool) {
 // storeYCbCr writes output row y of a float key of 3 channels from its Y,
 // Cb and Cr rows: converted to RGB as ycbcrToRGB does, clamped and
 // normalised by one look-up in the wide tables per channel, mirrored when
-// flip is set.
+// flip is set. In CHW, ycbcrSIMD writes the row's first pixels where it
+// can, with the same bits.
 func (o *Output) storeYCbCr(f32 []float32, y int, rows [3][]uint8, flip bool) {
 	w, h := o.W, o.H
 	lum := rows[0][:w]
@@ -179,15 +184,16 @@ func (o *Output) storeYCbCr(f32 []float32, y int, rows [3][]uint8, flip bool) {
 		return
 	}
 	red, green, blue := f32[y*w:][:w], f32[(h+y)*w:][:w], f32[(2*h+y)*w:][:w]
+	from := o.ycbcrSIMD(red, green, blue, lum, cb, cr, flip)
 	if flip {
-		for x, v := range lum {
+		for x := from; x < w; x++ {
 			i := w - 1 - x
-			red[i], green[i], blue[i] = ycbcrWide(t, v, cb[x], cr[x])
+			red[i], green[i], blue[i] = ycbcrWide(t, lum[x], cb[x], cr[x])
 		}
 		return
 	}
-	for x, v := range lum {
-		red[x], green[x], blue[x] = ycbcrWide(t, v, cb[x], cr[x])
+	for x := from; x < w; x++ {
+		red[x], green[x], blue[x] = ycbcrWide(t, lum[x], cb[x], cr[x])
 	}
 }
 

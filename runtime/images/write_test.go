@@ -50,7 +50,8 @@ func TestStoreYCbCr(t *testing.T) {
 }
 
 // BenchmarkStoreYCbCr converts and stores a 224 x 224 YCbCr sample as
-// normalised float32 CHW, the step after resampling of a colour JPEG.
+// normalised float32 CHW, the step after resampling of a colour JPEG, in
+// each of this build's modes (Go, and AVX2 where it runs).
 func BenchmarkStoreYCbCr(b *testing.B) {
 	const w, h = 224, 224
 	r := rand.New(rand.NewPCG(5, 6))
@@ -63,7 +64,12 @@ func BenchmarkStoreYCbCr(b *testing.B) {
 	}
 	o := NewOutput(&Transform{Mean: []float64{0.485, 0.456, 0.406}, Std: []float64{0.229, 0.224, 0.225}}, h, w, 3, true)
 	dst := make([]byte, 4*3*w*h)
-	for i := range b.N {
-		o.write(&s, dst, YCbCr, 3, i%2 == 1)
+	for _, m := range simdModes() {
+		b.Run(m.name, func(b *testing.B) {
+			defer m.set()()
+			for i := range b.N {
+				o.write(&s, dst, YCbCr, 3, i%2 == 1)
+			}
+		})
 	}
 }

@@ -1,0 +1,28 @@
+//go:build !amd64 || purego
+
+package images
+
+// hasAVX2 is false: these builds have no assembly.
+const hasAVX2 = false
+
+// ycbcrSIMD does nothing on these builds: storeYCbCr's Go loop writes
+// every pixel.
+func (o *Output) ycbcrSIMD(red, green, blue []float32, lum, cb, cr []uint8, flip bool) int {
+	return 0
+}
+
+// verticalSIMD does nothing on these builds: vertical's Go loops write
+// every pixel.
+func verticalSIMD(out []uint8, rows []uint64, words int, c []uint64) int { return 0 }
+
+// packSIMD does nothing on these builds: horizontal's Go loop packs every
+// column.
+func packSIMD(in []uint64, r0, r1, r2, r3 []uint8) int { return 0 }
+
+// spreadSIMD leaves a as it is on these builds: horizontalSIMD does not
+// read it.
+func (a *axis) spreadSIMD(lo int) {}
+
+// horizontalSIMD does nothing on these builds: horizontal's Go loops write
+// every column.
+func horizontalSIMD(rows, in []uint64, a *axis, x0 int) int { return 0 }
