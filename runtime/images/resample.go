@@ -24,9 +24,12 @@ const (
 // coef[i*size:][:count[i]], size being the most taps of any pixel. Where
 // the span holds at least size pixels (padded), every pixel reads exactly
 // size of them, its taps moved within the size slots so that none reads
-// past the span's end and the rest zero, which lets the passes unroll. It is scratch, grown as needed and
-// reused.
+// past the span's end and the rest zero, which lets the passes unroll. It
+// is scratch, grown as needed and reused.
 type axis struct {
+	// of is what the weights were last prepared for: a Cr plane repeats
+	// its Cb plane's, and prepare then has nothing to do.
+	of           axisOf
 	start, count []int
 	coef         []uint64
 	size         int  // weights per output pixel
@@ -35,6 +38,15 @@ type axis struct {
 	// loop, which prepare has spreadSIMD write (slots 0: none).
 	spread []uint64
 	slots  int
+}
+
+// axisOf is prepare's arguments, and whether the AVX2 loops run (which
+// spreadSIMD's weights depend on).
+type axisOf struct {
+	lo, hi int
+	b0, b1 float64
+	out    int
+	simd   bool
 }
 
 // bilinear is PIL's triangle filter, of support 1.
@@ -57,6 +69,11 @@ func bilinear(x float64) float64 {
 // variation (Abel summation): a level where the taps span black to white.
 // Where the AVX2 horizontal pass runs, it spreads the weights for it too.
 func (a *axis) prepare(lo, hi int, b0, b1 float64, out int) {
+	of := axisOf{lo, hi, b0, b1, out, hasAVX2}
+	if a.of == of {
+		return
+	}
+	a.of = of
 	in := hi - lo
 	scale := (b1 - b0) / float64(out)
 	filterScale := max(scale, 1)
@@ -66,8 +83,9 @@ func (a *axis) prepare(lo, hi int, b0, b1 float64, out int) {
 	a.count = grow(a.count, out)
 	a.size = 1 // the most taps of any pixel: PIL's window, fewer than its ksize
 	for i := range out {
-		xmin := max(int(center(i)-support+0.5), 0)
-		a.start[i], a.count[i] = xmin, min(int(center(i)+support+0.5), in)-xmin
+		c := center(i)
+		xmin := max(int(c-support+0.5), 0)
+		a.start[i], a.count[i] = xmin, min(int(c+support+0.5), in)-xmin
 		a.size = max(a.size, a.count[i])
 	}
 	a.coef = grow(a.coef, out*a.size)
@@ -79,9 +97,9 @@ func (a *axis) prepare(lo, hi int, b0, b1 float64, out int) {
 		if n > len(ws) {
 			ws = make([]float64, n)
 		}
-		total := 0.0
+		total, c := 0.0, center(i)
 		for x := range n {
-			ws[x] = bilinear((float64(x+xmin) - center(i) + 0.5) / filterScale)
+			ws[x] = bilinear((float64(x+xmin) - c + 0.5) / filterScale)
 			total += ws[x]
 		}
 		clear(a.coef[i*a.size:][:a.size])

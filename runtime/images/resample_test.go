@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -87,6 +88,32 @@ func TestWeights(t *testing.T) {
 			if got != coefOne {
 				t.Fatalf("%+v pixel %d: weights %v sum to %d", tc, i, k, got)
 			}
+		}
+	}
+}
+
+// TestPrepareAgain: an axis prepared again for the arguments of its last
+// preparation keeps its weights, and one prepared for others after
+// larger ones holds what a fresh axis would (its AVX2 spread weights
+// where it has them).
+func TestPrepareAgain(t *testing.T) {
+	type args struct {
+		lo, hi int
+		b0, b1 float64
+		out    int
+	}
+	var reused axis
+	for _, tc := range []args{
+		{0, 300, 0, 300, 224}, {0, 300, 0, 300, 224}, {0, 150, 0, 150, 224}, {0, 300, 0, 300, 224},
+		{0, 300, 0, 299.5, 224}, {10, 290, 0.5, 279.5, 77}, {0, 300, 0, 300, 20}, {0, 300, 0, 300, 20},
+	} {
+		var fresh axis
+		fresh.prepare(tc.lo, tc.hi, tc.b0, tc.b1, tc.out)
+		reused.prepare(tc.lo, tc.hi, tc.b0, tc.b1, tc.out)
+		if !slices.Equal(reused.start, fresh.start) || !slices.Equal(reused.count, fresh.count) ||
+			!slices.Equal(reused.coef, fresh.coef) || reused.size != fresh.size || reused.padded != fresh.padded ||
+			reused.slots != fresh.slots || fresh.slots > 0 && !slices.Equal(reused.spread, fresh.spread) {
+			t.Fatalf("%+v: the reused axis's weights differ from a fresh one's", tc)
 		}
 	}
 }
