@@ -8,6 +8,8 @@ import (
 	"image/color"
 	"image/jpeg"
 	"testing"
+
+	"github.com/loadergen/loadergen/internal/fixture/photoshards"
 )
 
 // photo encodes a w x h JPEG (4:2:0, or grey) of smooth gradients.
@@ -243,4 +245,42 @@ func TestRGB(t *testing.T) {
 			t.Errorf("plane %d of the RGB JPEG differs from the same data's as YCbCr", i)
 		}
 	}
+}
+
+// BenchmarkHeaderAndDecode reads the header of a synthetic 500 x 375 photo
+// at q90 (as make demo-images writes them), and decodes its planes whole at
+// full scale: what reading a header a second time per sample would cost
+// against the decode it comes with.
+func BenchmarkHeaderAndDecode(b *testing.B) {
+	data, err := photoshards.Set{Samples: 1, Width: 500, Height: 375, Quality: 90, Seed: 1}.JPEG(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := NewDecoder()
+	if err != nil {
+		b.Fatal(err)
+	}
+	hd, err := d.Header(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("header", func(b *testing.B) {
+		for range b.N {
+			if _, err := d.Header(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("planes", func(b *testing.B) {
+		stride, rows := Bound(hd, 8)
+		var planes [3][]byte
+		for i := range planes {
+			planes[i] = make([]byte, stride*rows)
+		}
+		for range b.N {
+			if _, err := d.DecodePlanes(data, hd, 8, planes, hd.Height); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
