@@ -471,14 +471,16 @@ func (a *Array) indexEntry(shard int64) cacheKey {
 
 // load reads and decodes the entry of key: at least the bytes want of a
 // decoded chunk, or a shard's index (whole). A chunk or shard that is not
-// stored loads as nil (it reads as the fill value).
-func (a *Array) load(key cacheKey, want span) ([]byte, span, error) {
+// stored loads as nil (it reads as the fill value). A remote chunk stored
+// as an uncompressed Blosc frame that the read-ahead lends is not copied:
+// load returns the lent frame whole, and lent, which ends the lend.
+func (a *Array) load(key cacheKey, want span) (buf []byte, win span, lent func(), err error) {
 	if key.kind == shardIndex {
 		var shard [maxRank]int
 		n := len(a.shape)
 		unravel(key.n, a.shards, shard[:n])
 		buf, err := a.loadIndex(shard[:n])
-		return buf, span{0, a.chain.shard.indexLen}, err
+		return buf, span{0, a.chain.shard.indexLen}, nil, err
 	}
 	return a.loadUnit(key.n, nil, span{}, want)
 }
@@ -489,7 +491,7 @@ func (a *Array) extend(key cacheKey, buf []byte, have, want span) (span, error) 
 	if key.kind != decodedChunk || buf == nil {
 		return span{}, fmt.Errorf("zarr array %s: extending entry %+v (a bug)", a.dir, key)
 	}
-	out, win, err := a.loadUnit(key.n, buf, have, want)
+	out, win, _, err := a.loadUnit(key.n, buf, have, want)
 	if err == nil && out == nil {
 		var idx [maxRank]int
 		unravel(key.n, a.grid, idx[:len(a.shape)])
@@ -502,18 +504,35 @@ func (a *Array) extend(key cacheKey, buf []byte, have, want span) (span, error) 
 // number unit, into out (a buffer from the cache holding the window have
 // already, or nil, with have empty, to get one), and returns out and the
 // window it then holds, which holds have and want. It writes nothing
-// inside have.
-func (a *Array) loadUnit(unit int64, out []byte, have, want span) ([]byte, span, error) {
+// inside have. A first load (out nil) may return lent bytes instead (see
+// load).
+func (a *Array) loadUnit(unit int64, out []byte, have, want span) ([]byte, span, func(), error) {
 	if !a.partial {
 		want = span{0, a.unitBytes}
 	}
 	n := len(a.shape)
 	var idx [maxRank]int
 	unravel(unit, a.grid, idx[:n])
-	sh := a.chain.shard
-	if sh == nil {
-		return a.loadChunk(idx[:n], out, have, want)
+	var buf []byte
+	var win span
+	var err error
+	switch {
+	case a.chain.shard != nil:
+		buf, win, err = a.loadInner(idx[:n], out, have, want)
+	case a.remote != nil:
+		return a.loadRemoteChunk(idx[:n], out, have, want)
+	default:
+		buf, win, err = a.loadChunk(idx[:n], out, have, want)
 	}
+	return buf, win, nil, err
+}
+
+// loadInner is loadUnit for the inner chunk at grid index idx of a sharded
+// array: it finds the chunk through its shard's index (cached) and
+// decodes it.
+func (a *Array) loadInner(idx []int, out []byte, have, want span) ([]byte, span, error) {
+	n := len(idx)
+	sh := a.chain.shard
 	var shard, inner [maxRank]int
 	for k := range n {
 		shard[k], inner[k] = idx[k]/sh.perShard[k], idx[k]%sh.perShard[k]
@@ -558,9 +577,6 @@ func (a *Array) loadUnit(unit int64, out []byte, have, want span) ([]byte, span,
 // chunk boundary reads the suffix it needs of the first chunk, not the
 // chunk up to that suffix's end.
 func (a *Array) loadChunk(idx []int, out []byte, have, want span) ([]byte, span, error) {
-	if a.remote != nil {
-		return a.loadRemoteChunk(idx, out, have, want)
-	}
 	f, size, err := a.openStored(idx)
 	if f == nil {
 		return nil, span{}, err
@@ -617,16 +633,24 @@ func readStored(f *os.File, out []byte, skip int, have, want span) (win span, ok
 // loadRemoteChunk is loadChunk for a remote array: one request reads the
 // stored chunk whole (a ranged read of a chunk stored as it decodes would
 // save bytes but cost a request for its size first), or the read-ahead
-// lends it, which decodes it from the bytes it fetched, without a copy.
-func (a *Array) loadRemoteChunk(idx []int, out []byte, have, want span) ([]byte, span, error) {
+// lends it, which decodes it from the bytes it fetched, without a copy. A
+// first load (out nil) of a lent chunk stored as an uncompressed Blosc
+// frame returns the frame itself, whose header takes the headroom's
+// place, and lent, which ends the lend: the cache holds it as it is.
+func (a *Array) loadRemoteChunk(idx []int, out []byte, have, want span) ([]byte, span, func(), error) {
 	key := a.key(idx)
 	if l, ok := a.remote.(storage.Lender); ok {
 		raw, release, err := l.Lend(key)
+		if release != nil && out == nil && a.storedFrame(raw) {
+			a.noteStored(len(raw))
+			return raw, span{0, a.unitBytes}, release, nil
+		}
 		if release != nil {
 			defer release()
 		}
 		if release != nil || err != nil {
-			return a.decodeRemote(idx, raw, err, out, have, want)
+			buf, win, err := a.decodeRemote(idx, raw, err, out, have, want)
+			return buf, win, nil, err
 		}
 	}
 	buf := raws.Get().(*[]byte)
@@ -635,7 +659,15 @@ func (a *Array) loadRemoteChunk(idx []int, out []byte, have, want span) ([]byte,
 	if err == nil {
 		*buf = raw
 	}
-	return a.decodeRemote(idx, raw, err, out, have, want)
+	out, win, err := a.decodeRemote(idx, raw, err, out, have, want)
+	return out, win, nil, err
+}
+
+// storedFrame reports whether raw, a remote chunk's stored bytes, is an
+// uncompressed Blosc frame that holds the decoded chunk after its header.
+func (a *Array) storedFrame(raw []byte) bool {
+	skip, ok := a.chain.storedAsIs(int64(len(raw)), a.unitBytes)
+	return ok && skip == headroom && isStoredFrame(raw, a.unitBytes)
 }
 
 // decodeRemote decodes the stored bytes raw of remote chunk idx, read with
@@ -650,13 +682,19 @@ func (a *Array) decodeRemote(idx []int, raw []byte, err error, out []byte, have,
 	if len(raw) > maxChunkBytes {
 		return nil, span{}, a.chunkError(idx, nil, fmt.Errorf("%d bytes is more than a chunk may hold", len(raw)))
 	}
-	for n := int64(len(raw)); ; {
+	a.noteStored(len(raw))
+	return a.decode(&a.chain, raw, out, have, want, idx, nil)
+}
+
+// noteStored records that a chunk of this array is stored in n bytes: the
+// largest is what ReadAhead expects of chunks it hints.
+func (a *Array) noteStored(n int) {
+	for {
 		seen := a.storedMax.Load()
-		if n <= seen || a.storedMax.CompareAndSwap(seen, n) {
-			break
+		if int64(n) <= seen || a.storedMax.CompareAndSwap(seen, int64(n)) {
+			return
 		}
 	}
-	return a.decode(&a.chain, raw, out, have, want, idx, nil)
 }
 
 // readRange reads n bytes at offset off of the object at key into buf

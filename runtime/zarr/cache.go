@@ -46,6 +46,10 @@ const CacheEnv = "LOADERGEN_ZARR_CACHE_MB"
 // the further bytes; see chain.decodeRange). Each entry's buffer is sized
 // for the whole chunk and charged whole against the limit, so an extension
 // never moves the data readers are copying from.
+//
+// A remote chunk stored as an uncompressed Blosc frame is held as its
+// root's read-ahead lent it, not copied (see loader): the entry is the
+// whole chunk, charged as a decoded one, and eviction ends the lend.
 type Cache struct {
 	limit int64  // bytes; NewCache sets it, nothing changes it
 	why   string // how the shared cache's size was chosen, for Describe; "" for NewCache's. Set before the cache is shared
@@ -148,6 +152,7 @@ type cacheEntry struct {
 	key        cacheKey
 	buf        []byte        // what the loader returned: headroom bytes, then data
 	data       []byte        // the chunk's buffer, of the whole chunk's size; nil for a chunk that is not stored
+	lent       func()        // ends the lend of buf when a root lent it (see loader); recycle calls it
 	win        span          // data[win.lo:win.hi] is decoded
 	growing    chan struct{} // non-nil while a goroutine extends data past win
 	err        error
@@ -167,11 +172,14 @@ func (s span) holds(t span) bool { return s.lo <= t.lo && t.hi <= s.hi }
 // loader loads chunks for the cache (an Array). load returns a buffer from
 // Cache.buffer holding at least the bytes want of the decoded chunk after
 // its headroom, and the window it holds, or nil for a chunk that is not
-// stored. extend decodes the bytes of want that have lacks into buf (from
-// load, holding have already) and returns the window buf then holds, which
-// holds have and want; it writes nothing inside have.
+// stored; or, with lent not nil, bytes a root lent (a stored frame: its
+// header, then the whole chunk), which nobody may change and which the
+// cache holds until it drops the entry and its last reader releases it,
+// and then calls lent. extend decodes the bytes of want that have lacks
+// into buf (from load, holding have already) and returns the window buf
+// then holds, which holds have and want; it writes nothing inside have.
 type loader interface {
-	load(key cacheKey, want span) (buf []byte, win span, err error)
+	load(key cacheKey, want span) (buf []byte, win span, lent func(), err error)
 	extend(key cacheKey, buf []byte, have, want span) (span, error)
 }
 
@@ -336,8 +344,8 @@ func (c *Cache) fetch(key cacheKey, l loader, want span, wait bool) (*cacheEntry
 	c.consume(key)
 	e := c.begin(key)
 	c.mu.Unlock()
-	buf, win, err := l.load(key, want)
-	if err := c.finish(e, buf, win, err); err != nil {
+	buf, win, lent, err := l.load(key, want)
+	if err := c.finish(e, buf, win, lent, err); err != nil {
 		return nil, false, err
 	}
 	return e, false, nil
@@ -354,12 +362,14 @@ func (c *Cache) begin(key cacheKey) *cacheEntry {
 
 // finish ends the load of e that begin entered, with what the loader
 // returned, and wakes those waiting for it. On an error it drops the
-// entry, releases the caller's reference and returns the error.
-func (c *Cache) finish(e *cacheEntry, buf []byte, win span, err error) error {
+// entry, releases the caller's reference and returns the error. A lent
+// buffer is charged as a decoded one, so the limit bounds what the cache
+// keeps the read-ahead from dropping.
+func (c *Cache) finish(e *cacheEntry, buf []byte, win span, lent func(), err error) error {
 	c.mu.Lock()
 	e.err = err
 	if buf != nil {
-		e.buf, e.data, e.win = buf, buf[headroom:], win
+		e.buf, e.data, e.win, e.lent = buf, buf[headroom:], win, lent
 	}
 	if err != nil {
 		delete(c.entries, e.key)
@@ -438,13 +448,16 @@ func (c *Cache) buffer(n int) []byte {
 	return make([]byte, headroom+n)
 }
 
-// recycle keeps an unreferenced, evicted entry's buffer for a later decode.
-// mu is held.
+// recycle keeps an unreferenced, evicted entry's buffer for a later decode,
+// or ends the lend of a lent one. mu is held.
 func (c *Cache) recycle(e *cacheEntry) {
-	if n := len(e.data); e.buf != nil && len(c.free[n]) < maxFree {
+	switch n := len(e.data); {
+	case e.lent != nil:
+		e.lent()
+	case e.buf != nil && len(c.free[n]) < maxFree:
 		c.free[n] = append(c.free[n], e.buf)
 	}
-	e.buf, e.data = nil, nil
+	e.buf, e.data, e.lent = nil, nil, nil
 }
 
 // expect announces a read of each chunk of array from grid index c0 to c1

@@ -81,6 +81,7 @@ type lendLog struct {
 	mu                             sync.Mutex
 	lends, releases, reads, ranges int
 	hints                          []int64
+	lent                           [][]byte // the bytes of each lend
 }
 
 func (l lender) Local() (string, bool)       { return "", false }
@@ -127,6 +128,7 @@ func (l lender) lend(data []byte, err error) ([]byte, func(), error) {
 	l.log.mu.Lock()
 	defer l.log.mu.Unlock()
 	l.log.lends++
+	l.log.lent = append(l.log.lent, data)
 	return data, func() {
 		l.log.mu.Lock()
 		l.log.releases++
@@ -471,12 +473,12 @@ func TestMetadataRequests(t *testing.T) {
 
 // TestRemoteDecodesItsWindow: an array whose remote root lends what its
 // read-ahead keeps decodes the window a read needs, as a local array does
-// (the last row's read of a chunk stored as a Blosc memcpy frame decodes
-// from that row on), extends it from the lent bytes for the first row, and
-// hints again a chunk it holds in part; one whose root does not lend
+// (the last row's read of a chunk of several Blosc blocks decodes from
+// that row's block on), extends it from the lent bytes for the first row,
+// and hints again a chunk it holds in part; one whose root does not lend
 // decodes whole chunks.
 func TestRemoteDecodesItsWindow(t *testing.T) {
-	c := fixtureCase{Name: "blosc_lz4_memcpy_random_u1", Path: "v2/blosc_lz4_memcpy_random_u1"}
+	c := fixtureCase{Name: "blosc_zstd_shuffle_u8_blocks", Path: "v2/blosc_zstd_shuffle_u8_blocks"}
 	dir := filepath.Join(fixtures, c.Path)
 	for _, lends := range []bool{true, false} {
 		log := &lendLog{}
@@ -532,4 +534,78 @@ func TestRemoteDecodesItsWindow(t *testing.T) {
 		}
 		read(0)
 	}
+}
+
+// TestRemoteKeepsStoredFrames: a remote chunk stored as an uncompressed
+// Blosc frame, lent by its root, is held by the cache as it was lent, not
+// copied: the entry's data is the frame's own bytes after its header, the
+// lend lasts while the cache holds the chunk, and ends once it drops it.
+// Compressed chunks (this fixture's edge chunks, whose padding compresses)
+// are decoded, and their lends end at once. Reads give numpy's bytes
+// throughout.
+func TestRemoteKeepsStoredFrames(t *testing.T) {
+	c := fixtureCase{Name: "blosc_lz4_memcpy_random_u1", Path: "v2/blosc_lz4_memcpy_random_u1"}
+	dir := filepath.Join(fixtures, c.Path)
+	for _, cacheMiB := range []int{64, 0} {
+		log := &lendLog{}
+		a, err := newStore(lender{storage.Local(dir), log}, NewCache(cacheMiB)).Array("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := loadExpected(t, c.Name, a)
+		shape := a.Shape()
+		got := make([]byte, len(want.box(make([]int, len(shape)), shape, a.fill)))
+		a.ReadAhead(make([]int, len(shape)), shape)
+		if err := a.Read(got, make([]int, len(shape)), shape); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want.box(make([]int, len(shape)), shape, a.fill)) {
+			t.Fatalf("cache of %d MiB: the array differs from numpy's", cacheMiB)
+		}
+		log.mu.Lock()
+		lends, releases, lent := log.lends, log.releases, log.lent
+		log.mu.Unlock()
+		if lends == 0 {
+			t.Fatalf("cache of %d MiB: nothing was lent", cacheMiB)
+		}
+		if cacheMiB == 0 {
+			if releases != lends {
+				t.Errorf("a cache that keeps nothing released %d of %d lends", releases, lends)
+			}
+			continue
+		}
+		stored := 0
+		a.cache.mu.Lock()
+		for _, raw := range lent {
+			u := lentChunk(t, a, dir, raw)
+			if len(raw) != headroom+a.unitBytes { // compressed
+				continue
+			}
+			stored++
+			e := a.cache.entries[a.chunkEntry(int64(u))]
+			if e == nil || len(e.data) == 0 || &e.data[0] != &raw[headroom] || e.win != (span{0, a.unitBytes}) {
+				t.Errorf("stored chunk %d is not held as lent, whole", u)
+			}
+		}
+		a.cache.mu.Unlock()
+		if stored == 0 || releases != lends-stored {
+			t.Errorf("a cache that holds every chunk released %d of %d lends, %d of them of stored chunks", releases, lends, stored)
+		}
+	}
+}
+
+// lentChunk finds which decoded chunk of a, stored in dir, the lent bytes
+// raw are, by comparing them with each stored chunk's file.
+func lentChunk(t *testing.T, a *Array, dir string, raw []byte) int {
+	t.Helper()
+	for u := range elems(a.grid) {
+		idx := make([]int, len(a.grid))
+		unravel(int64(u), a.grid, idx)
+		stored, err := os.ReadFile(filepath.Join(dir, a.key(idx)))
+		if err == nil && bytes.Equal(stored, raw) {
+			return u
+		}
+	}
+	t.Fatalf("lent bytes of no stored chunk")
+	return -1
 }
