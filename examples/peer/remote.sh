@@ -9,11 +9,21 @@
 # the S3 store through a proxy that delays every request by LATENCY
 # (delayproxy), with read-ahead on and off (LOADERGEN_READAHEAD_MB=0),
 # and the ratios are to the S3 rate without latency.
+# With COLD=1 (root only), the page cache is dropped before every epoch, so
+# both sides read the store from the disk: local disk as a volume bigger
+# than memory meets it, and the server reading its files cold.
 # PEER_DIR keeps the stores between runs (make peer writes them too).
 source "$(dirname "$0")/setup.sh"
 vgw=$(command -v versitygw || echo "$(go env GOPATH)/bin/versitygw")
 [ -x "$vgw" ] || { echo "make remote-bench needs versitygw: make versitygw"; exit 1; }
 latency=${LATENCY:-}
+cold=${COLD:-}
+if [ -n "$cold" ] && ! [ -w /proc/sys/vm/drop_caches ]; then
+	echo "make remote-bench COLD=1 drops the page cache: it needs root (write access to /proc/sys/vm/drop_caches)"
+	exit 1
+fi
+# chill drops the page cache when COLD is set.
+chill() { [ -z "$cold" ] || { sync && echo 1 >/proc/sys/vm/drop_caches; }; }
 
 root=$(mktemp -d)
 ln -s "$(cd "$work" && pwd)" "$root/peerwork" # the bucket "peerwork" is the work directory
@@ -33,7 +43,7 @@ export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$port AWS_ACCESS_KEY_ID=bench AWS_SE
 	AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true LOADERGEN_ZARR_CACHE_MB=32
 
 # slow runs one epoch through the delay proxy, with the environment given.
-slow() { env AWS_ENDPOINT_URL_S3="http://$slow" "$@" "$work/peer-bench" epoch "s3://peerwork/$store"; }
+slow() { chill; env AWS_ENDPOINT_URL_S3="http://$slow" "$@" "$work/peer-bench" epoch "s3://peerwork/$store"; }
 
 if [ -z "$latency" ]; then
 	printf '%-16s %10s %10s %8s\n' store local s3 s3/local
@@ -45,7 +55,9 @@ for comp in zstd6 blosc-lz4; do
 	[ -d "$work/$store" ] || "$work/peer-bench" write -compressor "$comp" -shape 256,1024,1024 "$work/$store"
 	l="" s="" d="" o=""
 	for _ in 1 2 3; do
+		chill
 		l="$l $("$work/peer-bench" epoch "$work/$store")"
+		chill
 		s="$s $("$work/peer-bench" epoch "s3://peerwork/$store")"
 		if [ -n "$latency" ]; then
 			d="$d $(slow)"
@@ -61,4 +73,4 @@ for comp in zstd6 blosc-lz4; do
 			'BEGIN { printf "%-16s %10.1f %10.1f %8.2f %12.1f %8.2f %12.1f %8.2f\n", c, l, s, s / l, d, d / s, o, o / s }'
 	fi
 done
-echo "(crops/s of one epoch in a fresh process, median of 3, the columns alternating)"
+echo "(crops/s of one epoch in a fresh process, median of 3, the columns alternating${cold:+; the page cache dropped before each})"
