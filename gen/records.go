@@ -153,8 +153,8 @@ func (g *emitter) openRecords(f *jen.File) {
 	)
 }
 
-// recordsMethods renders Len, Read, Crop, Classes (for folders) and Close
-// of the records source:
+// recordsMethods renders Len, Read, Crop, Classes (for folders),
+// ReadAhead (for shards) and Close of the records source:
 //
 //	func (r *CellMapRecords) Read(s *CellMapSample) error {
 //		return r.src.Read(s.Rand, s.Index, runtime.Bytes(s.Image), runtime.Bytes(s.Label))
@@ -182,6 +182,12 @@ func (g *emitter) recordsMethods(f *jen.File) {
 	if g.ds.Records.Folder != "" {
 		f.Comment("Classes returns the class folders' names, sorted: label i is Classes()[i].")
 		f.Add(recv()).Id("Classes").Params().Index().String().Block(jen.Return(jen.Id("r").Dot("src").Dot("Classes").Call()))
+	} else {
+		f.Comment("ReadAhead starts fetching samples indices of epoch from shards on S3 or a")
+		f.Comment("web server, each by one ranged request; Read then finds them fetched. The")
+		f.Comment("loader calls it for the batches after the ones being filled.")
+		f.Add(recv()).Id("ReadAhead").Params(jen.Id("epoch").Int(), jen.Id("indices").Index().Int()).Block(
+			jen.Id("r").Dot("src").Dot("ReadAhead").Call(jen.Id("epoch"), jen.Id("indices")))
 	}
 
 	f.Comment("Close closes the shards.")

@@ -380,6 +380,13 @@ func (r *ImageNetRecords) Crop(epoch, index int) ([]images.Crop, error) {
 	return r.src.Crop(epoch, index)
 }
 
+// ReadAhead starts fetching samples indices of epoch from shards on S3 or a
+// web server, each by one ranged request; Read then finds them fetched. The
+// loader calls it for the batches after the ones being filled.
+func (r *ImageNetRecords) ReadAhead(epoch int, indices []int) {
+	r.src.ReadAhead(epoch, indices)
+}
+
 // Close closes the shards.
 func (r *ImageNetRecords) Close() error {
 	return r.src.Close()

@@ -3,9 +3,13 @@ package photos
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -157,4 +161,62 @@ func TestBadRecord(t *testing.T) {
 		return
 	}
 	t.Fatal("the epoch read a corrupt JPEG without an error")
+}
+
+// The generated records source reads ahead: the loader hands it the
+// batches to come.
+var _ runtime.ReadAheader = (*PhotosRecords)(nil)
+
+// TestRecordsRemote: the shards served by a web server give the epoch the
+// local shards give, each sample fetched by one ranged request for its
+// members, once, and no shard fetched whole.
+func TestRecordsRemote(t *testing.T) {
+	dir := t.TempDir()
+	if err := set.WriteShards(dir, "photos-%d.tar"); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	ranges := map[string]int{} // "path bytes=a-b" -> GETs
+	files := http.FileServer(http.Dir(dir))
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			mu.Lock()
+			ranges[r.URL.Path+" "+r.Header.Get("Range")]++
+			mu.Unlock()
+		}
+		files.ServeHTTP(w, r)
+	}))
+	defer web.Close()
+	local, err := OpenPhotosRecords(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	remote, err := OpenPhotosRecords(web.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remote.Close()
+	mu.Lock()
+	clear(ranges) // the index's requests
+	mu.Unlock()
+	want := epochSamples(t, local, runtime.Options{Workers: 2}, 1)
+	got := epochSamples(t, remote, runtime.Options{Workers: 2}, 1)
+	for index, w := range want {
+		if !slices.Equal(got[index], w) {
+			t.Errorf("sample %d differs from the local shards'", index)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	n := 0
+	for r, count := range ranges {
+		if count != 1 || !strings.Contains(r, " bytes=") {
+			t.Errorf("%d GETs of %q, want one ranged GET", count, r)
+		}
+		n += count
+	}
+	if n != set.Samples {
+		t.Errorf("%d GETs for an epoch of %d samples, want one each", n, set.Samples)
+	}
 }

@@ -9,6 +9,9 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
+
+	"github.com/loadergen/loadergen/runtime/storage"
 )
 
 // span is where one member's bytes lie in a file.
@@ -32,20 +35,86 @@ type index struct {
 	spans   []span
 }
 
-// indexShards indexes WebDataset tar shards by reading their headers only.
-// A sample is the adjacent members sharing a key (the name up to the
-// first '.' of its base name); its extension (the rest, lower case) names
-// the member. Members named __*__ are metadata and skipped; directories
-// are skipped. Each sample must hold every member of members, once.
-// paths, when not nil, holds where each file lies on local disk.
-func indexShards(files, paths []string, members []string) (*index, error) {
+// indexParallel is how many shards are indexed at once.
+const indexParallel = 16
+
+// shardOpener opens shard i for indexing: a reader of its bytes from the
+// start, its size, and what closes the reader.
+type shardOpener func(i int) (r io.ReadSeeker, size int64, close func() error, err error)
+
+// indexShards indexes WebDataset tar shards by reading their headers only,
+// indexParallel shards at once, each read through open. A sample is the
+// adjacent members sharing a key (the name up to the first '.' of its base
+// name); its extension (the rest, lower case) names the member. Members
+// named __*__ are metadata and skipped; directories are skipped. Each
+// sample must hold every member of members, once. paths, when not nil,
+// holds where each file lies on local disk. Of several bad shards, the
+// error names the first.
+func indexShards(files, paths []string, members []string, open shardOpener) (*index, error) {
 	ix := &index{files: files, paths: paths, members: members}
-	for i, name := range files {
-		if err := ix.addShard(int32(i), name, ix.path(i)); err != nil {
-			return nil, err
+	parts := make([]*index, len(files))
+	errs := make([]error, len(files))
+	sem := make(chan struct{}, indexParallel)
+	var wg sync.WaitGroup
+	for i := range files {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			parts[i], errs[i] = ix.indexShard(int32(i), open)
+		}()
+	}
+	wg.Wait()
+	for i, part := range parts {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
+		ix.samples = append(ix.samples, part.samples...)
+		ix.spans = append(ix.spans, part.spans...)
 	}
 	return ix, nil
+}
+
+// localShards opens shard i at where[i] on local disk, for indexShards.
+func localShards(where []string) shardOpener {
+	return func(i int) (io.ReadSeeker, int64, func() error, error) {
+		f, err := os.Open(where[i])
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, 0, nil, err
+		}
+		return f, st.Size(), f.Close, nil
+	}
+}
+
+// remoteShards reads shard i, names[i] under remote root r, by ranged
+// requests that skip the members' bytes where they can (storage.Reader),
+// for indexShards.
+func remoteShards(r storage.Root, names []string) shardOpener {
+	return func(i int) (io.ReadSeeker, int64, func() error, error) {
+		size, err := r.Size(names[i])
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		return storage.NewReader(r, names[i], size), size, func() error { return nil }, nil
+	}
+}
+
+// extent returns the bytes of its shard that sample index's members span,
+// from the first byte of the first to the last byte of the last (with the
+// tar headers between them, and any members not read).
+func (ix *index) extent(index int) span {
+	spans := ix.spans[index*len(ix.members) : (index+1)*len(ix.members)]
+	lo, hi := spans[0].off, spans[0].off+spans[0].size
+	for _, sp := range spans[1:] {
+		lo, hi = min(lo, sp.off), max(hi, sp.off+sp.size)
+	}
+	return span{off: lo, size: hi - lo}
 }
 
 // path returns where file i lies on local disk.
@@ -56,17 +125,16 @@ func (ix *index) path(i int) string {
 	return ix.files[i]
 }
 
-// addShard indexes the shard at path, number i, named name in messages.
-func (ix *index) addShard(i int32, name, path string) (err error) {
-	f, err := os.Open(path)
+// indexShard indexes shard i, opened with open, into an index of its own
+// samples.
+func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
+	name := ix.files[i]
+	f, size, closeShard, err := open(int(i))
 	if err != nil {
-		return fmt.Errorf("shard %s: %w", name, err)
+		return nil, fmt.Errorf("shard %s: %w", name, err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("shard %s: %w", name, err)
-	}
+	defer closeShard()
+	part := &index{members: ix.members}
 	tr := tar.NewReader(f)
 	var cur *shardSample
 	seen := map[string]string{} // sample key -> its first member, in this shard
@@ -78,9 +146,9 @@ func (ix *index) addShard(i int32, name, path string) (err error) {
 		}
 		if err != nil {
 			if last == "" {
-				return fmt.Errorf("shard %s: %w", name, err)
+				return nil, fmt.Errorf("shard %s: %w", name, err)
 			}
-			return fmt.Errorf("shard %s: after member %q: %w", name, last, err)
+			return nil, fmt.Errorf("shard %s: after member %q: %w", name, last, err)
 		}
 		last = h.Name
 		switch h.Typeflag {
@@ -88,36 +156,36 @@ func (ix *index) addShard(i int32, name, path string) (err error) {
 			continue
 		case tar.TypeReg:
 		default:
-			return fmt.Errorf("shard %s: member %q is not a regular file (tar type %q)", name, h.Name, h.Typeflag)
+			return nil, fmt.Errorf("shard %s: member %q is not a regular file (tar type %q)", name, h.Name, h.Typeflag)
 		}
 		if !strings.Contains(h.Name, "/") && strings.HasPrefix(h.Name, "__") && strings.HasSuffix(h.Name, "__") {
 			continue // WebDataset metadata
 		}
 		off, err := f.Seek(0, io.SeekCurrent)
 		if err != nil {
-			return fmt.Errorf("shard %s: %w", name, err)
+			return nil, fmt.Errorf("shard %s: %w", name, err)
 		}
-		if off+h.Size > st.Size() {
-			return fmt.Errorf("shard %s: the tar ends inside member %q: its %d bytes from offset %d run past the file's %d", name, h.Name, h.Size, off, st.Size())
+		if off+h.Size > size {
+			return nil, fmt.Errorf("shard %s: the tar ends inside member %q: its %d bytes from offset %d run past the file's %d", name, h.Name, h.Size, off, size)
 		}
 		key, ext, ok := splitName(h.Name)
 		if !ok {
-			return fmt.Errorf("shard %s: member %q has no extension (WebDataset names members KEY.EXT)", name, h.Name)
+			return nil, fmt.Errorf("shard %s: member %q has no extension (WebDataset names members KEY.EXT)", name, h.Name)
 		}
 		if cur == nil || key != cur.key {
 			if cur != nil {
-				if err := ix.finish(name, cur); err != nil {
-					return err
+				if err := part.finish(name, cur); err != nil {
+					return nil, err
 				}
 			}
 			if first, dup := seen[key]; dup {
-				return fmt.Errorf("shard %s: member %q: sample %q appears again, apart from its member %q (a sample's members are adjacent)", name, h.Name, key, first)
+				return nil, fmt.Errorf("shard %s: member %q: sample %q appears again, apart from its member %q (a sample's members are adjacent)", name, h.Name, key, first)
 			}
 			seen[key] = h.Name
 			cur = &shardSample{key: key, file: i, spans: make([]span, len(ix.members)), found: make([]bool, len(ix.members))}
 		}
 		if prev, dup := cur.exts[ext]; dup {
-			return fmt.Errorf("shard %s: member %q: sample %q repeats extension %q (first in member %q)", name, h.Name, key, ext, prev)
+			return nil, fmt.Errorf("shard %s: member %q: sample %q repeats extension %q (first in member %q)", name, h.Name, key, ext, prev)
 		}
 		if cur.exts == nil {
 			cur.exts = map[string]string{}
@@ -128,9 +196,11 @@ func (ix *index) addShard(i int32, name, path string) (err error) {
 		}
 	}
 	if cur != nil {
-		return ix.finish(name, cur)
+		if err := part.finish(name, cur); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	return part, nil
 }
 
 // shardSample is a sample being gathered from a shard's members.

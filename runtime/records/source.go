@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -46,13 +47,18 @@ type Source struct {
 	spec    Spec
 	ix      *index
 	classes []string   // a folder's classes, sorted; nil for shards
-	shards  []*os.File // open shards, by file index; nil for a folder
-	member  []int      // per key: its member's place in ix.members (-1 for a folder's cls)
-	direct  []bool     // per member of ix.members: an array, which write reads straight into staging, so load skips it
-	outs    []*images.Output
-	arrays  []*npy.Member // per key: an array key's reader, which each state clones; nil for others
-	masks   []*images.Mask
-	geom    []int // per mask key: its image key's index
+	shards  []*os.File // open shards, by file index; nil for a folder and for remote shards
+	// remote is the root of shards read where they lie, by ranged
+	// requests (a URL root with no disk cache), and names are their names
+	// under it; nil otherwise.
+	remote storage.Root
+	names  []string
+	member []int  // per key: its member's place in ix.members (-1 for a folder's cls)
+	direct []bool // per member of ix.members: an array, which write reads straight into staging, so load skips it
+	outs   []*images.Output
+	arrays []*npy.Member // per key: an array key's reader, which each state clones; nil for others
+	masks  []*images.Mask
+	geom   []int // per mask key: its image key's index
 	// free holds the states no Read or Crop is using: they pop one (or
 	// make one) and push it back, under mu. A sync.Pool would drop them at
 	// garbage collections and regrow their buffers; this list keeps as
@@ -64,7 +70,8 @@ type Source struct {
 // state is one Read's scratch: member bytes, the image buffers and the
 // array readers.
 type state struct {
-	data    [][]byte // per member; empty for arrays
+	data    [][]byte // per member; empty for arrays (of a local shard)
+	held    held     // a remote shard's sample: the bytes its members span, which data slices
 	scratch images.Scratch
 	crops   []images.Crop // per key: an image key's crop in the image's pixels
 	draw    drawer
@@ -121,18 +128,11 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 		for i, name := range names {
 			files[i] = r.URL(name)
 		}
-		paths, done, err := fetchShards(r, names)
-		defer done() // the shards stay open once their fetched copies are removed
-		if err != nil {
+		_, local := r.Local()
+		if err := s.indexShards(r, names, files, members, local); err != nil {
 			return nil, err
 		}
-		if s.ix, err = indexShards(files, paths, members); err != nil {
-			return nil, err
-		}
-		if err := s.openShards(); err != nil {
-			return nil, err
-		}
-		log.Info("records: indexed tar shards", "shards", len(names), "samples", len(s.ix.samples), "members", strings.Join(members, ","))
+		log.Info("records: indexed tar shards", "shards", len(names), "samples", len(s.ix.samples), "members", strings.Join(members, ","), "remote", !local)
 	}
 	if len(s.ix.samples) == 0 {
 		s.Close()
@@ -204,19 +204,44 @@ func (s *Source) prepareKeys() error {
 	return nil
 }
 
-// fetchShards fetches the shards names of a remote root to local disk
-// (storage.Fetch: into the disk cache when set, else temporary files that
-// done removes) and returns where each lies; nil paths for a local root,
-// whose shards are read where they are.
+// indexShards indexes the shards names of root r (files: their names in
+// messages) and opens them for reading. Local shards are read where they
+// lie. Remote shards are fetched whole into the disk cache when it is set
+// (later processes read them from local disk), and else read where they
+// lie: indexed by ranged requests for their tar headers, and each sample
+// read by one ranged request, which ReadAhead starts early.
+func (s *Source) indexShards(r storage.Root, names, files, members []string, local bool) error {
+	var err error
+	switch {
+	case local:
+		s.ix, err = indexShards(files, nil, members, localShards(files))
+	case storage.DiskCached(r):
+		paths, done, ferr := fetchShards(r, names)
+		defer done() // the shards stay open once their fetched copies are removed
+		if ferr != nil {
+			return ferr
+		}
+		s.ix, err = indexShards(files, paths, members, localShards(paths))
+	default:
+		s.ix, err = indexShards(files, nil, members, remoteShards(r, names))
+		s.remote, s.names = r, names
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	return s.openShards()
+}
+
+// fetchShards fetches the shards names of a remote root into the disk
+// cache (storage.Fetch) and returns where each lies; done ends the
+// fetches' hold on them.
 func fetchShards(r storage.Root, names []string) (paths []string, done func(), err error) {
 	var dones []func()
 	done = func() {
 		for _, d := range dones {
 			d()
 		}
-	}
-	if _, local := r.Local(); local {
-		return nil, done, nil
 	}
 	paths = make([]string, len(names))
 	for i, name := range names {
@@ -321,9 +346,12 @@ func (s *Source) put(st *state) {
 	s.mu.Unlock()
 }
 
-// load reads sample index's members into st.data, but for arrays, which
-// write reads.
+// load reads sample index's members into st.data, but for arrays of local
+// shards, which write reads.
 func (s *Source) load(st *state, index int) error {
+	if s.remote != nil {
+		return s.loadRemote(st, index)
+	}
 	sm := s.ix.samples[index]
 	for j := range s.ix.members {
 		if s.direct[j] {
@@ -343,6 +371,64 @@ func (s *Source) load(st *state, index int) error {
 		}
 	}
 	return nil
+}
+
+// loadRemote reads the bytes sample index's members span in its remote
+// shard into st.held, by one ranged request (served by the read-ahead when
+// ReadAhead was told of the sample), and points st.data at the members.
+func (s *Source) loadRemote(st *state, index int) error {
+	ext := s.ix.extent(index)
+	st.held.b = slices.Grow(st.held.b[:0], int(ext.size))[:ext.size]
+	st.held.base = ext.off
+	if err := s.remote.ReadAt(s.names[s.ix.samples[index].file], st.held.b, ext.off); err != nil {
+		st.held.b = st.held.b[:0]
+		se := s.sampleError(index, 0, err)
+		se.Member = strings.Join(s.ix.members, ",")
+		return &runtime.KeyError{Key: s.spec.Keys[0].Name, Err: se}
+	}
+	for j := range s.ix.members {
+		sp := s.ix.spans[index*len(s.ix.members)+j]
+		st.data[j] = st.held.b[sp.off-ext.off : sp.off-ext.off+sp.size]
+	}
+	return nil
+}
+
+// held is bytes of a shard held in memory, from offset base on: the
+// members of one sample of a remote shard. It reads as the shard does
+// there (io.ReaderAt).
+type held struct {
+	b    []byte
+	base int64
+}
+
+// ReadAt copies the held bytes at shard offset off into p; io.EOF where
+// p reaches past them.
+func (h *held) ReadAt(p []byte, off int64) (int, error) {
+	i := off - h.base
+	if i < 0 || i > int64(len(h.b)) {
+		return 0, fmt.Errorf("offset %d is outside the %d bytes held from %d (a bug)", off, len(h.b), h.base)
+	}
+	n := copy(p, h.b[i:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// ReadAhead starts fetching the samples indices (of any epoch: what a
+// sample holds does not depend on it) from remote shards, each by one
+// ranged request for the bytes its members span, within the read-ahead's
+// bound (LOADERGEN_READAHEAD_MB); Read then finds them fetched. It does
+// nothing for local shards, shards in the disk cache, or folders.
+func (s *Source) ReadAhead(epoch int, indices []int) {
+	h, ok := s.remote.(storage.Hinter)
+	if !ok {
+		return
+	}
+	for _, i := range indices {
+		ext := s.ix.extent(i)
+		h.HintRange(s.names[s.ix.samples[i].file], ext.off, ext.size)
+	}
 }
 
 // readFile reads the file name into buf, which holds its size as indexed.
@@ -389,7 +475,11 @@ func (s *Source) write(st *state, r *rand.Rand, index, i int, dst []byte) error 
 		return s.masks[i].Write(&st.scratch, dst, d, st.crops[s.geom[i]])
 	case s.arrays[i] != nil:
 		sp := s.ix.spans[index*len(s.ix.members)+s.member[i]]
-		return st.arrays[i].ReadAt(s.shards[s.ix.samples[index].file], sp.off, sp.size, dst)
+		var shard io.ReaderAt = &st.held
+		if s.remote == nil {
+			shard = s.shards[s.ix.samples[index].file]
+		}
+		return st.arrays[i].ReadAt(shard, sp.off, sp.size, dst)
 	case s.member[i] < 0:
 		k.DType.PutInt(dst, int64(s.ix.samples[index].label))
 		return nil

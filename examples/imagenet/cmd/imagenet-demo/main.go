@@ -1,7 +1,9 @@
 // Command imagenet-demo writes synthetic WebDataset shards of JPEG photos
 // when they are absent, then runs the generated ImageNet loader over them
 // (random-resized crops of 224 x 224, flips, normalised float32) and
-// prints the images per second of each epoch: make demo-images.
+// prints the images per second of each epoch: make demo-images. With
+// -root, the loader reads the shards from there instead, such as an S3
+// bucket serving the -data directory.
 package main
 
 import (
@@ -24,13 +26,14 @@ func main() {
 	samples := flag.Int("samples", 1000, "photos to write when the shards are absent")
 	epochs := flag.Int("epochs", 3, "epochs to run; the first warms the page cache")
 	workers := flag.Int("workers", 0, "loader workers (0: GOMAXPROCS)")
+	root := flag.String("root", "", "where the loader reads the shards: -data when empty, or a URL serving them (s3://bucket/prefix, https://host/path)")
 	flag.Parse()
-	if err := run(*data, *samples, *epochs, *workers); err != nil {
+	if err := run(*data, *root, *samples, *epochs, *workers); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(dir string, samples, epochs, workers int) error {
+func run(dir, root string, samples, epochs, workers int) error {
 	if _, err := os.Stat(filepath.Join(dir, "train-0.tar")); err != nil {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
@@ -47,7 +50,10 @@ func run(dir string, samples, epochs, workers int) error {
 		}
 	}
 	slog.SetLogLoggerLevel(slog.LevelWarn)
-	src, err := imagenet.OpenImageNetRecords(dir)
+	if root == "" {
+		root = dir
+	}
+	src, err := imagenet.OpenImageNetRecords(root)
 	if err != nil {
 		return err
 	}
