@@ -79,9 +79,9 @@ codecs:
 peer:
 	examples/peer/run.sh
 
-## remote-bench: the volume loader reading make peer's big stores from versitygw on the loopback against local disk, one epoch per process, medians of 3 (needs make versitygw; several minutes); LATENCY=20ms adds runs through a proxy delaying every request; COLD=1 (root) drops the page cache before each epoch
+## remote-bench: the volume loader reading make peer's big stores from versitygw on the loopback against local disk, one epoch per process, medians of 3 (needs make versitygw; several minutes); LATENCY=20ms adds runs through a proxy delaying every request; COLD=1 (root) drops the page cache before each epoch; IMAGES=1 runs the image demo over S3 instead
 remote-bench:
-	LATENCY=$(LATENCY) COLD=$(COLD) examples/peer/remote.sh
+	LATENCY=$(LATENCY) COLD=$(COLD) IMAGES=$(IMAGES) examples/peer/remote.sh
 
 ## golden: rewrite the golden files and the example's generated loader
 golden:

@@ -9,6 +9,10 @@
 # the S3 store through a proxy that delays every request by LATENCY
 # (delayproxy), with read-ahead on and off (LOADERGEN_READAHEAD_MB=0),
 # and the ratios are to the S3 rate without latency.
+# With IMAGES=1, it runs the image demo (imagenet-demo, make demo-images'
+# shards, written when absent) instead: its first epoch in a fresh process
+# from local disk and over S3 (and through the proxy with LATENCY), images
+# per second, medians of 3.
 # With COLD=1 (root only), the page cache is dropped before every epoch, so
 # both sides read the store from the disk: local disk as a volume bigger
 # than memory meets it, and the server reading its files cold.
@@ -27,6 +31,9 @@ chill() { [ -z "$cold" ] || { sync && echo 1 >/proc/sys/vm/drop_caches; }; }
 
 root=$(mktemp -d)
 ln -s "$(cd "$work" && pwd)" "$root/peerwork" # the bucket "peerwork" is the work directory
+images=.demo-data/imagenet
+mkdir -p "$images"
+ln -s "$(cd "$images" && pwd)" "$root/imgs" # the bucket "imgs" is the image demo's shards
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$vgw" --access bench --secret bench-secret --port "127.0.0.1:$port" --keep-alive --quiet posix --bucketlinks --nometa "$root" >"$root.log" 2>&1 &
 pids=$!
@@ -45,6 +52,25 @@ export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$port AWS_ACCESS_KEY_ID=bench AWS_SE
 # slow runs one epoch through the delay proxy, with the environment given.
 slow() { chill; env AWS_ENDPOINT_URL_S3="http://$slow" "$@" "$work/peer-bench" epoch "s3://peerwork/$store"; }
 
+if [ -n "${IMAGES:-}" ]; then
+	go build -o "$work/imagenet-demo" ./examples/imagenet/cmd/imagenet-demo
+	# first prints the images per second of the first epoch of the demo over root $1.
+	first() { chill; "$work/imagenet-demo" -data "$images" -root "$1" -epochs 1 | awk '/^epoch 0/ {print $(NF-1)}'; }
+	first "$images" >/dev/null # writes the shards when absent
+	l="" s="" d=""
+	for _ in 1 2 3; do
+		l="$l $(first "$images")"
+		s="$s $(first s3://imgs)"
+		[ -z "$latency" ] || d="$d $(AWS_ENDPOINT_URL_S3="http://$slow" first s3://imgs)"
+	done
+	l=$(echo $l | median) s=$(echo $s | median)
+	printf '%-16s %10s %10s %8s' "" local s3 s3/local
+	[ -z "$latency" ] && echo || printf ' %12s %8s\n' "+$latency" "/s3"
+	awk -v l="$l" -v s="$s" 'BEGIN { printf "%-16s %10.1f %10.1f %8.2f", "images", l, s, s / l }'
+	[ -z "$latency" ] && echo || { d=$(echo $d | median); awk -v s="$s" -v d="$d" 'BEGIN { printf " %12.1f %8.2f\n", d, d / s }'; }
+	echo "(images/s of the first epoch in a fresh process, median of 3, the columns alternating${cold:+; the page cache dropped before each})"
+	exit 0
+fi
 if [ -z "$latency" ]; then
 	printf '%-16s %10s %10s %8s\n' store local s3 s3/local
 else
