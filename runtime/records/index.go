@@ -28,8 +28,8 @@ type sample struct {
 // index says where every sample's members lie: spans[i*len(members)+j]
 // is member j of sample i.
 type index struct {
-	files   []string // the shards or the folder's images, as messages name them (a URL for a fetched shard)
-	paths   []string // where files lie on local disk, when fetched there; nil when files are local paths
+	files   []string // the shards or the folder's images, as messages name them (a URL for a remote shard)
+	paths   []string // where files lie on local disk, when fetched into the disk cache; nil when files are local paths or remote shards read in place
 	members []string // the members each sample has, in the order asked
 	samples []sample
 	spans   []span
