@@ -574,10 +574,14 @@ func TestRemoteKeepsStoredFrames(t *testing.T) {
 			}
 			continue
 		}
+		units := make([]int, len(lent))
+		for i, raw := range lent { // before taking the lock: lentChunk may stop the test
+			units[i] = lentChunk(t, a, dir, raw)
+		}
 		stored := 0
 		a.cache.mu.Lock()
-		for _, raw := range lent {
-			u := lentChunk(t, a, dir, raw)
+		for i, raw := range lent {
+			u := units[i]
 			if len(raw) != headroom+a.unitBytes { // compressed
 				continue
 			}
