@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -70,8 +69,9 @@ type Source struct {
 // state is one Read's scratch: member bytes, the image buffers and the
 // array readers.
 type state struct {
-	data    [][]byte // per member; empty for arrays (of a local shard)
-	held    held     // a remote shard's sample: the bytes its members span, which data slices
+	data    [][]byte     // per member; empty for arrays (of a local shard)
+	held    []byte       // a remote shard's sample: the bytes its members span, which data slices
+	mem     bytes.Reader // an array member of a remote shard's sample, for its reader
 	scratch images.Scratch
 	crops   []images.Crop // per key: an image key's crop in the image's pixels
 	draw    drawer
@@ -378,41 +378,18 @@ func (s *Source) load(st *state, index int) error {
 // ReadAhead was told of the sample), and points st.data at the members.
 func (s *Source) loadRemote(st *state, index int) error {
 	ext := s.ix.extent(index)
-	st.held.b = slices.Grow(st.held.b[:0], int(ext.size))[:ext.size]
-	st.held.base = ext.off
-	if err := s.remote.ReadAt(s.names[s.ix.samples[index].file], st.held.b, ext.off); err != nil {
-		st.held.b = st.held.b[:0]
+	st.held = slices.Grow(st.held[:0], int(ext.size))[:ext.size]
+	if err := s.remote.ReadAt(s.names[s.ix.samples[index].file], st.held, ext.off); err != nil {
+		st.held = st.held[:0]
 		se := s.sampleError(index, 0, err)
 		se.Member = strings.Join(s.ix.members, ",")
 		return &runtime.KeyError{Key: s.spec.Keys[0].Name, Err: se}
 	}
 	for j := range s.ix.members {
 		sp := s.ix.spans[index*len(s.ix.members)+j]
-		st.data[j] = st.held.b[sp.off-ext.off : sp.off-ext.off+sp.size]
+		st.data[j] = st.held[sp.off-ext.off : sp.off-ext.off+sp.size]
 	}
 	return nil
-}
-
-// held is bytes of a shard held in memory, from offset base on: the
-// members of one sample of a remote shard. It reads as the shard does
-// there (io.ReaderAt).
-type held struct {
-	b    []byte
-	base int64
-}
-
-// ReadAt copies the held bytes at shard offset off into p; io.EOF where
-// p reaches past them.
-func (h *held) ReadAt(p []byte, off int64) (int, error) {
-	i := off - h.base
-	if i < 0 || i > int64(len(h.b)) {
-		return 0, fmt.Errorf("offset %d is outside the %d bytes held from %d (a bug)", off, len(h.b), h.base)
-	}
-	n := copy(p, h.b[i:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
 }
 
 // ReadAhead starts fetching the samples indices (of any epoch: what a
@@ -475,11 +452,11 @@ func (s *Source) write(st *state, r *rand.Rand, index, i int, dst []byte) error 
 		return s.masks[i].Write(&st.scratch, dst, d, st.crops[s.geom[i]])
 	case s.arrays[i] != nil:
 		sp := s.ix.spans[index*len(s.ix.members)+s.member[i]]
-		var shard io.ReaderAt = &st.held
-		if s.remote == nil {
-			shard = s.shards[s.ix.samples[index].file]
+		if s.remote != nil { // the member is in memory, at st.data
+			st.mem.Reset(st.data[s.member[i]])
+			return st.arrays[i].ReadAt(&st.mem, 0, sp.size, dst)
 		}
-		return st.arrays[i].ReadAt(shard, sp.off, sp.size, dst)
+		return st.arrays[i].ReadAt(s.shards[s.ix.samples[index].file], sp.off, sp.size, dst)
 	case s.member[i] < 0:
 		k.DType.PutInt(dst, int64(s.ix.samples[index].label))
 		return nil
