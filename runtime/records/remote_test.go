@@ -204,10 +204,10 @@ func TestShardsRemoteRanges(t *testing.T) {
 	if len(reqs) != len(all) {
 		t.Errorf("%d requests for %d samples read ahead, want one each: %q", len(reqs), len(all), reqs)
 	}
-	for i, r := range reqs {
-		ext := src.ix.extent(all[i])
+	for _, i := range all {
+		ext := src.ix.extent(i)
 		if want := fmt.Sprintf("GET /s.tar bytes=%d-%d", ext.off, ext.off+ext.size-1); !slices.Contains(reqs, want) {
-			t.Errorf("no request %q among %q (request %d: %q)", want, reqs, i, r)
+			t.Errorf("no request %q for sample %d among %q", want, i, reqs)
 		}
 	}
 	sameSamples(t, local, src, len(all))
