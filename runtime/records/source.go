@@ -132,7 +132,7 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 		if err := s.indexShards(r, names, files, members, local); err != nil {
 			return nil, err
 		}
-		log.Info("records: indexed tar shards", "shards", len(names), "samples", len(s.ix.samples), "members", strings.Join(members, ","), "remote", !local)
+		log.Info("records: indexed tar shards", "shards", len(names), "samples", len(s.ix.samples), "members", strings.Join(members, ","), "in_place", s.remote != nil)
 	}
 	if len(s.ix.samples) == 0 {
 		s.Close()

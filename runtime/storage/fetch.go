@@ -66,13 +66,27 @@ func Fetch(r Root, name string) (path string, done func(), err error) {
 
 // bare returns r without the process's layers (read-ahead, disk cache).
 func bare(r Root) Root {
-	if a, ok := r.(*ahead); ok {
-		r = a.Root
-	}
+	r = unahead(r)
 	if c, ok := r.(*cached); ok {
 		r = c.Root
 	}
 	return r
+}
+
+// unahead returns r without the process's read-ahead.
+func unahead(r Root) Root {
+	if a, ok := r.(*ahead); ok {
+		return a.Root
+	}
+	return r
+}
+
+// DiskCached reports whether remote root r keeps what it reads in the
+// process's disk cache (LOADERGEN_REMOTE_CACHE_DIR), so that an object
+// fetched whole (Fetch) is read from local disk by later processes too.
+func DiskCached(r Root) bool {
+	_, ok := unahead(r).(*cached)
+	return ok
 }
 
 // download writes object name of r, size bytes, into f, by parts read in

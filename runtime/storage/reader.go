@@ -79,14 +79,3 @@ func (rd *Reader) Seek(offset int64, whence int) (int64, error) {
 	rd.pos = offset
 	return offset, nil
 }
-
-// DiskCached reports whether remote root r keeps what it reads in the
-// process's disk cache (LOADERGEN_REMOTE_CACHE_DIR), so that an object
-// fetched whole (Fetch) is read from local disk by later processes too.
-func DiskCached(r Root) bool {
-	if a, ok := r.(*ahead); ok {
-		r = a.Root
-	}
-	_, ok := r.(*cached)
-	return ok
-}
