@@ -129,7 +129,7 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 			files[i] = r.URL(name)
 		}
 		_, local := r.Local()
-		if err := s.indexShards(r, names, files, members, local); err != nil {
+		if err := s.prepareShards(r, names, files, members, local); err != nil {
 			return nil, err
 		}
 		log.Info("records: indexed tar shards", "shards", len(names), "samples", len(s.ix.samples), "members", strings.Join(members, ","), "in_place", s.remote != nil)
@@ -204,13 +204,13 @@ func (s *Source) prepareKeys() error {
 	return nil
 }
 
-// indexShards indexes the shards names of root r (files: their names in
+// prepareShards indexes the shards names of root r (files: their names in
 // messages) and opens them for reading. Local shards are read where they
 // lie. Remote shards are fetched whole into the disk cache when it is set
 // (later processes read them from local disk), and else read where they
 // lie: indexed by ranged requests for their tar headers, and each sample
 // read by one ranged request, which ReadAhead starts early.
-func (s *Source) indexShards(r storage.Root, names, files, members []string, local bool) error {
+func (s *Source) prepareShards(r storage.Root, names, files, members []string, local bool) error {
 	var err error
 	switch {
 	case local:
