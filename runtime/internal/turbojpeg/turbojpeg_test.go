@@ -45,7 +45,7 @@ func photo(t *testing.T, w, h int, grey bool) ([]byte, image.Image) {
 }
 
 // header returns a new decoder and data's header.
-func header(t *testing.T, data []byte) (*Decoder, Header) {
+func header(t testing.TB, data []byte) (*Decoder, Header) {
 	t.Helper()
 	d, err := NewDecoder()
 	if err != nil {
@@ -256,14 +256,7 @@ func BenchmarkHeaderAndDecode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d, err := NewDecoder()
-	if err != nil {
-		b.Fatal(err)
-	}
-	hd, err := d.Header(data)
-	if err != nil {
-		b.Fatal(err)
-	}
+	d, hd := header(b, data)
 	b.Run("header", func(b *testing.B) {
 		for range b.N {
 			if _, err := d.Header(data); err != nil {
