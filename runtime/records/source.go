@@ -128,8 +128,7 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 		for i, name := range names {
 			files[i] = r.URL(name)
 		}
-		_, local := r.Local()
-		if err := s.prepareShards(r, names, files, members, local); err != nil {
+		if err := s.prepareShards(r, names, files, members); err != nil {
 			return nil, err
 		}
 		log.Info("records: indexed tar shards", "shards", len(names), "samples", len(s.ix.samples), "members", strings.Join(members, ","), "in_place", s.remote != nil)
@@ -210,7 +209,8 @@ func (s *Source) prepareKeys() error {
 // (later processes read them from local disk), and else read where they
 // lie: indexed by ranged requests for their tar headers, and each sample
 // read by one ranged request, which ReadAhead starts early.
-func (s *Source) prepareShards(r storage.Root, names, files, members []string, local bool) error {
+func (s *Source) prepareShards(r storage.Root, names, files, members []string) error {
+	_, local := r.Local()
 	var err error
 	switch {
 	case local:
