@@ -363,8 +363,8 @@ func (c *Cache) begin(key cacheKey) *cacheEntry {
 // finish ends the load of e that begin entered, with what the loader
 // returned, and wakes those waiting for it. On an error it drops the
 // entry, releases the caller's reference and returns the error. A lent
-// buffer is charged as a decoded one, so the limit bounds what the cache
-// keeps the read-ahead from dropping.
+// buffer is charged as a decoded one, so the limit also bounds the
+// read-ahead's memory that the cache keeps from being recycled.
 func (c *Cache) finish(e *cacheEntry, buf []byte, win span, lent func(), err error) error {
 	c.mu.Lock()
 	e.err = err
