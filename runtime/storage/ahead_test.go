@@ -17,7 +17,20 @@ import (
 // proxied returns a web root over dir through a fault proxy.
 func proxied(t *testing.T, dir string) (Root, *remotetest.Faults) {
 	t.Helper()
-	web := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	return gated(t, dir, nil)
+}
+
+// gated is proxied whose server answers no request before gate is closed
+// (nil: at once).
+func gated(t *testing.T, dir string, gate <-chan struct{}) (Root, *remotetest.Faults) {
+	t.Helper()
+	files := http.FileServer(http.Dir(dir))
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if gate != nil {
+			<-gate
+		}
+		files.ServeHTTP(w, r)
+	}))
 	t.Cleanup(web.Close)
 	f := remotetest.Proxy(t, web.URL)
 	r, err := OpenHTTP(f.URL, Options{Retry: quick})
@@ -262,13 +275,15 @@ func TestDiskCacheStaleTemps(t *testing.T) {
 // are counted at their size as soon as it is known, before their bodies
 // are read (through the disk cache too); one that the bound then has no
 // room for is not kept, and its reader fetches it. The bound holds
-// throughout.
+// throughout. The server answers once all three are hinted, so that no
+// object's size is known before the last hint.
 func TestAheadBound(t *testing.T) {
 	for _, disk := range []bool{false, true} {
 		t.Run(fmt.Sprintf("disk_cache=%v", disk), func(t *testing.T) {
 			dir := t.TempDir()
 			want := chunks(t, dir, 3, 1500)
-			r, faults := proxied(t, dir)
+			gate := make(chan struct{})
+			r, faults := gated(t, dir, gate)
 			if disk {
 				dc, err := openDiskCache(t.TempDir(), 1<<20)
 				if err != nil {
@@ -281,6 +296,7 @@ func TestAheadBound(t *testing.T) {
 			for i := range want {
 				a.Hint(fmt.Sprintf("c/%d", i), 1000) // 3 x 1000 fit; 3 x 1500 do not
 			}
+			close(gate)
 			ra.mu.Lock()
 			var all []*fetch
 			for _, f := range ra.entries {
