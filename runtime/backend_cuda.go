@@ -26,7 +26,7 @@ var cudaFallback sync.Once
 func newBackend(device string, localRank int, p Plan, slots, most int, require, graphs bool, log *slog.Logger, stats *counters, trace *tracer) (backend, error) {
 	ordinal, cuda, err := devicename.Parse(device)
 	if err != nil || !cuda {
-		return cpuBackend{}, err
+		return newCPUBackend(), err
 	}
 	n, err := cudaDevices()
 	if err != nil {
@@ -36,7 +36,7 @@ func newBackend(device string, localRank int, p Plan, slots, most int, require, 
 		cudaFallback.Do(func() {
 			log.Warn("loadergen: CUDA cannot be used, running on CPU: "+err.Error(), "device", device)
 		})
-		return cpuBackend{}, nil
+		return newCPUBackend(), nil
 	}
 	if ordinal < 0 {
 		ordinal = localRank % n

@@ -31,7 +31,7 @@ func newBackend(device string, _ int, _ Plan, _, _ int, require, _ bool, log *sl
 			log.Warn("loadergen: CUDA backend not compiled in (build with -tags cuda); running on CPU", "device", device)
 		})
 	}
-	return cpuBackend{}, nil
+	return newCPUBackend(), nil
 }
 
 // deviceBatch is empty without CUDA: batches live in host memory only.

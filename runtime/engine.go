@@ -56,7 +56,8 @@ type Batch struct {
 	Indices []int    // dataset indices of the samples, in batch order
 	Tensors []Tensor // one per key, in plan order
 
-	gpu deviceBatch // the CUDA backend's handle on the slot; empty on the CPU
+	gpu    deviceBatch // the CUDA backend's handle on the slot; empty on the CPU
+	engine *Engine     // the engine whose ring holds the slot (Keep, Release)
 }
 
 // Engine is the per-dataset-independent part of a generated loader: a ring
@@ -111,6 +112,9 @@ type Engine struct {
 	free  []int
 	grown int
 	most  int
+	// keeps holds the slots of batches kept past the loop's advance
+	// (Batch.Keep); it carries its own lock.
+	keeps keeps
 	order []int // the epoch's order, consumer's scratch, reused
 	// The epoch's grouping (group), fixed at start: lengths are the bucket
 	// key's row counts per sample, nil without bucketing; locality gives
@@ -326,6 +330,7 @@ func newEngine(p Plan, n int, lengths []int32, keys LocalityFunc, o Options, fil
 	e.backend = b
 	e.slots = make([]slot, most)
 	e.held = make([]int, most)
+	e.keeps = newKeeps(most)
 	e.free = make([]int, 0, most)
 	e.most = most
 	for s := range nslots {
@@ -373,7 +378,7 @@ func (e *Engine) initSlot(s int) error {
 	sl := &e.slots[s]
 	sl.ready = make(chan struct{}, 1)
 	sl.staging = make([][]byte, len(e.plan.Keys))
-	sl.batch = Batch{Slot: s, Tensors: make([]Tensor, len(e.plan.Keys)), gpu: e.backend.handle(s)}
+	sl.batch = Batch{Slot: s, Tensors: make([]Tensor, len(e.plan.Keys)), gpu: e.backend.handle(s), engine: e}
 	sl.batch.Indices = make([]int, 0, e.plan.BatchSize)
 	for k, key := range e.plan.Keys {
 		sl.staging[k] = mem[key.Offset : key.Offset+key.BatchBytes : key.Offset+key.BatchBytes]
@@ -471,6 +476,7 @@ func (e *Engine) Stats() Stats {
 	e.backend.settleAll()
 	s := e.stats.snapshot()
 	s.Prefetch = e.Prefetch()
+	s.Kept = e.keeps.keptNow()
 	if e.missing != nil {
 		s.MissingChunks = e.missing()
 	}
@@ -497,12 +503,12 @@ func (e *Engine) Close() error {
 }
 
 // release frees the backend and completes the trace once the engine is
-// closing and no epoch runs. Close and the end of an epoch both try, and
-// the later one does it.
+// closing, no epoch runs and no batch is kept. Close, the end of an epoch
+// and the last Release all try, and the last of them does it.
 func (e *Engine) release() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.closing.Load() || e.busy.Load() || e.released {
+	if !e.closing.Load() || e.busy.Load() || e.released || e.keeps.keptNow() > 0 {
 		return nil
 	}
 	e.released = true
@@ -780,7 +786,7 @@ func (e *Engine) dispatch(order []int, epoch, b int) error {
 func (e *Engine) slotOf(b int) int { return e.held[b%len(e.slots)] }
 
 // Epoch yields batches start.. of epoch in order, each valid until the loop
-// advances. Prefetch batches are filled ahead of the one in use. Breaking
+// advances (or, kept, until released: Batch.Keep). Prefetch batches are filled ahead of the one in use. Breaking
 // out, cancelling ctx, a failed read or Close end it; when it returns no
 // worker touches its slots any more.
 func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, error] {
@@ -812,10 +818,7 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 		// slots not holding one of them are free.
 		first, next := start, start
 		defer func() { e.drain(first, next) }()
-		e.free = e.free[:0]
-		for s := e.Slots() - 1; s >= 0; s-- {
-			e.free = append(e.free, s)
-		}
+		e.free = e.keeps.unkept(e.free[:0], e.Slots())
 		e.grown = start
 		// dispatchNext dispatches batch next into a free slot; false means
 		// it failed and the error is yielded.
@@ -830,12 +833,29 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 		}
 		e.hinted = start
 		e.hint(order, epoch, next)
-		for next < nb && len(e.free) > 0 {
-			if !dispatchNext() {
-				return
+		// dispatchFree dispatches batches into every free slot, those that
+		// kept batches returned included.
+		dispatchFree := func() bool {
+			for e.free = e.keeps.takeBack(e.free); next < nb && len(e.free) > 0; {
+				if !dispatchNext() {
+					return false
+				}
 			}
+			return true
+		}
+		if !dispatchFree() {
+			return
 		}
 		for b := start; b < nb; b++ {
+			if b == next { // every slot was kept when batch b was due
+				if e.free, err = e.keeps.awaitBack(ctx, e.done, e.free); err != nil {
+					yield(nil, err)
+					return
+				}
+				if !dispatchFree() {
+					return
+				}
+			}
 			batch, consumed, starved, err := e.await(ctx, b)
 			if consumed {
 				first = b + 1
@@ -848,12 +868,13 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 				return
 			}
 			e.stats.inLoader.Add(int64(time.Since(asked)))
-			if !yield(batch, nil) {
-				return
-			}
+			e.keeps.handOut(batch.Slot)
+			more := yield(batch, nil)
 			asked = time.Now()
-			e.free = append(e.free, batch.Slot)
-			if next < nb && !dispatchNext() {
+			if e.keeps.advance(batch.Slot) {
+				e.free = append(e.free, batch.Slot)
+			}
+			if !more || !dispatchFree() {
 				return
 			}
 		}

@@ -58,6 +58,11 @@ type Stats struct {
 	// key's missing: fill they read as the array's fill value, under
 	// missing: error the read failed. 0 for other sources.
 	MissingChunks int64
+	// Kept is the staging slots that kept batches hold now (Batch.Keep):
+	// the loop has moved on from them, and the ring refills them only when
+	// they are released. The Python bridge keeps a batch while a tensor
+	// taken from it lives.
+	Kept int
 }
 
 // MissingCounter is a source whose reads count the chunks they found not
