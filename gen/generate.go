@@ -20,6 +20,15 @@ const (
 	randPath = "math/rand/v2"
 )
 
+// newEmitter returns the emitter of p's loader.
+func newEmitter(p *Plan) *emitter {
+	g := &emitter{ds: p.Dataset, rp: p.Runtime, n: newNames(p.Dataset)}
+	for _, k := range g.rp.Keys {
+		g.keys = append(g.keys, g.emitKey(k))
+	}
+	return g
+}
+
 // Generate emits the gofmt'd Go source of the loader for p. source is the
 // schema's path as the header should name it (relative to the output file,
 // slash-separated); it is quoted if it holds anything unusual.
@@ -27,10 +36,7 @@ const (
 // The file holds, in order, the declarations of the emitters below; each
 // emitter's comment shows what it renders for a dataset named CellMap.
 func Generate(p *Plan, source string) ([]byte, error) {
-	g := &emitter{ds: p.Dataset, rp: p.Runtime, n: newNames(p.Dataset)}
-	for _, k := range g.rp.Keys {
-		g.keys = append(g.keys, g.emitKey(k))
-	}
+	g := newEmitter(p)
 	f := jen.NewFile(g.ds.Package)
 	f.ImportName(rtPath, "runtime")
 	f.ImportName(npyPath, "npy")
@@ -78,15 +84,21 @@ func Generate(p *Plan, source string) ([]byte, error) {
 	if g.ds.Records != nil {
 		g.records(f)
 	}
-	var buf bytes.Buffer
-	if err := f.Render(&buf); err != nil {
-		return nil, fmt.Errorf("render %s loader: %w", g.ds.Name, err)
-	}
-	out, err := groupImports(buf.Bytes())
+	out, err := render(f)
 	if err != nil {
 		return nil, fmt.Errorf("render %s loader: %w", g.ds.Name, err)
 	}
 	return out, nil
+}
+
+// render returns f's gofmt'd source, imports grouped as goimports groups
+// them.
+func render(f *jen.File) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := f.Render(&buf); err != nil {
+		return nil, err
+	}
+	return groupImports(buf.Bytes())
 }
 
 type emitter struct {

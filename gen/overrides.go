@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/loadergen/loadergen/schema"
@@ -159,4 +160,23 @@ func (p *Plan) StaleSettings(old string) []string {
 		}
 	}
 	return diffs
+}
+
+// HeaderOverrides reads the settings line of a generated file's header
+// (HeaderSettings) back into Overrides, from naming the file: a plan made
+// with them is the plan the file was generated with, whatever flags and
+// variables the generating run had.
+func HeaderOverrides(settings, from string) (Overrides, error) {
+	var o Overrides
+	for _, f := range strings.Fields(settings) {
+		k, v, _ := strings.Cut(f, "=")
+		i := slices.IndexFunc(schema.Settings, func(s schema.Setting) bool { return s.Name() == k })
+		if i < 0 {
+			return o, fmt.Errorf("%s: the header's settings name %q, which this loadergen does not know: regenerate the file (go generate)", from, k)
+		}
+		if err := o.Set(schema.Settings[i], v, from); err != nil {
+			return o, fmt.Errorf("%s: the header's %s: %w", from, k, err)
+		}
+	}
+	return o, nil
 }

@@ -5,19 +5,19 @@ package runtime
 // generated volume source's Crop(epoch, index) recomputes it, to validate,
 // to stitch predictions back, or to debug.
 type Crop struct {
-	Volume int // the volume's index in the list the source was opened with
+	Volume int `json:"volume"` // the volume's index in the list the source was opened with
 	// Origin holds, per key in plan order, the voxel index at the key's
 	// level of the box's first corner, before augmentation. It is negative
 	// or past the array's end only with crops.pad.
-	Origin [][]int
+	Origin [][]int `json:"origin"`
 	// Foreground says the centre was drawn from the labelled voxels of the
 	// schema's crops.foreground key.
-	Foreground bool
+	Foreground bool `json:"foreground"`
 
 	// The augmentation, applied to every key alike, in this order:
-	Mirror    []bool // flip each spatial axis (z, y, x) marked true,
-	Transpose []int  // then let output axis j take axis Transpose[j],
-	Rot90     int    // then turn this many quarter turns in the rot90 plane.
+	Mirror    []bool `json:"mirror"`    // flip each spatial axis (z, y, x) marked true,
+	Transpose []int  `json:"transpose"` // then let output axis j take axis Transpose[j],
+	Rot90     int    `json:"rot90"`     // then turn this many quarter turns in the rot90 plane.
 }
 
 // spatialAxes names the spatial axes of a volume key of the most axes.

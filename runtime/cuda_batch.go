@@ -63,3 +63,11 @@ func (b *Batch) DeviceToHost(k int, dst []byte) error {
 	}
 	return b.gpuCall(cudaReq{op: opToHost, key: k, dst: dst})
 }
+
+// DeviceOrdinal is the CUDA device the batch's device buffers are on.
+func (b *Batch) DeviceOrdinal() (int, error) {
+	if b.gpu.c == nil {
+		return 0, errHostBatch
+	}
+	return b.gpu.c.ordinal, nil
+}

@@ -1,5 +1,8 @@
-// Package templates holds the files `loadergen init` scaffolds into a new
-// package: a starter schema and a generate.go with its //go:generate line.
+// Package templates holds the files the CLI writes from templates: those
+// `loadergen init` scaffolds into a new package (a starter schema and a
+// generate.go with its //go:generate line), and the Python side of
+// `loadergen python` (python/: the _loadergen package, each dataset's
+// module, pyproject.toml).
 package templates
 
 import (

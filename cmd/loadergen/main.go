@@ -33,6 +33,7 @@ var usage = `usage:
   loadergen plan [-json] [overrides] SCHEMA         print the plan, where each setting came from, and the stream decision
   loadergen check [-o FILE] [overrides] SCHEMA      exit 1 with a unified diff if FILE is stale
   loadergen init [-name N] [-package P] DIR         scaffold dataset.yaml and generate.go in DIR
+  loadergen python -o DIR [-tags T] PKG...          write a Python package of the loaders in PKG... (one shared library)
   loadergen cuda-env [-include]                     print CGO_CFLAGS and CGO_LDFLAGS for go build -tags cuda
   loadergen version
 overrides: ` + overrideList() + `
@@ -77,6 +78,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		err = check(rest, stdout, stderr, getenv)
 	case "init":
 		err = scaffold(rest, stdout, stderr)
+	case "python":
+		err = python(rest, stdout, stderr)
 	case "cuda-env":
 		err = cudaEnv(rest, stdout, stderr, getenv)
 	case "version":
@@ -102,7 +105,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 // command is one subcommand's flag set and its positional argument.
 type command struct {
 	fs     *flag.FlagSet
-	what   string    // what the positional argument is: "SCHEMA" or "DIR"; "" for none
+	what   string    // what the positional argument is: "SCHEMA", "DIR", "PKG..." (one or more); "" for none
 	stdout io.Writer // where -h prints the usage; errors go to the flag set's output
 }
 
@@ -135,26 +138,10 @@ func (c *command) usage(w io.Writer) {
 // does, and returns it: one for a command with a what, none ("") for one
 // without. -h prints the usage to stdout and returns flag.ErrHelp.
 func (c *command) parse(args []string) (string, error) {
-	var pos, rest []string
-	if i := slices.Index(args, "--"); i >= 0 { // everything after -- is positional
-		args, rest = args[:i], args[i+1:]
+	pos, err := c.positional(args)
+	if err != nil {
+		return "", err
 	}
-	for {
-		if err := c.fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				c.usage(c.stdout)
-				return "", flag.ErrHelp
-			}
-			c.usage(c.fs.Output()) // after the flag package's error message
-			return "", errUsage
-		}
-		args = c.fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos, args = append(pos, args[0]), args[1:]
-	}
-	pos = append(pos, rest...)
 	switch {
 	case c.what == "" && len(pos) > 0:
 		fmt.Fprintf(c.fs.Output(), "loadergen %s: takes no arguments, got %q\n", c.fs.Name(), pos)
@@ -167,6 +154,42 @@ func (c *command) parse(args []string) (string, error) {
 	}
 	c.usage(c.fs.Output())
 	return "", errUsage
+}
+
+// parseAll is parse for a command that takes one or more positional
+// arguments (its what ends in "...").
+func (c *command) parseAll(args []string) ([]string, error) {
+	pos, err := c.positional(args)
+	if err == nil && len(pos) == 0 {
+		fmt.Fprintf(c.fs.Output(), "loadergen %s: want one or more %s arguments\n", c.fs.Name(), strings.TrimSuffix(c.what, "..."))
+		c.usage(c.fs.Output())
+		err = errUsage
+	}
+	return pos, err
+}
+
+// positional parses the flags among args and returns the rest in order.
+func (c *command) positional(args []string) ([]string, error) {
+	var pos, rest []string
+	if i := slices.Index(args, "--"); i >= 0 { // everything after -- is positional
+		args, rest = args[:i], args[i+1:]
+	}
+	for {
+		if err := c.fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				c.usage(c.stdout)
+				return nil, flag.ErrHelp
+			}
+			c.usage(c.fs.Output()) // after the flag package's error message
+			return nil, errUsage
+		}
+		args = c.fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+	return append(pos, rest...), nil
 }
 
 // overrideFlags registers the setting overrides on fs; gen parses them.

@@ -9,16 +9,20 @@ import (
 // Crop is where a key's pixels come from in an image, and whether they are
 // flipped: what a sample's Rand drew for it.
 type Crop struct {
-	Width, Height int // the image's size in pixels
+	Width  int `json:"width"` // the image's size in pixels
+	Height int `json:"height"`
 	// Region is the part of the image the resampling reads, which it
 	// treats as an image of its own (its edges clamp the filter): the
 	// crop rectangle for random_resized and whole, the image for center
 	// (resized whole, then cropped).
-	Region image.Rectangle
+	Region image.Rectangle `json:"region"`
 	// Box is the rectangle resampled to the key's size, in image pixels:
 	// Region itself but for center, whose box has fractional edges.
-	X0, Y0, X1, Y1 float64
-	Flip           bool // mirror left and right after resampling
+	X0   float64 `json:"x0"`
+	Y0   float64 `json:"y0"`
+	X1   float64 `json:"x1"`
+	Y1   float64 `json:"y1"`
+	Flip bool    `json:"flip"` // mirror left and right after resampling
 
 	grid       grid // center: the resized image's size and the crop's place in it
 	outW, outH int  // the key's size, which the box is resampled to

@@ -1,0 +1,157 @@
+//go:build cgo
+
+package python
+
+/*
+#include <stdlib.h>
+#include "abi.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"unsafe"
+)
+
+// The exported functions are the C ABI of abi.h. Errors come back as a
+// JSON object in *err (lg_error describes it), which the caller frees
+// with lg_free; Python raises it as an exception.
+
+//export lg_open
+func lg_open(module, source, location, options *C.char, errOut **C.char) C.int64_t {
+	h, err := open(C.GoString(module), C.GoString(source), C.GoString(location), []byte(C.GoString(options)))
+	if err != nil {
+		setErr(errOut, err)
+		return 0
+	}
+	return C.int64_t(h.id)
+}
+
+//export lg_close
+func lg_close(h C.int64_t, errOut **C.char) C.int {
+	l, err := lookup(int64(h))
+	if err == nil {
+		err = l.close()
+	}
+	if err != nil {
+		setErr(errOut, err)
+		return C.LG_ERROR
+	}
+	return C.LG_OK
+}
+
+//export lg_len
+func lg_len(h C.int64_t) C.int64_t {
+	l, err := lookup(int64(h))
+	if err != nil {
+		return -1
+	}
+	return C.int64_t(l.loader.Len())
+}
+
+//export lg_epoch
+func lg_epoch(h C.int64_t, epoch, start C.int64_t, errOut **C.char) C.int {
+	l, err := lookup(int64(h))
+	if err == nil {
+		err = l.startEpoch(int(epoch), int(start))
+	}
+	if err != nil {
+		setErr(errOut, err)
+		return C.LG_ERROR
+	}
+	return C.LG_OK
+}
+
+//export lg_next
+func lg_next(h C.int64_t, timeoutMS C.int64_t, out *C.lg_batch, errOut **C.char) C.int {
+	l, err := lookup(int64(h))
+	if err != nil {
+		setErr(errOut, err)
+		return C.LG_ERROR
+	}
+	st, err := l.next(int64(timeoutMS), out)
+	if err != nil {
+		setErr(errOut, err)
+	}
+	out.logs = C.int64_t(pendingLogs())
+	return st
+}
+
+//export lg_stop
+func lg_stop(h C.int64_t, wait C.int) {
+	if l, err := lookup(int64(h)); err == nil {
+		l.stopEpoch(wait != 0)
+	}
+}
+
+//export lg_take
+func lg_take(h, slot, key, stream C.int64_t, errOut **C.char) *C.DLManagedTensor {
+	l, err := lookup(int64(h))
+	var t *C.DLManagedTensor
+	if err == nil {
+		t, err = l.take(int(slot), int(key), uintptr(stream))
+	}
+	if err != nil {
+		setErr(errOut, err)
+		return nil
+	}
+	return t
+}
+
+//export lg_release
+func lg_release(h, slot C.int64_t) {
+	if l, err := lookup(int64(h)); err == nil {
+		l.release(int(slot))
+	}
+}
+
+// lgTensorDied is the DLPack deleter's way into Go (dlpack.c): a tensor
+// of slot of loader h died on a device of DLPack type device.
+//
+//export lgTensorDied
+func lgTensorDied(h, slot, device C.int64_t) {
+	if l, err := lookup(int64(h)); err == nil {
+		l.tensorDied(int(slot), device != C.int64_t(dlCPU))
+	}
+}
+
+//export lg_info
+func lg_info(h C.int64_t, what *C.char, a, b C.int64_t, errOut **C.char) *C.char {
+	var v any
+	var err error
+	if q := C.GoString(what); h == 0 && q == "process" {
+		v = processInfo()
+	} else if l, lerr := lookup(int64(h)); lerr != nil {
+		err = lerr
+	} else {
+		v, err = l.info(q, int(a), int(b))
+	}
+	var js []byte
+	if err == nil {
+		js, err = json.Marshal(v)
+	}
+	if err != nil {
+		setErr(errOut, err)
+		return nil
+	}
+	return C.CString(string(js))
+}
+
+//export lg_logs
+func lg_logs() *C.char { return C.CString(string(takeLogs())) }
+
+//export lg_datasets
+func lg_datasets() *C.char {
+	js, _ := json.Marshal(fingerprints())
+	return C.CString(string(js))
+}
+
+//export lg_free
+func lg_free(p *C.char) { C.free(unsafe.Pointer(p)) }
+
+// setErr hands err to the caller as its JSON description.
+func setErr(out **C.char, err error) {
+	if out != nil {
+		*out = C.CString(string(describeError(err)))
+	}
+}

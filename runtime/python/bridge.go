@@ -1,0 +1,173 @@
+// Package python serves generated loaders to Python: the C ABI (abi.h)
+// that the Python modules `loadergen python` writes call through ctypes,
+// from a shared library built with -buildmode=c-shared, and the DLPack
+// tensors through which torch, numpy and JAX take a batch's keys without
+// a copy. It is written once, for every dataset: the library's main
+// package, which `loadergen python` generates, registers each dataset's
+// opener (Register), and Python asks for them by module name.
+//
+// A tensor points into its batch's staging slot. The slot is kept
+// (runtime.Batch.Keep) while the Python batch or any tensor taken from it
+// lives, and returns to the ring when the last of them is released (the
+// DLPack deleter): never when the loop moves on. docs/PYTHON.md is the
+// user's guide.
+package python
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"slices"
+	"sync"
+
+	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/internal/hostmem"
+)
+
+// Dataset is one generated loader as the library serves it.
+type Dataset struct {
+	// Module is the Python module's name: the Go package's.
+	Module string
+	// Fingerprint identifies the plan the module was generated for: the
+	// module checks, when it is imported, that the library holds the same.
+	Fingerprint string
+	// Sources are the source keywords the Python class takes ("files",
+	// "volumes", "records"), each with its opener: the loader over the
+	// source at location loc (a path or URL), with options o.
+	Sources map[string]func(loc string, o runtime.Options) (Loader, error)
+}
+
+// Loader is a generated loader over its source, as the bridge drives it.
+// Wrap makes one of a generated loader.
+type Loader interface {
+	// Epoch yields the staged batches start.. of epoch.
+	Epoch(ctx context.Context, epoch, start int) iter.Seq2[*runtime.Batch, error]
+	Len() int
+	Plan() runtime.Plan
+	Stats() runtime.Stats
+	// Crop describes where sample index of epoch comes from, as JSON can
+	// hold it; an error for a source that cannot say.
+	Crop(epoch, index int) (any, error)
+	// Close closes the loader, then its source.
+	Close() error
+}
+
+// Staged is a generated batch: it gives the runtime's view of its slot.
+type Staged interface {
+	Staged() *runtime.Batch
+}
+
+// Typed is the API of a generated loader whose batches are B.
+type Typed[B Staged] interface {
+	EpochFrom(ctx context.Context, epoch, startBatch int) iter.Seq2[B, error]
+	Len() int
+	Plan() runtime.Plan
+	Stats() runtime.Stats
+	Close() error
+}
+
+// Wrap makes the Loader of generated loader l over source src, which it
+// closes after l; crop is the source's Crop, or nil when it has none.
+func Wrap[B Staged](l Typed[B], src io.Closer, crop func(epoch, index int) (any, error)) Loader {
+	return &wrapped[B]{l: l, src: src, crop: crop}
+}
+
+type wrapped[B Staged] struct {
+	l    Typed[B]
+	src  io.Closer
+	crop func(epoch, index int) (any, error)
+}
+
+func (w *wrapped[B]) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*runtime.Batch, error] {
+	return func(yield func(*runtime.Batch, error) bool) {
+		for b, err := range w.l.EpochFrom(ctx, epoch, start) {
+			var staged *runtime.Batch
+			if err == nil {
+				staged = b.Staged()
+			}
+			if !yield(staged, err) {
+				return
+			}
+		}
+	}
+}
+
+func (w *wrapped[B]) Len() int             { return w.l.Len() }
+func (w *wrapped[B]) Plan() runtime.Plan   { return w.l.Plan() }
+func (w *wrapped[B]) Stats() runtime.Stats { return w.l.Stats() }
+
+func (w *wrapped[B]) Crop(epoch, index int) (any, error) {
+	if w.crop == nil {
+		return nil, fmt.Errorf("this dataset's source has no crops (a volume or image record source has)")
+	}
+	return w.crop(epoch, index)
+}
+
+func (w *wrapped[B]) Close() error {
+	err := w.l.Close()
+	if cerr := w.src.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// datasets are the library's datasets by module name: Register writes
+// them from the main package's init, before Python calls anything.
+var datasets struct {
+	mu sync.Mutex
+	m  map[string]Dataset
+}
+
+// Register adds d to the library. The generated main package calls it
+// once per dataset, from init.
+func Register(d Dataset) {
+	datasets.mu.Lock()
+	defer datasets.mu.Unlock()
+	if datasets.m == nil {
+		datasets.m = map[string]Dataset{}
+	}
+	if _, dup := datasets.m[d.Module]; dup {
+		panic("loadergen: python: dataset module " + d.Module + " registered twice")
+	}
+	datasets.m[d.Module] = d
+}
+
+// dataset returns the dataset of module name.
+func dataset(name string) (Dataset, error) {
+	datasets.mu.Lock()
+	defer datasets.mu.Unlock()
+	d, ok := datasets.m[name]
+	if !ok {
+		return d, fmt.Errorf("module %s is not in this library, which holds %v: a process holds one loadergen library, so build every dataset it uses into one (loadergen python -o DIR PKG...)", name, moduleNames())
+	}
+	return d, nil
+}
+
+// moduleNames lists the registered modules, sorted; datasets.mu is held.
+func moduleNames() []string {
+	names := make([]string, 0, len(datasets.m))
+	for n := range datasets.m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func init() {
+	// Python keeps pointers into the staging slots (DLPack): they must lie
+	// outside the Go heap.
+	hostmem.OutsideGoHeap()
+}
+
+// fingerprints lists the library's modules and their plans' fingerprints,
+// for lg_datasets.
+func fingerprints() map[string]string {
+	datasets.mu.Lock()
+	defer datasets.mu.Unlock()
+	m := make(map[string]string, len(datasets.m))
+	for name, d := range datasets.m {
+		m[name] = d.Fingerprint
+	}
+	return m
+}

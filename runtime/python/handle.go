@@ -1,0 +1,527 @@
+//go:build cgo
+
+package python
+
+/*
+#include <stdlib.h>
+#include "abi.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/loadergen/loadergen/runtime"
+)
+
+// handle is one open loader of the library: what a Python loader object
+// holds, by its id.
+type handle struct {
+	id     int64
+	module string
+	loader Loader
+	plan   runtime.Plan
+	trace  *os.File // Options.Trace's file, closed after the loader; or nil
+
+	// mu guards run and last, which lg_epoch, lg_next and lg_stop read
+	// and write on the Python threads that call them. run is the epoch
+	// being iterated, or nil; last is the latest epoch's pump, whose
+	// goroutine may still be ending after a stop that did not wait (Ctrl-C):
+	// the next epoch and Close wait for it.
+	mu   sync.Mutex
+	run  *pump
+	last *pump
+	// nextMu makes lg_next calls one at a time: timer is theirs.
+	nextMu sync.Mutex
+	timer  *time.Timer
+
+	// slotsMu guards slots, which the pump extends when it first hands
+	// out a slot and which take, release and the deleters read.
+	slotsMu sync.Mutex
+	slots   []*cslot
+	// kept counts the Keeps the library holds for Python: one per batch
+	// handed out and per tensor taken, until released. Once the loader is
+	// closed, the last release frees the C memory and forgets the handle.
+	kept   atomic.Int64
+	closed atomic.Bool
+}
+
+// pump iterates one epoch on its own goroutine, handing the batches to
+// lg_next through out: the Python thread waits in slices (lg_next's
+// timeout), so that Ctrl-C reaches it, while the loader keeps filling.
+type pump struct {
+	cancel context.CancelFunc
+	out    chan pumped   // unbuffered: a batch is kept once it is in a handle
+	done   chan struct{} // closed when the goroutine has returned and the epoch ended
+}
+
+// pumped is one result of the epoch: a kept batch, or its error.
+type pumped struct {
+	b   *runtime.Batch
+	err error
+}
+
+// handles are the open loaders by id; closed ones stay until the last
+// of their kept batches is released.
+var handles struct {
+	mu   sync.RWMutex
+	m    map[int64]*handle
+	next int64
+}
+
+// lookup returns the loader of id h.
+func lookup(h int64) (*handle, error) {
+	handles.mu.RLock()
+	l := handles.m[h]
+	handles.mu.RUnlock()
+	if l == nil {
+		return nil, fmt.Errorf("no loader %d in this library (closed, or from another process)", h)
+	}
+	return l, nil
+}
+
+// options are the Python constructor's keywords (runtime.Options in
+// snake case), the caller's log level and its environment.
+type options struct {
+	Device     string            `json:"device"`
+	Workers    int               `json:"workers"`
+	Prefetch   int               `json:"prefetch"`
+	Locality   int               `json:"locality"`
+	Rank       int               `json:"rank"`
+	WorldSize  int               `json:"world_size"`
+	LocalRank  int               `json:"local_rank"`
+	RequireGPU bool              `json:"require_gpu"`
+	CUDAGraphs bool              `json:"cuda_graphs"`
+	LogEpochs  bool              `json:"log_epochs"`
+	Trace      string            `json:"trace"`     // a file for Options.Trace, or ""
+	LogLevel   int               `json:"log_level"` // Python's logging level of the "loadergen" logger
+	Env        map[string]string `json:"env"`       // Python's os.environ
+}
+
+// open opens the loader of module over source kind source at location.
+func open(module, source, location string, opts []byte) (*handle, error) {
+	d, err := dataset(module)
+	if err != nil {
+		return nil, err
+	}
+	openSource, ok := d.Sources[source]
+	if !ok {
+		return nil, fmt.Errorf("%s has no %s= source", module, source)
+	}
+	var o options
+	dec := json.NewDecoder(strings.NewReader(string(opts)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil {
+		return nil, fmt.Errorf("%s: options: %w", module, err)
+	}
+	syncEnv(o.Env)
+	setLogLevel(o.LogLevel)
+	ro := runtime.Options{
+		Device: o.Device, Workers: o.Workers, Prefetch: o.Prefetch, Locality: o.Locality,
+		Rank: o.Rank, WorldSize: o.WorldSize, LocalRank: o.LocalRank,
+		RequireGPU: o.RequireGPU, CUDAGraphs: o.CUDAGraphs, LogEpochs: o.LogEpochs,
+		Logger: logger(module),
+	}
+	h := &handle{module: module, timer: time.NewTimer(time.Hour)}
+	h.timer.Stop()
+	if o.Trace != "" {
+		if h.trace, err = os.Create(o.Trace); err != nil {
+			return nil, fmt.Errorf("%s: trace: %w", module, err)
+		}
+		ro.Trace = h.trace
+	}
+	if h.loader, err = openSource(location, ro); err != nil {
+		if h.trace != nil {
+			h.trace.Close()
+			os.Remove(o.Trace)
+		}
+		return nil, err
+	}
+	h.plan = h.loader.Plan()
+	handles.mu.Lock()
+	defer handles.mu.Unlock()
+	if handles.m == nil {
+		handles.m = map[int64]*handle{}
+	}
+	handles.next++
+	h.id = handles.next
+	handles.m[h.id] = h
+	return h, nil
+}
+
+// close stops the epoch and closes the loader and its source. The handle
+// stays while Python holds batches of it; their staging is released with
+// the last of them.
+func (h *handle) close() error {
+	if h.closed.Load() {
+		return nil
+	}
+	h.stopEpoch(true)
+	err := h.loader.Close()
+	if h.trace != nil {
+		err = errors.Join(err, h.trace.Close())
+	}
+	h.closed.Store(true)
+	h.forgetIfDone()
+	return err
+}
+
+// forgetIfDone frees the C memory and forgets a closed handle that holds
+// no kept batch.
+func (h *handle) forgetIfDone() {
+	if !h.closed.Load() || h.kept.Load() > 0 {
+		return
+	}
+	handles.mu.Lock()
+	_, present := handles.m[h.id]
+	delete(handles.m, h.id)
+	handles.mu.Unlock()
+	if !present {
+		return // another release got here first
+	}
+	h.slotsMu.Lock()
+	defer h.slotsMu.Unlock()
+	for _, s := range h.slots {
+		if s != nil {
+			s.free()
+		}
+	}
+	h.slots = nil
+}
+
+// startEpoch starts the pump of batches start.. of epoch.
+func (h *handle) startEpoch(epoch, start int) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.closed.Load():
+		return runtime.ErrClosed
+	case h.run != nil:
+		return runtime.ErrBusy
+	case h.last != nil:
+		<-h.last.done
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &pump{cancel: cancel, out: make(chan pumped), done: make(chan struct{})}
+	h.run, h.last = r, r
+	go func() {
+		defer close(r.done)
+		defer close(r.out)
+		for b, err := range h.loader.Epoch(ctx, epoch, start) {
+			if err != nil {
+				select {
+				case r.out <- pumped{err: err}:
+				case <-ctx.Done():
+				}
+				return
+			}
+			h.slot(b) // its C memory, for the tensors of lg_take
+			b.Keep()
+			h.kept.Add(1)
+			select {
+			case r.out <- pumped{b: b}:
+			case <-ctx.Done():
+				h.release(b.Slot)
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+// next waits up to timeoutMS for the epoch's next batch and describes it
+// in out (LG_OK); LG_END when the epoch is over, LG_TIMEOUT when the wait
+// ended first, and LG_HELD when it waits because Python holds every
+// staging slot.
+func (h *handle) next(timeoutMS int64, out *C.lg_batch) (C.int, error) {
+	h.nextMu.Lock()
+	defer h.nextMu.Unlock()
+	h.mu.Lock()
+	r := h.run
+	h.mu.Unlock()
+	if r == nil {
+		return C.LG_ERROR, errors.New("no epoch is running: call epoch() first")
+	}
+	h.timer.Reset(time.Duration(timeoutMS) * time.Millisecond)
+	defer h.timer.Stop()
+	select {
+	case p, ok := <-r.out:
+		if !ok || p.err != nil {
+			h.endEpoch(r)
+			if !ok {
+				return C.LG_END, nil
+			}
+			return C.LG_ERROR, p.err
+		}
+		s := h.slot(p.b)
+		dev := s.tensor(0).dl_tensor.device
+		*out = C.lg_batch{slot: C.int64_t(p.b.Slot), number: C.int64_t(p.b.Number), n: C.int64_t(len(p.b.Indices)), indices: s.indices,
+			device_type: C.int64_t(dev.device_type), device_id: C.int64_t(dev.device_id)}
+		return C.LG_OK, nil
+	case <-h.timer.C:
+		if st := h.loader.Stats(); st.Kept > st.Prefetch {
+			return C.LG_HELD, nil
+		}
+		return C.LG_TIMEOUT, nil
+	}
+}
+
+// endEpoch waits for run r's goroutine, which ended the epoch, and
+// forgets it.
+func (h *handle) endEpoch(r *pump) {
+	<-r.done
+	r.cancel()
+	h.mu.Lock()
+	if h.run == r {
+		h.run = nil
+	}
+	h.mu.Unlock()
+}
+
+// stopEpoch cancels the running epoch, if any; with wait it returns once
+// the epoch's work has stopped, else at once (the next epoch or Close
+// waits instead).
+func (h *handle) stopEpoch(wait bool) {
+	h.mu.Lock()
+	r := h.run
+	h.run = nil
+	last := h.last
+	h.mu.Unlock()
+	if r != nil {
+		r.cancel()
+	}
+	if wait && last != nil {
+		<-last.done
+	}
+}
+
+// take keeps slot's batch for one more tensor of key, and returns its
+// DLManagedTensor; stream is the consumer's CUDA stream (DLPack's
+// __dlpack__(stream)), which waits for the key's copy to the device.
+func (h *handle) take(slot, key int, stream uintptr) (*C.DLManagedTensor, error) {
+	s, err := h.slotAt(slot)
+	if err != nil {
+		return nil, err
+	}
+	if key < 0 || key >= len(h.plan.Keys) {
+		return nil, fmt.Errorf("key %d: the plan has %d keys", key, len(h.plan.Keys))
+	}
+	t := s.tensor(key)
+	if t.dl_tensor.device.device_type != dlCPU {
+		if err := s.waitOn(key, stream); err != nil {
+			return nil, fmt.Errorf("key %q: %w", h.plan.Keys[key].Name, err)
+		}
+	}
+	s.batch.Keep()
+	h.kept.Add(1)
+	return t, nil
+}
+
+// release ends one Keep of slot's batch.
+func (h *handle) release(slot int) {
+	s, err := h.slotAt(slot)
+	if err != nil {
+		return
+	}
+	s.batch.Release()
+	h.kept.Add(-1)
+	h.forgetIfDone()
+}
+
+// tensorDied releases a tensor of slot, after marking the batch done on
+// the CUDA streams its device tensors were read on.
+func (h *handle) tensorDied(slot int, device bool) {
+	if s, err := h.slotAt(slot); err == nil && device {
+		s.done()
+	}
+	h.release(slot)
+}
+
+// processInfo answers lg_info(0, "process"): the loaders the library
+// holds (closed ones included until their batches are released) and its
+// goroutines, for leak checks.
+func processInfo() map[string]int {
+	handles.mu.RLock()
+	defer handles.mu.RUnlock()
+	return map[string]int{"handles": len(handles.m), "goroutines": goruntime.NumGoroutine()}
+}
+
+// info answers lg_info: "stats", "plan", or "crop" of (epoch a, index b).
+func (h *handle) info(what string, a, b int) (any, error) {
+	switch what {
+	case "stats":
+		return statsJSON(h.loader.Stats()), nil
+	case "plan":
+		return h.plan, nil
+	case "crop":
+		return h.loader.Crop(a, b)
+	}
+	return nil, fmt.Errorf("lg_info: unknown question %q", what)
+}
+
+// slot returns the C memory of b's slot, made when the slot is first
+// handed out, and points its tensors at b.
+func (h *handle) slot(b *runtime.Batch) *cslot {
+	h.slotsMu.Lock()
+	for len(h.slots) <= b.Slot {
+		h.slots = append(h.slots, nil)
+	}
+	s := h.slots[b.Slot]
+	if s == nil {
+		s = newCSlot(h.id, b, h.plan)
+		h.slots[b.Slot] = s
+	}
+	h.slotsMu.Unlock()
+	s.point(b)
+	return s
+}
+
+// slotAt returns the C memory of a slot handed out before.
+func (h *handle) slotAt(slot int) (*cslot, error) {
+	h.slotsMu.Lock()
+	defer h.slotsMu.Unlock()
+	if slot < 0 || slot >= len(h.slots) || h.slots[slot] == nil {
+		return nil, fmt.Errorf("slot %d was never handed out", slot)
+	}
+	return h.slots[slot], nil
+}
+
+// envPrefixes are the environment variables the Go side reads at run
+// time: Go copied the environment when the library loaded, so open
+// brings these up to date with Python's os.environ.
+var envPrefixes = []string{"LOADERGEN_", "AWS_", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_", "OMPI_", "MIN_BATCH_", "MAX_CONCURRENT_CUDA_STREAMS"}
+
+// syncEnv sets the variables of env that the Go side reads, and unsets
+// those env lacks.
+func syncEnv(env map[string]string) {
+	if env == nil {
+		return
+	}
+	read := func(k string) bool {
+		for _, p := range envPrefixes {
+			if strings.HasPrefix(k, p) {
+				return true
+			}
+		}
+		return false
+	}
+	for k, v := range env {
+		if old, ok := os.LookupEnv(k); read(k) && (!ok || old != v) {
+			os.Setenv(k, v)
+		}
+	}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := env[k]; read(k) && !ok {
+			os.Unsetenv(k)
+		}
+	}
+}
+
+// cslot is the C memory of one staging slot's batch: what Python reads
+// and what DLPack consumers keep pointers to.
+type cslot struct {
+	batch   *runtime.Batch // the slot's batch (the pointer stays; its contents change)
+	ctx     *C.lg_ctx
+	indices *C.int64_t         // BatchSize of them
+	tensors *C.DLManagedTensor // one per key
+	shapes  *C.int64_t         // per key: maxDims of them
+	// streams are the CUDA streams consumers named for the slot's device
+	// tensors since it was last handed out; guarded by mu, written by
+	// take and read by the deleters.
+	mu      sync.Mutex
+	streams []uintptr
+}
+
+// maxDims bounds a tensor's dimensions: the batch axis, a class axis and
+// the key's own.
+const maxDims = 16
+
+func newCSlot(h int64, b *runtime.Batch, p runtime.Plan) *cslot {
+	s := &cslot{batch: b}
+	s.ctx = (*C.lg_ctx)(C.calloc(1, C.size_t(unsafe.Sizeof(C.lg_ctx{}))))
+	s.ctx.handle, s.ctx.slot = C.int64_t(h), C.int64_t(b.Slot)
+	s.indices = (*C.int64_t)(C.calloc(C.size_t(max(p.BatchSize, 1)), 8))
+	s.tensors = (*C.DLManagedTensor)(C.calloc(C.size_t(len(p.Keys)), C.size_t(unsafe.Sizeof(C.DLManagedTensor{}))))
+	s.shapes = (*C.int64_t)(C.calloc(C.size_t(len(p.Keys)*maxDims), 8))
+	return s
+}
+
+func (s *cslot) tensor(k int) *C.DLManagedTensor {
+	return (*C.DLManagedTensor)(unsafe.Add(unsafe.Pointer(s.tensors), k*int(unsafe.Sizeof(C.DLManagedTensor{}))))
+}
+
+// point describes batch b in the slot's C memory: indices, and each key's
+// tensor (data, device, shape, type). Nothing reads it meanwhile: a slot
+// is handed out again only once every tensor of its last batch died.
+func (s *cslot) point(b *runtime.Batch) {
+	idx := unsafe.Slice((*int64)(unsafe.Pointer(s.indices)), len(b.Indices))
+	for i, v := range b.Indices {
+		idx[i] = int64(v)
+	}
+	shapes := unsafe.Slice((*int64)(unsafe.Pointer(s.shapes)), len(b.Tensors)*maxDims)
+	for k, t := range b.Tensors {
+		m := s.tensor(k)
+		shape := shapes[k*maxDims:][:len(t.Shape)]
+		for i, d := range t.Shape {
+			shape[i] = int64(d)
+		}
+		dt := &m.dl_tensor
+		dt.device = C.DLDevice{device_type: dlCPU}
+		dt.data = unsafe.Pointer(unsafe.SliceData(t.Data))
+		if t.Device != 0 {
+			dt.device = C.DLDevice{device_type: dlCUDA, device_id: C.int32_t(deviceOrdinal(b))}
+			dt.data = *(*unsafe.Pointer)(unsafe.Pointer(&t.Device)) // a device address, no Go pointer
+		}
+		dt.ndim = C.int32_t(len(t.Shape))
+		code, bits := dlType(t.DType)
+		dt.dtype = C.DLDataType{code: C.uint8_t(code), bits: C.uint8_t(bits), lanes: 1}
+		dt.shape = (*C.int64_t)(unsafe.Pointer(unsafe.SliceData(shape)))
+		dt.strides, dt.byte_offset = nil, 0
+		m.manager_ctx = unsafe.Pointer(s.ctx)
+		m.deleter = (*[0]byte)(C.lg_dl_deleter)
+	}
+	s.mu.Lock()
+	s.streams = s.streams[:0]
+	s.mu.Unlock()
+}
+
+// free releases the slot's C memory.
+func (s *cslot) free() {
+	C.free(unsafe.Pointer(s.ctx))
+	C.free(unsafe.Pointer(s.indices))
+	C.free(unsafe.Pointer(s.tensors))
+	C.free(unsafe.Pointer(s.shapes))
+}
+
+// DLPack's device types.
+const (
+	dlCPU  = 1
+	dlCUDA = 2
+)
+
+// dlType is DLPack's type code and bits of d. bool is DLPack's kDLBool,
+// one byte per element as the loader stages it.
+func dlType(d runtime.DType) (code, bits int) {
+	switch d {
+	case runtime.Int8, runtime.Int16, runtime.Int32, runtime.Int64:
+		return 0, 8 * d.Size()
+	case runtime.Float16, runtime.Float32, runtime.Float64:
+		return 2, 8 * d.Size()
+	case runtime.BFloat16:
+		return 4, 16
+	case runtime.Bool:
+		return 6, 8
+	}
+	return 1, 8 * d.Size() // the unsigned ints
+}

@@ -1,0 +1,469 @@
+"""The Python side of loadergen's library: written once, for every dataset.
+
+`loadergen python` writes this package as _loadergen beside the shared
+library it builds (libloadergen.so, the generated Go loaders and their
+runtime) and one module per dataset, which subclasses Loader and Batch with
+the dataset's keys. The library is loaded through ctypes; batches reach
+torch, numpy or JAX through DLPack, pointing into the loader's staging
+slots: no copy. A slot returns to the loader when the batch and every
+tensor taken from it are gone, never when the loop moves on.
+"""
+
+import ctypes
+import gc
+import json
+import logging
+import os
+import threading
+
+__all__ = [
+    "Batch",
+    "BusyError",
+    "ClosedError",
+    "Epoch",
+    "ForkedError",
+    "Loader",
+    "LoaderError",
+    "ReadError",
+    "SlotsHeldError",
+    "Tensor",
+    "key",
+]
+
+
+class LoaderError(RuntimeError):
+    """An error of the Go loader; its text is the Go error's, whole."""
+
+
+class ReadError(LoaderError):
+    """A sample could not be read: the epoch ends with it.
+
+    batch, index and key name the batch, the sample's dataset index and, when
+    the source says, the key.
+    """
+
+    def __init__(self, message, batch=None, index=None, key=None):
+        super().__init__(message)
+        self.batch, self.index, self.key = batch, index, key
+
+
+class ClosedError(LoaderError):
+    """The loader is closed."""
+
+
+class BusyError(LoaderError):
+    """Another epoch of this loader is being iterated: one runs at a time."""
+
+
+class SlotsHeldError(LoaderError):
+    """Every staging slot is held by batches or tensors still referenced."""
+
+
+class ForkedError(LoaderError):
+    """The process was forked after the library loaded: Go cannot run here."""
+
+
+_ERRORS = {"closed": ClosedError, "busy": BusyError}
+
+_log = logging.getLogger("loadergen")
+
+# lg_next's results (abi.h).
+_OK, _END, _TIMEOUT, _HELD = 0, 1, 2, 3
+
+# How long one lg_next call waits, in milliseconds: a Ctrl-C (which Python
+# handles only between calls) interrupts a wait within about this long.
+_WAIT_MS = 100
+
+_forked = False
+
+
+def _mark_forked():
+    global _forked
+    _forked = True
+
+
+os.register_at_fork(after_in_child=_mark_forked)
+
+
+def _check_forked():
+    if _forked:
+        raise ForkedError(
+            "this process was forked from one that had loaded the loadergen library: its Go "
+            "runtime cannot run in a forked child. Create loaders in the parent only (they run "
+            "their own workers: a torch DataLoader around them needs num_workers=0), or start "
+            "children with the 'spawn' method (multiprocessing.set_start_method('spawn'), "
+            "DataLoader(multiprocessing_context='spawn'))"
+        )
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+
+class _Batch(ctypes.Structure):
+    _fields_ = [
+        ("slot", ctypes.c_int64),
+        ("number", ctypes.c_int64),
+        ("n", ctypes.c_int64),
+        ("indices", ctypes.POINTER(ctypes.c_int64)),
+        ("logs", ctypes.c_int64),
+        ("device_type", ctypes.c_int64),
+        ("device_id", ctypes.c_int64),
+    ]
+
+
+_LIB_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libloadergen.so")
+# Calls that may wait release the GIL (CDLL); the short ones keep it (PyDLL).
+_lib = ctypes.CDLL(_LIB_PATH)
+_fast = ctypes.PyDLL(_LIB_PATH)
+_err = ctypes.POINTER(ctypes.c_void_p)
+_i64 = ctypes.c_int64
+for _f, _args, _res in [
+    ("lg_open", [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, _err], _i64),
+    ("lg_close", [_i64, _err], ctypes.c_int),
+    ("lg_len", [_i64], _i64),
+    ("lg_epoch", [_i64, _i64, _i64, _err], ctypes.c_int),
+    ("lg_next", [_i64, _i64, ctypes.POINTER(_Batch), _err], ctypes.c_int),
+    ("lg_stop", [_i64, ctypes.c_int], None),
+    ("lg_info", [_i64, ctypes.c_char_p, _i64, _i64, _err], ctypes.c_void_p),
+    ("lg_logs", [], ctypes.c_void_p),
+    ("lg_datasets", [], ctypes.c_void_p),
+    ("lg_free", [ctypes.c_void_p], None),
+]:
+    getattr(_lib, _f).argtypes, getattr(_lib, _f).restype = _args, _res
+_fast.lg_take.argtypes, _fast.lg_take.restype = [_i64, _i64, _i64, _i64, _err], ctypes.c_void_p
+_fast.lg_release.argtypes, _fast.lg_release.restype = [_i64, _i64], None
+
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_capsule_new.restype = ctypes.py_object
+_capsule_destructor = ctypes.cast(_lib.lg_capsule_destructor, ctypes.c_void_p).value
+
+
+def _string(ptr):
+    """The library's C string ptr as str, freed."""
+    try:
+        return ctypes.string_at(ptr).decode()
+    finally:
+        _lib.lg_free(ptr)
+
+
+def _error(err):
+    """The exception of the library's error description err."""
+    e = json.loads(_string(err.value))
+    if e["kind"] == "read":
+        return ReadError(e["message"], e.get("batch"), e.get("index"), e.get("key") or None)
+    return _ERRORS.get(e["kind"], LoaderError)(e["message"])
+
+
+def _drain_logs():
+    """Hands the library's waiting log records to logging."""
+    for r in json.loads(_string(_lib.lg_logs())):
+        logging.getLogger(r["logger"]).log(r["level"], "%s", r["message"])
+
+
+def check_library(module, fingerprint):
+    """Fails unless the library holds module's dataset, with the plan the
+    module was generated for: a module imported beside another build's
+    library would read other data."""
+    held = json.loads(_string(_lib.lg_datasets()))
+    if module not in held:
+        raise ImportError(
+            f"{module}: the loadergen library loaded in this process ({_LIB_PATH}) holds {sorted(held)}, "
+            f"not {module}: a process holds one Go runtime, so build every dataset it uses into one "
+            "library (loadergen python -o DIR PKG...)"
+        )
+    if held[module] != fingerprint:
+        raise ImportError(
+            f"{module}: the loadergen library {_LIB_PATH} was built for another plan of {module} "
+            "than this module: rebuild both with loadergen python"
+        )
+
+
+def _process():
+    """The library's open loaders and goroutines (for leak checks)."""
+    err = ctypes.c_void_p()
+    return json.loads(_string(_lib.lg_info(0, b"process", 0, 0, ctypes.byref(err))))
+
+
+class _Lease:
+    """One hold on a batch's staging slot: the slot returns to the loader
+    when the batch's lease and every tensor taken from it are gone."""
+
+    __slots__ = ("h", "slot", "__weakref__")
+
+    def __init__(self, h, slot):
+        self.h, self.slot = h, slot
+
+    def __del__(self):
+        if not _forked and _fast is not None:
+            _fast.lg_release(self.h, self.slot)
+
+
+_DTYPES = {
+    (0, 8): "int8", (0, 16): "int16", (0, 32): "int32", (0, 64): "int64",
+    (1, 8): "uint8", (1, 16): "uint16", (1, 32): "uint32", (1, 64): "uint64",
+    (2, 16): "float16", (2, 32): "float32", (2, 64): "float64", (4, 16): "bfloat16", (6, 8): "bool",
+}
+
+
+class Tensor:
+    """One key of a batch, to hand to torch.from_dlpack, numpy.from_dlpack or
+    jax.dlpack.from_dlpack: the result points into the loader's staging slot,
+    which stays the tensor's until it dies."""
+
+    __slots__ = ("_lease", "_key", "name", "dtype", "shape", "_device")
+
+    def __init__(self, lease, key, name, dtype, shape, device):
+        self._lease, self._key, self.name, self.dtype, self.shape, self._device = lease, key, name, dtype, shape, device
+
+    def __repr__(self):
+        return f"<loadergen tensor {self.name}: {self.dtype} {list(self.shape)} on {self._device_name()}>"
+
+    def _device_name(self):
+        return "cpu" if self._device[0] == 1 else f"cuda:{self._device[1]}"
+
+    def __dlpack_device__(self):
+        return self._device
+
+    def __dlpack__(self, stream=None):
+        """A DLPack capsule of the tensor. On a CUDA device, stream (DLPack's:
+        1 or None the legacy default stream, 2 the per-thread one, -1 none)
+        waits on the device for the key's copy; the host never blocks."""
+        _check_forked()
+        if self._device[0] == 1:
+            stream = 0
+        elif stream is None:
+            stream = 1
+        err = ctypes.c_void_p()
+        ptr = _fast.lg_take(self._lease.h, self._lease.slot, self._key, stream, ctypes.byref(err))
+        if not ptr:
+            raise _error(err)
+        return _capsule_new(ptr, b"dltensor", _capsule_destructor)
+
+    def torch(self):
+        """The key as a torch tensor, without a copy."""
+        import torch
+
+        return torch.from_dlpack(self)
+
+    def numpy(self):
+        """The key as a numpy array, without a copy (host keys only)."""
+        import numpy
+
+        return numpy.from_dlpack(self)
+
+
+class key:
+    """A batch attribute: key number index of the plan, named name."""
+
+    def __init__(self, index, name, dtype, shape, doc):
+        self.index, self.name, self.dtype, self.shape, self.__doc__ = index, name, dtype, tuple(shape), doc
+
+    def __get__(self, batch, owner=None):
+        if batch is None:
+            return self
+        return Tensor(batch._lease, self.index, self.name, self.dtype, (batch._n,) + self.shape, batch._device)
+
+
+class Batch:
+    """One staged batch. Each key is an attribute (a Tensor); indices are the
+    samples' dataset indices. A batch and its tensors stay valid as long as
+    they are referenced: the loop moving on does not reuse them."""
+
+    __slots__ = ("_lease", "_n", "_device", "_indices", "number")
+    _keys = ()  # the key attributes, in plan order: set by the dataset's subclass
+
+    @classmethod
+    def _make(cls, h, out):
+        b = cls.__new__(cls)
+        b._lease, b._n, b.number = _Lease(h, out.slot), out.n, out.number
+        b._device, b._indices = (out.device_type, out.device_id), out.indices
+        return b
+
+    def __len__(self):
+        return self._n
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.number}: {self._n} samples, keys {', '.join(self._keys)}>"
+
+    @property
+    def indices(self):
+        """The samples' dataset indices, in batch order (an int64 numpy array)."""
+        import numpy
+
+        return numpy.ctypeslib.as_array(self._indices, shape=(self._n,)).copy()
+
+    def keys(self):
+        """The key attributes' names, in plan order."""
+        return self._keys
+
+    def torch(self):
+        """Every key as a torch tensor, without a copy: {name: tensor}."""
+        import torch
+
+        return {k: torch.from_dlpack(getattr(self, k)) for k in self._keys}
+
+    def numpy(self):
+        """Every key as a numpy array, without a copy: {name: array}."""
+        import numpy
+
+        return {k: numpy.from_dlpack(getattr(self, k)) for k in self._keys}
+
+
+class Epoch:
+    """The batches of one epoch, in order: iterate it once. len() is the number
+    of batches it yields, so tqdm shows progress."""
+
+    def __init__(self, loader, epoch, start):
+        self._loader, self._epoch, self._start = loader, epoch, start
+
+    def __len__(self):
+        return max(len(self._loader) - self._start, 0)
+
+    def __iter__(self):
+        loader = self._loader
+        h = loader._handle()
+        err = ctypes.c_void_p()
+        if _lib.lg_epoch(h, self._epoch, self._start, ctypes.byref(err)) != _OK:
+            raise _error(err)
+        out, make = _Batch(), loader._batch._make
+        wait = 1  # for the epoch's work to stop; not when interrupted
+        try:
+            held = False
+            while True:
+                st = _lib.lg_next(h, _WAIT_MS, ctypes.byref(out), ctypes.byref(err))
+                if out.logs:
+                    _drain_logs()
+                if st == _OK:
+                    held = False
+                    yield make(h, out)
+                elif st == _TIMEOUT:
+                    continue
+                elif st == _END:
+                    return
+                elif st == _HELD and not held:
+                    gc.collect()  # batches in reference cycles, not yet collected
+                    held = True
+                elif st == _HELD:
+                    raise SlotsHeldError(
+                        f"every staging slot ({loader.stats()['prefetch'] + 1}) is held by batches or tensors "
+                        "still referenced, so the loader cannot stage the next batch: drop the ones you "
+                        "are done with (del), keep a copy instead (tensor.clone(), array.copy()), or "
+                        "give the loader more slots (prefetch=)"
+                    )
+                else:
+                    raise _error(err)
+        except KeyboardInterrupt:
+            wait = 0  # raise it now; the next epoch or close() waits
+            raise
+        finally:
+            _lib.lg_stop(h, wait)
+            _drain_logs()
+
+
+class Loader:
+    """A generated loader; each dataset's module subclasses it."""
+
+    _module = None  # set by the subclass: the Go package's name
+    _fingerprint = None
+    _batch = Batch
+
+    def __init__(self, source, location, **options):
+        _check_forked()
+        self._h = 0
+        self._lock = threading.Lock()
+        options["log_level"] = _log.getEffectiveLevel()
+        options["env"] = dict(os.environ)
+        if options.get("trace") is not None:
+            options["trace"] = os.fspath(options["trace"])
+        else:
+            options["trace"] = ""
+        err = ctypes.c_void_p()
+        h = _lib.lg_open(
+            self._module.encode(), source.encode(), os.fspath(location).encode(), json.dumps(options).encode(), ctypes.byref(err)
+        )
+        _drain_logs()
+        if not h:
+            raise _error(err)
+        self._h = h
+        self._len = _lib.lg_len(h)
+
+    def _handle(self):
+        _check_forked()
+        if not self._h:
+            raise ClosedError("loader is closed")
+        return self._h
+
+    def __len__(self):
+        """Batches per epoch for this rank."""
+        return self._len
+
+    def epoch(self, epoch):
+        """The batches of epoch, in order: a pure function of the seed, the epoch
+        and the rank, whatever the number of workers."""
+        return Epoch(self, epoch, 0)
+
+    def epoch_from(self, epoch, start):
+        """Exactly the batches start.. of epoch(epoch): an interrupted epoch resumed."""
+        return Epoch(self, epoch, start)
+
+    def _info(self, what, a=0, b=0):
+        err = ctypes.c_void_p()
+        ptr = _lib.lg_info(self._handle(), what.encode(), a, b, ctypes.byref(err))
+        if not ptr:
+            raise _error(err)
+        return json.loads(_string(ptr))
+
+    def stats(self):
+        """The loader's running totals (runtime.Stats in snake case; times in seconds)."""
+        return self._info("stats")
+
+    def plan(self):
+        """The plan fixed at generation time, as `loadergen plan -json` names its fields."""
+        return self._info("plan")
+
+    def close(self):
+        """Stops the workers and closes the source. Batches still referenced stay
+        valid; their staging is released with the last of them."""
+        with self._lock:
+            h, self._h = self._h, 0
+        if not h or _forked:
+            return
+        err = ctypes.c_void_p()
+        st = _lib.lg_close(h, ctypes.byref(err))
+        _drain_logs()
+        if st != _OK:
+            raise _error(err)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
