@@ -139,9 +139,19 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 	var cur *shardSample
 	seen := map[string]string{} // sample key -> its first member, in this shard
 	last := ""
+	var end int64 // where the last member's data ends, padded to tar's 512-byte blocks
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
+			// archive/tar takes a file that ends after a member, or after
+			// one zero block, for a whole archive.
+			pos, err := f.Seek(0, io.SeekCurrent)
+			if err != nil {
+				return nil, fmt.Errorf("shard %s: %w", name, err)
+			}
+			if pos < end+2*512 {
+				return nil, fmt.Errorf("shard %s: the tar ends %s without its end-of-archive marker (cut short?)", name, after(last))
+			}
 			break
 		}
 		if err != nil {
@@ -151,6 +161,11 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 			return nil, fmt.Errorf("shard %s: after member %q: %w", name, last, err)
 		}
 		last = h.Name
+		off, err := f.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return nil, fmt.Errorf("shard %s: %w", name, err)
+		}
+		end = off + (h.Size+511)/512*512
 		switch h.Typeflag {
 		case tar.TypeDir:
 			continue
@@ -160,10 +175,6 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 		}
 		if !strings.Contains(h.Name, "/") && strings.HasPrefix(h.Name, "__") && strings.HasSuffix(h.Name, "__") {
 			continue // WebDataset metadata
-		}
-		off, err := f.Seek(0, io.SeekCurrent)
-		if err != nil {
-			return nil, fmt.Errorf("shard %s: %w", name, err)
 		}
 		if off+h.Size > size {
 			return nil, fmt.Errorf("shard %s: the tar ends inside member %q: its %d bytes from offset %d run past the file's %d", name, h.Name, h.Size, off, size)
@@ -201,6 +212,14 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 		}
 	}
 	return part, nil
+}
+
+// after says where a tar whose last member is last ends, for messages.
+func after(last string) string {
+	if last == "" {
+		return "before any member"
+	}
+	return fmt.Sprintf("after member %q", last)
 }
 
 // shardSample is a sample being gathered from a shard's members.
