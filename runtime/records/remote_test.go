@@ -269,7 +269,24 @@ func TestShardsRemoteDiskCache(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the child: %v\n%s", err, out)
 	}
-	if entries, _ := os.ReadDir(cache); len(entries) != 2 {
+	if entries := cacheEntries(t, cache); len(entries) != 2 {
 		t.Errorf("the disk cache holds %d entries, want the 2 shards", len(entries))
 	}
+}
+
+// cacheEntries returns the entries of the disk cache in dir: its files
+// named by a key (64 hex digits).
+func cacheEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range files {
+		if len(f.Name()) == 64 {
+			out = append(out, filepath.Join(dir, f.Name()))
+		}
+	}
+	return out
 }
