@@ -29,7 +29,6 @@ type sample struct {
 // is member j of sample i.
 type index struct {
 	files   []string // the shards or the folder's images, as messages name them (a URL for a remote shard)
-	paths   []string // where files lie on local disk, when fetched into the disk cache; nil when files are local paths or remote shards read in place
 	members []string // the members each sample has, in the order asked
 	samples []sample
 	spans   []span
@@ -47,11 +46,10 @@ type shardOpener func(i int) (r io.ReadSeeker, size int64, close func() error, e
 // adjacent members sharing a key (the name up to the first '.' of its base
 // name); its extension (the rest, lower case) names the member. Members
 // named __*__ are metadata and skipped; directories are skipped. Each
-// sample must hold every member of members, once. paths, when not nil,
-// holds where each file lies on local disk. Of several bad shards, the
-// error names the first.
-func indexShards(files, paths []string, members []string, open shardOpener) (*index, error) {
-	ix := &index{files: files, paths: paths, members: members}
+// sample must hold every member of members, once. Of several bad shards,
+// the error names the first.
+func indexShards(files, members []string, open shardOpener) (*index, error) {
+	ix := &index{files: files, members: members}
 	parts := make([]*index, len(files))
 	errs := make([]error, len(files))
 	sem := make(chan struct{}, indexParallel)
@@ -76,19 +74,15 @@ func indexShards(files, paths []string, members []string, open shardOpener) (*in
 	return ix, nil
 }
 
-// localShards opens shard i at where[i] on local disk, for indexShards.
-func localShards(where []string) shardOpener {
+// openedShards reads shard i from the open file shards[i], for
+// indexShards.
+func openedShards(shards []*os.File) shardOpener {
 	return func(i int) (io.ReadSeeker, int64, func() error, error) {
-		f, err := os.Open(where[i])
+		st, err := shards[i].Stat()
 		if err != nil {
 			return nil, 0, nil, err
 		}
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return nil, 0, nil, err
-		}
-		return f, st.Size(), f.Close, nil
+		return io.NewSectionReader(shards[i], 0, st.Size()), st.Size(), func() error { return nil }, nil
 	}
 }
 
@@ -115,14 +109,6 @@ func (ix *index) extent(index int) span {
 		lo, hi = min(lo, sp.off), max(hi, sp.off+sp.size)
 	}
 	return span{off: lo, size: hi - lo}
-}
-
-// path returns where file i lies on local disk.
-func (ix *index) path(i int) string {
-	if ix.paths != nil {
-		return ix.paths[i]
-	}
-	return ix.files[i]
 }
 
 // indexShard indexes shard i, opened with open, into an index of its own
