@@ -29,7 +29,6 @@ type sample struct {
 // is member j of sample i.
 type index struct {
 	files   []string // the shards or the folder's images, as messages name them (a URL for a remote shard)
-	paths   []string // where files lie on local disk, when fetched into the disk cache; nil when files are local paths or remote shards read in place
 	members []string // the members each sample has, in the order asked
 	samples []sample
 	spans   []span
@@ -47,11 +46,10 @@ type shardOpener func(i int) (r io.ReadSeeker, size int64, close func() error, e
 // adjacent members sharing a key (the name up to the first '.' of its base
 // name); its extension (the rest, lower case) names the member. Members
 // named __*__ are metadata and skipped; directories are skipped. Each
-// sample must hold every member of members, once. paths, when not nil,
-// holds where each file lies on local disk. Of several bad shards, the
-// error names the first.
-func indexShards(files, paths []string, members []string, open shardOpener) (*index, error) {
-	ix := &index{files: files, paths: paths, members: members}
+// sample must hold every member of members, once. Of several bad shards,
+// the error names the first.
+func indexShards(files, members []string, open shardOpener) (*index, error) {
+	ix := &index{files: files, members: members}
 	parts := make([]*index, len(files))
 	errs := make([]error, len(files))
 	sem := make(chan struct{}, indexParallel)
@@ -76,19 +74,15 @@ func indexShards(files, paths []string, members []string, open shardOpener) (*in
 	return ix, nil
 }
 
-// localShards opens shard i at where[i] on local disk, for indexShards.
-func localShards(where []string) shardOpener {
+// openedShards reads shard i from the open file shards[i], for
+// indexShards.
+func openedShards(shards []*os.File) shardOpener {
 	return func(i int) (io.ReadSeeker, int64, func() error, error) {
-		f, err := os.Open(where[i])
+		st, err := shards[i].Stat()
 		if err != nil {
 			return nil, 0, nil, err
 		}
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return nil, 0, nil, err
-		}
-		return f, st.Size(), f.Close, nil
+		return io.NewSectionReader(shards[i], 0, st.Size()), st.Size(), func() error { return nil }, nil
 	}
 }
 
@@ -117,14 +111,6 @@ func (ix *index) extent(index int) span {
 	return span{off: lo, size: hi - lo}
 }
 
-// path returns where file i lies on local disk.
-func (ix *index) path(i int) string {
-	if ix.paths != nil {
-		return ix.paths[i]
-	}
-	return ix.files[i]
-}
-
 // indexShard indexes shard i, opened with open, into an index of its own
 // samples.
 func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
@@ -139,9 +125,19 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 	var cur *shardSample
 	seen := map[string]string{} // sample key -> its first member, in this shard
 	last := ""
+	var end int64 // where the last member's data ends, padded to tar's 512-byte blocks
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
+			// archive/tar takes a file that ends after a member, or after
+			// one zero block, for a whole archive.
+			pos, err := f.Seek(0, io.SeekCurrent)
+			if err != nil {
+				return nil, fmt.Errorf("shard %s: %w", name, err)
+			}
+			if pos < end+2*512 {
+				return nil, fmt.Errorf("shard %s: the tar ends %s without its end-of-archive marker (cut short?)", name, after(last))
+			}
 			break
 		}
 		if err != nil {
@@ -151,6 +147,11 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 			return nil, fmt.Errorf("shard %s: after member %q: %w", name, last, err)
 		}
 		last = h.Name
+		off, err := f.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return nil, fmt.Errorf("shard %s: %w", name, err)
+		}
+		end = off + (h.Size+511)/512*512
 		switch h.Typeflag {
 		case tar.TypeDir:
 			continue
@@ -160,10 +161,6 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 		}
 		if !strings.Contains(h.Name, "/") && strings.HasPrefix(h.Name, "__") && strings.HasSuffix(h.Name, "__") {
 			continue // WebDataset metadata
-		}
-		off, err := f.Seek(0, io.SeekCurrent)
-		if err != nil {
-			return nil, fmt.Errorf("shard %s: %w", name, err)
 		}
 		if off+h.Size > size {
 			return nil, fmt.Errorf("shard %s: the tar ends inside member %q: its %d bytes from offset %d run past the file's %d", name, h.Name, h.Size, off, size)
@@ -201,6 +198,14 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 		}
 	}
 	return part, nil
+}
+
+// after says where a tar whose last member is last ends, for messages.
+func after(last string) string {
+	if last == "" {
+		return "before any member"
+	}
+	return fmt.Sprintf("after member %q", last)
 }
 
 // shardSample is a sample being gathered from a shard's members.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loadergen/loadergen/internal/testenv/bounded"
 	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/storage"
@@ -103,6 +105,29 @@ func sameSamples(t *testing.T, want, got *Source, n int) {
 			}
 		}
 	}
+}
+
+// sameAsLocal opens the dataset of spec() under root (a URL), logging to
+// log, and under dir, where its shards lie on local disk, checks that both
+// hold the same samples, and returns the first, closed when the test
+// ends.
+func sameAsLocal(t *testing.T, root, dir string, log *slog.Logger) *Source {
+	t.Helper()
+	var srcs []*Source
+	for _, at := range []string{root, dir} {
+		src, err := Open(spec(), at, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { src.Close() })
+		srcs = append(srcs, src)
+	}
+	remote, local := srcs[0], srcs[1]
+	if remote.Len() != local.Len() {
+		t.Fatalf("Len = %d, want the local shards' %d", remote.Len(), local.Len())
+	}
+	sameSamples(t, local, remote, local.Len())
+	return remote
 }
 
 // requestLog is a web server's log of the requests it answered: each
@@ -243,20 +268,9 @@ func TestShardsRemoteRanges(t *testing.T) {
 func TestShardsRemoteDiskCache(t *testing.T) {
 	const child = "LOADERGEN_RECORDS_TEST_CHILD"
 	if dir := os.Getenv(child); dir != "" {
-		remote, err := Open(spec(), os.Getenv("LOADERGEN_RECORDS_TEST_ROOT"), quiet)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer remote.Close()
-		local, err := Open(spec(), dir, quiet)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer local.Close()
-		if remote.shards == nil || remote.remote != nil {
+		if remote := sameAsLocal(t, os.Getenv("LOADERGEN_RECORDS_TEST_ROOT"), dir, quiet); remote.shards == nil || remote.remote != nil {
 			t.Fatal("with the disk cache set, remote shards are not read from local files")
 		}
-		sameSamples(t, local, remote, local.Len())
 		return
 	}
 	dir := t.TempDir()
@@ -269,7 +283,90 @@ func TestShardsRemoteDiskCache(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the child: %v\n%s", err, out)
 	}
-	if entries, _ := os.ReadDir(cache); len(entries) != 2 {
+	if entries := cacheEntries(t, cache); len(entries) != 2 {
 		t.Errorf("the disk cache holds %d entries, want the 2 shards", len(entries))
+	}
+}
+
+// cacheEntries returns the entries of the disk cache in dir: its files
+// named by a key (64 hex digits).
+func cacheEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range files {
+		if len(f.Name()) == 64 {
+			out = append(out, filepath.Join(dir, f.Name()))
+		}
+	}
+	return out
+}
+
+// TestShardsDiskCacheCut: a shard's entry in the disk cache cut short at a
+// member's end is fetched again, not read as a shard of fewer samples.
+// The process's disk cache is fixed at its first use, so the test runs in
+// a child process.
+func TestShardsDiskCacheCut(t *testing.T) {
+	if !bounded.Child(t, bounded.HostileRSS) {
+		return
+	}
+	cache := t.TempDir()
+	t.Setenv(storage.CacheDirEnv, cache)
+	dir := t.TempDir()
+	ms := goodSamples(t, "x/", 100)
+	writeShard(t, filepath.Join(dir, "s.tar"), ms)
+	log := &requestLog{}
+	root := log.serve(t, dir)
+	one := spec()
+	one.Shards = "s.tar"
+	for i, cut := range []int{0, tarLength(t, ms[:4*40])} {
+		if cut > 0 {
+			entries := cacheEntries(t, cache)
+			if len(entries) != 1 {
+				t.Fatalf("%d entries in the cache, want the shard's", len(entries))
+			}
+			if err := os.Truncate(entries[0], int64(cut)); err != nil {
+				t.Fatal(err)
+			}
+			log.take()
+		}
+		src, err := Open(one, root, quiet)
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		if src.Len() != 100 {
+			t.Errorf("open %d: %d samples, want 100", i, src.Len())
+		}
+		src.Close()
+	}
+	if reqs, _ := log.take(); !slices.ContainsFunc(reqs, func(r string) bool { return strings.HasPrefix(r, "GET /s.tar bytes=0-") }) {
+		t.Errorf("the cut entry was not fetched again: requests %q", reqs)
+	}
+}
+
+// TestShardsSmallDiskCache: with a disk cache smaller than the shards,
+// each fetch evicting the one before, the source still opens and reads
+// them all, and says in its log that the cache is too small to keep them.
+func TestShardsSmallDiskCache(t *testing.T) {
+	if !bounded.Child(t, bounded.HostileRSS) {
+		return
+	}
+	t.Setenv(storage.CacheDirEnv, t.TempDir())
+	t.Setenv(storage.CacheMBEnv, "1")
+	dir := t.TempDir()
+	for i := range 2 {
+		prefix := fmt.Sprintf("x/%d", i)
+		ms := goodSamples(t, prefix, 3)
+		ms = slices.Insert(ms, 4, member{prefix + "a.bin", bytes.Repeat([]byte{1}, 600<<10)}) // a member no key reads
+		writeShard(t, filepath.Join(dir, fmt.Sprintf("s-%d.tar", i)), ms)
+	}
+	root := (&requestLog{}).serve(t, dir)
+	var logged bytes.Buffer
+	sameAsLocal(t, root, dir, slog.New(slog.NewTextHandler(&logged, nil)))
+	if !strings.Contains(logged.String(), "too small") || !strings.Contains(logged.String(), storage.CacheMBEnv) {
+		t.Errorf("the log does not say that the cache is too small for the shards, nor what raises it:\n%s", logged.String())
 	}
 }

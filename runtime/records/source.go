@@ -128,7 +128,7 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 		for i, name := range names {
 			files[i] = r.URL(name)
 		}
-		if err := s.prepareShards(r, names, files, members); err != nil {
+		if err := s.prepareShards(r, names, files, members, log); err != nil {
 			return nil, err
 		}
 		log.Info("records: indexed tar shards", "shards", len(names), "samples", len(s.ix.samples), "members", strings.Join(members, ","), "in_place", s.remote != nil)
@@ -203,68 +203,84 @@ func (s *Source) prepareKeys() error {
 	return nil
 }
 
-// prepareShards indexes the shards names of root r (files: their names in
-// messages) and opens them for reading. Local shards are read where they
+// prepareShards opens the shards names of root r (files: their names in
+// messages) for reading and indexes them. Local shards are read where they
 // lie. Remote shards are fetched whole into the disk cache when it is set
-// (later processes read them from local disk), and else read where they
-// lie: indexed by ranged requests for their tar headers, and each sample
-// read by one ranged request, which ReadAhead starts early.
-func (s *Source) prepareShards(r storage.Root, names, files, members []string) error {
+// (later processes read them from local disk; see fetchShards), and else
+// read where they lie: indexed by ranged requests for their tar headers,
+// and each sample read by one ranged request, which ReadAhead starts
+// early. Shards on local disk are opened first, then indexed from their
+// open files.
+func (s *Source) prepareShards(r storage.Root, names, files, members []string, log *slog.Logger) error {
 	_, local := r.Local()
 	var err error
 	switch {
 	case local:
-		s.ix, err = indexShards(files, nil, members, localShards(files))
+		err = s.openShards(files, func(i int) (string, func(), error) { return files[i], func() {}, nil })
 	case storage.DiskCached(r):
-		paths, done, ferr := fetchShards(r, names)
-		defer done() // the shards stay open once their fetched copies are removed
-		if ferr != nil {
-			return ferr
-		}
-		s.ix, err = indexShards(files, paths, members, localShards(paths))
+		err = s.fetchShards(r, names, files, log)
 	default:
-		s.ix, err = indexShards(files, nil, members, remoteShards(r, names))
+		s.ix, err = indexShards(files, members, remoteShards(r, names))
 		s.remote, s.names = r, names
 		return err
 	}
 	if err != nil {
 		return err
 	}
-	return s.openShards()
+	if s.ix, err = indexShards(files, members, openedShards(s.shards)); err != nil {
+		s.Close()
+	}
+	return err
 }
 
-// fetchShards fetches the shards names of a remote root into the disk
-// cache (storage.Fetch) and returns where each lies; done ends the
-// fetches' hold on them.
-func fetchShards(r storage.Root, names []string) (paths []string, done func(), err error) {
-	var dones []func()
-	done = func() {
-		for _, d := range dones {
-			d()
-		}
+// fetchShards fetches the shards names of remote root r (files: their
+// names in messages) into the disk cache (storage.Fetch) and opens each as
+// it arrives, before a later fetch may evict it: a cache too small to
+// keep them all still serves this process, which logs that it is.
+func (s *Source) fetchShards(r storage.Root, names, files []string, log *slog.Logger) error {
+	paths := make([]string, len(names))
+	err := s.openShards(files, func(i int) (path string, done func(), err error) {
+		paths[i], done, err = storage.Fetch(r, names[i])
+		return paths[i], done, err
+	})
+	if err != nil {
+		return err
 	}
-	paths = make([]string, len(names))
-	for i, name := range names {
-		p, d, err := storage.Fetch(r, name)
+	gone, total := 0, int64(0)
+	for i, f := range s.shards {
+		info, err := f.Stat()
 		if err != nil {
-			return nil, done, fmt.Errorf("shard %s: %w", r.URL(name), err)
+			s.Close()
+			return fmt.Errorf("shard %s: %w", files[i], err)
 		}
-		paths[i] = p
-		dones = append(dones, d)
+		total += info.Size()
+		if kept, err := os.Stat(paths[i]); err != nil || !os.SameFile(info, kept) {
+			gone++
+		}
 	}
-	return paths, done, nil
+	if gone > 0 {
+		log.Warn("records: the disk cache is too small to keep the shards: this process holds them open, on disk past the cache's bound until it ends, and the next one fetches them again; raise "+storage.CacheMBEnv+" above the shards' size, or unset "+storage.CacheDirEnv+" to read them in place",
+			"shards", len(names), "not_kept", gone, "shards_mib", (total+1<<20-1)>>20)
+	}
+	return nil
 }
 
-// openShards opens every shard for reading, kept open until Close.
-func (s *Source) openShards() error {
-	s.shards = make([]*os.File, len(s.ix.files))
-	for i, name := range s.ix.files {
-		f, err := os.Open(s.ix.path(i))
+// openShards opens every shard (files: their names in messages) for
+// reading, kept open until Close: where says where shard i lies on local
+// disk, and gives what ends its hold on the file once it is open (a
+// fetch's done).
+func (s *Source) openShards(files []string, where func(i int) (path string, done func(), err error)) error {
+	s.shards = make([]*os.File, len(files))
+	for i, name := range files {
+		p, done, err := where(i)
+		if err == nil {
+			s.shards[i], err = os.Open(p)
+			done()
+		}
 		if err != nil {
 			s.Close()
 			return fmt.Errorf("shard %s: %w", name, err)
 		}
-		s.shards[i] = f
 	}
 	return nil
 }

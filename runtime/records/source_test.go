@@ -63,6 +63,21 @@ type member struct {
 // writeShard writes the members as a tar file at path.
 func writeShard(t *testing.T, path string, members []member) {
 	t.Helper()
+	if err := os.WriteFile(path, tarBytes(t, members), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tarLength is how long a tar of members is before its end-of-archive
+// marker (two zero blocks): where a shard of these members and more is
+// cut after the last of them.
+func tarLength(t *testing.T, members []member) int {
+	return len(tarBytes(t, members)) - 2*512
+}
+
+// tarBytes returns a tar of the members.
+func tarBytes(t *testing.T, members []member) []byte {
+	t.Helper()
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
 	for _, m := range members {
@@ -76,9 +91,7 @@ func writeShard(t *testing.T, path string, members []member) {
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	return b.Bytes()
 }
 
 // spec is a dataset of a 3 x 8 x 8 uint8 image (random-resized crop), an
@@ -169,6 +182,10 @@ func TestBadShards(t *testing.T) {
 			`member "README" has no extension`, ""},
 		{"tar ends mid-member", append(good("a"), good("b")...), 3*512 + 2*1024 + 512 + 100, // inside b.jpg
 			`the tar ends inside member "b.jpg"`, ""},
+		{"tar cut after a member", append(good("a"), good("b")...), tarLength(t, good("a")),
+			`the tar ends after member "a.cls" without its end-of-archive marker (cut short?)`, ""},
+		{"end-of-archive marker cut", append(good("a"), good("b")...), tarLength(t, append(good("a"), good("b")...)) + 512,
+			`the tar ends after member "b.cls" without its end-of-archive marker (cut short?)`, ""},
 		{"truncated jpeg", append(good("a"), member{"b.jpg", jpg[:len(jpg)/2]}, member{"b.png", mask}, member{"b.cls", []byte("1")}), 0,
 			"", `sample "b", member "jpg": jpeg: `}, // each decoder words it its own way
 		{"cls not an integer", append(good("a"), member{"b.jpg", jpg}, member{"b.png", mask}, member{"b.cls", []byte("cat")}), 0,

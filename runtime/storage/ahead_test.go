@@ -222,8 +222,8 @@ func TestDiskCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dc2.used > 2500 || dc2.used != dc.used {
-		t.Errorf("reopened cache holds %d bytes, the first %d; bound 2500", dc2.used, dc.used)
+	if n := cacheBytes(t, cacheDir); n > 2500 || dc2.used() != n {
+		t.Errorf("the cache holds %d bytes, its usage file says %d; bound 2500", n, dc2.used())
 	}
 	before := faults.Requests()
 	c2 := &cached{Root: r, disk: dc2}

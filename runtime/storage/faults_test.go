@@ -205,34 +205,23 @@ func TestFetch(t *testing.T) {
 }
 
 // TestFetchCached: with the disk cache set, a fetched object becomes a
-// cache entry that outlives done, and a later Fetch of it makes no
-// request.
+// cache entry that outlives done, and a later Fetch of it asks only for
+// its size and version.
 func TestFetchCached(t *testing.T) {
-	dir := t.TempDir()
 	want := bytes.Repeat([]byte("npy"), 1000)
-	if err := os.WriteFile(filepath.Join(dir, "x.npy"), want, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, faults := proxied(t, dir)
-	dc, err := openDiskCache(t.TempDir(), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved := processCache
-	processCache = func() (*diskCache, error) { return dc, nil }
-	t.Cleanup(func() { processCache = saved })
+	c, faults, _ := cachedObject(t, want)
 	for i := range 2 {
-		path, done, err := Fetch(r, "x.npy")
+		path, done, err := Fetch(c, "obj")
 		if err != nil {
 			t.Fatal(err)
 		}
 		done()
 		got, err := os.ReadFile(path)
-		if err != nil || !bytes.Equal(got, want) || filepath.Dir(path) != dc.dir {
-			t.Errorf("fetch %d: %s, %d bytes, %v; want the object, in the cache %s", i, path, len(got), err, dc.dir)
+		if err != nil || !bytes.Equal(got, want) || filepath.Dir(path) != c.disk.dir {
+			t.Errorf("fetch %d: %s, %d bytes, %v; want the object, in the cache %s", i, path, len(got), err, c.disk.dir)
 		}
 	}
-	if n := faults.Requests(); n != 2 {
-		t.Errorf("%d requests for two fetches, want 2: the size and the object, once", n)
+	if n := faults.Requests(); n != 3 {
+		t.Errorf("%d requests for two fetches, want 3: the size (with the version) twice and the object once", n)
 	}
 }

@@ -3,7 +3,6 @@ package storage
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 )
 
@@ -18,9 +17,12 @@ const (
 // Fetch returns a local file that holds object name of r, for what needs
 // one (a .npy file is mapped into memory): the file itself for a local
 // root; for a remote one, the object fetched whole, into the disk cache
-// when LOADERGEN_REMOTE_CACHE_DIR is set (a later Fetch of it, by any
-// process, reads no byte), else into a temporary file that done removes.
-// Call done once the file is opened: a mapping outlives the file's name.
+// when LOADERGEN_REMOTE_CACHE_DIR is set, else into a temporary file that
+// done removes. A later Fetch of it, by any process, then asks the server
+// only for its size and version (ETag, or Last-Modified), and fetches it
+// again when they, or the entry's size, are not what the entry's record
+// says. Call done once the file is opened: a mapping outlives the file's
+// name. Until then, this process does not evict the entry.
 func Fetch(r Root, name string) (path string, done func(), err error) {
 	nothing := func() {}
 	if _, local := r.Local(); local {
@@ -32,36 +34,62 @@ func Fetch(r Root, name string) (path string, done func(), err error) {
 	if err != nil {
 		return "", nothing, err
 	}
-	var key string
-	tmpDir := os.TempDir()
-	if dc != nil {
-		key, tmpDir = dc.key(loc, -1, -1), dc.dir
-		if p := filepath.Join(dc.dir, key); dc.touch(p) {
-			return p, nothing, nil
-		}
-	}
-	size, err := r.Size(name)
+	size, version, err := stat(r, name)
 	if err != nil {
 		return "", nothing, err
 	}
-	f, err := os.CreateTemp(tmpDir, "fetch-*")
-	if err != nil {
-		return "", nothing, fmt.Errorf("fetch %s: %w", loc, err)
-	}
-	err = download(r, name, size, f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", nothing, fmt.Errorf("fetch %s: %w", loc, err)
-	}
-	if dc != nil {
-		if p, ok := dc.adopt(key, f.Name(), size); ok {
-			return p, nothing, nil
+	if dc == nil {
+		tmp, err := fetchFile(r, name, size, os.TempDir(), false)
+		if err != nil {
+			return "", nothing, fmt.Errorf("fetch %s: %w", loc, err)
 		}
+		return tmp, func() { os.Remove(tmp) }, nil
 	}
-	return f.Name(), func() { os.Remove(f.Name()) }, nil
+	key := dc.key(r, name, -1, -1)
+	unpin := dc.pin(key)
+	if p, ok := dc.fetched(key, size, version); ok {
+		return p, unpin, nil
+	}
+	tmp, err := fetchFile(r, name, size, dc.dir, true)
+	if err != nil {
+		unpin()
+		return "", nothing, fmt.Errorf("fetch %s: %w", loc, err)
+	}
+	if p, ok := dc.adopt(key, tmp, record{Size: size, Version: version}); ok {
+		return p, unpin, nil
+	}
+	unpin()
+	return tmp, func() { os.Remove(tmp) }, nil
+}
+
+// versioned is a root that gives an object's version with its size, in
+// one request: its ETag, or else its Last-Modified ("" when the server
+// gives neither).
+type versioned interface {
+	stat(name string) (size int64, version string, err error)
+}
+
+// stat returns the size of object name of r and its version, "" when r
+// gives none.
+func stat(r Root, name string) (size int64, version string, err error) {
+	if v, ok := r.(versioned); ok {
+		return v.stat(name)
+	}
+	size, err = r.Size(name)
+	return size, "", err
+}
+
+// fetchFile downloads object name of r, size bytes, into a new temporary
+// file of directory dir, synced to the disk when sync is set (an entry
+// of the disk cache, whose record may outlive a crash), and returns its
+// path.
+func fetchFile(r Root, name string, size int64, dir string, sync bool) (string, error) {
+	return writeTemp(dir, "fetch-*", func(f *os.File) error {
+		if err := download(r, name, size, f); err != nil || !sync {
+			return err
+		}
+		return f.Sync()
+	})
 }
 
 // bare returns r without the process's layers (read-ahead, disk cache).

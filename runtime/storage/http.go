@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -175,23 +176,29 @@ func (w *web) ReadTail(name string, p []byte) (int64, error) {
 }
 
 func (w *web) Size(name string) (int64, error) {
+	size, _, err := w.stat(name)
+	return size, err
+}
+
+// stat returns the size of object name and its version: its ETag, or
+// else its Last-Modified.
+func (w *web) stat(name string) (size int64, version string, err error) {
 	if err := checkName(name); err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	var size int64
-	err := w.retry.do(func(ctx context.Context) error {
+	err = w.retry.do(func(ctx context.Context) error {
 		return w.get(ctx, http.MethodHead, name, 0, -1, func(resp *http.Response) error {
 			if resp.ContentLength < 0 {
 				return fmt.Errorf("%s: the server gave no Content-Length", w.URL(name))
 			}
-			size = resp.ContentLength
+			size, version = resp.ContentLength, cmp.Or(resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"))
 			return nil
 		})
 	})
 	if err != nil {
-		return 0, fmt.Errorf("size of %s: %w", w.URL(name), err)
+		return 0, "", fmt.Errorf("size of %s: %w", w.URL(name), err)
 	}
-	return size, nil
+	return size, version, nil
 }
 
 // reuse is the sizedReader buffer of a ReadAll into buf: buf itself, its

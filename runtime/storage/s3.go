@@ -236,22 +236,27 @@ func (b *bucket) ReadTail(name string, p []byte) (int64, error) {
 }
 
 func (b *bucket) Size(name string) (int64, error) {
+	size, _, err := b.stat(name)
+	return size, err
+}
+
+// stat returns the size of object name and its version, its ETag.
+func (b *bucket) stat(name string) (size int64, version string, err error) {
 	if err := checkName(name); err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	var size int64
-	err := b.retry.do(func(ctx context.Context) error {
+	err = b.retry.do(func(ctx context.Context) error {
 		out, err := b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name)})
 		if err != nil {
 			return b.fail(name, err)
 		}
-		size = aws.ToInt64(out.ContentLength)
+		size, version = aws.ToInt64(out.ContentLength), aws.ToString(out.ETag)
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("size of %s: %w", b.URL(name), err)
+		return 0, "", fmt.Errorf("size of %s: %w", b.URL(name), err)
 	}
-	return size, nil
+	return size, version, nil
 }
 
 func (b *bucket) List(dir string) ([]string, error) {
