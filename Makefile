@@ -6,7 +6,7 @@ GO ?= go
 # 1.27); a count sets no deadline. 100000 inputs take 2 to 10 s a target here.
 FUZZTIME ?= 100000x
 
-.PHONY: build test versitygw remote-bench fmt-check demo demo-images peer-images demo-test bench codecs peer golden fuzz zarr-python image-python turbojpeg-dev turbojpeg-test zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
+.PHONY: build test versitygw remote-bench peer-python fmt-check demo demo-images peer-images demo-test bench codecs peer golden fuzz zarr-python image-python turbojpeg-dev turbojpeg-test zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
 
 build:
 	$(GO) build ./...
@@ -78,6 +78,10 @@ codecs:
 ## peer: the volume loader against PyTorch's DataLoader over zarr-python on the same crops (needs Debian's python3-zarr and python3-torch; about a minute)
 peer:
 	examples/peer/run.sh
+
+## peer-python: the generated loaders from Python (loadergen python; keys taken with torch.from_dlpack) against the same loaders from Go and PyTorch's DataLoader, on make peer's big stores, make peer-images' JPEGs and tabular rows, and the Python side's cost per key (needs Debian's python3-zarr, python3-torch, python3-torchvision; several minutes)
+peer-python:
+	examples/peer/python.sh
 
 ## remote-bench: the volume loader reading make peer's big stores from versitygw on the loopback against local disk, one epoch per process, medians of 3 (needs make versitygw; several minutes); LATENCY=20ms adds runs through a proxy delaying every request; COLD=1 (root) drops the page cache before each epoch; IMAGES=1 runs the image demo over S3 instead
 remote-bench:

@@ -68,6 +68,7 @@ func Generate(p *Plan, source string) ([]byte, error) {
 		g.fillSamples,
 		g.epoch,
 		g.epochFrom,
+		g.start,
 		g.forwards,
 	} {
 		emit(f)

@@ -58,6 +58,21 @@ func (g *emitter) epochFrom(f *jen.File) {
 	)
 }
 
+// start renders
+//
+//	func (l *CellMapLoader) Start(ctx context.Context, epoch, startBatch int) (*runtime.Cursor, error) {
+//		return l.engine.Start(ctx, epoch, startBatch)
+//	}
+func (g *emitter) start(f *jen.File) {
+	f.Comment("Start begins epoch at batch startBatch and returns its cursor, which hands")
+	f.Comment("out the runtime's batches a call at a time: for callers that cannot keep a")
+	f.Comment("loop open while they wait, such as the Python bridge (loadergen python).")
+	f.Comment("EpochFrom is the same walk as a typed loop.")
+	f.Add(g.recv()).Id("Start").Params(jen.Id("ctx").Qual("context", "Context"), jen.List(jen.Id("epoch"), jen.Id("startBatch")).Int()).Params(jen.Op("*").Add(g.rt("Cursor")), jen.Error()).Block(
+		jen.Return(jen.Id("l").Dot("engine").Dot("Start").Call(jen.Id("ctx"), jen.Id("epoch"), jen.Id("startBatch"))),
+	)
+}
+
 // forwards renders the methods the engine answers, Len, Plan, Stats and
 // Close:
 //

@@ -118,7 +118,7 @@ func PythonModule(p *Plan, importPath, schemaFile string) ([]byte, error) {
 			notes = append(notes, "class axis first: "+strings.Join(ds.Classes, ", "))
 		}
 		if k.DType == runtime.Bool {
-			notes = append(notes, "one byte per bool")
+			notes = append(notes, "one byte per bool, as uint8 (DLPack consumers take no bool)")
 		}
 		pk.Note = strings.Join(notes, "; ")
 		pk.Doc = fmt.Sprintf("key %s: %s, %s %v per sample", k.Name, pk.Role, pk.DType, k.Shape)

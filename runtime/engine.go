@@ -786,95 +786,21 @@ func (e *Engine) dispatch(order []int, epoch, b int) error {
 func (e *Engine) slotOf(b int) int { return e.held[b%len(e.slots)] }
 
 // Epoch yields batches start.. of epoch in order, each valid until the loop
-// advances (or, kept, until released: Batch.Keep). Prefetch batches are filled ahead of the one in use. Breaking
-// out, cancelling ctx, a failed read or Close end it; when it returns no
-// worker touches its slots any more.
+// advances (or, kept, until released: Batch.Keep). Prefetch batches are
+// filled ahead of the one in use. Breaking out, cancelling ctx, a failed
+// read or Close end it; when it returns no worker touches its slots any
+// more. It walks a Cursor.
 func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, error] {
 	return func(yield func(*Batch, error) bool) {
-		if err := e.begin(); err != nil {
-			yield(nil, err)
-			return
-		}
-		defer e.end()
-		asked := time.Now() // when the loop asked for its next batch: Stats.InLoader
-		if e.set.logEpochs {
-			before, t0 := e.Stats(), time.Now()
-			defer func() {
-				e.set.logger.Info(fmt.Sprintf("loadergen: %s epoch %d: %v", e.plan.Name, epoch, e.Stats().Since(before, time.Since(t0))))
-			}()
-		}
-		order, err := e.sampler.Order(epoch, e.order)
+		c, err := e.Start(ctx, epoch, start)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		e.group(order, epoch)
-		nb := e.Len()
-		if start < 0 || start > nb {
-			yield(nil, fmt.Errorf("start batch %d is not in [0, %d]", start, nb))
-			return
-		}
-		// Batches [first, next) are dispatched and not yet consumed; the
-		// slots not holding one of them are free.
-		first, next := start, start
-		defer func() { e.drain(first, next) }()
-		e.free = e.keeps.unkept(e.free[:0], e.Slots())
-		e.grown = start
-		// dispatchNext dispatches batch next into a free slot; false means
-		// it failed and the error is yielded.
-		dispatchNext := func() bool {
-			if err := e.dispatch(order, epoch, next); err != nil {
-				yield(nil, err)
-				return false
-			}
-			next++
-			e.hint(order, epoch, next)
-			return true
-		}
-		e.hinted = start
-		e.hint(order, epoch, next)
-		// dispatchFree dispatches batches into every free slot, those that
-		// kept batches returned included.
-		dispatchFree := func() bool {
-			for e.free = e.keeps.takeBack(e.free); next < nb && len(e.free) > 0; {
-				if !dispatchNext() {
-					return false
-				}
-			}
-			return true
-		}
-		if !dispatchFree() {
-			return
-		}
-		for b := start; b < nb; b++ {
-			if b == next { // every slot was kept when batch b was due
-				if e.free, err = e.keeps.awaitBack(ctx, e.done, e.free); err != nil {
-					yield(nil, err)
-					return
-				}
-				if !dispatchFree() {
-					return
-				}
-			}
-			batch, consumed, starved, err := e.await(ctx, b)
-			if consumed {
-				first = b + 1
-			}
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if starved && next < nb && e.deepen(next) && !dispatchNext() {
-				return
-			}
-			e.stats.inLoader.Add(int64(time.Since(asked)))
-			e.keeps.handOut(batch.Slot)
-			more := yield(batch, nil)
-			asked = time.Now()
-			if e.keeps.advance(batch.Slot) {
-				e.free = append(e.free, batch.Slot)
-			}
-			if !more || !dispatchFree() {
+		defer c.Close()
+		for {
+			b, err := c.Next(0)
+			if b == nil && err == nil || !yield(b, err) || err != nil {
 				return
 			}
 		}
@@ -934,12 +860,13 @@ func (e *Engine) deepen(next int) bool {
 	return true
 }
 
-// await waits for batch b to be filled and its copies issued. consumed
+// await waits for batch b to be filled and its copies issued, or until
+// expired delivers (nil: no limit; then ErrNotYet). consumed
 // reports whether it took the batch's ready signal; if not, the batch is
 // still in flight and must be drained. starved reports that the consumer
 // waited while a worker parked: every dispatched run was claimed, and the
 // worker had nothing to fill for want of a free slot.
-func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed, starved bool, err error) {
+func (e *Engine) await(ctx context.Context, b int, expired <-chan time.Time) (batch *Batch, consumed, starved bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, false, err
 	}
@@ -947,8 +874,11 @@ func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed, star
 	sl := &e.slots[s]
 	// Rather than sleep while its batch is filled, the consumer fills the
 	// runs of it that no worker has claimed yet (Stats.SelfFill); its wait
-	// in the trace starts after that.
-	e.help(ctx, s)
+	// in the trace starts after that. One whose wait is bounded (expired)
+	// does not: a sample may take longer than the wait.
+	if expired == nil {
+		e.help(ctx, s)
+	}
 	t0 := time.Now()
 	select {
 	case <-sl.ready:
@@ -960,6 +890,8 @@ func (e *Engine) await(ctx context.Context, b int) (batch *Batch, consumed, star
 			return nil, false, false, ctx.Err()
 		case <-e.done:
 			return nil, false, false, ErrClosed
+		case <-expired:
+			return nil, false, false, ErrNotYet
 		}
 		starved = e.parked.Load() != parked
 	}

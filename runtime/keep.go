@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // keeps is the bookkeeping of batches kept past the loop's advance
@@ -131,8 +132,9 @@ func (k *keeps) keptNow() int {
 }
 
 // awaitBack waits until a kept slot is returned and appends it to free;
-// ctx or done (Close) end the wait with their error.
-func (k *keeps) awaitBack(ctx context.Context, done <-chan struct{}, free []int) ([]int, error) {
+// ctx or done (Close) end the wait with their error, expired (nil: never)
+// with ErrNotYet.
+func (k *keeps) awaitBack(ctx context.Context, done <-chan struct{}, expired <-chan time.Time, free []int) ([]int, error) {
 	for {
 		if free = k.takeBack(free); len(free) > 0 {
 			return free, nil
@@ -143,6 +145,8 @@ func (k *keeps) awaitBack(ctx context.Context, done <-chan struct{}, free []int)
 			return free, ctx.Err()
 		case <-done:
 			return free, ErrClosed
+		case <-expired:
+			return free, ErrNotYet
 		}
 	}
 }

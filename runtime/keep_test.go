@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -179,4 +180,70 @@ func TestKeepMisuse(t *testing.T) {
 			f()
 		}()
 	}
+}
+
+// TestCursor: a cursor hands out Epoch's batches; with a bounded wait it
+// answers ErrNotYet while a batch is being filled, then the batch; its
+// error stays; Close lets the next epoch start.
+func TestCursor(t *testing.T) {
+	var slow atomic.Bool
+	src := &patterned{fail: func(_, _ int) error {
+		if slow.Load() {
+			time.Sleep(30 * time.Millisecond)
+		}
+		return nil
+	}}
+	e, err := NewEngine(testPlan(2, LoaderDefaults{Prefetch: 1, Shuffle: true}), 12, Options{Workers: 1, Logger: quiet}, src.fill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.e = e
+	defer e.Close()
+	want := collect(t, e, 0, 0)
+	slow.Store(true)
+	c, err := e.Start(context.Background(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]int
+	notYet := 0
+	for {
+		b, err := c.Next(5 * time.Millisecond)
+		if errors.Is(err, ErrNotYet) {
+			notYet++
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b == nil {
+			break
+		}
+		got = append(got, slices.Clone(b.Indices))
+	}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("the cursor gave %v, Epoch %v", got, want)
+	}
+	if notYet == 0 {
+		t.Fatal("no 5 ms wait ended before a 60 ms batch")
+	}
+	if _, err := e.Start(context.Background(), 1, 0); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a second epoch while the cursor is open: %v, want ErrBusy", err)
+	}
+	c.Close()
+	c.Close()
+	slow.Store(false)
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err = e.Start(ctx, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	for range 2 {
+		if b, err := c.Next(0); b != nil || !errors.Is(err, context.Canceled) {
+			t.Fatalf("after cancel: %v, %v; want context.Canceled, again", b, err)
+		}
+	}
+	c.Close()
+	collect(t, e, 2, 0)
 }

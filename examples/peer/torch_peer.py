@@ -25,12 +25,12 @@ EDGE = 64
 
 
 def augment(x, c):
-    for a, m in enumerate(c["Mirror"]):
+    for a, m in enumerate(c["mirror"]):
         if m:
             x = np.flip(x, a)
-    x = np.transpose(x, c["Transpose"])
-    if c["Rot90"]:
-        x = np.rot90(x, c["Rot90"], axes=(1, 2))
+    x = np.transpose(x, c["transpose"])
+    if c["rot90"]:
+        x = np.rot90(x, c["rot90"], axes=(1, 2))
     return np.ascontiguousarray(x)
 
 
@@ -47,7 +47,7 @@ class Crops(Dataset):
         c = self.crops[i]
         out = []
         for k, a in enumerate(self.arrays):
-            o = c["Origin"][min(k, 1)]
+            o = c["origin"][min(k, 1)]
             out.append(augment(a[o[0]:o[0] + EDGE, o[1]:o[1] + EDGE, o[2]:o[2] + EDGE], c))
         return torch.from_numpy(out[0]), torch.from_numpy(np.stack(out[1:]))
 

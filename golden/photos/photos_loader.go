@@ -21,8 +21,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 3)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(3 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 4)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(4 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Photos, fixed at generation time: device is cpu.
@@ -323,6 +323,14 @@ func (l *PhotosLoader) EpochFrom(ctx context.Context, epoch, startBatch int) ite
 			}
 		}
 	}
+}
+
+// Start begins epoch at batch startBatch and returns its cursor, which hands
+// out the runtime's batches a call at a time: for callers that cannot keep a
+// loop open while they wait, such as the Python bridge (loadergen python).
+// EpochFrom is the same walk as a typed loop.
+func (l *PhotosLoader) Start(ctx context.Context, epoch, startBatch int) (*runtime.Cursor, error) {
+	return l.engine.Start(ctx, epoch, startBatch)
 }
 
 // Len is the number of batches per epoch for this rank.

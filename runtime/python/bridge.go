@@ -17,7 +17,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"iter"
 	"slices"
 	"sync"
 
@@ -41,8 +40,9 @@ type Dataset struct {
 // Loader is a generated loader over its source, as the bridge drives it.
 // Wrap makes one of a generated loader.
 type Loader interface {
-	// Epoch yields the staged batches start.. of epoch.
-	Epoch(ctx context.Context, epoch, start int) iter.Seq2[*runtime.Batch, error]
+	// Start begins epoch at batch start: Python takes its batches from the
+	// cursor, waiting in slices.
+	Start(ctx context.Context, epoch, start int) (*runtime.Cursor, error)
 	Len() int
 	Plan() runtime.Plan
 	Stats() runtime.Stats
@@ -53,14 +53,9 @@ type Loader interface {
 	Close() error
 }
 
-// Staged is a generated batch: it gives the runtime's view of its slot.
-type Staged interface {
-	Staged() *runtime.Batch
-}
-
-// Typed is the API of a generated loader whose batches are B.
-type Typed[B Staged] interface {
-	EpochFrom(ctx context.Context, epoch, startBatch int) iter.Seq2[B, error]
+// Generated is the API of a generated loader that the bridge uses.
+type Generated interface {
+	Start(ctx context.Context, epoch, startBatch int) (*runtime.Cursor, error)
 	Len() int
 	Plan() runtime.Plan
 	Stats() runtime.Stats
@@ -69,43 +64,25 @@ type Typed[B Staged] interface {
 
 // Wrap makes the Loader of generated loader l over source src, which it
 // closes after l; crop is the source's Crop, or nil when it has none.
-func Wrap[B Staged](l Typed[B], src io.Closer, crop func(epoch, index int) (any, error)) Loader {
-	return &wrapped[B]{l: l, src: src, crop: crop}
+func Wrap(l Generated, src io.Closer, crop func(epoch, index int) (any, error)) Loader {
+	return &wrapped{Generated: l, src: src, crop: crop}
 }
 
-type wrapped[B Staged] struct {
-	l    Typed[B]
+type wrapped struct {
+	Generated
 	src  io.Closer
 	crop func(epoch, index int) (any, error)
 }
 
-func (w *wrapped[B]) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*runtime.Batch, error] {
-	return func(yield func(*runtime.Batch, error) bool) {
-		for b, err := range w.l.EpochFrom(ctx, epoch, start) {
-			var staged *runtime.Batch
-			if err == nil {
-				staged = b.Staged()
-			}
-			if !yield(staged, err) {
-				return
-			}
-		}
-	}
-}
-
-func (w *wrapped[B]) Len() int             { return w.l.Len() }
-func (w *wrapped[B]) Plan() runtime.Plan   { return w.l.Plan() }
-func (w *wrapped[B]) Stats() runtime.Stats { return w.l.Stats() }
-
-func (w *wrapped[B]) Crop(epoch, index int) (any, error) {
+func (w *wrapped) Crop(epoch, index int) (any, error) {
 	if w.crop == nil {
 		return nil, fmt.Errorf("this dataset's source has no crops (a volume or image record source has)")
 	}
 	return w.crop(epoch, index)
 }
 
-func (w *wrapped[B]) Close() error {
-	err := w.l.Close()
+func (w *wrapped) Close() error {
+	err := w.Generated.Close()
 	if cerr := w.src.Close(); err == nil {
 		err = cerr
 	}

@@ -33,17 +33,17 @@ type handle struct {
 	plan   runtime.Plan
 	trace  *os.File // Options.Trace's file, closed after the loader; or nil
 
-	// mu guards run and last, which lg_epoch, lg_next and lg_stop read
+	// mu guards run and ending, which lg_epoch, lg_next and lg_stop read
 	// and write on the Python threads that call them. run is the epoch
-	// being iterated, or nil; last is the latest epoch's pump, whose
-	// goroutine may still be ending after a stop that did not wait (Ctrl-C):
-	// the next epoch and Close wait for it.
-	mu   sync.Mutex
-	run  *pump
-	last *pump
-	// nextMu makes lg_next calls one at a time: timer is theirs.
-	nextMu sync.Mutex
-	timer  *time.Timer
+	// being iterated, or nil. ending, when not nil, is closed once the
+	// cursor of an epoch stopped without waiting (Ctrl-C) has closed: the
+	// next epoch and Close wait for it.
+	mu     sync.Mutex
+	run    *epochRun
+	ending chan struct{}
+	// cursorMu makes the calls of a cursor one at a time: lg_next's, and
+	// the Close that stops it.
+	cursorMu sync.Mutex
 
 	// slotsMu guards slots, which the pump extends when it first hands
 	// out a slot and which take, release and the deleters read.
@@ -56,19 +56,12 @@ type handle struct {
 	closed atomic.Bool
 }
 
-// pump iterates one epoch on its own goroutine, handing the batches to
-// lg_next through out: the Python thread waits in slices (lg_next's
-// timeout), so that Ctrl-C reaches it, while the loader keeps filling.
-type pump struct {
-	cancel context.CancelFunc
-	out    chan pumped   // unbuffered: a batch is kept once it is in a handle
-	done   chan struct{} // closed when the goroutine has returned and the epoch ended
-}
-
-// pumped is one result of the epoch: a kept batch, or its error.
-type pumped struct {
-	b   *runtime.Batch
-	err error
+// epochRun is an epoch being iterated: Python takes its batches from the
+// cursor on its own thread, waiting in slices (lg_next's timeout), so that
+// Ctrl-C reaches it.
+type epochRun struct {
+	cur    *runtime.Cursor
+	cancel context.CancelFunc // stops the epoch's reads when it is stopped
 }
 
 // handles are the open loaders by id; closed ones stay until the last
@@ -132,8 +125,7 @@ func open(module, source, location string, opts []byte) (*handle, error) {
 		RequireGPU: o.RequireGPU, CUDAGraphs: o.CUDAGraphs, LogEpochs: o.LogEpochs,
 		Logger: logger(module),
 	}
-	h := &handle{module: module, timer: time.NewTimer(time.Hour)}
-	h.timer.Stop()
+	h := &handle{module: module}
 	if o.Trace != "" {
 		if h.trace, err = os.Create(o.Trace); err != nil {
 			return nil, fmt.Errorf("%s: trace: %w", module, err)
@@ -199,7 +191,7 @@ func (h *handle) forgetIfDone() {
 	h.slots = nil
 }
 
-// startEpoch starts the pump of batches start.. of epoch.
+// startEpoch starts batches start.. of epoch.
 func (h *handle) startEpoch(epoch, start int) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -208,100 +200,88 @@ func (h *handle) startEpoch(epoch, start int) error {
 		return runtime.ErrClosed
 	case h.run != nil:
 		return runtime.ErrBusy
-	case h.last != nil:
-		<-h.last.done
+	case h.ending != nil:
+		<-h.ending
+		h.ending = nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &pump{cancel: cancel, out: make(chan pumped), done: make(chan struct{})}
-	h.run, h.last = r, r
-	go func() {
-		defer close(r.done)
-		defer close(r.out)
-		for b, err := range h.loader.Epoch(ctx, epoch, start) {
-			if err != nil {
-				select {
-				case r.out <- pumped{err: err}:
-				case <-ctx.Done():
-				}
-				return
-			}
-			h.slot(b) // its C memory, for the tensors of lg_take
-			b.Keep()
-			h.kept.Add(1)
-			select {
-			case r.out <- pumped{b: b}:
-			case <-ctx.Done():
-				h.release(b.Slot)
-				return
-			}
-		}
-	}()
+	cur, err := h.loader.Start(ctx, epoch, start)
+	if err != nil {
+		cancel()
+		return err
+	}
+	h.run = &epochRun{cur: cur, cancel: cancel}
 	return nil
 }
 
-// next waits up to timeoutMS for the epoch's next batch and describes it
-// in out (LG_OK); LG_END when the epoch is over, LG_TIMEOUT when the wait
-// ended first, and LG_HELD when it waits because Python holds every
-// staging slot.
+// next waits up to timeoutMS for the epoch's next batch, keeps it for
+// Python and describes it in out (LG_OK); LG_END when the epoch is over,
+// LG_TIMEOUT when the wait ended first, and LG_HELD when it waits because
+// Python holds every staging slot. The epoch ends at LG_END and errors.
 func (h *handle) next(timeoutMS int64, out *C.lg_batch) (C.int, error) {
-	h.nextMu.Lock()
-	defer h.nextMu.Unlock()
 	h.mu.Lock()
 	r := h.run
 	h.mu.Unlock()
 	if r == nil {
 		return C.LG_ERROR, errors.New("no epoch is running: call epoch() first")
 	}
-	h.timer.Reset(time.Duration(timeoutMS) * time.Millisecond)
-	defer h.timer.Stop()
-	select {
-	case p, ok := <-r.out:
-		if !ok || p.err != nil {
-			h.endEpoch(r)
-			if !ok {
-				return C.LG_END, nil
-			}
-			return C.LG_ERROR, p.err
-		}
-		s := h.slot(p.b)
-		dev := s.tensor(0).dl_tensor.device
-		*out = C.lg_batch{slot: C.int64_t(p.b.Slot), number: C.int64_t(p.b.Number), n: C.int64_t(len(p.b.Indices)), indices: s.indices,
-			device_type: C.int64_t(dev.device_type), device_id: C.int64_t(dev.device_id)}
-		return C.LG_OK, nil
-	case <-h.timer.C:
+	h.cursorMu.Lock()
+	b, err := r.cur.Next(time.Duration(timeoutMS) * time.Millisecond)
+	h.cursorMu.Unlock()
+	switch {
+	case errors.Is(err, runtime.ErrNotYet):
 		if st := h.loader.Stats(); st.Kept > st.Prefetch {
 			return C.LG_HELD, nil
 		}
 		return C.LG_TIMEOUT, nil
+	case err != nil:
+		h.stopEpoch(true)
+		return C.LG_ERROR, err
+	case b == nil:
+		h.stopEpoch(true)
+		return C.LG_END, nil
 	}
+	b.Keep() // for the Python batch: released when it dies
+	h.kept.Add(1)
+	s := h.slot(b)
+	dev := s.tensor(0).dl_tensor.device
+	*out = C.lg_batch{slot: C.int64_t(b.Slot), number: C.int64_t(b.Number), n: C.int64_t(len(b.Indices)), indices: s.indices,
+		device_type: C.int64_t(dev.device_type), device_id: C.int64_t(dev.device_id)}
+	return C.LG_OK, nil
 }
 
-// endEpoch waits for run r's goroutine, which ended the epoch, and
-// forgets it.
-func (h *handle) endEpoch(r *pump) {
-	<-r.done
-	r.cancel()
-	h.mu.Lock()
-	if h.run == r {
-		h.run = nil
-	}
-	h.mu.Unlock()
-}
-
-// stopEpoch cancels the running epoch, if any; with wait it returns once
-// the epoch's work has stopped, else at once (the next epoch or Close
-// waits instead).
+// stopEpoch ends the running epoch, if any, cancelling its reads; with
+// wait it returns once the epoch's work has stopped, else at once (the
+// next epoch and Close wait instead).
 func (h *handle) stopEpoch(wait bool) {
 	h.mu.Lock()
 	r := h.run
 	h.run = nil
-	last := h.last
+	var ended chan struct{}
+	if r != nil && !wait {
+		ended = make(chan struct{})
+		h.ending = ended
+	}
+	ending := h.ending
 	h.mu.Unlock()
 	if r != nil {
 		r.cancel()
+		stop := func() {
+			h.cursorMu.Lock()
+			r.cur.Close()
+			h.cursorMu.Unlock()
+		}
+		if !wait {
+			go func() {
+				stop()
+				close(ended)
+			}()
+			return
+		}
+		stop()
 	}
-	if wait && last != nil {
-		<-last.done
+	if wait && ending != nil {
+		<-ending
 	}
 }
 
@@ -510,8 +490,9 @@ const (
 	dlCUDA = 2
 )
 
-// dlType is DLPack's type code and bits of d. bool is DLPack's kDLBool,
-// one byte per element as the loader stages it.
+// dlType is DLPack's type code and bits of d. A bool key goes as uint8,
+// one byte per element as the loader stages it: torch 1.13 and numpy 1.24
+// refuse DLPack's kDLBool (code 6).
 func dlType(d runtime.DType) (code, bits int) {
 	switch d {
 	case runtime.Int8, runtime.Int16, runtime.Int32, runtime.Int64:
@@ -520,8 +501,6 @@ func dlType(d runtime.DType) (code, bits int) {
 		return 2, 8 * d.Size()
 	case runtime.BFloat16:
 		return 4, 16
-	case runtime.Bool:
-		return 6, 8
 	}
-	return 1, 8 * d.Size() // the unsigned ints
+	return 1, 8 * d.Size() // the unsigned ints, and bool
 }

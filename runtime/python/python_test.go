@@ -124,9 +124,17 @@ func epochs(t *testing.T, l python.Loader) [][]goBatch {
 	var out [][]goBatch
 	for e := range 2 {
 		var batches []goBatch
-		for b, err := range l.Epoch(context.Background(), e, 0) {
+		c, err := l.Start(context.Background(), e, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			b, err := c.Next(0)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if b == nil {
+				break
 			}
 			gb := goBatch{Indices: append([]int(nil), b.Indices...), Keys: map[string]string{}}
 			for k, tensor := range b.Tensors {
@@ -135,6 +143,7 @@ func epochs(t *testing.T, l python.Loader) [][]goBatch {
 			}
 			batches = append(batches, gb)
 		}
+		c.Close()
 		out = append(out, batches)
 	}
 	return out

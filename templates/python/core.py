@@ -220,13 +220,6 @@ class _Lease:
             _fast.lg_release(self.h, self.slot)
 
 
-_DTYPES = {
-    (0, 8): "int8", (0, 16): "int16", (0, 32): "int32", (0, 64): "int64",
-    (1, 8): "uint8", (1, 16): "uint16", (1, 32): "uint32", (1, 64): "uint64",
-    (2, 16): "float16", (2, 32): "float32", (2, 64): "float64", (4, 16): "bfloat16", (6, 8): "bool",
-}
-
-
 class Tensor:
     """One key of a batch, to hand to torch.from_dlpack, numpy.from_dlpack or
     jax.dlpack.from_dlpack: the result points into the loader's staging slot,

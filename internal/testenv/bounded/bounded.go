@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package bounded runs a test in a child process and holds it to a bound on
 // its peak resident memory: the hostile-input tests' way of showing that a
 // lying server or a crafted file ends in an error, not in a process that

@@ -6,6 +6,7 @@
 //	peer-bench boxes DIR [BUFFERS]                      the same boxes read cold, unaugmented: crops/s
 //	peer-bench whole ARRAY                              the whole array decoded on one goroutine: MB/s
 //	peer-bench locality [-cache MiB] [-windows W] DIR   chunk-cache hit rates with and without crop locality
+//	peer-bench rows DIR EPOCHS                          golden/rows' loader over DIR's .npy files: the best epoch's rows/s
 //
 // boxes reads each box into one buffer per goroutine, or into BUFFERS
 // buffers shared out among the goroutines, each using its share in turn
@@ -35,6 +36,7 @@ import (
 	"unsafe"
 
 	"github.com/loadergen/loadergen/examples/peer"
+	"github.com/loadergen/loadergen/golden/rows"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
@@ -80,6 +82,15 @@ func main() {
 		err = epoch(os.Args[2])
 	case "whole":
 		err = whole(os.Args[2])
+	case "rows":
+		if len(os.Args) != 4 {
+			stderr.Fatal("usage: peer-bench rows DIR EPOCHS")
+		}
+		epochs, aerr := strconv.Atoi(os.Args[3])
+		if aerr != nil {
+			stderr.Fatalf("peer-bench rows: EPOCHS %q: %v", os.Args[3], aerr)
+		}
+		err = tableRows(os.Args[2], epochs)
 	case "locality":
 		err = locality(os.Args[2:])
 	case "boxes":
@@ -219,6 +230,35 @@ func epoch(dir string) error {
 		return err
 	}
 	fmt.Printf("%.1f\n", float64(n)/d.Seconds())
+	return nil
+}
+
+// tableRows runs epochs of golden/rows' loader over the .npy files in dir
+// (make peer-python writes them) and prints the best epoch's rows/s: the
+// Go side of the tabular case.
+func tableRows(dir string, epochs int) error {
+	src, err := rows.OpenRowsFiles(dir)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	l, err := rows.NewRowsLoader(src, runtime.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	best := 0.0
+	for e := range epochs {
+		t0, n := time.Now(), 0
+		for b, err := range l.Epoch(context.Background(), e) {
+			if err != nil {
+				return err
+			}
+			n += len(b.Indices)
+		}
+		best = max(best, float64(n)/time.Since(t0).Seconds())
+	}
+	fmt.Printf("%.0f\n", best)
 	return nil
 }
 

@@ -1,0 +1,179 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrNotYet is Cursor.Next's answer when its wait ended before the next
+// batch was ready: call Next again.
+var ErrNotYet = errors.New("the next batch is not ready yet")
+
+// Cursor hands out the batches of one epoch a call at a time, for callers
+// that cannot keep a loop open while they wait: the Python bridge waits in
+// slices, so that Ctrl-C reaches Python. Engine.Epoch is the same walk as
+// a loop. A Cursor is used by one goroutine at a time; while it is open
+// no other epoch of its engine runs.
+type Cursor struct {
+	e     *Engine
+	ctx   context.Context
+	epoch int
+	order []int
+	nb    int // batches in the epoch
+	// Batches [first, next) are dispatched and not yet consumed; the slots
+	// not holding one of them are free. b is the batch to hand out next.
+	first, next, b int
+	out            int       // the slot of the batch handed out last, or -1
+	asked          time.Time // when the caller asked for its next batch: Stats.InLoader
+	before         Stats     // Stats at the start, for Options.LogEpochs
+	t0             time.Time
+	timer          *time.Timer // Next's waits; stopped between them
+	err            error       // what ended the epoch; Next returns it again
+	closed         bool
+}
+
+// Start begins epoch at batch start: it dispatches the first batches into
+// the free slots. Close the cursor when done with it.
+func (e *Engine) Start(ctx context.Context, epoch, start int) (*Cursor, error) {
+	if err := e.begin(); err != nil {
+		return nil, err
+	}
+	c := &Cursor{e: e, ctx: ctx, epoch: epoch, nb: e.Len(), first: start, next: start, b: start, out: -1, asked: time.Now()}
+	if e.set.logEpochs {
+		c.before, c.t0 = e.Stats(), time.Now()
+	}
+	var err error
+	if c.order, err = e.sampler.Order(epoch, e.order); err != nil {
+		e.end()
+		return nil, err
+	}
+	e.group(c.order, epoch)
+	if start < 0 || start > c.nb {
+		e.end()
+		return nil, fmt.Errorf("start batch %d is not in [0, %d]", start, c.nb)
+	}
+	e.free = e.keeps.unkept(e.free[:0], e.Slots())
+	e.grown, e.hinted = start, start
+	e.hint(c.order, epoch, c.next)
+	if c.err = c.dispatchFree(); c.err != nil {
+		c.Close()
+		return nil, c.err
+	}
+	return c, nil
+}
+
+// dispatchFree dispatches batches into every free slot, those that kept
+// batches returned included.
+func (c *Cursor) dispatchFree() error {
+	e := c.e
+	for e.free = e.keeps.takeBack(e.free); c.next < c.nb && len(e.free) > 0; {
+		if err := c.dispatchNext(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dispatchNext dispatches the next batch into a free slot.
+func (c *Cursor) dispatchNext() error {
+	if err := c.e.dispatch(c.order, c.epoch, c.next); err != nil {
+		return err
+	}
+	c.next++
+	c.e.hint(c.order, c.epoch, c.next)
+	return nil
+}
+
+// Next moves on from the batch it returned last (its slot returns to the
+// ring unless kept: Batch.Keep) and returns the next one, valid until the
+// following call. It returns nil, nil at the end of the epoch, and the
+// epoch's error, again at every later call, when it failed, was cancelled
+// or the engine closed. With wait > 0 it returns ErrNotYet once wait has
+// passed without the batch; such a caller does not fill samples itself
+// while it waits, since a sample may take longer than the wait. With wait
+// <= 0 it waits as long as the batch takes, filling samples of it.
+func (c *Cursor) Next(wait time.Duration) (*Batch, error) {
+	if c.err != nil || c.closed {
+		return nil, c.err
+	}
+	e := c.e
+	if c.out >= 0 {
+		c.asked = time.Now()
+		if e.keeps.advance(c.out) {
+			e.free = append(e.free, c.out)
+		}
+		c.out = -1
+		if c.err = c.dispatchFree(); c.err != nil {
+			return nil, c.err
+		}
+	}
+	if c.b >= c.nb {
+		return nil, nil
+	}
+	var expired <-chan time.Time
+	if wait > 0 {
+		if c.timer == nil {
+			c.timer = time.NewTimer(wait)
+		} else {
+			c.timer.Reset(wait)
+		}
+		defer c.timer.Stop()
+		expired = c.timer.C
+	}
+	if c.b == c.next { // every slot was kept when batch b was due
+		var err error
+		if e.free, err = e.keeps.awaitBack(c.ctx, e.done, expired, e.free); err != nil {
+			return nil, c.fail(err)
+		}
+		if c.err = c.dispatchFree(); c.err != nil {
+			return nil, c.err
+		}
+	}
+	batch, consumed, starved, err := e.await(c.ctx, c.b, expired)
+	if consumed {
+		c.first = c.b + 1
+	}
+	if err != nil {
+		return nil, c.fail(err)
+	}
+	if starved && c.next < c.nb && e.deepen(c.next) {
+		if c.err = c.dispatchNext(); c.err != nil {
+			return nil, c.err
+		}
+	}
+	e.stats.inLoader.Add(int64(time.Since(c.asked)))
+	e.keeps.handOut(batch.Slot)
+	c.out = batch.Slot
+	c.b++
+	return batch, nil
+}
+
+// fail records err as the epoch's end, unless it is a wait that ran out.
+func (c *Cursor) fail(err error) error {
+	if !errors.Is(err, ErrNotYet) {
+		c.err = err
+	}
+	return err
+}
+
+// Close ends the epoch: the batch handed out last goes back to the ring
+// (unless kept), the batches in flight are stopped, and once it returns
+// no worker touches the epoch's slots. It is idempotent.
+func (c *Cursor) Close() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	e := c.e
+	if c.out >= 0 {
+		e.keeps.advance(c.out)
+		c.out = -1
+	}
+	e.drain(c.first, c.next)
+	if e.set.logEpochs {
+		e.set.logger.Info(fmt.Sprintf("loadergen: %s epoch %d: %v", e.plan.Name, c.epoch, e.Stats().Since(c.before, time.Since(c.t0))))
+	}
+	e.end()
+}
