@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -234,5 +236,48 @@ func TestFetchCached(t *testing.T) {
 	}
 	if n := faults.Requests(); n != 2 {
 		t.Errorf("%d requests for two fetches, want 2: the size and the object, once", n)
+	}
+}
+
+// TestS3FaultsBelowHTTP: faults below HTTP on an S3 root (a refused port,
+// a connection reset mid-body, a server that never answers) are retried
+// as a web root's are, and the error keeps its cause, not "HTTP 0".
+func TestS3FaultsBelowHTTP(t *testing.T) {
+	srv := remotetest.MiniS3(t)
+	writeObjects(t, srv.Bucket(t, "data"))
+	srv.Env(t)
+	cuts := remotetest.Proxy(t, srv.Endpoint)
+	brief := quick
+	brief.Timeout = 200 * time.Millisecond
+	for _, c := range []struct {
+		name     string
+		endpoint string
+		policy   Retry
+		cause    error // nil: the read succeeds
+	}{
+		{"refused", remotetest.Refused(t), quick, syscall.ECONNREFUSED},
+		{"reset mid-body", cuts.URL, quick, nil},
+		{"silent", remotetest.Silent(t), brief, context.DeadlineExceeded},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("AWS_ENDPOINT_URL_S3", c.endpoint)
+			r, err := OpenS3("s3://data", Options{Retry: c.policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cuts.Set(0, 0, 2)
+			got, err := r.ReadAll("a.bin", nil)
+			if c.cause == nil {
+				if err != nil || !bytes.Equal(got, objects["a.bin"]) {
+					t.Errorf("ReadAll = %d bytes, %v; want the object after 2 cut bodies", len(got), err)
+				}
+				return
+			}
+			if !errors.Is(err, c.cause) || !strings.Contains(err.Error(), "s3://data/a.bin") ||
+				!strings.Contains(err.Error(), "gave up after 5 attempts") || strings.Contains(err.Error(), "HTTP 0") || strings.Contains(err.Error(), "StatusCode: 0") {
+				t.Errorf("ReadAll: %v; want %v named, after 5 attempts", err, c.cause)
+			}
+			t.Log(err)
+		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // bucket is a root in an S3 bucket (or an S3-compatible store): object
@@ -295,11 +296,13 @@ func (b *bucket) List(dir string) ([]string, error) {
 
 // fail turns an S3 client error into a StatusError when the server
 // answered, naming the object's URL; a missing object's matches
-// fs.ErrNotExist.
+// fs.ErrNotExist. The SDK wraps a request that got no answer (a
+// connection refused or reset, a timeout) in a response error of status
+// 0: that is the transport's error, returned as it is (retryable decides).
 func (b *bucket) fail(name string, err error) error {
 	var re *awshttp.ResponseError
-	if !errors.As(err, &re) {
-		return err // no answer: a connection or timeout error
+	if !errors.As(err, &re) || re.HTTPStatusCode() == 0 {
+		return noAnswer(err)
 	}
 	se := &StatusError{URL: b.URL(name), Status: re.HTTPStatusCode()}
 	var ae smithy.APIError
@@ -307,4 +310,23 @@ func (b *bucket) fail(name string, err error) error {
 		se.Code = ae.ErrorCode()
 	}
 	return se
+}
+
+// noAnswer returns the cause of an S3 request that got no answer: the
+// transport's error or the context's within the SDK's wrapping, which
+// names the request's URL again.
+func noAnswer(err error) error {
+	var send *smithyhttp.RequestSendError
+	var canceled *smithy.CanceledError
+	switch {
+	case errors.As(err, &send):
+		err = send.Err
+	case errors.As(err, &canceled):
+		return canceled.Err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
