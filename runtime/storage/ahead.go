@@ -3,6 +3,7 @@ package storage
 import (
 	"container/list"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -13,8 +14,9 @@ import (
 // Remote roots opened by Open are Hinters.
 type Hinter interface {
 	// Hint says that object name will be read whole (ReadAll, Lend) soon,
-	// and about how many bytes it holds (expect; 0 when unknown).
-	Hint(name string, expect int64)
+	// about how many bytes it holds (expect; 0 when unknown) and the most
+	// it may hold (max, as ReadAll's): a larger one is not read ahead.
+	Hint(name string, expect, max int64)
 	// HintRange says that bytes [off, off+n) of object name will be read
 	// soon (ReadAt or LendRange of exactly that range): an inner chunk of
 	// a zarr shard, found through the shard's index.
@@ -37,7 +39,9 @@ type Lender interface {
 	// Lend returns object name's bytes, which the caller must not change,
 	// and release, which it calls once when done with them. It waits for
 	// an object in flight. release is nil (and data too) when the object
-	// was neither hinted nor is held: read it with ReadAll then.
+	// was neither hinted nor is held, or did not fit the read-ahead's
+	// bound: read it with ReadAll then. An object larger than its hint's
+	// max is an error wrapping ErrTooLarge.
 	Lend(name string) (data []byte, release func(), err error)
 	// LendRange is Lend for bytes [off, off+n) of object name, hinted by
 	// HintRange.
@@ -61,26 +65,28 @@ func withAhead(r Root) (Root, error) {
 	return &ahead{Root: r, ra: ra}, nil
 }
 
-// Hint queues object name for reading ahead.
-func (a *ahead) Hint(name string, expect int64) { a.ra.hint(a.Root, name, 0, -1, expect) }
+// Hint queues object name, of at most max bytes, for reading ahead.
+func (a *ahead) Hint(name string, expect, max int64) { a.ra.hint(a.Root, name, 0, -1, expect, max) }
 
 // HintRange queues bytes [off, off+n) of object name for reading ahead.
 func (a *ahead) HintRange(name string, off, n int64) {
 	if off >= 0 && n > 0 {
-		a.ra.hint(a.Root, name, off, n, n)
+		a.ra.hint(a.Root, name, off, n, n, n)
 	}
 }
 
 // ReadAll copies object name from the read-ahead into buf when it was
 // hinted, waiting for it if it is in flight, and else reads it.
-func (a *ahead) ReadAll(name string, buf []byte) ([]byte, error) {
+func (a *ahead) ReadAll(name string, buf []byte, max int64) ([]byte, error) {
 	f, data, err := a.ra.lend(aheadKey(a.Root.URL(name), 0, -1))
 	if f == nil {
-		return a.Root.ReadAll(name, buf)
+		return a.Root.ReadAll(name, buf, max)
 	}
-	buf = append(buf[:0], data...)
-	a.ra.release(f)
-	return buf, err
+	defer a.ra.release(f)
+	if int64(len(data)) > max {
+		return buf[:0], fmt.Errorf("read %s: %w", a.Root.URL(name), errTooLarge(int64(len(data)), max))
+	}
+	return append(buf[:0], data...), err
 }
 
 // ReadAt copies bytes [off, off+len(p)) of object name from the
@@ -132,28 +138,29 @@ func aheadKey(u string, off, n int64) string {
 	return u + "#bytes=" + strconv.FormatInt(off, 10) + "-" + strconv.FormatInt(off+n-1, 10)
 }
 
-// sizedReader is a root that reads an object whole into a buffer it asks
-// for once it knows the object's size (an HTTP response's
-// Content-Length, before its body): buffer(n) returns an empty buffer of
-// capacity n or more, or an error that ends the read; n is -1 when the
-// server gives no length (the read then grows the buffer as it reads).
-// buffer is called once per attempt.
+// sizedReader is a root that reads an object whole, of at most max bytes
+// as ReadAll does, into a buffer it asks for once it knows the object's
+// size (an HTTP response's Content-Length, before its body): buffer(n)
+// returns an empty buffer of capacity n or more, or an error that ends
+// the read; n is -1 when the server gives no length (the read then grows
+// the buffer as it reads). buffer is called once per attempt, never for
+// more than max bytes.
 type sizedReader interface {
-	readSized(name string, buffer func(n int64) ([]byte, error)) ([]byte, error)
+	readSized(name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error)
 }
 
-// readSized reads object name of r whole, into the buffer that buffer
-// gives for its size when r is a sizedReader, else (ReadAll) into the one
-// it gives for an unknown size.
-func readSized(r Root, name string, buffer func(n int64) ([]byte, error)) ([]byte, error) {
+// readSized reads object name of r whole, of at most max bytes, into the
+// buffer that buffer gives for its size when r is a sizedReader, else
+// (ReadAll) into the one it gives for an unknown size.
+func readSized(r Root, name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
 	if sr, ok := r.(sizedReader); ok {
-		return sr.readSized(name, buffer)
+		return sr.readSized(name, max, buffer)
 	}
 	buf, err := buffer(-1)
 	if err != nil {
 		return nil, err
 	}
-	return r.ReadAll(name, buf)
+	return r.ReadAll(name, buf, max)
 }
 
 // errNoRoom ends a fetch whose object, its size known, does not fit the
@@ -165,9 +172,10 @@ type fetch struct {
 	root Root
 	name string
 	// off and n are the range's first byte and length; n is -1 for the
-	// whole object. key is aheadKey's name of the entry.
-	off, n int64
-	key    string
+	// whole object, of at most max bytes. key is aheadKey's name of the
+	// entry.
+	off, n, max int64
+	key         string
 	// expect is the bytes counted for it: the hint's estimate until its
 	// size is known, then its buffer's capacity.
 	expect  int64
@@ -226,10 +234,10 @@ func newReadAhead(budget int64) *readAhead {
 }
 
 // hint queues object name of root r (bytes [off, off+n) of it; n < 0:
-// all of it), unless it is held already (a read one is then the last to
-// be dropped) or the memory bound is reached (then the object is read
-// when needed).
-func (ra *readAhead) hint(r Root, name string, off, n, expect int64) {
+// all of it, of at most max bytes), unless it is held already (a read one
+// is then the last to be dropped) or the memory bound is reached (then
+// the object is read when needed).
+func (ra *readAhead) hint(r Root, name string, off, n, expect, max int64) {
 	if expect <= 0 {
 		expect = aheadExpectGuess
 	}
@@ -245,7 +253,7 @@ func (ra *readAhead) hint(r Root, name string, off, n, expect int64) {
 	if !ra.makeRoom(expect) {
 		return
 	}
-	f := &fetch{root: r, name: name, off: off, n: n, key: key, expect: expect, done: make(chan struct{})}
+	f := &fetch{root: r, name: name, off: off, n: n, max: max, key: key, expect: expect, done: make(chan struct{})}
 	ra.entries[key] = f
 	ra.queue = append(ra.queue, f)
 	ra.held += expect
@@ -300,12 +308,16 @@ func (ra *readAhead) fetch(f *fetch) {
 		}
 	} else {
 		var last []byte // an earlier attempt's buffer, free again
-		data, err = readSized(f.root, f.name, func(n int64) ([]byte, error) {
+		limit := min(f.max, ra.budget)
+		data, err = readSized(f.root, f.name, limit, func(n int64) ([]byte, error) {
 			putBuf(last)
 			var err error
 			last, err = ra.reserve(f, n)
 			return last, err
 		})
+		if limit < f.max && errors.Is(err, ErrTooLarge) {
+			err = errNoRoom // the reader may take more than the bound holds
+		}
 	}
 	ra.mu.Lock()
 	defer ra.mu.Unlock()

@@ -44,16 +44,16 @@ func withProcessLayers(r Root) (Root, error) {
 
 // ReadAll reads object name from the cache, or from the root and into the
 // cache.
-func (c *cached) ReadAll(name string, buf []byte) ([]byte, error) {
-	return c.readSized(name, reuse(buf))
+func (c *cached) ReadAll(name string, buf []byte, max int64) ([]byte, error) {
+	return c.readSized(name, max, reuse(buf))
 }
 
-func (c *cached) readSized(name string, buffer func(n int64) ([]byte, error)) ([]byte, error) {
+func (c *cached) readSized(name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
 	key := c.disk.key(c.URL(name), -1, -1)
-	if data, ok, err := c.disk.get(key, buffer); ok || err != nil {
+	if data, ok, err := c.disk.get(key, max, buffer); ok || err != nil {
 		return data, err
 	}
-	data, err := readSized(c.Root, name, buffer)
+	data, err := readSized(c.Root, name, max, buffer)
 	if err == nil {
 		c.disk.put(key, data)
 	}
@@ -64,7 +64,7 @@ func (c *cached) readSized(name string, buffer func(n int64) ([]byte, error)) ([
 // into the cache: each range is an entry of its own.
 func (c *cached) ReadAt(name string, p []byte, off int64) error {
 	key := c.disk.key(c.URL(name), off, int64(len(p)))
-	if data, ok, _ := c.disk.get(key, reuse(p[:0])); ok && len(data) == len(p) {
+	if data, ok, _ := c.disk.get(key, int64(len(p)), reuse(p[:0])); ok && len(data) == len(p) {
 		return nil
 	}
 	if err := c.Root.ReadAt(name, p, off); err != nil {
@@ -168,12 +168,13 @@ func (dc *diskCache) key(u string, off, n int64) string {
 	return hex.EncodeToString(h[:])
 }
 
-// get reads entry key into the buffer that buffer gives for its size, and
-// marks it used; ok is false when it is not there, or when buffer refused
-// it (its error is then returned).
-func (dc *diskCache) get(key string, buffer func(n int64) ([]byte, error)) (data []byte, ok bool, err error) {
+// get reads entry key, of at most max bytes, into the buffer that buffer
+// gives for its size, and marks it used; ok is false when it is not there
+// (or larger than max), or when buffer refused it (its error is then
+// returned).
+func (dc *diskCache) get(key string, max int64, buffer func(n int64) ([]byte, error)) (data []byte, ok bool, err error) {
 	refused := false
-	data, err = Local(dc.dir).readSized(key, func(n int64) ([]byte, error) {
+	data, err = Local(dc.dir).readSized(key, max, func(n int64) ([]byte, error) {
 		buf, err := buffer(n)
 		refused = err != nil
 		return buf, err

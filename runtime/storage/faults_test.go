@@ -59,7 +59,7 @@ func TestFaultsSurvived(t *testing.T) {
 			}{{"503 SlowDown", 3, 0}, {"cut bodies", 0, 2}, {"both", 2, 2}} {
 				c.faults.Set(time.Millisecond, f.fail503, f.cuts)
 				before := c.faults.Requests()
-				got, err := c.root.ReadAll("a.bin", nil)
+				got, err := c.root.ReadAll("a.bin", nil, big)
 				if err != nil || !bytes.Equal(got, objects["a.bin"]) {
 					t.Errorf("%s: ReadAll = %d bytes, %v", f.name, len(got), err)
 				}
@@ -84,7 +84,7 @@ func TestFaultsNamed(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			c.faults.Set(0, 100, 0)
 			before := c.faults.Requests()
-			_, err := c.root.ReadAll("dir/b.txt", nil)
+			_, err := c.root.ReadAll("dir/b.txt", nil, big)
 			for _, want := range []string{c.root.URL("dir/b.txt"), "HTTP 503", "gave up after 5 attempts"} {
 				if err == nil || !strings.Contains(err.Error(), want) {
 					t.Errorf("endless 503: %v, want it to say %q", err, want)
@@ -96,7 +96,7 @@ func TestFaultsNamed(t *testing.T) {
 			}
 			c.faults.Set(0, 0, 0)
 			before = c.faults.Requests()
-			if _, err := c.root.ReadAll("nope.bin", nil); !errors.Is(err, fs.ErrNotExist) {
+			if _, err := c.root.ReadAll("nope.bin", nil, big); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("missing object: %v, want fs.ErrNotExist", err)
 			}
 			if n := c.faults.Requests() - before; n != 1 {
@@ -118,7 +118,7 @@ func TestS3WrongCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err = r.ReadAll("a.bin", nil)
+	_, err = r.ReadAll("a.bin", nil, big)
 	if err == nil || !strings.Contains(err.Error(), "s3://data/a.bin") || !strings.Contains(err.Error(), "HTTP 403") ||
 		strings.Contains(err.Error(), "attempt") {
 		t.Errorf("wrong secret: %v, want one HTTP 403 naming s3://data/a.bin", err)
@@ -138,7 +138,7 @@ func TestServerGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = r.ReadAll("a.bin", nil)
+	_, err = r.ReadAll("a.bin", nil, big)
 	if err == nil || !strings.Contains(err.Error(), web.URL+"/x/a.bin") || !strings.Contains(err.Error(), "gave up after 5 attempts") {
 		t.Errorf("server gone: %v", err)
 	}
@@ -154,7 +154,7 @@ func TestConnectionsReused(t *testing.T) {
 			before := c.faults.Conns()
 			p := make([]byte, 100)
 			for range 10 {
-				if _, err := c.root.ReadAll("a.bin", nil); err != nil {
+				if _, err := c.root.ReadAll("a.bin", nil, big); err != nil {
 					t.Fatal(err)
 				}
 				if err := c.root.ReadAt("a.bin", p, 10); err != nil {
@@ -266,7 +266,7 @@ func TestS3FaultsBelowHTTP(t *testing.T) {
 				t.Fatal(err)
 			}
 			cuts.Set(0, 0, 2)
-			got, err := r.ReadAll("a.bin", nil)
+			got, err := r.ReadAll("a.bin", nil, big)
 			if c.cause == nil {
 				if err != nil || !bytes.Equal(got, objects["a.bin"]) {
 					t.Errorf("ReadAll = %d bytes, %v; want the object after 2 cut bodies", len(got), err)

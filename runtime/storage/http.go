@@ -94,11 +94,11 @@ func (w *web) get(ctx context.Context, method, name string, off, n int64, read f
 	return &StatusError{URL: w.URL(name), Status: resp.StatusCode}
 }
 
-func (w *web) ReadAll(name string, buf []byte) ([]byte, error) {
-	return w.readSized(name, reuse(buf))
+func (w *web) ReadAll(name string, buf []byte, max int64) ([]byte, error) {
+	return w.readSized(name, max, reuse(buf))
 }
 
-func (w *web) readSized(name string, buffer func(n int64) ([]byte, error)) ([]byte, error) {
+func (w *web) readSized(name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
@@ -106,10 +106,7 @@ func (w *web) readSized(name string, buffer func(n int64) ([]byte, error)) ([]by
 	err := w.retry.do(func(ctx context.Context) error {
 		return w.get(ctx, http.MethodGet, name, 0, -1, func(resp *http.Response) error {
 			var err error
-			if buf, err = buffer(resp.ContentLength); err != nil {
-				return err
-			}
-			buf, err = readBody(resp.Body, resp.ContentLength, buf)
+			buf, err = readSizedBody(resp.Body, resp.ContentLength, max, buffer)
 			return err
 		})
 	})
@@ -200,8 +197,24 @@ func reuse(buf []byte) func(int64) ([]byte, error) {
 	return func(int64) ([]byte, error) { return buf[:0], nil }
 }
 
-// readBody reads a response body of length n (-1: unknown) into buf.
-func readBody(body io.Reader, n int64, buf []byte) ([]byte, error) {
+// readSizedBody reads a response body of declared length n (-1: none)
+// and at most max bytes into the buffer that buffer gives for n: a
+// declared length past max is refused before buffer is asked.
+func readSizedBody(body io.Reader, n, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
+	if n > max {
+		return nil, errTooLarge(n, max)
+	}
+	buf, err := buffer(n)
+	if err != nil {
+		return nil, err
+	}
+	return readBody(body, n, max, buf)
+}
+
+// readBody reads a response body of declared length n (-1: none), at
+// most max, into buf. A body without a declared length grows buf as it
+// arrives, and is refused once it passes max.
+func readBody(body io.Reader, n, max int64, buf []byte) ([]byte, error) {
 	if n >= 0 {
 		buf = slices.Grow(buf[:0], int(n))[:n]
 		if _, err := io.ReadFull(body, buf); err != nil {
@@ -209,15 +222,18 @@ func readBody(body io.Reader, n int64, buf []byte) ([]byte, error) {
 		}
 		return buf, nil
 	}
+	body = io.LimitReader(body, max+1) // a byte past max tells a body that runs past it
 	buf = buf[:0]
 	for {
 		buf = slices.Grow(buf, 64<<10)
 		m, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+m]
-		if errors.Is(err, io.EOF) {
+		switch {
+		case int64(len(buf)) > max:
+			return buf, errTooLarge(-1, max)
+		case errors.Is(err, io.EOF):
 			return buf, nil
-		}
-		if err != nil {
+		case err != nil:
 			return buf, err
 		}
 	}

@@ -13,12 +13,12 @@ import (
 // Local is a root in a local directory.
 type Local string
 
-// ReadAll reads the whole file name.
-func (l Local) ReadAll(name string, buf []byte) ([]byte, error) {
-	return l.readSized(name, reuse(buf))
+// ReadAll reads the whole file name, of at most max bytes.
+func (l Local) ReadAll(name string, buf []byte, max int64) ([]byte, error) {
+	return l.readSized(name, max, reuse(buf))
 }
 
-func (l Local) readSized(name string, buffer func(n int64) ([]byte, error)) ([]byte, error) {
+func (l Local) readSized(name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
 	f, err := l.open(name)
 	if err != nil {
 		return nil, err
@@ -29,6 +29,9 @@ func (l Local) readSized(name string, buffer func(n int64) ([]byte, error)) ([]b
 		return nil, err
 	}
 	n := st.Size()
+	if n > max {
+		return nil, fmt.Errorf("%s: %w", f.Name(), errTooLarge(n, max))
+	}
 	buf, err := buffer(n)
 	if err != nil {
 		return nil, err

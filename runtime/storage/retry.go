@@ -56,12 +56,22 @@ func (o Options) client() *http.Client {
 // host: enough for the requests a read-ahead keeps in flight.
 const maxIdlePerHost = 2 * AheadRequests
 
-// defaultClient is the client of web roots opened without one.
+// defaultClient is the client of web roots opened without one. It asks
+// for no compression (see transport).
 var defaultClient = &http.Client{Transport: func() http.RoundTripper {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = maxIdlePerHost
+	transport(t)
 	return t
 }()}
+
+// transport sets up the transport of a client of the package's: idle
+// connections for the read-ahead's requests, and no compression asked
+// for, so that a response's declared length is what its body holds and
+// a small gzip answer cannot inflate past it as it is read.
+func transport(t *http.Transport) {
+	t.MaxIdleConnsPerHost = maxIdlePerHost
+	t.DisableCompression = true
+}
 
 // do runs op until it succeeds, fails for good, or runs out of attempts,
 // each attempt under its own timeout. The error of the last attempt is

@@ -95,9 +95,7 @@ func s3Client(opt Options) (*s3.Client, error) {
 		return c, nil
 	}
 	// The SDK's own HTTP client: AWS_CA_BUNDLE needs its transport options.
-	c, err := newS3Client(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-		t.MaxIdleConnsPerHost = maxIdlePerHost
-	}), opt.retry().Timeout)
+	c, err := newS3Client(awshttp.NewBuildableClient().WithTransportOptions(transport), opt.retry().Timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +126,7 @@ func newS3Client(client config.HTTPClient, timeout time.Duration) (*s3.Client, e
 	}
 	return s3.NewFromConfig(cfg, func(so *s3.Options) {
 		so.UsePathStyle = so.BaseEndpoint != nil
+		so.HTTPClient = errorBodies{so.HTTPClient}
 		// Ranged reads of objects written without checksums are the norm.
 		so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	}), nil
@@ -145,11 +144,11 @@ func (b *bucket) Sub(dir string) Root {
 
 func (b *bucket) Local() (string, bool) { return "", false }
 
-func (b *bucket) ReadAll(name string, buf []byte) ([]byte, error) {
-	return b.readSized(name, reuse(buf))
+func (b *bucket) ReadAll(name string, buf []byte, max int64) ([]byte, error) {
+	return b.readSized(name, max, reuse(buf))
 }
 
-func (b *bucket) readSized(name string, buffer func(n int64) ([]byte, error)) ([]byte, error) {
+func (b *bucket) readSized(name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
@@ -164,10 +163,7 @@ func (b *bucket) readSized(name string, buffer func(n int64) ([]byte, error)) ([
 		if out.ContentLength != nil {
 			n = *out.ContentLength
 		}
-		if buf, err = buffer(n); err != nil {
-			return err
-		}
-		buf, err = readBody(out.Body, n, buf)
+		buf, err = readSizedBody(out.Body, n, max, buffer)
 		return err
 	})
 	if err != nil {
@@ -329,4 +325,36 @@ func noAnswer(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// maxErrorBody is the most of an S3 error's body that is read: S3's are
+// a few hundred bytes of XML.
+const maxErrorBody = 64 << 10
+
+// errorBodies is an S3 client's HTTP client that cuts the body of an
+// answer other than 2xx after maxErrorBody bytes: the SDK reads an
+// error's body whole before it parses it.
+type errorBodies struct{ config.HTTPClient }
+
+func (c errorBodies) Do(req *http.Request) (*http.Response, error) {
+	resp, err := c.HTTPClient.Do(req)
+	if err == nil && resp.StatusCode/100 != 2 {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxErrorBody}
+	}
+	return resp, err
+}
+
+// cappedBody is a body whose reads fail after left more bytes.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("an error's body of more than %d bytes", maxErrorBody)
+	}
+	n, err := b.ReadCloser.Read(p[:min(int64(len(p)), b.left)])
+	b.left -= int64(n)
+	return n, err
 }

@@ -15,15 +15,20 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // Root is a directory of objects. Names are "/"-separated paths relative
 // to it. A Root is safe for concurrent use.
 type Root interface {
 	// ReadAll returns the whole of object name in buf, grown as needed:
-	// one request for a remote root. The error of a missing object wraps
-	// fs.ErrNotExist.
-	ReadAll(name string, buf []byte) ([]byte, error)
+	// one request for a remote root. An object of more than max bytes is
+	// an error wrapping ErrTooLarge, given before anything is allocated
+	// for it when its size is declared (a file's, or a server's
+	// Content-Length), and once max bytes are read when it is not: a
+	// response is never read past max. The error of a missing object
+	// wraps fs.ErrNotExist.
+	ReadAll(name string, buf []byte, max int64) ([]byte, error)
 	// ReadAt fills p with the bytes of object name from offset off. An
 	// object that ends before off+len(p) is an error wrapping ErrShort.
 	ReadAt(name string, p []byte, off int64) error
@@ -69,6 +74,36 @@ func Open(loc string) (Root, error) {
 		return nil, err
 	}
 	return withProcessLayers(r)
+}
+
+// The bound of a metadata file read whole (ReadMetadata), in MiB, and the
+// environment variable that sets it.
+const (
+	MetadataMBEnv      = "LOADERGEN_MAX_METADATA_MB"
+	DefaultMetadataMiB = 64
+)
+
+// metadataMax is the bound of ReadMetadata in bytes, read from the
+// environment once.
+var metadataMax = sync.OnceValues(func() (int64, error) {
+	mib, err := envMiB(MetadataMBEnv, DefaultMetadataMiB, 1)
+	return mib << 20, err
+})
+
+// ReadMetadata reads metadata file name of r whole (zarr's .zmetadata,
+// zarr.json, .zarray, .zgroup and .zattrs, a volume manifest): at most
+// LOADERGEN_MAX_METADATA_MB, 64 MiB by default, which no such file nears;
+// a larger one is an error wrapping ErrTooLarge that names the variable.
+func ReadMetadata(r Root, name string) ([]byte, error) {
+	max, err := metadataMax()
+	if err != nil {
+		return nil, err
+	}
+	data, err := r.ReadAll(name, nil, max)
+	if errors.Is(err, ErrTooLarge) {
+		return nil, fmt.Errorf("%w (a metadata file's bound: %s)", err, MetadataMBEnv)
+	}
+	return data, err
 }
 
 // IsURL reports whether loc names a remote root (it has a scheme such as
@@ -163,6 +198,26 @@ func (e *StatusError) Is(target error) bool {
 
 // ErrShort is wrapped by the error of a read past an object's end.
 var ErrShort = errors.New("the object ends before the read's last byte")
+
+// ErrTooLarge is matched by the error of a read refused for its size: an
+// object larger than the read's maximum (see Root.ReadAll).
+var ErrTooLarge = errors.New("an object larger than the read takes")
+
+// tooLarge is the error of a whole read, of at most max bytes, of an
+// object that declares size bytes, or (size -1) whose body ran past max.
+type tooLarge struct{ size, max int64 }
+
+func errTooLarge(size, max int64) error { return &tooLarge{size, max} }
+
+func (e *tooLarge) Error() string {
+	if e.size < 0 {
+		return fmt.Sprintf("more than %d bytes, the most this read takes", e.max)
+	}
+	return fmt.Sprintf("%d bytes, more than the %d this read takes", e.size, e.max)
+}
+
+// Is makes a tooLarge match ErrTooLarge.
+func (e *tooLarge) Is(target error) bool { return target == ErrTooLarge }
 
 // errTail is the error of a ReadTail of n bytes from an object of size
 // bytes, fewer.

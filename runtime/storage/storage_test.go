@@ -19,6 +19,9 @@ import (
 	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 )
 
+// big is the maximum of the tests' whole reads that no object comes near.
+const big = 1 << 30
+
 // quick retries for tests: the faults they inject pass at once.
 var quick = Retry{Attempts: 5, First: time.Millisecond, Max: 5 * time.Millisecond, Timeout: 10 * time.Second}
 
@@ -74,13 +77,20 @@ func TestRoots(t *testing.T) {
 	for kind, r := range roots(t) {
 		t.Run(kind, func(t *testing.T) {
 			for name, want := range objects {
-				got, err := r.ReadAll(name, []byte("stale"))
+				got, err := r.ReadAll(name, []byte("stale"), big)
 				if err != nil || !bytes.Equal(got, want) {
 					t.Errorf("ReadAll(%s) = %d bytes, %v; want %d", name, len(got), err, len(want))
 				}
 				if n, err := r.Size(name); err != nil || n != int64(len(want)) {
 					t.Errorf("Size(%s) = %d, %v; want %d", name, n, err, len(want))
 				}
+			}
+			if got, err := r.ReadAll("a.bin", nil, 10000); err != nil || len(got) != 10000 {
+				t.Errorf("ReadAll(a.bin) of at most its 10000 bytes = %d bytes, %v", len(got), err)
+			}
+			_, err := r.ReadAll("a.bin", nil, 9999)
+			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "a.bin: 10000 bytes, more than the 9999 this read takes") {
+				t.Errorf("ReadAll(a.bin) of at most 9999 bytes: %v, want ErrTooLarge naming it and both sizes", err)
 			}
 			p := make([]byte, 25)
 			if err := r.ReadAt("a.bin", p, 9973); err != nil || string(p) != "3456789012345678901234567" {
@@ -110,15 +120,15 @@ func TestRoots(t *testing.T) {
 				}
 			}
 			sub := r.Sub("dir")
-			if got, err := sub.ReadAll("b.txt", nil); err != nil || string(got) != "hello, world" {
+			if got, err := sub.ReadAll("b.txt", nil, big); err != nil || string(got) != "hello, world" {
 				t.Errorf("Sub(dir).ReadAll(b.txt) = %q, %v", got, err)
 			}
-			_, err := r.ReadAll("dir/missing.bin", nil)
+			_, err = r.ReadAll("dir/missing.bin", nil, big)
 			if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "missing.bin") {
 				t.Errorf("ReadAll of a missing object: %v, want fs.ErrNotExist naming it", err)
 			}
 			for _, bad := range []string{"../a.bin", "/a.bin", "dir/../a.bin", "dir//b.txt"} {
-				if _, err := r.ReadAll(bad, nil); err == nil || !strings.Contains(err.Error(), "plain relative path") {
+				if _, err := r.ReadAll(bad, nil, big); err == nil || !strings.Contains(err.Error(), "plain relative path") {
 					t.Errorf("ReadAll(%q): %v, want a refusal", bad, err)
 				}
 			}

@@ -28,7 +28,7 @@ func LoadManifest(file string, spec Spec) ([]Volume, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
-	text, err := root.ReadAll(name, nil)
+	text, err := storage.ReadMetadata(root, name)
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}

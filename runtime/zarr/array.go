@@ -75,6 +75,21 @@ type Array struct {
 // that it writes none a reader refuses.
 const maxChunkBytes = 1 << 31
 
+// storedLimit is the most bytes a stored chunk (an inner chunk, for a
+// sharded array) of the array may take: twice its decoded size and 1 MiB
+// (no codec of zarr's expands data near as much), within maxChunkBytes.
+// A larger one, by its file's size, its server's declared length or its
+// shard's index, is refused before it is read.
+func (a *Array) storedLimit() int64 {
+	return min(2*int64(a.unitBytes)+1<<20, maxChunkBytes)
+}
+
+// errStoredSize is the error of a chunk stored in n bytes, more than
+// storedLimit.
+func (a *Array) errStoredSize(n int64) error {
+	return fmt.Errorf("stored in %d bytes, more than the %d a chunk of %d bytes may take", n, a.storedLimit(), a.unitBytes)
+}
+
 // arrayIDs numbers opened arrays across every cache, so that arrays
 // sharing a Cache never share its keys.
 var arrayIDs atomic.Uint64
@@ -546,6 +561,9 @@ func (a *Array) loadInner(idx []int, out []byte, have, want span) ([]byte, span,
 	if !stored {
 		return nil, span{}, nil // an empty inner chunk, or a shard not stored
 	}
+	if size > a.storedLimit() {
+		return nil, span{}, a.chunkError(shard[:n], inner[:n], a.errStoredSize(size))
+	}
 	key := a.key(shard[:n])
 	if l, ok := a.remote.(storage.Lender); ok {
 		raw, release, err := l.LendRange(key, off, size)
@@ -582,6 +600,9 @@ func (a *Array) loadChunk(idx []int, out []byte, have, want span) ([]byte, span,
 		return nil, span{}, err
 	}
 	defer f.Close()
+	if size > a.storedLimit() {
+		return nil, span{}, a.chunkError(idx, nil, a.errStoredSize(size))
+	}
 	if skip, ok := a.chain.storedAsIs(size, a.unitBytes); ok {
 		if out == nil {
 			out = a.cache.buffer(a.unitBytes)
@@ -655,7 +676,7 @@ func (a *Array) loadRemoteChunk(idx []int, out []byte, have, want span) ([]byte,
 	}
 	buf := raws.Get().(*[]byte)
 	defer raws.Put(buf)
-	raw, err := a.remote.ReadAll(key, *buf)
+	raw, err := a.remote.ReadAll(key, *buf, a.storedLimit())
 	if err == nil {
 		*buf = raw
 	}
@@ -678,9 +699,6 @@ func (a *Array) decodeRemote(idx []int, raw []byte, err error, out []byte, have,
 	}
 	if err != nil {
 		return nil, span{}, a.chunkError(idx, nil, err)
-	}
-	if len(raw) > maxChunkBytes {
-		return nil, span{}, a.chunkError(idx, nil, fmt.Errorf("%d bytes is more than a chunk may hold", len(raw)))
 	}
 	a.noteStored(len(raw))
 	return a.decode(&a.chain, raw, out, have, want, idx, nil)

@@ -261,7 +261,7 @@ func (a *Array) ReadAhead(origin, shape []int) {
 	copy(idx[:n], c0[:n])
 	for {
 		if !a.cache.holdsWhole(a.chunkEntry(ravel(idx[:n], a.grid)), a.unitBytes) {
-			h.Hint(a.key(idx[:n]), expect)
+			h.Hint(a.key(idx[:n]), expect, a.storedLimit())
 		}
 		if !next(idx[:n], c0[:n], c1[:n]) {
 			return
@@ -352,8 +352,8 @@ func (a *Array) hintInner(h storage.Hinter, s int64, units []int64, index []byte
 		for k := range n {
 			inner[k] = idx[k] % sh.perShard[k]
 		}
-		if off, size, ok := sh.place(index, inner[:n]); ok {
-			h.HintRange(key, off, size)
+		if off, size, ok := sh.place(index, inner[:n]); ok && size <= a.storedLimit() {
+			h.HintRange(key, off, size) // a larger one is refused by its read
 		}
 	}
 }

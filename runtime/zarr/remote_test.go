@@ -87,13 +87,13 @@ type lendLog struct {
 func (l lender) Local() (string, bool)       { return "", false }
 func (l lender) Sub(dir string) storage.Root { return lender{l.Root.Sub(dir), l.log} }
 
-func (l lender) ReadAll(name string, buf []byte) ([]byte, error) {
+func (l lender) ReadAll(name string, buf []byte, max int64) ([]byte, error) {
 	if !strings.HasPrefix(name, ".") && name != "zarr.json" { // a chunk, not metadata
 		l.log.mu.Lock()
 		l.log.reads++
 		l.log.mu.Unlock()
 	}
-	return l.Root.ReadAll(name, buf)
+	return l.Root.ReadAll(name, buf, max)
 }
 
 func (l lender) ReadAt(name string, p []byte, off int64) error {
@@ -111,7 +111,7 @@ func (l lender) ReadTail(name string, p []byte) (int64, error) {
 }
 
 func (l lender) Lend(name string) ([]byte, func(), error) {
-	data, err := l.Root.ReadAll(name, nil)
+	data, err := l.Root.ReadAll(name, nil, 1<<31)
 	return l.lend(data, err)
 }
 
@@ -136,7 +136,7 @@ func (l lender) lend(data []byte, err error) ([]byte, func(), error) {
 	}, nil
 }
 
-func (l lender) Hint(name string, expect int64) { l.hint(expect) }
+func (l lender) Hint(name string, expect, max int64) { l.hint(expect) }
 
 func (l lender) HintRange(name string, off, n int64) { l.hint(n) }
 

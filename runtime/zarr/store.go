@@ -103,7 +103,7 @@ func Open(dir string) (*Array, error) {
 // readConsolidated loads .zmetadata, when present.
 func (s *Store) readConsolidated() error {
 	file := s.root.URL(".zmetadata")
-	text, err := s.root.ReadAll(".zmetadata", nil)
+	text, err := storage.ReadMetadata(s.root, ".zmetadata")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -242,7 +242,7 @@ func (s *Store) doc(p, name string) (*metaDoc, error) {
 
 // readDoc reads and parses metadata file key of the store.
 func (s *Store) readDoc(key string) (*metaDoc, error) {
-	text, err := s.root.ReadAll(key, nil)
+	text, err := storage.ReadMetadata(s.root, key)
 	if err != nil {
 		return nil, err
 	}
