@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -280,4 +281,82 @@ func TestS3FaultsBelowHTTP(t *testing.T) {
 			t.Log(err)
 		})
 	}
+}
+
+// dripper serves objects of 20 bytes, one byte at a time: "steady" sends
+// one each 25 ms, "drip" one each 5 s.
+func dripper(w http.ResponseWriter, r *http.Request) {
+	gap := 5 * time.Second
+	if path.Base(r.URL.Path) == "steady" {
+		gap = 25 * time.Millisecond
+	}
+	w.Header().Set("Content-Length", "20")
+	for range 20 {
+		w.Write([]byte{'x'})
+		w.(http.Flusher).Flush()
+		select {
+		case <-time.After(gap):
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// TestIdleDeadline: an attempt fails, and is retried, once the server
+// sends nothing for the policy's Idle: before its answer's head (silent)
+// or within its body (drip); a body that keeps coming (steady) is read
+// whole, however long it takes past Idle.
+func TestIdleDeadline(t *testing.T) {
+	drips := httptest.NewServer(http.HandlerFunc(dripper))
+	t.Cleanup(drips.Close)
+	policy := Retry{Attempts: 2, First: time.Millisecond, Max: time.Millisecond, Timeout: 10 * time.Second, Idle: 300 * time.Millisecond}
+	web, s3 := webAndS3(t, drips.URL, policy)
+	silent, err := OpenHTTP(remotetest.Silent(t), Options{Retry: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		kind, name string
+		root       Root
+		stalls     bool
+	}{
+		{"http", "steady", web, false},
+		{"http", "drip", web, true},
+		{"http", "silent", silent, true},
+		{"s3", "steady", s3, false},
+		{"s3", "drip", s3, true},
+	} {
+		t.Run(c.kind+"/"+c.name, func(t *testing.T) {
+			start := time.Now()
+			got, err := c.root.ReadAll(c.name, nil, big)
+			if !c.stalls {
+				if err != nil || string(got) != strings.Repeat("x", 20) {
+					t.Errorf("ReadAll = %q, %v; want the 20 bytes", got, err)
+				}
+				return
+			}
+			if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no byte from the server for 300ms (gave up after 2 attempts)") {
+				t.Errorf("ReadAll: %v; want each attempt to stall", err)
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("ReadAll took %v, want about 2 x 300ms", d)
+			}
+		})
+	}
+}
+
+// webAndS3 returns, under policy, a web root at url/data and the S3 root
+// s3://data at endpoint url: a server that names objects by the last
+// element of their path answers both alike.
+func webAndS3(t *testing.T, url string, policy Retry) (web, s3 Root) {
+	t.Helper()
+	web, err := OpenHTTP(url+"/data", Options{Retry: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	(&remotetest.Server{Dir: t.TempDir(), Endpoint: url}).Env(t)
+	if s3, err = OpenS3("s3://data", Options{Retry: policy}); err != nil {
+		t.Fatal(err)
+	}
+	return web, s3
 }

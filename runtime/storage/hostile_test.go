@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/loadergen/loadergen/internal/testenv/bounded"
-	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 )
 
 // bombSize is what the hostile server's gzip bomb inflates to.
@@ -85,15 +84,7 @@ func TestHostileBodies(t *testing.T) {
 	l := newLiar(t)
 	srv := httptest.NewServer(l)
 	t.Cleanup(srv.Close)
-	web, err := OpenHTTP(srv.URL+"/data", Options{Retry: quick})
-	if err != nil {
-		t.Fatal(err)
-	}
-	(&remotetest.Server{Dir: t.TempDir(), Endpoint: srv.URL}).Env(t)
-	s3, err := OpenS3("s3://data", Options{Retry: quick})
-	if err != nil {
-		t.Fatal(err)
-	}
+	web, s3 := webAndS3(t, srv.URL, quick)
 	const max = 64 << 20
 	for kind, r := range map[string]Root{"http": web, "s3": s3} {
 		for _, c := range []struct {

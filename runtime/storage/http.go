@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -65,8 +64,8 @@ func (w *web) List(dir string) ([]string, error) {
 // n bytes when off is -1), and
 // hands the response to read; a 404 is fs.ErrNotExist, other statuses
 // than 200 and 206 a StatusError.
-func (w *web) get(ctx context.Context, method, name string, off, n int64, read func(*http.Response) error) error {
-	req, err := http.NewRequestWithContext(ctx, method, w.URL(name), nil)
+func (w *web) get(a *attempt, method, name string, off, n int64, read func(*http.Response) error) error {
+	req, err := http.NewRequestWithContext(a.ctx, method, w.URL(name), nil)
 	if err != nil {
 		return err
 	}
@@ -81,6 +80,8 @@ func (w *web) get(ctx context.Context, method, name string, off, n int64, read f
 		return err
 	}
 	defer resp.Body.Close()
+	a.alive()
+	resp.Body = a.body(resp.Body)
 	switch resp.StatusCode {
 	case http.StatusOK, http.StatusPartialContent:
 		return read(resp)
@@ -103,8 +104,8 @@ func (w *web) readSized(name string, max int64, buffer func(n int64) ([]byte, er
 		return nil, err
 	}
 	var buf []byte
-	err := w.retry.do(func(ctx context.Context) error {
-		return w.get(ctx, http.MethodGet, name, 0, -1, func(resp *http.Response) error {
+	err := w.retry.do(func(a *attempt) error {
+		return w.get(a, http.MethodGet, name, 0, -1, func(resp *http.Response) error {
 			var err error
 			buf, err = readSizedBody(resp.Body, resp.ContentLength, max, buffer)
 			return err
@@ -123,8 +124,8 @@ func (w *web) ReadAt(name string, p []byte, off int64) error {
 	if len(p) == 0 {
 		return nil
 	}
-	err := w.retry.do(func(ctx context.Context) error {
-		return w.get(ctx, http.MethodGet, name, off, int64(len(p)), func(resp *http.Response) error {
+	err := w.retry.do(func(a *attempt) error {
+		return w.get(a, http.MethodGet, name, off, int64(len(p)), func(resp *http.Response) error {
 			if resp.StatusCode == http.StatusOK { // the server ignored the range: skip to it
 				if resp.ContentLength >= 0 && resp.ContentLength < off+int64(len(p)) {
 					return errShort(w.URL(name), off, int64(len(p)), max(0, resp.ContentLength-off))
@@ -154,8 +155,8 @@ func (w *web) ReadTail(name string, p []byte) (int64, error) {
 	}
 	n := int64(len(p))
 	var size int64
-	err := w.retry.do(func(ctx context.Context) error {
-		return w.get(ctx, http.MethodGet, name, -1, n, func(resp *http.Response) error {
+	err := w.retry.do(func(a *attempt) error {
+		return w.get(a, http.MethodGet, name, -1, n, func(resp *http.Response) error {
 			cr := resp.Header.Get("Content-Range")
 			if resp.StatusCode == http.StatusOK {
 				cr = "" // the server ignored the range
@@ -176,8 +177,8 @@ func (w *web) Size(name string) (int64, error) {
 		return 0, err
 	}
 	var size int64
-	err := w.retry.do(func(ctx context.Context) error {
-		return w.get(ctx, http.MethodHead, name, 0, -1, func(resp *http.Response) error {
+	err := w.retry.do(func(a *attempt) error {
+		return w.get(a, http.MethodHead, name, 0, -1, func(resp *http.Response) error {
 			if resp.ContentLength < 0 {
 				return fmt.Errorf("%s: the server gave no Content-Length", w.URL(name))
 			}

@@ -144,6 +144,22 @@ func (b *bucket) Sub(dir string) Root {
 
 func (b *bucket) Local() (string, bool) { return "", false }
 
+// get makes one GetObject of name (rng: its Range header, or ""), whose
+// body's reads put off the attempt's idle deadline.
+func (b *bucket) get(a *attempt, name, rng string) (*s3.GetObjectOutput, error) {
+	in := &s3.GetObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name)}
+	if rng != "" {
+		in.Range = &rng
+	}
+	out, err := b.client.GetObject(a.ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	a.alive()
+	out.Body = a.body(out.Body)
+	return out, nil
+}
+
 func (b *bucket) ReadAll(name string, buf []byte, max int64) ([]byte, error) {
 	return b.readSized(name, max, reuse(buf))
 }
@@ -153,8 +169,8 @@ func (b *bucket) readSized(name string, max int64, buffer func(n int64) ([]byte,
 		return nil, err
 	}
 	var buf []byte
-	err := b.retry.do(func(ctx context.Context) error {
-		out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name)})
+	err := b.retry.do(func(a *attempt) error {
+		out, err := b.get(a, name, "")
 		if err != nil {
 			return b.fail(name, err)
 		}
@@ -180,9 +196,8 @@ func (b *bucket) ReadAt(name string, p []byte, off int64) error {
 		return nil
 	}
 	n := int64(len(p))
-	err := b.retry.do(func(ctx context.Context) error {
-		out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name),
-			Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1))})
+	err := b.retry.do(func(a *attempt) error {
+		out, err := b.get(a, name, fmt.Sprintf("bytes=%d-%d", off, off+n-1))
 		if err != nil {
 			var se *StatusError
 			if err = b.fail(name, err); errors.As(err, &se) && se.Status == http.StatusRequestedRangeNotSatisfiable {
@@ -211,9 +226,8 @@ func (b *bucket) ReadTail(name string, p []byte) (int64, error) {
 	}
 	n := int64(len(p))
 	var size int64
-	err := b.retry.do(func(ctx context.Context) error {
-		out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name),
-			Range: aws.String(fmt.Sprintf("bytes=-%d", n))})
+	err := b.retry.do(func(a *attempt) error {
+		out, err := b.get(a, name, fmt.Sprintf("bytes=-%d", n))
 		if err != nil {
 			var se *StatusError
 			if err = b.fail(name, err); errors.As(err, &se) && se.Status == http.StatusRequestedRangeNotSatisfiable {
@@ -237,8 +251,8 @@ func (b *bucket) Size(name string) (int64, error) {
 		return 0, err
 	}
 	var size int64
-	err := b.retry.do(func(ctx context.Context) error {
-		out, err := b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name)})
+	err := b.retry.do(func(a *attempt) error {
+		out, err := b.client.HeadObject(a.ctx, &s3.HeadObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name)})
 		if err != nil {
 			return b.fail(name, err)
 		}
@@ -263,9 +277,9 @@ func (b *bucket) List(dir string) ([]string, error) {
 	var token *string
 	for {
 		var out *s3.ListObjectsV2Output
-		err := b.retry.do(func(ctx context.Context) error {
+		err := b.retry.do(func(a *attempt) error {
 			var err error
-			out, err = b.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &b.name, Prefix: &prefix,
+			out, err = b.client.ListObjectsV2(a.ctx, &s3.ListObjectsV2Input{Bucket: &b.name, Prefix: &prefix,
 				Delimiter: aws.String("/"), ContinuationToken: token})
 			if err != nil {
 				return b.fail(dir, err)
