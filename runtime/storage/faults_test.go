@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -359,4 +361,73 @@ func webAndS3(t *testing.T, url string, policy Retry) (web, s3 Root) {
 		t.Fatal(err)
 	}
 	return web, s3
+}
+
+// TestS3Credentials: requests go unsigned when nothing configured
+// credentials, and signed when the environment gives them; credentials
+// configured that the chain cannot use (a key without its secret, a
+// profile whose process fails) are an error at open naming them, not
+// anonymous requests refused later.
+func TestS3Credentials(t *testing.T) {
+	var mu sync.Mutex // guards signed, which the server's goroutines write
+	var signed bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		signed = r.Header.Get("Authorization") != ""
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config")
+	if err := os.WriteFile(config, []byte("[profile broken]\ncredential_process = false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		env  []string // K=V
+		want string   // the error at open; "" when it opens
+		sign bool
+	}{
+		{"nothing", nil, "", false},
+		{"keys", []string{"AWS_ACCESS_KEY_ID=a", "AWS_SECRET_ACCESS_KEY=s"}, "", true},
+		{"a key without its secret", []string{"AWS_ACCESS_KEY_ID=a"}, "credentials are configured (AWS_ACCESS_KEY_ID), but the chain found none", false},
+		{"a profile whose process fails", []string{"AWS_PROFILE=broken"}, `credentials are configured (AWS_PROFILE, profile "broken"), but the chain found none`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, kv := range os.Environ() {
+				if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") {
+					t.Setenv(k, "")
+					os.Unsetenv(k)
+				}
+			}
+			t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
+			t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+			t.Setenv("AWS_CONFIG_FILE", config)
+			t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "no-credentials"))
+			for _, kv := range c.env {
+				k, v, _ := strings.Cut(kv, "=")
+				t.Setenv(k, v)
+			}
+			r, err := OpenS3("s3://data", Options{Retry: quick})
+			if c.want != "" {
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("OpenS3: %v; want it to say %q", err, c.want)
+				}
+				t.Log(err)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := r.ReadAll("x", nil, big); err != nil || string(got) != "ok" {
+				t.Fatalf("ReadAll = %q, %v", got, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if signed != c.sign {
+				t.Errorf("the request was signed: %v, want %v", signed, c.sign)
+			}
+		})
+	}
 }

@@ -38,7 +38,10 @@ const DefaultRegion = "us-east-1"
 // the AWS SDK's standard chain (the AWS_* environment variables, the
 // shared config and credentials files and their profiles, SSO, web
 // identity, the EC2 or ECS instance role). When the chain finds none, the
-// requests are anonymous, which public buckets answer. AWS_ENDPOINT_URL_S3
+// requests are anonymous, which public buckets answer, unless something
+// configured credentials (an AWS_* variable of the chain, a profile with
+// keys, a role, SSO or a process): then OpenS3 returns the chain's error,
+// naming what was set. AWS_ENDPOINT_URL_S3
 // or AWS_ENDPOINT_URL points the client at an S3-compatible store (then
 // addressed path-style: endpoint/bucket/key); AWS_REGION or the profile's
 // region apply, else DefaultRegion. It makes no request to the bucket.
@@ -122,6 +125,9 @@ func newS3Client(client config.HTTPClient, timeout time.Duration) (*s3.Client, e
 		cfg.Region = DefaultRegion
 	}
 	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		if set := credentialSettings(cfg); len(set) > 0 {
+			return nil, fmt.Errorf("credentials are configured (%s), but the chain found none: %w", strings.Join(set, ", "), err)
+		}
 		cfg.Credentials = aws.AnonymousCredentials{}
 	}
 	return s3.NewFromConfig(cfg, func(so *s3.Options) {
@@ -130,6 +136,35 @@ func newS3Client(client config.HTTPClient, timeout time.Duration) (*s3.Client, e
 		// Ranged reads of objects written without checksums are the norm.
 		so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	}), nil
+}
+
+// credentialEnv are the environment variables that configure the
+// credential chain.
+var credentialEnv = []string{"AWS_ACCESS_KEY_ID", "AWS_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SECRET_KEY",
+	"AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN",
+	"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"}
+
+// credentialSettings names what configures credentials in the
+// environment and in the profile cfg was loaded with: requests go
+// unsigned only when the chain finds no credentials and this names
+// nothing, so that a credential set wrong is an error at open rather than
+// an anonymous request's 403.
+func credentialSettings(cfg aws.Config) []string {
+	var set []string
+	for _, v := range credentialEnv {
+		if os.Getenv(v) != "" {
+			set = append(set, v)
+		}
+	}
+	for _, src := range cfg.ConfigSources {
+		sc, ok := src.(config.SharedConfig)
+		if ok && (sc.Credentials.AccessKeyID != "" || sc.Credentials.SecretAccessKey != "" || sc.RoleARN != "" ||
+			sc.CredentialSource != "" || sc.CredentialProcess != "" || sc.WebIdentityTokenFile != "" ||
+			sc.SSOSessionName != "" || sc.SSOStartURL != "") {
+			set = append(set, fmt.Sprintf("profile %q", sc.Profile))
+		}
+	}
+	return set
 }
 
 func (b *bucket) URL(name string) string { return "s3://" + b.name + "/" + b.prefix + name }
