@@ -732,7 +732,7 @@ func OpenAll(root string, specs []Spec) ([]*File, error) {
 			if spec.Offsets != "" && errors.As(err, &pe) && strings.HasSuffix(filepath.ToSlash(pe.Path), spec.Offsets) {
 				name = spec.Offsets
 			}
-			err = &runtime.KeyError{Key: spec.Key, Err: fmt.Errorf("%w (the schema's file %q under the data root %s)", err, name, root)}
+			err = &runtime.KeyError{Key: spec.Key, Err: fmt.Errorf("%w (the schema's file %q under the data root %s)", err, name, storage.Redact(root))}
 		}
 		if err != nil {
 			CloseAll(files...)

@@ -78,6 +78,17 @@ func TestShardsRemote(t *testing.T) {
 	}
 }
 
+// TestFolderURLSecret: the refusal of class folders under a URL names the
+// URL without its user and password.
+func TestFolderURLSecret(t *testing.T) {
+	folder := spec()
+	folder.Shards, folder.Folder = "", "train"
+	_, err := Open(folder, "https://u-alice:pw-0xs3cr3t@host/x", quiet)
+	if err == nil || !strings.Contains(err.Error(), "not under https://host/x:") || strings.Contains(err.Error(), "u-alice") || strings.Contains(err.Error(), "pw-0xs3cr3t") {
+		t.Errorf("class folders under a URL with a password: %v", err)
+	}
+}
+
 // readSample reads sample i of s, a dataset of spec()'s keys.
 func readSample(s *Source, i int) ([][]byte, error) {
 	out := [][]byte{make([]byte, 3*8*8), make([]byte, 8*8*8), make([]byte, 4)}

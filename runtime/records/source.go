@@ -108,7 +108,7 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 	var err error
 	if spec.Folder != "" {
 		if storage.IsURL(root) {
-			return nil, fmt.Errorf("records: class folders must be on local disk, not under %s: object stores cannot be walked as folders are; write the dataset as tar shards", root)
+			return nil, fmt.Errorf("records: class folders must be on local disk, not under %s: object stores cannot be walked as folders are; write the dataset as tar shards", storage.Redact(root))
 		}
 		dir := filepath.Join(root, filepath.FromSlash(spec.Folder))
 		if s.ix, s.classes, err = indexFolder(dir); err != nil {

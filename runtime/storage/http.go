@@ -12,25 +12,40 @@ import (
 )
 
 // web is a root on a web server: object name is the URL base/name. It is
-// read-only and cannot be listed.
+// read-only and cannot be listed. A name may end in a query, which its
+// requests carry (a presigned object's, see Split) and messages do not.
 type web struct {
-	base   string // the root's URL, without a trailing slash
+	base   string // the root's URL, without a trailing slash, as requests use it
+	shown  string // base redacted (see Redact): what URL and messages show
 	client *http.Client
 	retry  Retry
 }
 
-// OpenHTTP returns the root at URL loc (https:// or http://). It makes no
-// request: a wrong URL shows at the first read.
+// OpenHTTP returns the root at URL loc (https:// or http://), which may
+// hold a user and password (user:password@host: basic authentication).
+// It makes no request: a wrong URL shows at the first read.
 func OpenHTTP(loc string, o ...Options) (Root, error) {
 	u, err := url.Parse(loc)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", loc, err)
+		return nil, fmt.Errorf("%s: %w", Redact(loc), unwrapURL(err))
 	}
 	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%s: want http(s)://host/path, with no query or fragment", loc)
+		return nil, fmt.Errorf("%s: want http(s)://host/path, with no query or fragment (a presigned URL names an object, not a root)", Redact(loc))
 	}
 	opt := first(o)
-	return &web{base: strings.TrimSuffix(loc, "/"), client: opt.client(), retry: opt.retry()}, nil
+	base := strings.TrimSuffix(loc, "/")
+	return &web{base: base, shown: Redact(base), client: opt.client(), retry: opt.retry()}, nil
+}
+
+// unwrapURL returns the error within a *url.Error, which names the URL it
+// was about whole, secrets included; the errors of this package name the
+// URL redacted instead.
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // first returns the first of o, or zero Options.
@@ -42,15 +57,37 @@ func first(o []Options) Options {
 }
 
 func (w *web) URL(name string) string {
-	if name == "" {
-		return w.base
+	path, _, _ := strings.Cut(name, "?")
+	return w.shown + escaped(path)
+}
+
+// request returns the URL that requests for object name go to.
+func (w *web) request(name string) string {
+	path, query, ok := strings.Cut(name, "?")
+	if ok {
+		query = "?" + query
 	}
-	return w.base + "/" + (&url.URL{Path: name}).EscapedPath()
+	return w.base + escaped(path) + query
+}
+
+// escaped returns "/" and path escaped for a URL, or "" for no path.
+func escaped(path string) string {
+	if path == "" {
+		return ""
+	}
+	return "/" + (&url.URL{Path: path}).EscapedPath()
+}
+
+// check refuses names whose path would leave the root (see checkName).
+func (w *web) check(name string) error {
+	path, _, _ := strings.Cut(name, "?")
+	return checkName(path)
 }
 
 func (w *web) Sub(dir string) Root {
 	c := *w
-	c.base = w.URL(strings.TrimSuffix(dir, "/"))
+	dir = strings.TrimSuffix(dir, "/")
+	c.base, c.shown = w.request(dir), w.URL(dir)
 	return &c
 }
 
@@ -65,9 +102,9 @@ func (w *web) List(dir string) ([]string, error) {
 // hands the response to read; a 404 is fs.ErrNotExist, other statuses
 // than 200 and 206 a StatusError.
 func (w *web) get(a *attempt, method, name string, off, n int64, read func(*http.Response) error) error {
-	req, err := http.NewRequestWithContext(a.ctx, method, w.URL(name), nil)
+	req, err := http.NewRequestWithContext(a.ctx, method, w.request(name), nil)
 	if err != nil {
-		return err
+		return unwrapURL(err)
 	}
 	switch {
 	case off < 0: // the last n bytes
@@ -77,7 +114,7 @@ func (w *web) get(a *attempt, method, name string, off, n int64, read func(*http
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return err
+		return unwrapURL(err)
 	}
 	defer resp.Body.Close()
 	a.alive()
@@ -100,7 +137,7 @@ func (w *web) ReadAll(name string, buf []byte, max int64) ([]byte, error) {
 }
 
 func (w *web) readSized(name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
-	if err := checkName(name); err != nil {
+	if err := w.check(name); err != nil {
 		return nil, err
 	}
 	var buf []byte
@@ -118,7 +155,7 @@ func (w *web) readSized(name string, max int64, buffer func(n int64) ([]byte, er
 }
 
 func (w *web) ReadAt(name string, p []byte, off int64) error {
-	if err := checkName(name); err != nil {
+	if err := w.check(name); err != nil {
 		return err
 	}
 	if len(p) == 0 {
@@ -150,7 +187,7 @@ func (w *web) ReadAt(name string, p []byte, off int64) error {
 }
 
 func (w *web) ReadTail(name string, p []byte) (int64, error) {
-	if err := checkName(name); err != nil {
+	if err := w.check(name); err != nil {
 		return 0, err
 	}
 	n := int64(len(p))
@@ -173,7 +210,7 @@ func (w *web) ReadTail(name string, p []byte) (int64, error) {
 }
 
 func (w *web) Size(name string) (int64, error) {
-	if err := checkName(name); err != nil {
+	if err := w.check(name); err != nil {
 		return 0, err
 	}
 	var size int64

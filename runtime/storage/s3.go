@@ -49,20 +49,20 @@ const DefaultRegion = "us-east-1"
 // AWS_* variables, share one client: the configuration is loaded once.
 func OpenS3(loc string, o ...Options) (Root, error) {
 	u, err := url.Parse(loc)
-	if err != nil || u.Scheme != "s3" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%s: want s3://bucket/prefix", loc)
+	if err != nil || u.Scheme != "s3" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("%s: want s3://bucket/prefix (credentials come from the AWS configuration, not the URL)", Redact(loc))
 	}
 	prefix := strings.Trim(u.Path, "/")
 	if prefix != "" {
 		if err := checkName(prefix); err != nil {
-			return nil, fmt.Errorf("%s: %w", loc, err)
+			return nil, fmt.Errorf("%s: %w", Redact(loc), err)
 		}
 		prefix += "/"
 	}
 	opt := first(o)
 	client, err := s3Client(opt)
 	if err != nil {
-		return nil, fmt.Errorf("%s: AWS configuration: %w", loc, err)
+		return nil, fmt.Errorf("%s: AWS configuration: %w", Redact(loc), err)
 	}
 	return &bucket{client: client, name: u.Host, prefix: prefix, retry: opt.retry()}, nil
 }

@@ -68,7 +68,7 @@ func Open(loc string) (Root, error) {
 	case "":
 		return Local(loc), nil
 	default:
-		return nil, fmt.Errorf("%s: unknown scheme %q (use a local path, s3://bucket/prefix or https://host/path)", loc, scheme(loc))
+		return nil, fmt.Errorf("%s: unknown scheme %q (use a local path, s3://bucket/prefix or https://host/path)", Redact(loc), scheme(loc))
 	}
 	if err != nil {
 		return nil, err
@@ -104,6 +104,26 @@ func ReadMetadata(r Root, name string) ([]byte, error) {
 		return nil, fmt.Errorf("%w (a metadata file's bound: %s)", err, MetadataMBEnv)
 	}
 	return data, err
+}
+
+// Redact returns location loc as errors and logs show it: a URL without
+// its userinfo (user:password@), query and fragment (a presigned URL's
+// signature and token), which only its requests carry; a local path as
+// it is.
+func Redact(loc string) string {
+	if !IsURL(loc) {
+		return loc
+	}
+	i := strings.Index(loc, "://") + 3
+	rest := loc[i:]
+	authority, _, _ := strings.Cut(rest, "/")
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		rest = rest[at+1:]
+	}
+	if j := strings.IndexAny(rest, "?#"); j >= 0 {
+		rest = rest[:j]
+	}
+	return loc[:i] + rest
 }
 
 // IsURL reports whether loc names a remote root (it has a scheme such as
@@ -145,12 +165,18 @@ func Join(base, rel string) string {
 }
 
 // Split returns the directory of location loc and its last element, for
-// a URL as for a path: Split("s3://b/x/m.csv") is "s3://b/x", "m.csv".
+// a URL as for a path: Split("s3://b/x/m.csv") is "s3://b/x", "m.csv". A
+// URL's query stays with its last element (a presigned URL's signature),
+// which a web root sends with that object's request.
 func Split(loc string) (dir, name string) {
 	if !IsURL(loc) {
 		return filepath.Dir(loc), filepath.Base(loc)
 	}
-	i := strings.LastIndex(loc, "/")
+	at := strings.IndexByte(loc, '?')
+	if at < 0 {
+		at = len(loc)
+	}
+	i := strings.LastIndex(loc[:at], "/")
 	if i < len(scheme(loc))+3 { // "s3://bucket": the root itself
 		return loc, ""
 	}
@@ -169,23 +195,23 @@ func checkName(name string) error {
 	return nil
 }
 
-// StatusError is a remote server's refusal: the URL, the HTTP status and,
-// for S3, its error code.
+// StatusError is a remote server's refusal: the URL (redacted, see
+// Redact), the HTTP status and, for S3, its error code.
 type StatusError struct {
 	URL    string
 	Status int    // HTTP status code
 	Code   string // S3 error code (SlowDown, AccessDenied, ...), or ""
 }
 
-// Error gives the status and code; the errors of this package that wrap
-// it name the URL.
+// Error gives the status and code, and for an S3 refusal of access where
+// its credentials come from; the errors of this package that wrap it name
+// the URL.
 func (e *StatusError) Error() string {
 	msg := fmt.Sprintf("HTTP %d", e.Status)
 	if e.Code != "" {
 		msg += " " + e.Code
 	}
-	switch e.Status {
-	case 401, 403:
+	if (e.Status == 401 || e.Status == 403) && scheme(e.URL) == "s3" {
 		msg += " (check the credentials: AWS_ACCESS_KEY_ID, AWS_PROFILE, ...)"
 	}
 	return msg

@@ -271,3 +271,90 @@ func TestNoRanges(t *testing.T) {
 		t.Errorf("ReadTail(dir/b.txt, 20) = %d, %v; want 12, ErrShort", size, err)
 	}
 }
+
+func TestRedact(t *testing.T) {
+	for loc, want := range map[string]string{
+		"https://alice:pw@host/x/a.bin":                                 "https://host/x/a.bin",
+		"http://alice@host:8080/x":                                      "http://host:8080/x",
+		"https://host/b/v.csv?X-Amz-Signature=s&X-Amz-Security-Token=t": "https://host/b/v.csv",
+		"https://alice:p?w@host/x#frag":                                 "https://host/x",
+		"https://host/x#frag":                                           "https://host/x",
+		"s3://bucket/pre/fix":                                           "s3://bucket/pre/fix",
+		"data/a@b?c.zarr":                                               "data/a@b?c.zarr",
+	} {
+		if got := Redact(loc); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", loc, got, want)
+		}
+	}
+}
+
+// TestSecretsNotShown: a URL's user and password and a presigned URL's
+// query are sent with requests (basic authentication, the signature) and
+// never shown: not in errors of refusals, of faults below HTTP, of
+// locations refused at open; the AWS credentials hint is for S3 only.
+func TestSecretsNotShown(t *testing.T) {
+	const user, pw, sig, token = "u-alice", "pw-0xs3cr3t", "sig-0xf00", "tok-0xba4"
+	dir := t.TempDir()
+	writeObjects(t, filepath.Join(dir, "x"))
+	url := remotetest.Guarded(t, dir, user, pw, sig)
+	host := strings.TrimPrefix(url, "http://")
+	query := "?X-Amz-Signature=" + sig + "&X-Amz-Security-Token=" + token
+	shown := func(what string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Errorf("%s: no error", what)
+			return
+		}
+		for _, s := range []string{user, pw, sig, token} {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("%s: %v shows %q", what, err, s)
+			}
+		}
+		if strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") {
+			t.Errorf("%s: %v gives the AWS credentials hint to a web root", what, err)
+		}
+	}
+	r, err := Open("http://" + user + ":" + pw + "@" + host + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.ReadAll("dir/b.txt", nil, big); err != nil || string(got) != "hello, world" {
+		t.Errorf("ReadAll with basic authentication = %q, %v", got, err)
+	}
+	_, err = r.ReadAll("missing.txt", nil, big)
+	shown("a missing object", err)
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), url+"/x/missing.txt") {
+		t.Errorf("a missing object: %v, want fs.ErrNotExist naming %s/x/missing.txt", err, url)
+	}
+	loc, name := Split(url + "/x/dir/b.txt" + query)
+	signed, err := Open(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := signed.ReadAll(name, nil, big); err != nil || string(got) != "hello, world" {
+		t.Errorf("ReadAll of a presigned URL = %q, %v", got, err)
+	}
+	_, err = signed.ReadAll("b.txt?X-Amz-Signature=wrong&X-Amz-Security-Token="+token, nil, big)
+	shown("a presigned URL refused", err)
+	if err == nil || !strings.Contains(err.Error(), url+"/x/dir/b.txt: HTTP 403") {
+		t.Errorf("a presigned URL refused: %v, want HTTP 403 naming %s/x/dir/b.txt", err, url)
+	}
+	gone, err := OpenHTTP("http://"+user+":"+pw+"@"+strings.TrimPrefix(remotetest.Refused(t), "http://"), Options{Retry: quick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = gone.ReadAll("b.txt"+query, nil, big)
+	shown("a refused port", err)
+	for _, loc := range []string{
+		"http://" + user + ":" + pw + "@" + host + "/x" + query,
+		"ftp://" + user + ":" + pw + "@host/x",
+		"s3://" + user + ":" + pw + "@bucket/x",
+		"http://" + user + ":" + pw + "@[::1/x",
+	} {
+		_, err := Open(loc)
+		shown("Open of a refused location", err)
+	}
+	if msg := (&StatusError{URL: "s3://b/x", Status: 403}).Error(); !strings.Contains(msg, "AWS_ACCESS_KEY_ID") {
+		t.Errorf("an S3 403 says %q, want the credentials hint", msg)
+	}
+}

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loadergen/loadergen/internal/fixture/emvolume"
 	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/storage"
 )
 
 // readSample reads sample (epoch, index) of s as the loader does.
@@ -94,5 +96,51 @@ func TestRemoteVolumes(t *testing.T) {
 	var ke *runtime.KeyError
 	if !errors.As(err, &ke) || !strings.Contains(err.Error(), "s3://emdata/unread/") || !strings.Contains(err.Error(), "HTTP 503 SlowDown") {
 		t.Errorf("a failing server: %v, want a KeyError naming the chunk's URL and the status", err)
+	}
+}
+
+// TestRemoteSecrets: a manifest given as a URL with a user and password,
+// or presigned, is read with them, and no error shows them: not the
+// manifest's, not a store's whose root inherits the user and password.
+func TestRemoteSecrets(t *testing.T) {
+	const user, pw, sig = "u-alice", "pw-0xs3cr3t", "sig-0xf00"
+	local := t.TempDir()
+	testVolume(t, filepath.Join(local, "a.zarr"), true)
+	for name, text := range map[string]string{"volumes.csv": "raw,labels\na.zarr,a.zarr\n", "bad.csv": "raw,labels,extra\n", "gone.csv": "raw,labels\nmissing.zarr,a.zarr\n"} {
+		if err := os.WriteFile(filepath.Join(local, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	url := remotetest.Guarded(t, local, user, pw, sig)
+	authed := "http://" + user + ":" + pw + "@" + strings.TrimPrefix(url, "http://")
+	if _, err := LoadManifest(url+"/volumes.csv?X-Amz-Signature="+sig, cellSpec()); err != nil {
+		t.Errorf("a presigned manifest: %v", err)
+	}
+	vols, err := LoadManifest(authed+"/volumes.csv", cellSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(cellSpec(), vols, nil); err != nil {
+		t.Errorf("a store under a root with a user and password: %v", err)
+	}
+	for _, c := range []struct{ manifest, want string }{
+		{authed + "/bad.csv", url + `/bad.csv:1: unknown column "extra"`},
+		{url + "/bad.csv?X-Amz-Signature=" + sig, url + `/bad.csv:1: unknown column "extra"`},
+		{url + "/volumes.csv?X-Amz-Signature=wrong", url + "/volumes.csv: HTTP 403"},
+		{authed + "/gone.csv", "no array or group at " + url + "/missing.zarr/" + emvolume.RawPath},
+	} {
+		vols, err := LoadManifest(c.manifest, cellSpec())
+		if err == nil {
+			_, err = Open(cellSpec(), vols, nil)
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want it to say %q", storage.Redact(c.manifest), err, c.want)
+			continue
+		}
+		for _, s := range []string{user, pw, sig} {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("%v shows %q", err, s)
+			}
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/storage"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
@@ -196,7 +197,7 @@ type keyLayout struct {
 // arrays share the decoded chunks of the cache their stores were opened
 // with, which guards itself.
 type vol struct {
-	roots    []string
+	roots    []string              // per key, as messages show it (redacted)
 	arrays   [][]*zarr.Array       // per key, per class (one for keys without a class axis); nil for a missing class
 	missing  [][]func(int64) error // per array, its zarr.Layout.Missing (a missingChunks' chunk)
 	grid     *grid
@@ -241,7 +242,7 @@ func Open(spec Spec, vols []Volume, log *slog.Logger) (*Source, error) {
 	for i, v := range vols {
 		ov, err := s.openVolume(i, v, stores, missing)
 		if err != nil {
-			return nil, fmt.Errorf("volume %d (%s): %w", i, strings.Join(uniq(v.Roots), ", "), err)
+			return nil, fmt.Errorf("volume %d (%s): %w", i, strings.Join(uniq(redacted(v.Roots)), ", "), err)
 		}
 		s.vols = append(s.vols, ov)
 		total += float64(ov.grid.count) * ov.weight
@@ -270,7 +271,7 @@ func (s *Source) openVolume(i int, v Volume, stores map[string]*zarr.Store, miss
 	if err := checkWeight(v.Weight); err != nil {
 		return nil, fmt.Errorf("weight %v %w", v.Weight, err)
 	}
-	ov := &vol{roots: v.Roots, arrays: make([][]*zarr.Array, len(keys)), missing: make([][]func(int64) error, len(keys)), weight: v.Weight}
+	ov := &vol{roots: redacted(v.Roots), arrays: make([][]*zarr.Array, len(keys)), missing: make([][]func(int64) error, len(keys)), weight: v.Weight}
 	if ov.weight == 0 {
 		ov.weight = 1
 	}
@@ -312,7 +313,7 @@ func (s *Source) openVolume(i int, v Volume, stores map[string]*zarr.Store, miss
 			}
 		}
 		if found < 0 {
-			return nil, fmt.Errorf("key %q: no class has an array at %s under %s", key.Name, key.Path, v.Roots[k])
+			return nil, fmt.Errorf("key %q: no class has an array at %s under %s", key.Name, key.Path, ov.roots[k])
 		}
 	}
 	var err error
@@ -408,6 +409,15 @@ func sameLevel(a, b level) bool {
 }
 
 func uniq(s []string) []string { return slices.Compact(slices.Sorted(slices.Values(s))) }
+
+// redacted returns roots as messages show them (storage.Redact).
+func redacted(roots []string) []string {
+	out := make([]string, len(roots))
+	for i, r := range roots {
+		out[i] = storage.Redact(r)
+	}
+	return out
+}
 
 // logOpened logs what Open found: volumes, centres, missing classes, the
 // largest offset AlignNearest snapped, the foreground index's size, and

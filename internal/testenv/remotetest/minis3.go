@@ -83,3 +83,22 @@ func Silent(t testing.TB) string {
 	}()
 	return "http://" + l.Addr().String()
 }
+
+// Guarded starts a file server over dir that answers only the requests
+// that authenticate as user with password (basic authentication) or
+// carry X-Amz-Signature=signature in their query (a presigned URL's),
+// and others with 403, and returns its URL; it stops when the test ends.
+func Guarded(t testing.TB, dir, user, password, signature string) string {
+	t.Helper()
+	files := http.FileServer(http.Dir(dir))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		if !(ok && u == user && p == password) && r.URL.Query().Get("X-Amz-Signature") != signature {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		files.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
