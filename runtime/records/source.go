@@ -224,6 +224,9 @@ func (s *Source) prepareShards(r storage.Root, names, files, members []string) e
 		s.ix, err = indexShards(files, paths, members, localShards(paths))
 	default:
 		s.ix, err = indexShards(files, nil, members, remoteShards(r, names))
+		if err == nil {
+			err = s.ix.checkSpans()
+		}
 		s.remote, s.names = r, names
 		return err
 	}
@@ -475,12 +478,24 @@ func parseLabel(b []byte, d runtime.DType) (int64, error) {
 	text := bytes.TrimSpace(b)
 	v, err := strconv.ParseInt(string(text), 10, 64) // converted on the stack: ParseInt keeps no reference
 	if err != nil {
-		return 0, fmt.Errorf("cls %q is not an integer", text)
+		return 0, fmt.Errorf("cls %s is not an integer", quoted(text))
 	}
 	if lo, hi := d.IntRange(); v < lo || (v > 0 && uint64(v) > hi) {
 		return 0, fmt.Errorf("cls %d does not fit %s", v, d)
 	}
 	return v, nil
+}
+
+// maxQuoted is the most bytes of a bad member that a message quotes.
+const maxQuoted = 64
+
+// quoted quotes b for a message: whole, or its first maxQuoted bytes and
+// its size.
+func quoted(b []byte) string {
+	if len(b) <= maxQuoted {
+		return strconv.Quote(string(b))
+	}
+	return fmt.Sprintf("%q... (%d bytes)", b[:maxQuoted], len(b))
 }
 
 // Crop returns the crop and flip of each image key (nil entries for other

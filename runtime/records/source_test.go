@@ -173,6 +173,8 @@ func TestBadShards(t *testing.T) {
 			"", `sample "b", member "jpg": jpeg: `}, // each decoder words it its own way
 		{"cls not an integer", append(good("a"), member{"b.jpg", jpg}, member{"b.png", mask}, member{"b.cls", []byte("cat")}), 0,
 			"", `sample "b", member "cls": cls "cat" is not an integer`},
+		{"cls of 10 MB", append(good("a"), member{"b.jpg", jpg}, member{"b.png", mask}, member{"b.cls", bytes.Repeat([]byte("x"), 10<<20)}), 0,
+			"", `sample "b", member "cls": cls "` + strings.Repeat("x", 64) + `"... (10485760 bytes) is not an integer`},
 		{"cls out of range", append(good("a"), member{"b.jpg", jpg}, member{"b.png", mask}, member{"b.cls", []byte("3000000000")}), 0,
 			"", `cls 3000000000 does not fit int32`},
 		{"16-bit png", append(good("a"), member{"b.jpg", jpg}, member{"b.png", testPNG(t, image.NewGray16(image.Rect(0, 0, 20, 16)))}, member{"b.cls", []byte("1")}), 0,
