@@ -92,6 +92,10 @@ type FashionMNISTSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image []uint8 // key "image": [28 28] uint8, C order
 	Label []int64 // key "label": scalar int64 (one element)
@@ -115,6 +119,10 @@ type FashionMNISTSource interface {
 type FashionMNISTSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image []uint8 // key "image": len(Indices) x [28 28] uint8
 	Label []int64 // key "label": len(Indices) x scalar int64
@@ -243,7 +251,7 @@ func NewFashionMNISTLoader(src FashionMNISTSource, opts runtime.Options) (*Fashi
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *FashionMNISTLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(fashionMNISTPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -262,7 +270,7 @@ func (l *FashionMNISTLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *FashionMNISTLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Image = b.image[r.Pos*fashionMNISTImageElems:][:n*fashionMNISTImageElems]
 	s.Label = b.label[r.Pos*fashionMNISTLabelElems:][:n*fashionMNISTLabelElems]
 	done, err := l.many.ReadSamples(s)

@@ -3,15 +3,21 @@ package records
 import (
 	"archive/tar"
 	"bytes"
+	"context"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/loadergen/loadergen/internal/testenv/bounded"
+	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 	"github.com/loadergen/loadergen/runtime"
 )
 
@@ -49,7 +55,7 @@ func TestHostileShard(t *testing.T) {
 	src, err := Open(sp, srv.URL, quiet)
 	if err == nil {
 		defer src.Close()
-		err = src.Read(rand.New(rand.NewPCG(1, 2)), 0, make([]byte, 8))
+		err = src.Read(bg, rand.New(rand.NewPCG(1, 2)), 0, make([]byte, 8))
 	}
 	want := `shard ` + srv.URL + `/s.tar: sample "a": its members span 68719476736 bytes from offset 1536, more than the 1073741824 a sample read in place may (LOADERGEN_MAX_SAMPLE_MB)`
 	if err == nil || !strings.Contains(err.Error(), want) {
@@ -72,5 +78,38 @@ func TestSampleBound(t *testing.T) {
 		if got != c.want || (err == nil) != (c.err == "") || err != nil && err.Error() != c.err {
 			t.Errorf("%q: %d, %v; want %d, %q", c.value, got, err, c.want, c.err)
 		}
+	}
+}
+
+// TestRemoteClose: Close of a source of remote shards whose server stops
+// answering while the read-ahead fetches its samples returns at once,
+// and leaves no goroutine of ours; a read in flight stops once its
+// context is cancelled.
+func TestRemoteClose(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) }) // the last cleanup: after the server's
+	dir := t.TempDir()
+	writeShard(t, filepath.Join(dir, "s-0.tar"), goodSamples(t, "a", 8))
+	writeShard(t, filepath.Join(dir, "s-1.tar"), goodSamples(t, "b", 8))
+	url, stall := remotetest.Stalling(t, dir)
+	src, err := Open(spec(), url, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stall.Store(true)
+	src.ReadAhead(0, []int{0, 1, 2, 3, 4, 5, 6, 7})
+	ctx, cancel := context.WithCancel(bg)
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	err = src.Read(ctx, rand.New(rand.NewPCG(1, 2)), 9, make([]byte, 3*8*8), make([]byte, 8*8*8), make([]byte, 4))
+	if !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
+		t.Errorf("a read of a stalled sample: %v after %v; want context.Canceled at once", err, time.Since(start))
+	}
+	start = time.Now()
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Close took %v", d)
 	}
 }

@@ -2,6 +2,7 @@ package records
 
 import (
 	"archive/tar"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -98,11 +99,12 @@ func localShards(where []string) shardOpener {
 // for indexShards.
 func remoteShards(r storage.Root, names []string) shardOpener {
 	return func(i int) (io.ReadSeeker, int64, func() error, error) {
-		size, err := r.Size(names[i])
+		ctx := context.Background() // indexing is part of opening, which nothing cancels
+		size, err := r.Size(ctx, names[i])
 		if err != nil {
 			return nil, 0, nil, err
 		}
-		return storage.NewReader(r, names[i], size), size, func() error { return nil }, nil
+		return storage.NewReader(ctx, r, names[i], size), size, func() error { return nil }, nil
 	}
 }
 

@@ -2,6 +2,7 @@ package records
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -128,7 +129,11 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 		for i, name := range names {
 			files[i] = r.URL(name)
 		}
-		if err := s.prepareShards(r, names, files, members); err != nil {
+		err = s.prepareShards(r, names, files, members)
+		if err != nil || s.remote == nil {
+			r.Close() // shards read in place keep it, until Close
+		}
+		if err != nil {
 			return nil, err
 		}
 		log.Info("records: indexed tar shards", "shards", len(names), "samples", len(s.ix.samples), "members", strings.Join(members, ","), "in_place", s.remote != nil)
@@ -248,7 +253,7 @@ func fetchShards(r storage.Root, names []string) (paths []string, done func(), e
 	}
 	paths = make([]string, len(names))
 	for i, name := range names {
-		p, d, err := storage.Fetch(r, name)
+		p, d, err := storage.Fetch(context.Background(), r, name)
 		if err != nil {
 			return nil, done, fmt.Errorf("shard %s: %w", r.URL(name), err)
 		}
@@ -279,7 +284,9 @@ func (s *Source) Len() int { return len(s.ix.samples) }
 // It is nil for shards.
 func (s *Source) Classes() []string { return slices.Clone(s.classes) }
 
-// Close closes the shards.
+// Close closes the shards: the files of local ones, and the root of
+// remote ones read in place, which stops and drops what is read ahead of
+// them (see storage.Root.Close) and returns once none of it runs.
 func (s *Source) Close() error {
 	var errs []error
 	for _, f := range s.shards {
@@ -288,6 +295,9 @@ func (s *Source) Close() error {
 		}
 	}
 	s.shards = nil
+	if s.remote != nil {
+		errs = append(errs, s.remote.Close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -309,11 +319,15 @@ func (e *SampleError) Unwrap() error { return e.Err }
 
 // Read draws sample index's crops from r (each image key's, in key order)
 // and writes every key into dst, one buffer per key in spec order. An
-// error is a *runtime.KeyError around a *SampleError.
-func (s *Source) Read(r *rand.Rand, index int, dst ...[]byte) error {
+// error is a *runtime.KeyError around a *SampleError. The read of a
+// remote shard's sample stops once ctx is done; a nil ctx is never done.
+func (s *Source) Read(ctx context.Context, r *rand.Rand, index int, dst ...[]byte) error {
+	if ctx == nil {
+		ctx = context.Background() // a generated sample made by hand
+	}
 	st := s.get()
 	defer s.put(st)
-	if err := s.load(st, index); err != nil {
+	if err := s.load(ctx, st, index); err != nil {
 		return err
 	}
 	for i, k := range s.spec.Keys {
@@ -350,10 +364,10 @@ func (s *Source) put(st *state) {
 }
 
 // load reads sample index's members into st.data, but for arrays of local
-// shards, which write reads.
-func (s *Source) load(st *state, index int) error {
+// shards, which write reads; a remote shard's within ctx.
+func (s *Source) load(ctx context.Context, st *state, index int) error {
 	if s.remote != nil {
-		return s.loadRemote(st, index)
+		return s.loadRemote(ctx, st, index)
 	}
 	sm := s.ix.samples[index]
 	for j := range s.ix.members {
@@ -379,10 +393,10 @@ func (s *Source) load(st *state, index int) error {
 // loadRemote reads the bytes sample index's members span in its remote
 // shard into st.held, by one ranged request (served by the read-ahead when
 // ReadAhead was told of the sample), and points st.data at the members.
-func (s *Source) loadRemote(st *state, index int) error {
+func (s *Source) loadRemote(ctx context.Context, st *state, index int) error {
 	ext := s.ix.extent(index)
 	st.held = slices.Grow(st.held[:0], int(ext.size))[:ext.size]
-	if err := s.remote.ReadAt(s.names[s.ix.samples[index].file], st.held, ext.off); err != nil {
+	if err := s.remote.ReadAt(ctx, s.names[s.ix.samples[index].file], st.held, ext.off); err != nil {
 		st.held = st.held[:0]
 		se := s.sampleError(index, 0, err)
 		se.Member = strings.Join(s.ix.members, ",")
@@ -507,7 +521,7 @@ func (s *Source) Crop(epoch, index int) ([]images.Crop, error) {
 	r := rand.New(&pcg)
 	st := s.get()
 	defer s.put(st)
-	if err := s.load(st, index); err != nil {
+	if err := s.load(context.Background(), st, index); err != nil {
 		return nil, err
 	}
 	crops := make([]images.Crop, len(s.spec.Keys))

@@ -66,7 +66,7 @@ func TestAhead(t *testing.T) {
 	r, faults := proxied(t, dir)
 	faults.Set(5*time.Millisecond, 0, 0)
 	ra := newReadAhead(10 * 1000) // room for 10 of the 16
-	a := &ahead{Root: r, ra: ra}
+	a := newAhead(r, ra)
 	for i := range want {
 		a.Hint(fmt.Sprintf("c/%d", i), 1000, big)
 	}
@@ -82,7 +82,7 @@ func TestAhead(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, err := a.ReadAll(fmt.Sprintf("c/%d", i), nil, big)
+			got, err := a.ReadAll(bg, fmt.Sprintf("c/%d", i), nil, big)
 			if err != nil || !bytes.Equal(got, want[i]) {
 				t.Errorf("c/%d: %d bytes, %v", i, len(got), err)
 			}
@@ -109,10 +109,10 @@ func TestAheadReadAgain(t *testing.T) {
 	want := chunks(t, dir, 4, 1000)
 	r, faults := proxied(t, dir)
 	ra := newReadAhead(3 * 1000)
-	a := &ahead{Root: r, ra: ra}
+	a := newAhead(r, ra)
 	read := func(i int) {
 		t.Helper()
-		got, err := a.ReadAll(fmt.Sprintf("c/%d", i), make([]byte, 0, 2000), big)
+		got, err := a.ReadAll(bg, fmt.Sprintf("c/%d", i), make([]byte, 0, 2000), big)
 		if err != nil || !bytes.Equal(got, want[i]) {
 			t.Fatalf("c/%d: %d bytes, %v", i, len(got), err)
 		}
@@ -155,7 +155,7 @@ func TestAheadStale(t *testing.T) {
 	chunks(t, dir, 2, 1000)
 	r, _ := proxied(t, dir)
 	ra := newReadAhead(1000)
-	a := &ahead{Root: r, ra: ra}
+	a := newAhead(r, ra)
 	a.Hint("c/0", 1000, big)
 	ra.mu.Lock()
 	f := ra.entries[r.URL("c/0")]
@@ -196,7 +196,7 @@ func TestDiskCache(t *testing.T) {
 	c := &cached{Root: r, disk: dc}
 	read := func(c Root, i int) {
 		t.Helper()
-		got, err := c.ReadAll(fmt.Sprintf("c/%d", i), nil, big)
+		got, err := c.ReadAll(bg, fmt.Sprintf("c/%d", i), nil, big)
 		if err != nil || !bytes.Equal(got, want[i]) {
 			t.Fatalf("c/%d: %d bytes, %v", i, len(got), err)
 		}
@@ -209,7 +209,7 @@ func TestDiskCache(t *testing.T) {
 	}
 	p := make([]byte, 10)
 	for range 2 {
-		if err := c.ReadAt("c/2", p, 100); err != nil || !bytes.Equal(p, want[2][:10]) {
+		if err := c.ReadAt(bg, "c/2", p, 100); err != nil || !bytes.Equal(p, want[2][:10]) {
 			t.Fatalf("ReadAt(c/2) = %v", err)
 		}
 	}
@@ -294,7 +294,7 @@ func TestAheadBound(t *testing.T) {
 				r = &cached{Root: r, disk: dc}
 			}
 			ra := newReadAhead(3000)
-			a := &ahead{Root: r, ra: ra}
+			a := newAhead(r, ra)
 			for i := range want {
 				a.Hint(fmt.Sprintf("c/%d", i), 1000, big) // 3 x 1000 fit; 3 x 1500 do not
 			}
@@ -315,7 +315,7 @@ func TestAheadBound(t *testing.T) {
 				t.Errorf("%d bytes held once every fetch arrived; the bound is 3000", held)
 			}
 			for i := range want {
-				got, err := a.ReadAll(fmt.Sprintf("c/%d", i), nil, big)
+				got, err := a.ReadAll(bg, fmt.Sprintf("c/%d", i), nil, big)
 				if err != nil || !bytes.Equal(got, want[i]) {
 					t.Errorf("c/%d: %d bytes, %v", i, len(got), err)
 				}
@@ -337,16 +337,16 @@ func TestAheadLends(t *testing.T) {
 	want := chunks(t, dir, n, 6000) // a recycled size (over smallBuf)
 	r, _ := proxied(t, dir)
 	ra := newReadAhead(7000) // room for one
-	a := &ahead{Root: r, ra: ra}
+	a := newAhead(r, ra)
 	lend := func(i int) ([]byte, func()) {
 		t.Helper()
-		data, release, err := a.Lend(fmt.Sprintf("c/%d", i))
+		data, release, err := a.Lend(bg, fmt.Sprintf("c/%d", i))
 		if err != nil || release == nil || !bytes.Equal(data, want[i]) {
 			t.Fatalf("Lend(c/%d): %d bytes, release %v, %v", i, len(data), release != nil, err)
 		}
 		return data, release
 	}
-	if _, release, err := a.Lend("c/0"); release != nil || err != nil {
+	if _, release, err := a.Lend(bg, "c/0"); release != nil || err != nil {
 		t.Fatalf("Lend of an object not hinted: release %v, %v; want nil, nil", release != nil, err)
 	}
 	a.Hint("c/0", 6000, big)
@@ -399,7 +399,7 @@ func TestAheadRanges(t *testing.T) {
 	r, faults := proxied(t, dir)
 	faults.Set(5*time.Millisecond, 0, 0)
 	ra := newReadAhead(6 * 1000) // room for 6 of the 10
-	a := &ahead{Root: r, ra: ra}
+	a := newAhead(r, ra)
 	for i := range parts {
 		a.HintRange("shard", int64(i*1000), 1000)
 	}
@@ -416,7 +416,7 @@ func TestAheadRanges(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			got := make([]byte, 1000)
-			if err := a.ReadAt("shard", got, int64(i*1000)); err != nil || !bytes.Equal(got, parts[i]) {
+			if err := a.ReadAt(bg, "shard", got, int64(i*1000)); err != nil || !bytes.Equal(got, parts[i]) {
 				t.Errorf("range %d: %v, or other bytes", i, err)
 			}
 		}()
@@ -425,8 +425,8 @@ func TestAheadRanges(t *testing.T) {
 	if n := faults.Requests(); n != 10 {
 		t.Errorf("%d requests for 10 ranges, want 10 (each once)", n)
 	}
-	data, release, err := a.LendRange("shard", 0, 1000)
-	again, releaseAgain, _ := a.LendRange("shard", 0, 1000)
+	data, release, err := a.LendRange(bg, "shard", 0, 1000)
+	again, releaseAgain, _ := a.LendRange(bg, "shard", 0, 1000)
 	if err != nil || release == nil || releaseAgain == nil || !bytes.Equal(data, parts[0]) || &again[0] != &data[0] {
 		t.Fatalf("LendRange of a range fetched: %v, release %v; want its fetched bytes, lent twice", err, release != nil)
 	}
@@ -439,11 +439,11 @@ func TestAheadRanges(t *testing.T) {
 		{0, 999},     // a hinted range's start, another length
 		{9000, 1000}, // hinted past the bound
 	} {
-		if _, release, err := a.LendRange("shard", tc.off, tc.n); release != nil || err != nil {
+		if _, release, err := a.LendRange(bg, "shard", tc.off, tc.n); release != nil || err != nil {
 			t.Errorf("LendRange(%d, %d), not held: release %v, %v; want nil, nil", tc.off, tc.n, release != nil, err)
 		}
 	}
-	got, err := a.ReadAll("shard", nil, big)
+	got, err := a.ReadAll(bg, "shard", nil, big)
 	if err != nil || len(got) != 10*1000 {
 		t.Errorf("ReadAll of the object whose ranges are held: %d bytes, %v", len(got), err)
 	}
@@ -465,14 +465,14 @@ func TestAheadMax(t *testing.T) {
 	dir := t.TempDir()
 	want := chunks(t, dir, 2, 1000)
 	r, faults := proxied(t, dir)
-	a := &ahead{Root: r, ra: newReadAhead(900)}
+	a := newAhead(r, newReadAhead(900))
 	a.Hint("c/0", 100, 800)
-	_, err := a.ReadAll("c/0", nil, 800)
+	_, err := a.ReadAll(bg, "c/0", nil, 800)
 	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "c/0: 1000 bytes, more than the 800 this read takes") {
 		t.Errorf("ReadAll of an object past its hint's maximum: %v; want ErrTooLarge naming it", err)
 	}
 	a.Hint("c/1", 100, big)
-	if got, err := a.ReadAll("c/1", nil, big); err != nil || !bytes.Equal(got, want[1]) {
+	if got, err := a.ReadAll(bg, "c/1", nil, big); err != nil || !bytes.Equal(got, want[1]) {
 		t.Errorf("ReadAll of an object past the bound: %d bytes, %v; want it read", len(got), err)
 	}
 	if n := faults.Requests(); n != 3 {

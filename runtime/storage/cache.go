@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -44,16 +45,16 @@ func withProcessLayers(r Root) (Root, error) {
 
 // ReadAll reads object name from the cache, or from the root and into the
 // cache.
-func (c *cached) ReadAll(name string, buf []byte, max int64) ([]byte, error) {
-	return c.readSized(name, max, reuse(buf))
+func (c *cached) ReadAll(ctx context.Context, name string, buf []byte, max int64) ([]byte, error) {
+	return c.readSized(ctx, name, max, reuse(buf))
 }
 
-func (c *cached) readSized(name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
+func (c *cached) readSized(ctx context.Context, name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
 	key := c.disk.key(c.URL(name), -1, -1)
 	if data, ok, err := c.disk.get(key, max, buffer); ok || err != nil {
 		return data, err
 	}
-	data, err := readSized(c.Root, name, max, buffer)
+	data, err := readSized(ctx, c.Root, name, max, buffer)
 	if err == nil {
 		c.disk.put(key, data)
 	}
@@ -62,12 +63,12 @@ func (c *cached) readSized(name string, max int64, buffer func(n int64) ([]byte,
 
 // ReadAt reads bytes of object name from the cache, or from the root and
 // into the cache: each range is an entry of its own.
-func (c *cached) ReadAt(name string, p []byte, off int64) error {
+func (c *cached) ReadAt(ctx context.Context, name string, p []byte, off int64) error {
 	key := c.disk.key(c.URL(name), off, int64(len(p)))
 	if data, ok, _ := c.disk.get(key, int64(len(p)), reuse(p[:0])); ok && len(data) == len(p) {
 		return nil
 	}
-	if err := c.Root.ReadAt(name, p, off); err != nil {
+	if err := c.Root.ReadAt(ctx, name, p, off); err != nil {
 		return err
 	}
 	c.disk.put(key, p)
@@ -174,7 +175,7 @@ func (dc *diskCache) key(u string, off, n int64) string {
 // returned).
 func (dc *diskCache) get(key string, max int64, buffer func(n int64) ([]byte, error)) (data []byte, ok bool, err error) {
 	refused := false
-	data, err = Local(dc.dir).readSized(key, max, func(n int64) ([]byte, error) {
+	data, err = Local(dc.dir).readSized(context.Background(), key, max, func(n int64) ([]byte, error) {
 		buf, err := buffer(n)
 		refused = err != nil
 		return buf, err

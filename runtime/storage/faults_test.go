@@ -62,7 +62,7 @@ func TestFaultsSurvived(t *testing.T) {
 			}{{"503 SlowDown", 3, 0}, {"cut bodies", 0, 2}, {"both", 2, 2}} {
 				c.faults.Set(time.Millisecond, f.fail503, f.cuts)
 				before := c.faults.Requests()
-				got, err := c.root.ReadAll("a.bin", nil, big)
+				got, err := c.root.ReadAll(bg, "a.bin", nil, big)
 				if err != nil || !bytes.Equal(got, objects["a.bin"]) {
 					t.Errorf("%s: ReadAll = %d bytes, %v", f.name, len(got), err)
 				}
@@ -71,7 +71,7 @@ func TestFaultsSurvived(t *testing.T) {
 				}
 				c.faults.Set(0, f.fail503, f.cuts)
 				p := make([]byte, 100)
-				if err := c.root.ReadAt("a.bin", p, 5000); err != nil || !bytes.Equal(p, objects["a.bin"][5000:5100]) {
+				if err := c.root.ReadAt(bg, "a.bin", p, 5000); err != nil || !bytes.Equal(p, objects["a.bin"][5000:5100]) {
 					t.Errorf("%s: ReadAt = %v", f.name, err)
 				}
 			}
@@ -87,7 +87,7 @@ func TestFaultsNamed(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			c.faults.Set(0, 100, 0)
 			before := c.faults.Requests()
-			_, err := c.root.ReadAll("dir/b.txt", nil, big)
+			_, err := c.root.ReadAll(bg, "dir/b.txt", nil, big)
 			for _, want := range []string{c.root.URL("dir/b.txt"), "HTTP 503", "gave up after 5 attempts"} {
 				if err == nil || !strings.Contains(err.Error(), want) {
 					t.Errorf("endless 503: %v, want it to say %q", err, want)
@@ -99,7 +99,7 @@ func TestFaultsNamed(t *testing.T) {
 			}
 			c.faults.Set(0, 0, 0)
 			before = c.faults.Requests()
-			if _, err := c.root.ReadAll("nope.bin", nil, big); !errors.Is(err, fs.ErrNotExist) {
+			if _, err := c.root.ReadAll(bg, "nope.bin", nil, big); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("missing object: %v, want fs.ErrNotExist", err)
 			}
 			if n := c.faults.Requests() - before; n != 1 {
@@ -121,7 +121,7 @@ func TestS3WrongCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err = r.ReadAll("a.bin", nil, big)
+	_, err = r.ReadAll(bg, "a.bin", nil, big)
 	if err == nil || !strings.Contains(err.Error(), "s3://data/a.bin") || !strings.Contains(err.Error(), "HTTP 403") ||
 		strings.Contains(err.Error(), "attempt") {
 		t.Errorf("wrong secret: %v, want one HTTP 403 naming s3://data/a.bin", err)
@@ -141,7 +141,7 @@ func TestServerGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = r.ReadAll("a.bin", nil, big)
+	_, err = r.ReadAll(bg, "a.bin", nil, big)
 	if err == nil || !strings.Contains(err.Error(), web.URL+"/x/a.bin") || !strings.Contains(err.Error(), "gave up after 5 attempts") {
 		t.Errorf("server gone: %v", err)
 	}
@@ -157,10 +157,10 @@ func TestConnectionsReused(t *testing.T) {
 			before := c.faults.Conns()
 			p := make([]byte, 100)
 			for range 10 {
-				if _, err := c.root.ReadAll("a.bin", nil, big); err != nil {
+				if _, err := c.root.ReadAll(bg, "a.bin", nil, big); err != nil {
 					t.Fatal(err)
 				}
-				if err := c.root.ReadAt("a.bin", p, 10); err != nil {
+				if err := c.root.ReadAt(bg, "a.bin", p, 10); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -192,7 +192,7 @@ func TestFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, done, err := Fetch(web2, "big.npy")
+	path, done, err := Fetch(bg, web2, "big.npy")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestFetch(t *testing.T) {
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("done left %s: %v", path, err)
 	}
-	if p, _, err := Fetch(Local(dir), "big.npy"); p != filepath.Join(dir, "big.npy") || err != nil {
+	if p, _, err := Fetch(bg, Local(dir), "big.npy"); p != filepath.Join(dir, "big.npy") || err != nil {
 		t.Errorf("Fetch of a local path = %q, %v", p, err)
 	}
 }
@@ -227,7 +227,7 @@ func TestFetchCached(t *testing.T) {
 	processCache = func() (*diskCache, error) { return dc, nil }
 	t.Cleanup(func() { processCache = saved })
 	for i := range 2 {
-		path, done, err := Fetch(r, "x.npy")
+		path, done, err := Fetch(bg, r, "x.npy")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +269,7 @@ func TestS3FaultsBelowHTTP(t *testing.T) {
 				t.Fatal(err)
 			}
 			cuts.Set(0, 0, 2)
-			got, err := r.ReadAll("a.bin", nil, big)
+			got, err := r.ReadAll(bg, "a.bin", nil, big)
 			if c.cause == nil {
 				if err != nil || !bytes.Equal(got, objects["a.bin"]) {
 					t.Errorf("ReadAll = %d bytes, %v; want the object after 2 cut bodies", len(got), err)
@@ -330,7 +330,7 @@ func TestIdleDeadline(t *testing.T) {
 	} {
 		t.Run(c.kind+"/"+c.name, func(t *testing.T) {
 			start := time.Now()
-			got, err := c.root.ReadAll(c.name, nil, big)
+			got, err := c.root.ReadAll(bg, c.name, nil, big)
 			if !c.stalls {
 				if err != nil || string(got) != strings.Repeat("x", 20) {
 					t.Errorf("ReadAll = %q, %v; want the 20 bytes", got, err)
@@ -420,7 +420,7 @@ func TestS3Credentials(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, err := r.ReadAll("x", nil, big); err != nil || string(got) != "ok" {
+			if got, err := r.ReadAll(bg, "x", nil, big); err != nil || string(got) != "ok" {
 				t.Fatalf("ReadAll = %q, %v", got, err)
 			}
 			mu.Lock()

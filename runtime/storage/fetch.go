@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,7 +22,8 @@ const (
 // when LOADERGEN_REMOTE_CACHE_DIR is set (a later Fetch of it, by any
 // process, reads no byte), else into a temporary file that done removes.
 // Call done once the file is opened: a mapping outlives the file's name.
-func Fetch(r Root, name string) (path string, done func(), err error) {
+// The fetch stops once ctx is done.
+func Fetch(ctx context.Context, r Root, name string) (path string, done func(), err error) {
 	nothing := func() {}
 	if _, local := r.Local(); local {
 		return r.URL(name), nothing, nil
@@ -40,7 +42,7 @@ func Fetch(r Root, name string) (path string, done func(), err error) {
 			return p, nothing, nil
 		}
 	}
-	size, err := r.Size(name)
+	size, err := r.Size(ctx, name)
 	if err != nil {
 		return "", nothing, err
 	}
@@ -48,7 +50,7 @@ func Fetch(r Root, name string) (path string, done func(), err error) {
 	if err != nil {
 		return "", nothing, fmt.Errorf("fetch %s: %w", loc, err)
 	}
-	err = download(r, name, size, f)
+	err = download(ctx, r, name, size, f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -90,8 +92,8 @@ func DiskCached(r Root) bool {
 }
 
 // download writes object name of r, size bytes, into f, by parts read in
-// parallel; the first failure is returned.
-func download(r Root, name string, size int64, f *os.File) error {
+// parallel within ctx; the first failure is returned.
+func download(ctx context.Context, r Root, name string, size int64, f *os.File) error {
 	parts := make(chan int64)
 	errs := make(chan error, fetchParallel)
 	var wg sync.WaitGroup
@@ -102,7 +104,7 @@ func download(r Root, name string, size int64, f *os.File) error {
 			buf := make([]byte, 0, min(size, fetchPart))
 			for off := range parts {
 				p := buf[:min(fetchPart, size-off)]
-				err := r.ReadAt(name, p, off)
+				err := r.ReadAt(ctx, name, p, off)
 				if err == nil {
 					_, err = f.WriteAt(p, off)
 				}

@@ -98,7 +98,7 @@ func TestHostileBodies(t *testing.T) {
 		} {
 			t.Run(kind+"/"+c.name, func(t *testing.T) {
 				asked := l.gzipAsked.Load()
-				got, err := r.ReadAll(c.name, nil, max)
+				got, err := r.ReadAll(bg, c.name, nil, max)
 				if c.want == nil {
 					if n := l.gzipAsked.Load() - asked; err != nil || !bytes.Equal(got, l.bomb) || n != 0 {
 						t.Errorf("ReadAll = %d bytes, %v, gzip asked for %d times; want the %d encoded bytes as they are, unasked",
@@ -137,7 +137,7 @@ func TestHostileFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = Fetch(r, "huge")
+	_, _, err = Fetch(bg, r, "huge")
 	if !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, ErrShort) || !strings.Contains(err.Error(), srv.URL+"/huge") {
 		t.Errorf("Fetch: %v; want a short body named", err)
 	}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -93,7 +94,11 @@ func (w *web) Sub(dir string) Root {
 
 func (w *web) Local() (string, bool) { return "", false }
 
-func (w *web) List(dir string) ([]string, error) {
+// Close does nothing: a web root holds nothing of its own (its client's
+// connections are the process's).
+func (w *web) Close() error { return nil }
+
+func (w *web) List(ctx context.Context, dir string) ([]string, error) {
 	return nil, fmt.Errorf("%s: a web server cannot be listed: name its objects (a shard pattern, a manifest) instead", w.URL(dir))
 }
 
@@ -132,16 +137,16 @@ func (w *web) get(a *attempt, method, name string, off, n int64, read func(*http
 	return &StatusError{URL: w.URL(name), Status: resp.StatusCode}
 }
 
-func (w *web) ReadAll(name string, buf []byte, max int64) ([]byte, error) {
-	return w.readSized(name, max, reuse(buf))
+func (w *web) ReadAll(ctx context.Context, name string, buf []byte, max int64) ([]byte, error) {
+	return w.readSized(ctx, name, max, reuse(buf))
 }
 
-func (w *web) readSized(name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
+func (w *web) readSized(ctx context.Context, name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
 	if err := w.check(name); err != nil {
 		return nil, err
 	}
 	var buf []byte
-	err := w.retry.do(func(a *attempt) error {
+	err := w.retry.do(ctx, func(a *attempt) error {
 		return w.get(a, http.MethodGet, name, 0, -1, func(resp *http.Response) error {
 			var err error
 			buf, err = readSizedBody(resp.Body, resp.ContentLength, max, buffer)
@@ -154,14 +159,14 @@ func (w *web) readSized(name string, max int64, buffer func(n int64) ([]byte, er
 	return buf, nil
 }
 
-func (w *web) ReadAt(name string, p []byte, off int64) error {
+func (w *web) ReadAt(ctx context.Context, name string, p []byte, off int64) error {
 	if err := w.check(name); err != nil {
 		return err
 	}
 	if len(p) == 0 {
 		return nil
 	}
-	err := w.retry.do(func(a *attempt) error {
+	err := w.retry.do(ctx, func(a *attempt) error {
 		return w.get(a, http.MethodGet, name, off, int64(len(p)), func(resp *http.Response) error {
 			if resp.StatusCode == http.StatusOK { // the server ignored the range: skip to it
 				if resp.ContentLength >= 0 && resp.ContentLength < off+int64(len(p)) {
@@ -186,13 +191,13 @@ func (w *web) ReadAt(name string, p []byte, off int64) error {
 	return nil
 }
 
-func (w *web) ReadTail(name string, p []byte) (int64, error) {
+func (w *web) ReadTail(ctx context.Context, name string, p []byte) (int64, error) {
 	if err := w.check(name); err != nil {
 		return 0, err
 	}
 	n := int64(len(p))
 	var size int64
-	err := w.retry.do(func(a *attempt) error {
+	err := w.retry.do(ctx, func(a *attempt) error {
 		return w.get(a, http.MethodGet, name, -1, n, func(resp *http.Response) error {
 			cr := resp.Header.Get("Content-Range")
 			if resp.StatusCode == http.StatusOK {
@@ -209,12 +214,12 @@ func (w *web) ReadTail(name string, p []byte) (int64, error) {
 	return size, nil
 }
 
-func (w *web) Size(name string) (int64, error) {
+func (w *web) Size(ctx context.Context, name string) (int64, error) {
 	if err := w.check(name); err != nil {
 		return 0, err
 	}
 	var size int64
-	err := w.retry.do(func(a *attempt) error {
+	err := w.retry.do(ctx, func(a *attempt) error {
 		return w.get(a, http.MethodHead, name, 0, -1, func(resp *http.Response) error {
 			if resp.ContentLength < 0 {
 				return fmt.Errorf("%s: the server gave no Content-Length", w.URL(name))

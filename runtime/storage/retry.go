@@ -79,16 +79,19 @@ func transport(t *http.Transport) {
 	t.DisableCompression = true
 }
 
-// do runs op until it succeeds, fails for good, or runs out of attempts,
-// each attempt under its own deadlines (see attempt). The error of the
-// last attempt is returned, saying how many were made when more than one.
-func (r Retry) do(op func(a *attempt) error) error {
+// do runs op until it succeeds, fails for good, runs out of attempts or
+// ctx is done, each attempt under its own deadlines (see attempt). The
+// error of the last attempt is returned, saying how many were made when
+// more than one; once ctx is done, it wraps ctx's error.
+func (r Retry) do(ctx context.Context, op func(a *attempt) error) error {
 	wait := r.First
 	for attempt := 1; ; attempt++ {
-		err := r.try(op)
+		err := r.try(ctx, op)
 		switch {
 		case err == nil:
 			return nil
+		case ctx.Err() != nil:
+			return stopped(ctx, err)
 		case !retryable(err):
 			if attempt > 1 {
 				return fmt.Errorf("%w (attempt %d)", err, attempt)
@@ -97,9 +100,24 @@ func (r Retry) do(op func(a *attempt) error) error {
 		case attempt >= r.Attempts:
 			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
 		}
-		time.Sleep(rand.N(wait) + 1)
+		pause := time.NewTimer(rand.N(wait) + 1)
+		select {
+		case <-pause.C:
+		case <-ctx.Done():
+			pause.Stop()
+			return stopped(ctx, err)
+		}
 		wait = min(2*wait, r.Max)
 	}
+}
+
+// stopped is the error of a request that ctx stopped, after an attempt
+// that failed with err: it wraps ctx's error.
+func stopped(ctx context.Context, err error) error {
+	if errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return fmt.Errorf("%w (after %v)", ctx.Err(), err)
 }
 
 // attempt is one try of a request: its context is done once the
@@ -111,10 +129,10 @@ type attempt struct {
 	wait time.Duration
 }
 
-// try makes one attempt of op, and returns its error, the attempt's
-// timeout when it ran out of time.
-func (r Retry) try(op func(a *attempt) error) error {
-	ctx, cancel := context.WithTimeoutCause(context.Background(), r.Timeout, timeout{d: r.Timeout})
+// try makes one attempt of op within ctx, and returns its error, the
+// attempt's timeout when it ran out of time.
+func (r Retry) try(ctx context.Context, op func(a *attempt) error) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, r.Timeout, timeout{d: r.Timeout})
 	defer cancel()
 	a := &attempt{ctx: ctx, wait: r.Idle}
 	if r.Idle > 0 {

@@ -179,6 +179,10 @@ func (b *bucket) Sub(dir string) Root {
 
 func (b *bucket) Local() (string, bool) { return "", false }
 
+// Close does nothing: a bucket root holds nothing of its own (its client
+// is the process's).
+func (b *bucket) Close() error { return nil }
+
 // get makes one GetObject of name (rng: its Range header, or ""), whose
 // body's reads put off the attempt's idle deadline.
 func (b *bucket) get(a *attempt, name, rng string) (*s3.GetObjectOutput, error) {
@@ -195,16 +199,16 @@ func (b *bucket) get(a *attempt, name, rng string) (*s3.GetObjectOutput, error) 
 	return out, nil
 }
 
-func (b *bucket) ReadAll(name string, buf []byte, max int64) ([]byte, error) {
-	return b.readSized(name, max, reuse(buf))
+func (b *bucket) ReadAll(ctx context.Context, name string, buf []byte, max int64) ([]byte, error) {
+	return b.readSized(ctx, name, max, reuse(buf))
 }
 
-func (b *bucket) readSized(name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
+func (b *bucket) readSized(ctx context.Context, name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
 	var buf []byte
-	err := b.retry.do(func(a *attempt) error {
+	err := b.retry.do(ctx, func(a *attempt) error {
 		out, err := b.get(a, name, "")
 		if err != nil {
 			return b.fail(name, err)
@@ -223,7 +227,7 @@ func (b *bucket) readSized(name string, max int64, buffer func(n int64) ([]byte,
 	return buf, nil
 }
 
-func (b *bucket) ReadAt(name string, p []byte, off int64) error {
+func (b *bucket) ReadAt(ctx context.Context, name string, p []byte, off int64) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
@@ -231,7 +235,7 @@ func (b *bucket) ReadAt(name string, p []byte, off int64) error {
 		return nil
 	}
 	n := int64(len(p))
-	err := b.retry.do(func(a *attempt) error {
+	err := b.retry.do(ctx, func(a *attempt) error {
 		out, err := b.get(a, name, fmt.Sprintf("bytes=%d-%d", off, off+n-1))
 		if err != nil {
 			var se *StatusError
@@ -255,13 +259,13 @@ func (b *bucket) ReadAt(name string, p []byte, off int64) error {
 	return nil
 }
 
-func (b *bucket) ReadTail(name string, p []byte) (int64, error) {
+func (b *bucket) ReadTail(ctx context.Context, name string, p []byte) (int64, error) {
 	if err := checkName(name); err != nil {
 		return 0, err
 	}
 	n := int64(len(p))
 	var size int64
-	err := b.retry.do(func(a *attempt) error {
+	err := b.retry.do(ctx, func(a *attempt) error {
 		out, err := b.get(a, name, fmt.Sprintf("bytes=-%d", n))
 		if err != nil {
 			var se *StatusError
@@ -281,12 +285,12 @@ func (b *bucket) ReadTail(name string, p []byte) (int64, error) {
 	return size, nil
 }
 
-func (b *bucket) Size(name string) (int64, error) {
+func (b *bucket) Size(ctx context.Context, name string) (int64, error) {
 	if err := checkName(name); err != nil {
 		return 0, err
 	}
 	var size int64
-	err := b.retry.do(func(a *attempt) error {
+	err := b.retry.do(ctx, func(a *attempt) error {
 		out, err := b.client.HeadObject(a.ctx, &s3.HeadObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name)})
 		if err != nil {
 			return b.fail(name, err)
@@ -300,7 +304,7 @@ func (b *bucket) Size(name string) (int64, error) {
 	return size, nil
 }
 
-func (b *bucket) List(dir string) ([]string, error) {
+func (b *bucket) List(ctx context.Context, dir string) ([]string, error) {
 	if err := checkName(dir); err != nil {
 		return nil, err
 	}
@@ -312,7 +316,7 @@ func (b *bucket) List(dir string) ([]string, error) {
 	var token *string
 	for {
 		var out *s3.ListObjectsV2Output
-		err := b.retry.do(func(a *attempt) error {
+		err := b.retry.do(ctx, func(a *attempt) error {
 			var err error
 			out, err = b.client.ListObjectsV2(a.ctx, &s3.ListObjectsV2Input{Bucket: &b.name, Prefix: &prefix,
 				Delimiter: aws.String("/"), ContinuationToken: token})

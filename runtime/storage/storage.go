@@ -8,6 +8,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,7 +20,9 @@ import (
 )
 
 // Root is a directory of objects. Names are "/"-separated paths relative
-// to it. A Root is safe for concurrent use.
+// to it. A Root is safe for concurrent use. A read stops once its ctx is
+// done (between a remote root's attempts, and within one), with an error
+// wrapping ctx's.
 type Root interface {
 	// ReadAll returns the whole of object name in buf, grown as needed:
 	// one request for a remote root. An object of more than max bytes is
@@ -28,28 +31,36 @@ type Root interface {
 	// Content-Length), and once max bytes are read when it is not: a
 	// response is never read past max. The error of a missing object
 	// wraps fs.ErrNotExist.
-	ReadAll(name string, buf []byte, max int64) ([]byte, error)
+	ReadAll(ctx context.Context, name string, buf []byte, max int64) ([]byte, error)
 	// ReadAt fills p with the bytes of object name from offset off. An
 	// object that ends before off+len(p) is an error wrapping ErrShort.
-	ReadAt(name string, p []byte, off int64) error
+	ReadAt(ctx context.Context, name string, p []byte, off int64) error
 	// ReadTail fills p with the last len(p) bytes of object name and
 	// returns the object's size: one request for a remote root (a suffix
 	// range), where Size then ReadAt take two. An object shorter than
 	// len(p) gives its size and an error wrapping ErrShort.
-	ReadTail(name string, p []byte) (size int64, err error)
+	ReadTail(ctx context.Context, name string, p []byte) (size int64, err error)
 	// Size returns the size of object name in bytes.
-	Size(name string) (int64, error)
+	Size(ctx context.Context, name string) (int64, error)
 	// List returns the names of the objects and directories directly in
 	// directory dir ("" is the root), sorted; a directory's name ends in
 	// "/". Web servers cannot be listed.
-	List(dir string) ([]string, error)
+	List(ctx context.Context, dir string) ([]string, error)
 	// Sub returns the root of directory dir of this one.
 	Sub(dir string) Root
 	// Local returns the directory of a local root, for what only a local
 	// file allows (mapping it into memory); ok is false for remote roots.
 	Local() (dir string, ok bool)
-	// URL names object name for messages: a path or a URL.
+	// URL names object name for messages: a path, or a URL without its
+	// secrets (see Redact).
 	URL(name string) string
+	// Close stops what the root does in the background for its reads
+	// and drops what it holds for them (its read-ahead: queued fetches
+	// are dropped, those in flight cancelled, fetched bytes let go), and
+	// returns once none is left. It closes the roots Sub made of it too;
+	// Close of such a Sub does nothing. Reads after it still work, but
+	// are not read ahead.
+	Close() error
 }
 
 // Open returns the root at loc: "s3://bucket/prefix" (see OpenS3),
@@ -94,12 +105,12 @@ var metadataMax = sync.OnceValues(func() (int64, error) {
 // zarr.json, .zarray, .zgroup and .zattrs, a volume manifest): at most
 // LOADERGEN_MAX_METADATA_MB, 64 MiB by default, which no such file nears;
 // a larger one is an error wrapping ErrTooLarge that names the variable.
-func ReadMetadata(r Root, name string) ([]byte, error) {
+func ReadMetadata(ctx context.Context, r Root, name string) ([]byte, error) {
 	max, err := metadataMax()
 	if err != nil {
 		return nil, err
 	}
-	data, err := r.ReadAll(name, nil, max)
+	data, err := r.ReadAll(ctx, name, nil, max)
 	if errors.Is(err, ErrTooLarge) {
 		return nil, fmt.Errorf("%w (a metadata file's bound: %s)", err, MetadataMBEnv)
 	}

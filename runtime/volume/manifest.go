@@ -2,6 +2,7 @@ package volume
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -30,7 +31,8 @@ func LoadManifest(file string, spec Spec) ([]Volume, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
-	text, err := storage.ReadMetadata(root, name)
+	defer root.Close()
+	text, err := storage.ReadMetadata(context.Background(), root, name)
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/loadergen/loadergen/internal/fixture/emvolume"
 	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 	"github.com/loadergen/loadergen/runtime"
@@ -21,7 +23,7 @@ func readSample(s *Source, epoch, index int) ([][]byte, error) {
 	var pcg rand.PCG
 	runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, epoch), index)
 	dst := sampleBufs(s)
-	return dst, s.Read(rand.New(&pcg), dst...)
+	return dst, s.Read(bg, rand.New(&pcg), dst...)
 }
 
 // TestRemoteVolumes: volumes whose manifest and stores are in an S3
@@ -142,5 +144,30 @@ func TestRemoteSecrets(t *testing.T) {
 				t.Errorf("%v shows %q", err, s)
 			}
 		}
+	}
+}
+
+// TestRemoteClose: Close of a source of remote volumes whose server stops
+// answering while the read-ahead fetches its crops' chunks returns at
+// once, and leaves no goroutine of ours.
+func TestRemoteClose(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) }) // the last cleanup: after the server's
+	local := t.TempDir()
+	testVolume(t, filepath.Join(local, "a.zarr"), true)
+	url, stall := remotetest.Stalling(t, local)
+	s, err := Open(cellSpec(), []Volume{{Roots: []string{url + "/a.zarr", url + "/a.zarr"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stall.Store(true)
+	s.ReadAhead(0, []int{0, 1, 2, 3, 4, 5, 6, 7})
+	time.Sleep(50 * time.Millisecond) // the requests reach the server
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Close took %v", d)
 	}
 }

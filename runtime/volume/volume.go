@@ -177,8 +177,9 @@ type Source struct {
 	// LocalityKeys (a Rand). A state belongs to one call between Get and
 	// Put; Get and Put do not allocate in steady state.
 	states sync.Pool
-	log    *slog.Logger // where the first missing chunk of each array is logged; nil for nowhere
-	cache  *zarr.Cache  // the chunk cache of every store opened (zarr.SharedCache)
+	log    *slog.Logger  // where the first missing chunk of each array is logged; nil for nowhere
+	cache  *zarr.Cache   // the chunk cache of every store opened (zarr.SharedCache)
+	stores []*zarr.Store // every store opened, which Close closes
 	// missing counts the chunks that reads found not stored
 	// (MissingChunks): every reader adds to it, any goroutine loads it.
 	missing atomic.Int64
@@ -242,6 +243,7 @@ func Open(spec Spec, vols []Volume, log *slog.Logger) (*Source, error) {
 	for i, v := range vols {
 		ov, err := s.openVolume(i, v, stores, missing)
 		if err != nil {
+			s.Close()
 			return nil, fmt.Errorf("volume %d (%s): %w", i, strings.Join(uniq(redacted(v.Roots)), ", "), err)
 		}
 		s.vols = append(s.vols, ov)
@@ -284,6 +286,7 @@ func (s *Source) openVolume(i int, v Volume, stores map[string]*zarr.Store, miss
 				return nil, fmt.Errorf("key %q: %w", key.Name, err)
 			}
 			stores[v.Roots[k]] = store
+			s.stores = append(s.stores, store)
 		}
 		classes := []string{""}
 		if key.ClassAxis {
@@ -510,9 +513,19 @@ func (s *Source) MissingChunks() int64 { return s.missing.Load() }
 // Len returns the number of samples in an epoch.
 func (s *Source) Len() int { return s.spec.PerEpoch }
 
-// Close releases the source. Arrays hold no open files; their decoded
-// chunks stay in the shared cache until evicted.
-func (s *Source) Close() error { return nil }
+// Close closes the source's stores: it stops what they fetch in the
+// background for remote volumes and drops what they hold (see
+// zarr.Store.Close), and returns once none of it runs. Arrays hold no
+// open files; their decoded chunks stay in the shared cache until
+// evicted.
+func (s *Source) Close() error {
+	var errs []error
+	for _, st := range s.stores {
+		errs = append(errs, st.Close())
+	}
+	s.stores = nil
+	return errors.Join(errs...)
+}
 
 // pick returns the index of the first cumulative weight above u·total
 // (the last one should rounding put u·total at the total).

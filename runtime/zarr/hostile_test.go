@@ -11,8 +11,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/loadergen/loadergen/internal/testenv/bounded"
+	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 )
 
 // liar serves the fixtures, but lies about the objects of lies, and
@@ -148,5 +152,35 @@ func TestHostileLocalChunk(t *testing.T) {
 	err := openDir(t, dir, 16).Read(make([]byte, 1), []int{0, 0, 0}, []int{1, 1, 1})
 	if err == nil || !strings.Contains(err.Error(), "chunk 0/0/0: stored in 1610612736 bytes, more than the 1052672 a chunk of 2048 bytes may take") {
 		t.Errorf("a chunk file of 1.5 GiB: %v", err)
+	}
+}
+
+// TestStoreClose: Close of a remote store whose server stops answering
+// stops ReadAhead's loads of shard indexes and the read-ahead's fetches
+// in flight, returns at once, and leaves no goroutine of ours.
+func TestStoreClose(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) }) // the last cleanup: after the server's
+	url, stall := remotetest.Stalling(t, fixtures)
+	for _, name := range []string{"v3/sharded_end_u2", "v2/zstd6_u1_slash"} {
+		s, err := OpenStore(url+"/"+name, NewCache(16))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := s.Array("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		stall.Store(true)
+		a.ReadAhead(make([]int, len(a.shape)), a.shape)
+		time.Sleep(50 * time.Millisecond) // the requests reach the server
+		start := time.Now()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("%s: Close took %v", name, d)
+		}
+		stall.Store(false)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -101,4 +102,22 @@ func Guarded(t testing.TB, dir, user, password, signature string) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// Stalling starts a file server over dir that, once stall is set, answers
+// no request until its client hangs up, as a server that stops answering
+// mid-epoch, and returns its URL; it stops when the test ends.
+func Stalling(t testing.TB, dir string) (url string, stall *atomic.Bool) {
+	t.Helper()
+	stall = new(atomic.Bool)
+	files := http.FileServer(http.Dir(dir))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if stall.Load() {
+			<-r.Context().Done()
+			return
+		}
+		files.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, stall
 }

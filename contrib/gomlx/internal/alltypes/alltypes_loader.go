@@ -223,6 +223,10 @@ type AllTypesSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	U8    []uint8   // key "u8": [2] uint8, C order
 	I8    []int8    // key "i8": [2] int8, C order
@@ -257,6 +261,10 @@ type AllTypesSource interface {
 type AllTypesSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	U8    []uint8   // key "u8": len(Indices) x [2] uint8
 	I8    []int8    // key "i8": len(Indices) x [2] int8
@@ -492,7 +500,7 @@ func NewAllTypesLoader(src AllTypesSource, opts runtime.Options) (*AllTypesLoade
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *AllTypesLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(allTypesPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -522,7 +530,7 @@ func (l *AllTypesLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *AllTypesLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.U8 = b.u8[r.Pos*allTypesU8Elems:][:n*allTypesU8Elems]
 	s.I8 = b.i8[r.Pos*allTypesI8Elems:][:n*allTypesI8Elems]
 	s.U16 = b.u16[r.Pos*allTypesU16Elems:][:n*allTypesU16Elems]
