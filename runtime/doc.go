@@ -20,6 +20,6 @@ type EnforceVersion uint
 //
 // where N is the version they were generated for.
 const (
-	GenVersion    = 3
-	MinGenVersion = 2
+	GenVersion    = 4
+	MinGenVersion = 4
 )
