@@ -67,7 +67,8 @@ type Root interface {
 // "https://host/path" or "http://host/path" (see OpenHTTP), or else a
 // local directory. Remote roots read through the process's disk cache
 // when LOADERGEN_REMOTE_CACHE_DIR names a directory, and read ahead what
-// they are hinted unless LOADERGEN_READAHEAD_MB is 0.
+// they are hinted unless LOADERGEN_READAHEAD_MB is 0: Close the root
+// once done with it, which stops that.
 func Open(loc string) (Root, error) {
 	var r Root
 	var err error
