@@ -8,7 +8,7 @@ import (
 //
 //	func (l *CellMapLoader) fill(r *runtime.Run) error {
 //		b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-//		s.Epoch = r.Epoch
+//		s.Epoch, s.Ctx = r.Epoch, r.Ctx
 //		seed := runtime.EpochSeed(cellMapPlan.Loader.Seed, r.Epoch)
 //		for ; r.Done < len(r.Indices); r.Done++ {
 //			pos := r.Pos + r.Done
@@ -48,7 +48,7 @@ func (g *emitter) fill(f *jen.File) {
 			jen.Op("&").Id("l").Dot("batches").Index(jen.Id("r").Dot("Slot")),
 			jen.Op("&").Id("l").Dot("samples").Index(jen.Id("r").Dot("Filler")).Dot("V"),
 		),
-		jen.Id("s").Dot("Epoch").Op("=").Id("r").Dot("Epoch"),
+		jen.List(jen.Id("s").Dot("Epoch"), jen.Id("s").Dot("Ctx")).Op("=").List(jen.Id("r").Dot("Epoch"), jen.Id("r").Dot("Ctx")),
 		jen.Id("seed").Op(":=").Add(g.epochSeed(jen.Id("r").Dot("Epoch"))),
 		jen.For(jen.Empty(), jen.Id("r").Dot("Done").Op("<").Len(jen.Id("r").Dot("Indices")), jen.Id("r").Dot("Done").Op("++")).Block(loop...),
 		jen.Return(jen.Nil()),
@@ -59,7 +59,7 @@ func (g *emitter) fill(f *jen.File) {
 //
 //	func (l *CellMapLoader) fillSamples(r *runtime.Run) error {
 //		b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-//		s.Epoch, s.Indices = r.Epoch, r.Indices
+//		s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 //		s.Raw = b.raw[r.Pos*cellMapRawElems:][:n*cellMapRawElems]
 //		s.Labels = b.labels[r.Pos*cellMapLabelsElems:][:n*cellMapLabelsElems]
 //		done, err := l.many.ReadSamples(s)
@@ -74,7 +74,7 @@ func (g *emitter) fillSamples(f *jen.File) {
 			jen.Op("&").Id("l").Dot("runs").Index(jen.Id("r").Dot("Filler")).Dot("V"),
 			jen.Len(jen.Id("r").Dot("Indices")),
 		),
-		jen.List(jen.Id("s").Dot("Epoch"), jen.Id("s").Dot("Indices")).Op("=").List(jen.Id("r").Dot("Epoch"), jen.Id("r").Dot("Indices")),
+		jen.List(jen.Id("s").Dot("Epoch"), jen.Id("s").Dot("Indices"), jen.Id("s").Dot("Ctx")).Op("=").List(jen.Id("r").Dot("Epoch"), jen.Id("r").Dot("Indices"), jen.Id("r").Dot("Ctx")),
 	}
 	for _, k := range g.keys {
 		body = append(body, jen.Id("s").Dot(k.Go).Op("=").Id("b").Dot(k.view).

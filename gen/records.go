@@ -157,19 +157,20 @@ func (g *emitter) openRecords(f *jen.File) {
 // ReadAhead (for shards) and Close of the records source:
 //
 //	func (r *CellMapRecords) Read(s *CellMapSample) error {
-//		return r.src.Read(s.Rand, s.Index, runtime.Bytes(s.Image), runtime.Bytes(s.Label))
+//		return r.src.Read(s.Ctx, s.Rand, s.Index, runtime.Bytes(s.Image), runtime.Bytes(s.Label))
 //	}
 func (g *emitter) recordsMethods(f *jen.File) {
 	recv := func() *jen.Statement { return jen.Func().Params(jen.Id("r").Op("*").Id(g.n.exported("Records"))) }
 	f.Comment("Len returns the number of samples.")
 	f.Add(recv()).Id("Len").Params().Int().Block(jen.Return(jen.Id("r").Dot("src").Dot("Len").Call()))
 
-	args := []jen.Code{jen.Id("s").Dot("Rand"), jen.Id("s").Dot("Index")}
+	args := []jen.Code{jen.Id("s").Dot("Ctx"), jen.Id("s").Dot("Rand"), jen.Id("s").Dot("Index")}
 	for _, k := range g.keys {
 		args = append(args, g.rt("Bytes").Call(jen.Id("s").Dot(k.Go)))
 	}
 	f.Comment("Read decodes sample s.Index's members, draws each image's crop and flip from")
-	f.Comment("s.Rand, and writes every key into s.")
+	f.Comment("s.Rand, and writes every key into s. A remote shard's read stops once")
+	f.Comment("s.Ctx is done.")
 	f.Add(recv()).Id("Read").Params(jen.Id("s").Op("*").Id(g.n.exported("Sample"))).Error().Block(
 		jen.Return(jen.Id("r").Dot("src").Dot("Read").Call(args...)))
 

@@ -12,6 +12,8 @@ import (
 //	type CellMapSamples struct {
 //		Epoch   int   // epoch the samples are loaded for
 //		Indices []int // dataset indices of the samples, in batch order
+//		// Ctx is done once ...
+//		Ctx context.Context
 //
 //		Raw    []uint8   // key "raw": len(Indices) x [64 64 64] uint8
 //		Labels []float32 // key "labels": len(Indices) x [3 64 64 64] float32
@@ -23,8 +25,9 @@ func (g *emitter) samples(f *jen.File) {
 	fields := []jen.Code{
 		jen.Id("Epoch").Int().Comment("epoch the samples are loaded for"),
 		jen.Id("Indices").Index().Int().Comment("dataset indices of the samples, in batch order"),
-		jen.Line(),
 	}
+	fields = append(fields, ctxField()...)
+	fields = append(fields, jen.Line())
 	for _, k := range g.keys {
 		comment := fmt.Sprintf("key %q: len(Indices) x %s", k.Name, describe(k.Key))
 		switch {

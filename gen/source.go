@@ -16,6 +16,8 @@ import (
 //		Epoch int // epoch the sample is loaded for
 //		// Rand is seeded from ...
 //		Rand *rand.Rand
+//		// Ctx is done once ...
+//		Ctx context.Context
 //
 //		Raw    []uint8   // key "raw": [64 64 64] uint8, C order
 //		Labels []float32 // key "labels": [3 64 64 64] float32, C order, class axis first
@@ -30,8 +32,9 @@ func (g *emitter) sample(f *jen.File) {
 		jen.Comment("same draws on every run, whatever the number of workers. Use it for"),
 		jen.Comment("augmentation, so that a random crop or flip applies to every key alike."),
 		jen.Id("Rand").Op("*").Qual(randPath, "Rand"),
-		jen.Line(),
 	}
+	fields = append(fields, ctxField()...)
+	fields = append(fields, jen.Line())
 	for _, k := range g.keys {
 		if k.LengthsOf == "" {
 			fields = append(fields, jen.Id(k.Go).Index().Add(k.elemType()).Comment(sampleComment(k)))
@@ -106,4 +109,14 @@ func (g *emitter) source(f *jen.File) {
 		)
 	}
 	f.Type().Id(name).Interface(methods...)
+}
+
+// ctxField renders the Ctx field of the sample structs, with its comment.
+func ctxField() []jen.Code {
+	return []jen.Code{
+		jen.Comment("Ctx is done once the epoch ends early or the loader closes: hand it to"),
+		jen.Comment("reads that may wait (remote data), so that they stop then. nil (a"),
+		jen.Comment("sample made by hand) is never done."),
+		jen.Id("Ctx").Qual("context", "Context"),
+	}
 }

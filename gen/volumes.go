@@ -268,19 +268,20 @@ func (g *emitter) openVolumes(f *jen.File) {
 // ReadAhead and Close of the volume source:
 //
 //	func (v *CellMapVolumes) Read(s *CellMapSample) error {
-//		return v.src.Read(s.Rand, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
+//		return v.src.Read(s.Ctx, s.Rand, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
 //	}
 func (g *emitter) volumesMethods(f *jen.File) {
 	recv := func() *jen.Statement { return jen.Func().Params(jen.Id("v").Op("*").Id(g.n.exported("Volumes"))) }
 	f.Comment("Len returns the samples in an epoch, the schema's crops.per_epoch.")
 	f.Add(recv()).Id("Len").Params().Int().Block(jen.Return(jen.Id("v").Dot("src").Dot("Len").Call()))
 
-	args := []jen.Code{jen.Id("s").Dot("Rand")}
+	args := []jen.Code{jen.Id("s").Dot("Ctx"), jen.Id("s").Dot("Rand")}
 	for _, k := range g.keys {
 		args = append(args, g.rt("Bytes").Call(jen.Id("s").Dot(k.Go)))
 	}
 	f.Comment("Read draws sample s's volume, centre and augmentation from s.Rand and")
-	f.Comment("copies every key's box into s, augmented as it is copied.")
+	f.Comment("copies every key's box into s, augmented as it is copied; remote reads")
+	f.Comment("stop once s.Ctx is done.")
 	f.Add(recv()).Id("Read").Params(jen.Id("s").Op("*").Id(g.n.exported("Sample"))).Error().Block(
 		jen.Return(jen.Id("v").Dot("src").Dot("Read").Call(args...)))
 

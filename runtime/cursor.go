@@ -30,7 +30,9 @@ type Cursor struct {
 	before         Stats     // Stats at the start, for Options.LogEpochs
 	t0             time.Time
 	timer          *time.Timer // Next's waits; stopped between them
-	err            error       // what ended the epoch; Next returns it again
+	fills          context.Context
+	stopFills      func() // ends fills, the context of the epoch's reads (Run.Ctx)
+	err            error  // what ended the epoch; Next returns it again
 	closed         bool
 }
 
@@ -54,6 +56,7 @@ func (e *Engine) Start(ctx context.Context, epoch, start int) (*Cursor, error) {
 		e.end()
 		return nil, fmt.Errorf("start batch %d is not in [0, %d]", start, c.nb)
 	}
+	c.fills, c.stopFills = e.fillContext(ctx)
 	e.free = e.keeps.unkept(e.free[:0], e.Slots())
 	e.grown, e.hinted = start, start
 	e.hint(c.order, epoch, c.next)
@@ -78,7 +81,7 @@ func (c *Cursor) dispatchFree() error {
 
 // dispatchNext dispatches the next batch into a free slot.
 func (c *Cursor) dispatchNext() error {
-	if err := c.e.dispatch(c.order, c.epoch, c.next); err != nil {
+	if err := c.e.dispatch(c.fills, c.order, c.epoch, c.next); err != nil {
 		return err
 	}
 	c.next++
@@ -171,6 +174,7 @@ func (c *Cursor) Close() {
 		e.keeps.advance(c.out)
 		c.out = -1
 	}
+	c.stopFills() // the fills' reads stop before the drain waits for them
 	e.drain(c.first, c.next)
 	if e.set.logEpochs {
 		e.set.logger.Info(fmt.Sprintf("loadergen: %s epoch %d: %v", e.plan.Name, c.epoch, e.Stats().Since(c.before, time.Since(c.t0))))

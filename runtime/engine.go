@@ -22,6 +22,11 @@ type Run struct {
 	Batch   int   // batch number within the epoch
 	Pos     int   // position within the batch of the run's first sample
 	Indices []int // dataset indices of the run's samples, in batch order
+	// Ctx is done once the epoch ends (its loop stops, its context is
+	// cancelled, a read fails) or the engine closes: the FillFunc hands
+	// it to reads that may wait (a remote source's), which then return
+	// early, so that the epoch ends without waiting out their retries.
+	Ctx context.Context
 	// Done counts the samples of the run filled in full. The FillFunc
 	// advances it after each, so that when it fails (or panics) the engine
 	// names the dataset index Indices[Done] (the run's last sample if Done
@@ -150,6 +155,10 @@ type Engine struct {
 	done    chan struct{} // closed by Close: parked workers and waits wake
 	stopped chan struct{} // closed once every worker has returned
 	workers sync.WaitGroup
+	// closed is done once Close is called (closeFills, by Close): the
+	// fills' contexts of every epoch derive from it.
+	closed     context.Context
+	closeFills context.CancelFunc
 
 	busy    atomic.Bool // an epoch is being iterated: set by begin, cleared by end
 	closing atomic.Bool // Close was called: fillers stop claiming runs; set under mu
@@ -174,8 +183,9 @@ type slot struct {
 	// consumer: written by dispatch before the shares are sent; read by
 	// fillers after they receive a share, and by the consumer.
 	batch Batch
-	n     int // samples in the batch
-	epoch int // epoch of the batch
+	n     int             // samples in the batch
+	epoch int             // epoch of the batch
+	ctx   context.Context // the epoch's fills' (Run.Ctx)
 
 	// fillers: shared while the batch fills; reset by dispatch.
 	next    atomic.Int64 // next sample position to claim
@@ -302,6 +312,7 @@ func newEngine(p Plan, n int, lengths []int32, keys LocalityFunc, o Options, fil
 		done:     make(chan struct{}),
 		stopped:  make(chan struct{}),
 	}
+	e.closed, e.closeFills = context.WithCancel(context.Background())
 	e.order = make([]int, n+e.sampler.Samples())
 	if e.window > 0 {
 		e.keys = make([]uint64, e.sampler.Samples())
@@ -484,11 +495,12 @@ func (e *Engine) Stats() Stats {
 }
 
 // Close stops the workers (each finishes the run it is filling: Source
-// reads must return) and releases the staging memory once no epoch is
-// running. An epoch iterated meanwhile ends with ErrClosed at its next wait;
-// batches already staged may still be handed out before that, and the
-// release then happens when the epoch returns (its error is logged). Close
-// is idempotent: later calls return nil at once.
+// reads must return, and those that heed Run.Ctx return at once) and
+// releases the staging memory once no epoch is running. An epoch iterated
+// meanwhile ends with ErrClosed at its next wait; batches already staged
+// may still be handed out before that, and the release then happens when
+// the epoch returns (its error is logged). Close is idempotent: later
+// calls return nil at once.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closing.Load() {
@@ -497,6 +509,7 @@ func (e *Engine) Close() error {
 	}
 	e.closing.Store(true)
 	close(e.done)
+	e.closeFills()
 	e.mu.Unlock()
 	<-e.stopped
 	return e.release()
@@ -701,7 +714,7 @@ func (e *Engine) fillRuns(ctx context.Context, w, s int) {
 			return
 		}
 		*r = Run{Filler: w, Slot: s, Epoch: sl.epoch, Batch: sl.batch.Number, Pos: pos,
-			Indices: sl.batch.Indices[pos:min(pos+k, sl.n)]}
+			Indices: sl.batch.Indices[pos:min(pos+k, sl.n)], Ctx: sl.ctx}
 		t0 := time.Now()
 		err := e.call(r)
 		d := time.Since(t0)
@@ -744,10 +757,11 @@ func (sl *slot) fail(pos int, err error) {
 	sl.abort.Store(true)
 }
 
-// dispatch stages batch b of order into a free slot and hands the work to
-// the pool. A free slot's previous batch was consumed or drained; reuse
-// waits until the backend has finished copying it.
-func (e *Engine) dispatch(order []int, epoch, b int) error {
+// dispatch stages batch b of order into a free slot, its fills under
+// ctx, and hands the work to the pool. A free slot's previous batch was
+// consumed or drained; reuse waits until the backend has finished
+// copying it.
+func (e *Engine) dispatch(ctx context.Context, order []int, epoch, b int) error {
 	bs := e.plan.BatchSize
 	s := e.free[len(e.free)-1]
 	e.free = e.free[:len(e.free)-1]
@@ -759,6 +773,7 @@ func (e *Engine) dispatch(order []int, epoch, b int) error {
 	idx := order[b*bs : min((b+1)*bs, len(order))]
 	sl.n = len(idx)
 	sl.epoch = epoch
+	sl.ctx = ctx
 	sl.batch.Number = b
 	sl.batch.Indices = append(sl.batch.Indices[:0], idx...)
 	for k, key := range e.plan.Keys {
@@ -804,6 +819,17 @@ func (e *Engine) Epoch(ctx context.Context, epoch, start int) iter.Seq2[*Batch, 
 				return
 			}
 		}
+	}
+}
+
+// fillContext returns the context of an epoch's fills (Run.Ctx): done
+// once ctx is, the engine closes, or stop is called.
+func (e *Engine) fillContext(ctx context.Context) (fills context.Context, stop func()) {
+	fills, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(e.closed, cancel)
+	return fills, func() {
+		unhook()
+		cancel()
 	}
 }
 

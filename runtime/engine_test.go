@@ -825,3 +825,72 @@ func TestReadAhead(t *testing.T) {
 		}
 	}
 }
+
+// TestRunContext: a fill that waits on its Run.Ctx (a remote read) is
+// stopped when the epoch ends, by a break out of the loop, the consumer's
+// cancel or Close, so that the epoch returns at once rather than when the
+// read would have ended; a later epoch's runs get a live context.
+func TestRunContext(t *testing.T) {
+	for _, end := range []string{"break", "cancel", "close"} {
+		t.Run(end, func(t *testing.T) {
+			var stuck, bare atomic.Int64
+			var later atomic.Bool // the second epoch: no run waits
+			fill := func(r *Run) error {
+				switch {
+				case r.Ctx == nil:
+					bare.Add(1)
+				case r.Ctx.Err() != nil:
+					return r.Ctx.Err()
+				case r.Batch == 1 && !later.Load(): // a batch filled ahead: its read never ends by itself
+					stuck.Add(1)
+					select {
+					case <-r.Ctx.Done():
+						return r.Ctx.Err()
+					case <-time.After(10 * time.Second):
+						return errors.New("the run's context stayed live after the epoch ended")
+					}
+				}
+				return nil
+			}
+			e, err := NewEngine(testPlan(4, LoaderDefaults{Prefetch: 2}), 64, Options{Workers: 2, Logger: quiet}, fill)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			start := time.Now()
+			for b, err := range e.Epoch(ctx, 0, 0) {
+				if err != nil {
+					break
+				}
+				for stuck.Load() == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				if b.Number == 0 {
+					switch end {
+					case "cancel":
+						cancel()
+						continue
+					case "close": // from the loop: the workers stop before the consumer waits again
+						e.Close()
+						continue
+					}
+					break
+				}
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("the epoch returned %v after it ended", d)
+			}
+			if end == "break" {
+				later.Store(true)
+				if errs := collectErr(e); len(errs) != 0 {
+					t.Errorf("a later epoch: %v", errs)
+				}
+			}
+			if n := bare.Load(); n > 0 {
+				t.Errorf("%d runs had no context", n)
+			}
+		})
+	}
+}

@@ -100,6 +100,10 @@ type CellMapSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Raw    []uint8   // key "raw": [64 64 64] uint8, C order
 	Labels []float32 // key "labels": [3 32 32 32] float32, C order, class axis first
@@ -123,6 +127,10 @@ type CellMapSource interface {
 type CellMapSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Raw    []uint8   // key "raw": len(Indices) x [64 64 64] uint8
 	Labels []float32 // key "labels": len(Indices) x [3 32 32 32] float32
@@ -255,7 +263,7 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *CellMapLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(cellMapPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -274,7 +282,7 @@ func (l *CellMapLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *CellMapLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Raw = b.raw[r.Pos*cellMapRawElems:][:n*cellMapRawElems]
 	s.Labels = b.labels[r.Pos*cellMapLabelsElems:][:n*cellMapLabelsElems]
 	done, err := l.many.ReadSamples(s)
@@ -423,9 +431,10 @@ func (v *CellMapVolumes) Len() int {
 }
 
 // Read draws sample s's volume, centre and augmentation from s.Rand and
-// copies every key's box into s, augmented as it is copied.
+// copies every key's box into s, augmented as it is copied; remote reads
+// stop once s.Ctx is done.
 func (v *CellMapVolumes) Read(s *CellMapSample) error {
-	return v.src.Read(s.Rand, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
+	return v.src.Read(s.Ctx, s.Rand, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
 }
 
 // Crop returns where sample index of epoch comes from: the volume, each

@@ -19,8 +19,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 3)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(3 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 4)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(4 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of FashionMNIST, fixed at generation time: device is cpu.
@@ -92,6 +92,10 @@ type FashionMNISTSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image []uint8 // key "image": [28 28] uint8, C order
 	Label []int64 // key "label": scalar int64 (one element)
@@ -115,6 +119,10 @@ type FashionMNISTSource interface {
 type FashionMNISTSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image []uint8 // key "image": len(Indices) x [28 28] uint8
 	Label []int64 // key "label": len(Indices) x scalar int64
@@ -243,7 +251,7 @@ func NewFashionMNISTLoader(src FashionMNISTSource, opts runtime.Options) (*Fashi
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *FashionMNISTLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(fashionMNISTPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -262,7 +270,7 @@ func (l *FashionMNISTLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *FashionMNISTLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Image = b.image[r.Pos*fashionMNISTImageElems:][:n*fashionMNISTImageElems]
 	s.Label = b.label[r.Pos*fashionMNISTLabelElems:][:n*fashionMNISTLabelElems]
 	done, err := l.many.ReadSamples(s)
@@ -298,6 +306,14 @@ func (l *FashionMNISTLoader) EpochFrom(ctx context.Context, epoch, startBatch in
 			}
 		}
 	}
+}
+
+// Start begins epoch at batch startBatch and returns its cursor, which hands
+// out the runtime's batches a call at a time: for callers that cannot keep a
+// loop open while they wait, such as the Python bridge (loadergen python).
+// EpochFrom is the same walk as a typed loop.
+func (l *FashionMNISTLoader) Start(ctx context.Context, epoch, startBatch int) (*runtime.Cursor, error) {
+	return l.engine.Start(ctx, epoch, startBatch)
 }
 
 // Len is the number of batches per epoch for this rank.

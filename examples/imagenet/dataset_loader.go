@@ -94,6 +94,10 @@ type ImageNetSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image []float32 // key "image": [3 224 224] float32, C order
 	Label []int64   // key "label": scalar int64 (one element)
@@ -117,6 +121,10 @@ type ImageNetSource interface {
 type ImageNetSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image []float32 // key "image": len(Indices) x [3 224 224] float32
 	Label []int64   // key "label": len(Indices) x scalar int64
@@ -242,7 +250,7 @@ func NewImageNetLoader(src ImageNetSource, opts runtime.Options) (*ImageNetLoade
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *ImageNetLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(imageNetPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -261,7 +269,7 @@ func (l *ImageNetLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *ImageNetLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Image = b.image[r.Pos*imageNetImageElems:][:n*imageNetImageElems]
 	s.Label = b.label[r.Pos*imageNetLabelElems:][:n*imageNetLabelElems]
 	done, err := l.many.ReadSamples(s)
@@ -376,9 +384,10 @@ func (r *ImageNetRecords) Len() int {
 }
 
 // Read decodes sample s.Index's members, draws each image's crop and flip from
-// s.Rand, and writes every key into s.
+// s.Rand, and writes every key into s. A remote shard's read stops once
+// s.Ctx is done.
 func (r *ImageNetRecords) Read(s *ImageNetSample) error {
-	return r.src.Read(s.Rand, s.Index, runtime.Bytes(s.Image), runtime.Bytes(s.Label))
+	return r.src.Read(s.Ctx, s.Rand, s.Index, runtime.Bytes(s.Image), runtime.Bytes(s.Label))
 }
 
 // Crop returns the crop rectangle and flip that Read draws for sample index of

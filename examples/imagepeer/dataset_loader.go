@@ -109,6 +109,10 @@ type ImagesSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image []float32 // key "image": [3 224 224] float32, C order
 	Mask  []uint8   // key "mask": [224 224] uint8, C order
@@ -133,6 +137,10 @@ type ImagesSource interface {
 type ImagesSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image []float32 // key "image": len(Indices) x [3 224 224] float32
 	Mask  []uint8   // key "mask": len(Indices) x [224 224] uint8
@@ -271,7 +279,7 @@ func NewImagesLoader(src ImagesSource, opts runtime.Options) (*ImagesLoader, err
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *ImagesLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(imagesPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -291,7 +299,7 @@ func (l *ImagesLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *ImagesLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Image = b.image[r.Pos*imagesImageElems:][:n*imagesImageElems]
 	s.Mask = b.mask[r.Pos*imagesMaskElems:][:n*imagesMaskElems]
 	s.Label = b.label[r.Pos*imagesLabelElems:][:n*imagesLabelElems]

@@ -94,6 +94,10 @@ type PeerSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Raw    []uint8 // key "raw": [64 64 64] uint8, C order
 	Labels []uint8 // key "labels": [2 64 64 64] uint8, C order, class axis first
@@ -117,6 +121,10 @@ type PeerSource interface {
 type PeerSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Raw    []uint8 // key "raw": len(Indices) x [64 64 64] uint8
 	Labels []uint8 // key "labels": len(Indices) x [2 64 64 64] uint8
@@ -249,7 +257,7 @@ func NewPeerLoader(src PeerSource, opts runtime.Options) (*PeerLoader, error) {
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *PeerLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(peerPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -268,7 +276,7 @@ func (l *PeerLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *PeerLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Raw = b.raw[r.Pos*peerRawElems:][:n*peerRawElems]
 	s.Labels = b.labels[r.Pos*peerLabelsElems:][:n*peerLabelsElems]
 	done, err := l.many.ReadSamples(s)
@@ -414,9 +422,10 @@ func (v *PeerVolumes) Len() int {
 }
 
 // Read draws sample s's volume, centre and augmentation from s.Rand and
-// copies every key's box into s, augmented as it is copied.
+// copies every key's box into s, augmented as it is copied; remote reads
+// stop once s.Ctx is done.
 func (v *PeerVolumes) Read(s *PeerSample) error {
-	return v.src.Read(s.Rand, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
+	return v.src.Read(s.Ctx, s.Rand, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
 }
 
 // Crop returns where sample index of epoch comes from: the volume, each

@@ -168,6 +168,10 @@ type BalancedSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Tiny  []int8    // key "tiny": [2] int8, C order
 	Wide  []float64 // key "wide": [64 64] float64, C order
@@ -197,6 +201,10 @@ type BalancedSource interface {
 type BalancedSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Tiny  []int8    // key "tiny": len(Indices) x [2] int8
 	Wide  []float64 // key "wide": len(Indices) x [64 64] float64
@@ -382,7 +390,7 @@ func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoade
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *BalancedLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(balancedPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -407,7 +415,7 @@ func (l *BalancedLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *BalancedLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Tiny = b.tiny[r.Pos*balancedTinyElems:][:n*balancedTinyElems]
 	s.Wide = b.wide[r.Pos*balancedWideElems:][:n*balancedWideElems]
 	s.Half = b.half[r.Pos*balancedHalfElems:][:n*balancedHalfElems]

@@ -121,6 +121,10 @@ type CellMapSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Raw    []uint8   // key "raw": [8 8 8] uint8, C order
 	Labels []float32 // key "labels": [3 8 8 8] float32, C order, class axis first
@@ -146,6 +150,10 @@ type CellMapSource interface {
 type CellMapSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Raw    []uint8   // key "raw": len(Indices) x [8 8 8] uint8
 	Labels []float32 // key "labels": len(Indices) x [3 8 8 8] float32
@@ -294,7 +302,7 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *CellMapLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(cellMapPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -315,7 +323,7 @@ func (l *CellMapLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *CellMapLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Raw = b.raw[r.Pos*cellMapRawElems:][:n*cellMapRawElems]
 	s.Labels = b.labels[r.Pos*cellMapLabelsElems:][:n*cellMapLabelsElems]
 	s.Valid = b.valid[r.Pos*cellMapValidElems:][:n*cellMapValidElems]

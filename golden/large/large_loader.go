@@ -103,6 +103,10 @@ type LargeSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image []float32 // key "image": [3 256 256] float32, C order
 	Mask  []uint8   // key "mask": [256 256] uint8, C order
@@ -127,6 +131,10 @@ type LargeSource interface {
 type LargeSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image []float32 // key "image": len(Indices) x [3 256 256] float32
 	Mask  []uint8   // key "mask": len(Indices) x [256 256] uint8
@@ -262,7 +270,7 @@ func NewLargeLoader(src LargeSource, opts runtime.Options) (*LargeLoader, error)
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *LargeLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(largePlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -282,7 +290,7 @@ func (l *LargeLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *LargeLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Image = b.image[r.Pos*largeImageElems:][:n*largeImageElems]
 	s.Mask = b.mask[r.Pos*largeMaskElems:][:n*largeMaskElems]
 	s.Label = b.label[r.Pos*largeLabelElems:][:n*largeLabelElems]

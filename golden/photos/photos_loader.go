@@ -106,6 +106,10 @@ type PhotosSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image []float32 // key "image": [3 32 32] float32, C order
 	Mask  []uint8   // key "mask": [32 32] uint8, C order
@@ -130,6 +134,10 @@ type PhotosSource interface {
 type PhotosSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image []float32 // key "image": len(Indices) x [3 32 32] float32
 	Mask  []uint8   // key "mask": len(Indices) x [32 32] uint8
@@ -265,7 +273,7 @@ func NewPhotosLoader(src PhotosSource, opts runtime.Options) (*PhotosLoader, err
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *PhotosLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(photosPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -285,7 +293,7 @@ func (l *PhotosLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *PhotosLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Image = b.image[r.Pos*photosImageElems:][:n*photosImageElems]
 	s.Mask = b.mask[r.Pos*photosMaskElems:][:n*photosMaskElems]
 	s.Label = b.label[r.Pos*photosLabelElems:][:n*photosLabelElems]
@@ -408,9 +416,10 @@ func (r *PhotosRecords) Len() int {
 }
 
 // Read decodes sample s.Index's members, draws each image's crop and flip from
-// s.Rand, and writes every key into s.
+// s.Rand, and writes every key into s. A remote shard's read stops once
+// s.Ctx is done.
 func (r *PhotosRecords) Read(s *PhotosSample) error {
-	return r.src.Read(s.Rand, s.Index, runtime.Bytes(s.Image), runtime.Bytes(s.Mask), runtime.Bytes(s.Label))
+	return r.src.Read(s.Ctx, s.Rand, s.Index, runtime.Bytes(s.Image), runtime.Bytes(s.Mask), runtime.Bytes(s.Label))
 }
 
 // Crop returns the crop rectangle and flip that Read draws for sample index of

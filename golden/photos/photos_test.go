@@ -11,10 +11,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/loadergen/loadergen/internal/fixture/photoshards"
+	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/records"
 )
@@ -218,5 +220,42 @@ func TestRecordsRemote(t *testing.T) {
 	}
 	if n != set.Samples {
 		t.Errorf("%d GETs for an epoch of %d samples, want one each", n, set.Samples)
+	}
+}
+
+// TestRemoteEpochCancelled: an epoch over shards whose server stops
+// answering returns as soon as its context is cancelled, with
+// context.Canceled, not once the reads in flight have run out their
+// retries; closing the loader and the source then leaves nothing running
+// (TestMain's goleak).
+func TestRemoteEpochCancelled(t *testing.T) {
+	dir := t.TempDir()
+	if err := set.WriteShards(dir, "photos-%d.tar"); err != nil {
+		t.Fatal(err)
+	}
+	url, stall := remotetest.Stalling(t, dir)
+	remote, err := OpenPhotosRecords(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remote.Close()
+	stall.Store(true)
+	l, err := NewPhotosLoader(remote, runtime.Options{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	var errs []error
+	for _, err := range l.Epoch(ctx, 0) {
+		errs = append(errs, err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the cancelled epoch returned after %v", d)
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], context.Canceled) {
+		t.Errorf("epoch: %v, want context.Canceled", errs)
 	}
 }

@@ -167,6 +167,10 @@ type RaggedSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image  []uint8   // key "image": [3 4] uint8, C order
 	Tokens []int32   // key "tokens": up to [16] int32, ragged; append rows
@@ -196,6 +200,10 @@ type RaggedSource interface {
 type RaggedSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image         []uint8   // key "image": len(Indices) x [3 4] uint8
 	Tokens        []int32   // key "tokens": len(Indices) x up to [16] int32, ragged, each sample's rows at the start of its slot
@@ -361,7 +369,7 @@ func NewRaggedLoader(src RaggedSource, opts runtime.Options) (*RaggedLoader, err
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *RaggedLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(raggedPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -392,7 +400,7 @@ func (l *RaggedLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *RaggedLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Image = b.image[r.Pos*raggedImageElems:][:n*raggedImageElems]
 	s.Tokens = b.tokens[r.Pos*raggedTokensElems:][:n*raggedTokensElems]
 	s.TokensLengths = b.tokensLengths[r.Pos*raggedTokensLengthsElems:][:n*raggedTokensLengthsElems]

@@ -92,6 +92,10 @@ type RowsSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Features []float32 // key "features": [32] float32, C order
 	Label    []int64   // key "label": scalar int64 (one element)
@@ -115,6 +119,10 @@ type RowsSource interface {
 type RowsSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Features []float32 // key "features": len(Indices) x [32] float32
 	Label    []int64   // key "label": len(Indices) x scalar int64
@@ -243,7 +251,7 @@ func NewRowsLoader(src RowsSource, opts runtime.Options) (*RowsLoader, error) {
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *RowsLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(rowsPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -262,7 +270,7 @@ func (l *RowsLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *RowsLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Features = b.features[r.Pos*rowsFeaturesElems:][:n*rowsFeaturesElems]
 	s.Label = b.label[r.Pos*rowsLabelElems:][:n*rowsLabelElems]
 	done, err := l.many.ReadSamples(s)

@@ -118,6 +118,10 @@ type ScenesSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image []uint8   // key "image": [16 16 3] uint8, C order
 	Depth []float32 // key "depth": [6 8] float32, C order
@@ -143,6 +147,10 @@ type ScenesSource interface {
 type ScenesSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image []uint8   // key "image": len(Indices) x [16 16 3] uint8
 	Depth []float32 // key "depth": len(Indices) x [6 8] float32
@@ -288,7 +296,7 @@ func NewScenesLoader(src ScenesSource, opts runtime.Options) (*ScenesLoader, err
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *ScenesLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(scenesPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -309,7 +317,7 @@ func (l *ScenesLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *ScenesLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Image = b.image[r.Pos*scenesImageElems:][:n*scenesImageElems]
 	s.Depth = b.depth[r.Pos*scenesDepthElems:][:n*scenesDepthElems]
 	s.Pose = b.pose[r.Pos*scenesPoseElems:][:n*scenesPoseElems]
@@ -435,9 +443,10 @@ func (r *ScenesRecords) Len() int {
 }
 
 // Read decodes sample s.Index's members, draws each image's crop and flip from
-// s.Rand, and writes every key into s.
+// s.Rand, and writes every key into s. A remote shard's read stops once
+// s.Ctx is done.
 func (r *ScenesRecords) Read(s *ScenesSample) error {
-	return r.src.Read(s.Rand, s.Index, runtime.Bytes(s.Image), runtime.Bytes(s.Depth), runtime.Bytes(s.Pose), runtime.Bytes(s.Label))
+	return r.src.Read(s.Ctx, s.Rand, s.Index, runtime.Bytes(s.Image), runtime.Bytes(s.Depth), runtime.Bytes(s.Pose), runtime.Bytes(s.Label))
 }
 
 // Crop returns the crop rectangle and flip that Read draws for sample index of

@@ -103,6 +103,10 @@ type SmallSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image []float32 // key "image": [3 4 4] float32, C order
 	Mask  []uint8   // key "mask": [4 4] bool, C order, one byte per bool
@@ -127,6 +131,10 @@ type SmallSource interface {
 type SmallSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Image []float32 // key "image": len(Indices) x [3 4 4] float32
 	Mask  []uint8   // key "mask": len(Indices) x [4 4] bool
@@ -262,7 +270,7 @@ func NewSmallLoader(src SmallSource, opts runtime.Options) (*SmallLoader, error)
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *SmallLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(smallPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -282,7 +290,7 @@ func (l *SmallLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *SmallLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Image = b.image[r.Pos*smallImageElems:][:n*smallImageElems]
 	s.Mask = b.mask[r.Pos*smallMaskElems:][:n*smallMaskElems]
 	s.Label = b.label[r.Pos*smallLabelElems:][:n*smallLabelElems]

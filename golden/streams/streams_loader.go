@@ -120,6 +120,10 @@ type EMSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	EmRaw  []uint8   // key "em_raw": [32 32 32] uint8, C order
 	EmFine []uint16  // key "em_fine": [16 16 16] uint16, C order
@@ -145,6 +149,10 @@ type EMSource interface {
 type EMSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	EmRaw  []uint8   // key "em_raw": len(Indices) x [32 32 32] uint8
 	EmFine []uint16  // key "em_fine": len(Indices) x [16 16 16] uint16
@@ -290,7 +298,7 @@ func NewEMLoader(src EMSource, opts runtime.Options) (*EMLoader, error) {
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *EMLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(emPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -311,7 +319,7 @@ func (l *EMLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *EMLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.EmRaw = b.emRaw[r.Pos*emEmRawElems:][:n*emEmRawElems]
 	s.EmFine = b.emFine[r.Pos*emEmFineElems:][:n*emEmFineElems]
 	s.Lm = b.lm[r.Pos*emLmElems:][:n*emLmElems]

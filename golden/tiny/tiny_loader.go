@@ -163,6 +163,10 @@ type TinySample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	A []float32 // key "a": [4] float32, C order
 	B []float32 // key "b": [4] float32, C order
@@ -192,6 +196,10 @@ type TinySource interface {
 type TinySamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	A []float32 // key "a": len(Indices) x [4] float32
 	B []float32 // key "b": len(Indices) x [4] float32
@@ -377,7 +385,7 @@ func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *TinyLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(tinyPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -402,7 +410,7 @@ func (l *TinyLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *TinyLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.A = b.a[r.Pos*tinyAElems:][:n*tinyAElems]
 	s.B = b.b[r.Pos*tinyBElems:][:n*tinyBElems]
 	s.C = b.c[r.Pos*tinyCElems:][:n*tinyCElems]

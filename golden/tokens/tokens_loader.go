@@ -126,6 +126,10 @@ type TokensSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Tokens []int32 // key "tokens": up to [512] int32, ragged; append rows
 	Label  []int64 // key "label": scalar int64 (one element)
@@ -157,6 +161,10 @@ type TokensSource interface {
 type TokensSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Tokens        []int32 // key "tokens": len(Indices) x up to [512] int32, ragged, each sample's rows at the start of its slot
 	TokensLengths []int32 // rows of each sample of key "tokens": ReadSamples sets them
@@ -295,7 +303,7 @@ func NewTokensLoader(src TokensSource, opts runtime.Options) (*TokensLoader, err
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *TokensLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(tokensPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -319,7 +327,7 @@ func (l *TokensLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *TokensLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Tokens = b.tokens[r.Pos*tokensTokensElems:][:n*tokensTokensElems]
 	s.TokensLengths = b.tokensLengths[r.Pos*tokensTokensLengthsElems:][:n*tokensTokensLengthsElems]
 	s.Label = b.label[r.Pos*tokensLabelElems:][:n*tokensLabelElems]

@@ -157,6 +157,10 @@ type TruncateSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Spans  []int32 // key "spans": up to [4 2] int32, ragged; append rows
 	Tokens []int32 // key "tokens": up to [32] int32, ragged; append rows (past the maximum, they are cut: overflow truncate)
@@ -192,6 +196,10 @@ type TruncateSource interface {
 type TruncateSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Spans         []int32 // key "spans": len(Indices) x up to [4 2] int32, ragged, each sample's rows at the start of its slot
 	SpansLengths  []int32 // rows of each sample of key "spans": ReadSamples sets them
@@ -350,7 +358,7 @@ func NewTruncateLoader(src TruncateSource, opts runtime.Options) (*TruncateLoade
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *TruncateLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(truncatePlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -383,7 +391,7 @@ func (l *TruncateLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *TruncateLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Spans = b.spans[r.Pos*truncateSpansElems:][:n*truncateSpansElems]
 	s.SpansLengths = b.spansLengths[r.Pos*truncateSpansLengthsElems:][:n*truncateSpansLengthsElems]
 	s.Tokens = b.tokens[r.Pos*truncateTokensElems:][:n*truncateTokensElems]

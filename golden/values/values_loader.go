@@ -108,6 +108,10 @@ type ValuesSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Raw    []float32 // key "raw": [8 8 8] float32, C order
 	RawStd []uint16  // key "raw_std": [8 8 8] float16, C order, raw 16-bit words
@@ -132,6 +136,10 @@ type ValuesSource interface {
 type ValuesSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Raw    []float32 // key "raw": len(Indices) x [8 8 8] float32
 	RawStd []uint16  // key "raw_std": len(Indices) x [8 8 8] float16
@@ -274,7 +282,7 @@ func NewValuesLoader(src ValuesSource, opts runtime.Options) (*ValuesLoader, err
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *ValuesLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(valuesPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -294,7 +302,7 @@ func (l *ValuesLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *ValuesLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Raw = b.raw[r.Pos*valuesRawElems:][:n*valuesRawElems]
 	s.RawStd = b.rawStd[r.Pos*valuesRawStdElems:][:n*valuesRawStdElems]
 	s.Labels = b.labels[r.Pos*valuesLabelsElems:][:n*valuesLabelsElems]
@@ -464,9 +472,10 @@ func (v *ValuesVolumes) Len() int {
 }
 
 // Read draws sample s's volume, centre and augmentation from s.Rand and
-// copies every key's box into s, augmented as it is copied.
+// copies every key's box into s, augmented as it is copied; remote reads
+// stop once s.Ctx is done.
 func (v *ValuesVolumes) Read(s *ValuesSample) error {
-	return v.src.Read(s.Rand, runtime.Bytes(s.Raw), runtime.Bytes(s.RawStd), runtime.Bytes(s.Labels))
+	return v.src.Read(s.Ctx, s.Rand, runtime.Bytes(s.Raw), runtime.Bytes(s.RawStd), runtime.Bytes(s.Labels))
 }
 
 // Crop returns where sample index of epoch comes from: the volume, each

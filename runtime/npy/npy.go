@@ -35,6 +35,7 @@
 package npy
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -723,6 +724,7 @@ func OpenAll(root string, specs []Spec) ([]*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer r.Close() // every file is fetched by now
 	files := make([]*File, 0, len(specs))
 	for _, spec := range specs {
 		f, err := openUnder(r, spec)
@@ -732,7 +734,7 @@ func OpenAll(root string, specs []Spec) ([]*File, error) {
 			if spec.Offsets != "" && errors.As(err, &pe) && strings.HasSuffix(filepath.ToSlash(pe.Path), spec.Offsets) {
 				name = spec.Offsets
 			}
-			err = &runtime.KeyError{Key: spec.Key, Err: fmt.Errorf("%w (the schema's file %q under the data root %s)", err, name, root)}
+			err = &runtime.KeyError{Key: spec.Key, Err: fmt.Errorf("%w (the schema's file %q under the data root %s)", err, name, storage.Redact(root))}
 		}
 		if err != nil {
 			CloseAll(files...)
@@ -772,7 +774,7 @@ func CloseAll(files ...*File) error {
 // openUnder opens spec's files in root, fetched to local disk first when
 // root is remote.
 func openUnder(root storage.Root, spec Spec) (*File, error) {
-	dataPath, done, err := storage.Fetch(root, spec.File)
+	dataPath, done, err := storage.Fetch(context.Background(), root, spec.File)
 	if err != nil {
 		return nil, err
 	}
@@ -780,7 +782,7 @@ func openUnder(root storage.Root, spec Spec) (*File, error) {
 	if spec.Offsets == "" {
 		return openNamed(dataPath, root.URL(spec.File), spec)
 	}
-	offsetsPath, done, err := storage.Fetch(root, spec.Offsets)
+	offsetsPath, done, err := storage.Fetch(context.Background(), root, spec.Offsets)
 	if err != nil {
 		return nil, err
 	}

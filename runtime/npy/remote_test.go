@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -55,5 +57,17 @@ func TestOpenAllRemote(t *testing.T) {
 	_, err = OpenAll("s3://tokens", []Spec{missing})
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), `key "flags"`) || !strings.Contains(err.Error(), "s3://tokens/nope.npy") {
 		t.Errorf("a missing remote file: %v", err)
+	}
+}
+
+// TestOpenAllSecret: a missing file under a root whose URL holds a user
+// and password is named without them.
+func TestOpenAllSecret(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	root := "http://u-alice:pw-0xs3cr3t@" + strings.TrimPrefix(srv.URL, "http://") + "/x"
+	_, err := OpenAll(root, []Spec{{Key: "flags", File: "nope.npy", DType: runtime.Bool, Sample: []int{2}}})
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "the data root "+srv.URL+"/x") || strings.Contains(err.Error(), "u-alice") || strings.Contains(err.Error(), "pw-0xs3cr3t") {
+		t.Errorf("a missing file: %v; want it named under %s/x, without the user and password", err, srv.URL)
 	}
 }

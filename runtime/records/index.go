@@ -2,12 +2,14 @@ package records
 
 import (
 	"archive/tar"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -91,11 +93,12 @@ func openedShards(shards []*os.File) shardOpener {
 // for indexShards.
 func remoteShards(r storage.Root, names []string) shardOpener {
 	return func(i int) (io.ReadSeeker, int64, func() error, error) {
-		size, err := r.Size(names[i])
+		ctx := context.Background() // indexing is part of opening, which nothing cancels
+		size, err := r.Size(ctx, names[i])
 		if err != nil {
 			return nil, 0, nil, err
 		}
-		return storage.NewReader(r, names[i], size), size, func() error { return nil }, nil
+		return storage.NewReader(ctx, r, names[i], size), size, func() error { return nil }, nil
 	}
 }
 
@@ -109,6 +112,51 @@ func (ix *index) extent(index int) span {
 		lo, hi = min(lo, sp.off), max(hi, sp.off+sp.size)
 	}
 	return span{off: lo, size: hi - lo}
+}
+
+// The bound of the bytes a sample read in place from a remote shard may
+// span (see checkSpans), in MiB, and the variable that sets it.
+const (
+	MaxSampleEnv        = "LOADERGEN_MAX_SAMPLE_MB"
+	DefaultMaxSampleMiB = 1024
+)
+
+// maxSample is the bound of checkSpans in bytes, read from the
+// environment once.
+var maxSample = sync.OnceValues(func() (int64, error) { return sampleBound(os.Getenv) })
+
+// sampleBound reads the bound of checkSpans, in bytes, from the
+// environment through getenv.
+func sampleBound(getenv func(string) string) (int64, error) {
+	v := getenv(MaxSampleEnv)
+	if v == "" { // empty is unset, as for every variable of loadergen
+		return DefaultMaxSampleMiB << 20, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 || n > 1<<30 {
+		return 0, fmt.Errorf("environment %s=%q: want a whole number of MiB from 1", MaxSampleEnv, v)
+	}
+	return n << 20, nil
+}
+
+// checkSpans refuses an index of remote shards read in place in which a
+// sample's members span more than maxSample bytes: such a sample is read
+// into memory whole, by one request, and its size comes from tar headers
+// and a server's word, which may lie (a shard said to hold 1 TiB, a
+// member said to hold 64 GiB). It runs before any member's bytes are
+// fetched.
+func (ix *index) checkSpans() error {
+	most, err := maxSample()
+	if err != nil {
+		return err
+	}
+	for i, sm := range ix.samples {
+		if ext := ix.extent(i); ext.size > most {
+			return fmt.Errorf("shard %s: sample %q: its members span %d bytes from offset %d, more than the %d a sample read in place may (%s)",
+				ix.files[sm.file], sm.key, ext.size, ext.off, most, MaxSampleEnv)
+		}
+	}
+	return nil
 }
 
 // indexShard indexes shard i, opened with open, into an index of its own

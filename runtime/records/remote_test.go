@@ -61,7 +61,7 @@ func TestShardsRemote(t *testing.T) {
 	}
 	defer arrays.Close()
 	d, p, label := make([]byte, 24*4), make([]byte, 24), make([]byte, 8)
-	if err := arrays.Read(nil, 0, d, p, label); err != nil {
+	if err := arrays.Read(bg, nil, 0, d, p, label); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(d, depth[len(depth)-len(d):]) || !bytes.Equal(p, pose[len(pose)-len(p):]) || runtime.View[int64](label)[0] != 4 {
@@ -80,10 +80,21 @@ func TestShardsRemote(t *testing.T) {
 	}
 }
 
+// TestFolderURLSecret: the refusal of class folders under a URL names the
+// URL without its user and password.
+func TestFolderURLSecret(t *testing.T) {
+	folder := spec()
+	folder.Shards, folder.Folder = "", "train"
+	_, err := Open(folder, "https://u-alice:pw-0xs3cr3t@host/x", quiet)
+	if err == nil || !strings.Contains(err.Error(), "not under https://host/x:") || strings.Contains(err.Error(), "u-alice") || strings.Contains(err.Error(), "pw-0xs3cr3t") {
+		t.Errorf("class folders under a URL with a password: %v", err)
+	}
+}
+
 // readSample reads sample i of s, a dataset of spec()'s keys.
 func readSample(s *Source, i int) ([][]byte, error) {
 	out := [][]byte{make([]byte, 3*8*8), make([]byte, 8*8*8), make([]byte, 4)}
-	return out, s.Read(rand.New(rand.NewPCG(1, uint64(i))), i, out...)
+	return out, s.Read(bg, rand.New(rand.NewPCG(1, uint64(i))), i, out...)
 }
 
 // sameSamples checks that samples 0 to n-1 of got, a dataset of spec()'s

@@ -2,6 +2,7 @@ package records
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,7 +109,7 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 	var err error
 	if spec.Folder != "" {
 		if storage.IsURL(root) {
-			return nil, fmt.Errorf("records: class folders must be on local disk, not under %s: object stores cannot be walked as folders are; write the dataset as tar shards", root)
+			return nil, fmt.Errorf("records: class folders must be on local disk, not under %s: object stores cannot be walked as folders are; write the dataset as tar shards", storage.Redact(root))
 		}
 		dir := filepath.Join(root, filepath.FromSlash(spec.Folder))
 		if s.ix, s.classes, err = indexFolder(dir); err != nil {
@@ -128,7 +129,11 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 		for i, name := range names {
 			files[i] = r.URL(name)
 		}
-		if err := s.prepareShards(r, names, files, members, log); err != nil {
+		err = s.prepareShards(r, names, files, members, log)
+		if err != nil || s.remote == nil {
+			r.Close() // shards read in place keep it, until Close
+		}
+		if err != nil {
 			return nil, err
 		}
 		log.Info("records: indexed tar shards", "shards", len(names), "samples", len(s.ix.samples), "members", strings.Join(members, ","), "in_place", s.remote != nil)
@@ -221,6 +226,9 @@ func (s *Source) prepareShards(r storage.Root, names, files, members []string, l
 		err = s.fetchShards(r, names, files, log)
 	default:
 		s.ix, err = indexShards(files, members, remoteShards(r, names))
+		if err == nil {
+			err = s.ix.checkSpans()
+		}
 		s.remote, s.names = r, names
 		return err
 	}
@@ -240,7 +248,7 @@ func (s *Source) prepareShards(r storage.Root, names, files, members []string, l
 func (s *Source) fetchShards(r storage.Root, names, files []string, log *slog.Logger) error {
 	paths := make([]string, len(names))
 	err := s.openShards(files, func(i int) (path string, done func(), err error) {
-		paths[i], done, err = storage.Fetch(r, names[i])
+		paths[i], done, err = storage.Fetch(context.Background(), r, names[i])
 		return paths[i], done, err
 	})
 	if err != nil {
@@ -292,7 +300,9 @@ func (s *Source) Len() int { return len(s.ix.samples) }
 // It is nil for shards.
 func (s *Source) Classes() []string { return slices.Clone(s.classes) }
 
-// Close closes the shards.
+// Close closes the shards: the files of local ones, and the root of
+// remote ones read in place, which stops and drops what is read ahead of
+// them (see storage.Root.Close) and returns once none of it runs.
 func (s *Source) Close() error {
 	var errs []error
 	for _, f := range s.shards {
@@ -301,6 +311,9 @@ func (s *Source) Close() error {
 		}
 	}
 	s.shards = nil
+	if s.remote != nil {
+		errs = append(errs, s.remote.Close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -322,11 +335,15 @@ func (e *SampleError) Unwrap() error { return e.Err }
 
 // Read draws sample index's crops from r (each image key's, in key order)
 // and writes every key into dst, one buffer per key in spec order. An
-// error is a *runtime.KeyError around a *SampleError.
-func (s *Source) Read(r *rand.Rand, index int, dst ...[]byte) error {
+// error is a *runtime.KeyError around a *SampleError. The read of a
+// remote shard's sample stops once ctx is done; a nil ctx is never done.
+func (s *Source) Read(ctx context.Context, r *rand.Rand, index int, dst ...[]byte) error {
+	if ctx == nil {
+		ctx = context.Background() // a generated sample made by hand
+	}
 	st := s.get()
 	defer s.put(st)
-	if err := s.load(st, index); err != nil {
+	if err := s.load(ctx, st, index); err != nil {
 		return err
 	}
 	for i, k := range s.spec.Keys {
@@ -363,10 +380,10 @@ func (s *Source) put(st *state) {
 }
 
 // load reads sample index's members into st.data, but for arrays of local
-// shards, which write reads.
-func (s *Source) load(st *state, index int) error {
+// shards, which write reads; a remote shard's within ctx.
+func (s *Source) load(ctx context.Context, st *state, index int) error {
 	if s.remote != nil {
-		return s.loadRemote(st, index)
+		return s.loadRemote(ctx, st, index)
 	}
 	sm := s.ix.samples[index]
 	for j := range s.ix.members {
@@ -392,10 +409,10 @@ func (s *Source) load(st *state, index int) error {
 // loadRemote reads the bytes sample index's members span in its remote
 // shard into st.held, by one ranged request (served by the read-ahead when
 // ReadAhead was told of the sample), and points st.data at the members.
-func (s *Source) loadRemote(st *state, index int) error {
+func (s *Source) loadRemote(ctx context.Context, st *state, index int) error {
 	ext := s.ix.extent(index)
 	st.held = slices.Grow(st.held[:0], int(ext.size))[:ext.size]
-	if err := s.remote.ReadAt(s.names[s.ix.samples[index].file], st.held, ext.off); err != nil {
+	if err := s.remote.ReadAt(ctx, s.names[s.ix.samples[index].file], st.held, ext.off); err != nil {
 		st.held = st.held[:0]
 		se := s.sampleError(index, 0, err)
 		se.Member = strings.Join(s.ix.members, ",")
@@ -491,12 +508,24 @@ func parseLabel(b []byte, d runtime.DType) (int64, error) {
 	text := bytes.TrimSpace(b)
 	v, err := strconv.ParseInt(string(text), 10, 64) // converted on the stack: ParseInt keeps no reference
 	if err != nil {
-		return 0, fmt.Errorf("cls %q is not an integer", text)
+		return 0, fmt.Errorf("cls %s is not an integer", quoted(text))
 	}
 	if lo, hi := d.IntRange(); v < lo || (v > 0 && uint64(v) > hi) {
 		return 0, fmt.Errorf("cls %d does not fit %s", v, d)
 	}
 	return v, nil
+}
+
+// maxQuoted is the most bytes of a bad member that a message quotes.
+const maxQuoted = 64
+
+// quoted quotes b for a message: whole, or its first maxQuoted bytes and
+// its size.
+func quoted(b []byte) string {
+	if len(b) <= maxQuoted {
+		return strconv.Quote(string(b))
+	}
+	return fmt.Sprintf("%q... (%d bytes)", b[:maxQuoted], len(b))
 }
 
 // Crop returns the crop and flip of each image key (nil entries for other
@@ -508,7 +537,7 @@ func (s *Source) Crop(epoch, index int) ([]images.Crop, error) {
 	r := rand.New(&pcg)
 	st := s.get()
 	defer s.put(st)
-	if err := s.load(st, index); err != nil {
+	if err := s.load(context.Background(), st, index); err != nil {
 		return nil, err
 	}
 	crops := make([]images.Crop, len(s.spec.Keys))

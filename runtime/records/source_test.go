@@ -3,6 +3,7 @@ package records
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"errors"
 	"image"
 	"image/color"
@@ -23,6 +24,9 @@ import (
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// bg is the context of the tests' reads, never done.
+var bg = context.Background()
 
 // testJPEG and testPNG are small images with a gradient, whose pixel (x, y)
 // is known from its place.
@@ -143,7 +147,7 @@ func TestShards(t *testing.T) {
 	img, mask, label := make([]byte, 3*8*8), make([]byte, 8*8*8), make([]byte, 4)
 	for i := range src.Len() {
 		r := rand.New(rand.NewPCG(1, uint64(i)))
-		if err := src.Read(r, i, img, mask, label); err != nil {
+		if err := src.Read(bg, r, i, img, mask, label); err != nil {
 			t.Fatal(err)
 		}
 		if got := runtime.View[int32](label)[0]; got != 7 {
@@ -190,6 +194,8 @@ func TestBadShards(t *testing.T) {
 			"", `sample "b", member "jpg": jpeg: `}, // each decoder words it its own way
 		{"cls not an integer", append(good("a"), member{"b.jpg", jpg}, member{"b.png", mask}, member{"b.cls", []byte("cat")}), 0,
 			"", `sample "b", member "cls": cls "cat" is not an integer`},
+		{"cls of 10 MB", append(good("a"), member{"b.jpg", jpg}, member{"b.png", mask}, member{"b.cls", bytes.Repeat([]byte("x"), 10<<20)}), 0,
+			"", `sample "b", member "cls": cls "` + strings.Repeat("x", 64) + `"... (10485760 bytes) is not an integer`},
 		{"cls out of range", append(good("a"), member{"b.jpg", jpg}, member{"b.png", mask}, member{"b.cls", []byte("3000000000")}), 0,
 			"", `cls 3000000000 does not fit int32`},
 		{"16-bit png", append(good("a"), member{"b.jpg", jpg}, member{"b.png", testPNG(t, image.NewGray16(image.Rect(0, 0, 20, 16)))}, member{"b.cls", []byte("1")}), 0,
@@ -225,7 +231,7 @@ func TestBadShards(t *testing.T) {
 			}
 			defer src.Close()
 			r := rand.New(rand.NewPCG(1, 2))
-			err = src.Read(r, 1, make([]byte, 3*8*8), make([]byte, 8*8*8), make([]byte, 4))
+			err = src.Read(bg, r, 1, make([]byte, 3*8*8), make([]byte, 8*8*8), make([]byte, 4))
 			var se *SampleError
 			var ke *runtime.KeyError
 			if err == nil || !strings.Contains(err.Error(), tt.read) || !errors.As(err, &se) || !errors.As(err, &ke) || se.File != path {
@@ -270,7 +276,7 @@ func TestFolder(t *testing.T) {
 		if got := src.ix.files[i]; got != filepath.Join(dir, "train", w.file) {
 			t.Errorf("sample %d is %s, want %s", i, got, w.file)
 		}
-		if err := src.Read(rand.New(rand.NewPCG(0, 0)), i, img, label); err != nil {
+		if err := src.Read(bg, rand.New(rand.NewPCG(0, 0)), i, img, label); err != nil {
 			t.Fatal(err)
 		}
 		if got := runtime.View[int64](label)[0]; got != w.label {
@@ -353,7 +359,7 @@ func TestArrays(t *testing.T) {
 			}
 			defer src.Close()
 			d, p, label := make([]byte, 24*4), make([]byte, 24), make([]byte, 8)
-			read := func(i int) error { return src.Read(nil, i, d, p, label) }
+			read := func(i int) error { return src.Read(bg, nil, i, d, p, label) }
 			for _, i := range []int{0, 2} {
 				clear(d)
 				if err := read(i); err != nil {
@@ -425,7 +431,7 @@ func TestNamedImages(t *testing.T) {
 	defer src.Close()
 	left, right, disp := make([]byte, 3*8*8), make([]byte, 3*8*8), make([]byte, 8*8)
 	for i := range src.Len() {
-		if err := src.Read(rand.New(rand.NewPCG(1, uint64(i))), i, left, right, disp); err != nil {
+		if err := src.Read(bg, rand.New(rand.NewPCG(1, uint64(i))), i, left, right, disp); err != nil {
 			t.Fatal(err)
 		}
 		// CHW: the red plane, then green and blue.

@@ -2,7 +2,9 @@ package storage
 
 import (
 	"container/list"
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -13,8 +15,9 @@ import (
 // Remote roots opened by Open are Hinters.
 type Hinter interface {
 	// Hint says that object name will be read whole (ReadAll, Lend) soon,
-	// and about how many bytes it holds (expect; 0 when unknown).
-	Hint(name string, expect int64)
+	// about how many bytes it holds (expect; 0 when unknown) and the most
+	// it may hold (max, as ReadAll's): a larger one is not read ahead.
+	Hint(name string, expect, max int64)
 	// HintRange says that bytes [off, off+n) of object name will be read
 	// soon (ReadAt or LendRange of exactly that range): an inner chunk of
 	// a zarr shard, found through the shard's index.
@@ -36,19 +39,30 @@ const (
 type Lender interface {
 	// Lend returns object name's bytes, which the caller must not change,
 	// and release, which it calls once when done with them. It waits for
-	// an object in flight. release is nil (and data too) when the object
-	// was neither hinted nor is held: read it with ReadAll then.
-	Lend(name string) (data []byte, release func(), err error)
+	// an object in flight, until ctx is done. release is nil (and data
+	// too) when the object was neither hinted nor is held, or did not fit
+	// the read-ahead's bound: read it with ReadAll then. An object larger
+	// than its hint's max is an error wrapping ErrTooLarge.
+	Lend(ctx context.Context, name string) (data []byte, release func(), err error)
 	// LendRange is Lend for bytes [off, off+n) of object name, hinted by
 	// HintRange.
-	LendRange(name string, off, n int64) (data []byte, release func(), err error)
+	LendRange(ctx context.Context, name string, off, n int64) (data []byte, release func(), err error)
 }
 
 // ahead is a remote root whose reads of hinted objects come from the
 // process's read-ahead.
 type ahead struct {
 	Root
-	ra *readAhead
+	ra  *readAhead
+	own *owner // shared with the roots Sub makes of it
+	sub bool   // made by Sub: Close leaves own to the root it came from
+}
+
+// owner is what a root that Open returned has in the read-ahead: the
+// entries it hinted are fetched under ctx, which its Close cancels.
+type owner struct {
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // withAhead wraps remote root r in the process's read-ahead, unless
@@ -58,38 +72,54 @@ func withAhead(r Root) (Root, error) {
 	if err != nil || ra == nil {
 		return r, err
 	}
-	return &ahead{Root: r, ra: ra}, nil
+	return newAhead(r, ra), nil
 }
 
-// Hint queues object name for reading ahead.
-func (a *ahead) Hint(name string, expect int64) { a.ra.hint(a.Root, name, 0, -1, expect) }
+// newAhead returns r reading ahead through ra, as a new owner.
+func newAhead(r Root, ra *readAhead) *ahead {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &ahead{Root: r, ra: ra, own: &owner{ctx: ctx, cancel: cancel}}
+}
+
+// Hint queues object name, of at most max bytes, for reading ahead.
+func (a *ahead) Hint(name string, expect, max int64) {
+	a.ra.hint(a.own, a.Root, name, 0, -1, expect, max)
+}
 
 // HintRange queues bytes [off, off+n) of object name for reading ahead.
 func (a *ahead) HintRange(name string, off, n int64) {
 	if off >= 0 && n > 0 {
-		a.ra.hint(a.Root, name, off, n, n)
+		a.ra.hint(a.own, a.Root, name, off, n, n, n)
 	}
 }
 
 // ReadAll copies object name from the read-ahead into buf when it was
 // hinted, waiting for it if it is in flight, and else reads it.
-func (a *ahead) ReadAll(name string, buf []byte) ([]byte, error) {
-	f, data, err := a.ra.lend(aheadKey(a.Root.URL(name), 0, -1))
+func (a *ahead) ReadAll(ctx context.Context, name string, buf []byte, max int64) ([]byte, error) {
+	f, data, err := a.ra.lend(ctx, aheadKey(a.Root.URL(name), 0, -1))
 	if f == nil {
-		return a.Root.ReadAll(name, buf)
+		if err != nil {
+			return buf[:0], fmt.Errorf("read %s: %w", a.Root.URL(name), err)
+		}
+		return a.Root.ReadAll(ctx, name, buf, max)
 	}
-	buf = append(buf[:0], data...)
-	a.ra.release(f)
-	return buf, err
+	defer a.ra.release(f)
+	if int64(len(data)) > max {
+		return buf[:0], fmt.Errorf("read %s: %w", a.Root.URL(name), errTooLarge(int64(len(data)), max))
+	}
+	return append(buf[:0], data...), err
 }
 
 // ReadAt copies bytes [off, off+len(p)) of object name from the
 // read-ahead into p when that range was hinted, waiting for them if they
 // are in flight, and else reads them.
-func (a *ahead) ReadAt(name string, p []byte, off int64) error {
-	f, data, err := a.ra.lend(aheadKey(a.Root.URL(name), off, int64(len(p))))
+func (a *ahead) ReadAt(ctx context.Context, name string, p []byte, off int64) error {
+	f, data, err := a.ra.lend(ctx, aheadKey(a.Root.URL(name), off, int64(len(p))))
 	if f == nil {
-		return a.Root.ReadAt(name, p, off)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", a.Root.URL(name), err)
+		}
+		return a.Root.ReadAt(ctx, name, p, off)
 	}
 	copy(p, data)
 	a.ra.release(f)
@@ -97,19 +127,19 @@ func (a *ahead) ReadAt(name string, p []byte, off int64) error {
 }
 
 // Lend lends object name's bytes from the read-ahead when it was hinted.
-func (a *ahead) Lend(name string) ([]byte, func(), error) {
-	return a.lendKey(aheadKey(a.Root.URL(name), 0, -1))
+func (a *ahead) Lend(ctx context.Context, name string) ([]byte, func(), error) {
+	return a.lendKey(ctx, aheadKey(a.Root.URL(name), 0, -1))
 }
 
 // LendRange lends bytes [off, off+n) of object name from the read-ahead
 // when that range was hinted.
-func (a *ahead) LendRange(name string, off, n int64) ([]byte, func(), error) {
-	return a.lendKey(aheadKey(a.Root.URL(name), off, n))
+func (a *ahead) LendRange(ctx context.Context, name string, off, n int64) ([]byte, func(), error) {
+	return a.lendKey(ctx, aheadKey(a.Root.URL(name), off, n))
 }
 
 // lendKey lends the bytes of read-ahead entry key (see aheadKey).
-func (a *ahead) lendKey(key string) ([]byte, func(), error) {
-	f, data, err := a.ra.lend(key)
+func (a *ahead) lendKey(ctx context.Context, key string) ([]byte, func(), error) {
+	f, data, err := a.ra.lend(ctx, key)
 	if f == nil || err != nil {
 		if f != nil {
 			a.ra.release(f)
@@ -119,8 +149,21 @@ func (a *ahead) lendKey(key string) ([]byte, func(), error) {
 	return data, func() { a.ra.release(f) }, nil
 }
 
-// Sub keeps the read-ahead.
-func (a *ahead) Sub(dir string) Root { return &ahead{Root: a.Root.Sub(dir), ra: a.ra} }
+// Sub keeps the read-ahead, and the owner of what it holds.
+func (a *ahead) Sub(dir string) Root {
+	return &ahead{Root: a.Root.Sub(dir), ra: a.ra, own: a.own, sub: true}
+}
+
+// Close drops what the root (with its Subs) hinted: queued fetches,
+// fetches in flight once cancelled, and fetched bytes (those a reader
+// holds when their reader releases them). It returns once none of its
+// fetches runs.
+func (a *ahead) Close() error {
+	if !a.sub {
+		a.ra.close(a.own)
+	}
+	return a.Root.Close()
+}
 
 // aheadKey names a read-ahead entry: object u (a URL) whole when n < 0,
 // else its bytes [off, off+n), as u#bytes=FIRST-LAST (HTTP's Range, last
@@ -132,28 +175,29 @@ func aheadKey(u string, off, n int64) string {
 	return u + "#bytes=" + strconv.FormatInt(off, 10) + "-" + strconv.FormatInt(off+n-1, 10)
 }
 
-// sizedReader is a root that reads an object whole into a buffer it asks
-// for once it knows the object's size (an HTTP response's
-// Content-Length, before its body): buffer(n) returns an empty buffer of
-// capacity n or more, or an error that ends the read; n is -1 when the
-// server gives no length (the read then grows the buffer as it reads).
-// buffer is called once per attempt.
+// sizedReader is a root that reads an object whole, of at most max bytes
+// as ReadAll does, into a buffer it asks for once it knows the object's
+// size (an HTTP response's Content-Length, before its body): buffer(n)
+// returns an empty buffer of capacity n or more, or an error that ends
+// the read; n is -1 when the server gives no length (the read then grows
+// the buffer as it reads). buffer is called once per attempt, never for
+// more than max bytes.
 type sizedReader interface {
-	readSized(name string, buffer func(n int64) ([]byte, error)) ([]byte, error)
+	readSized(ctx context.Context, name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error)
 }
 
-// readSized reads object name of r whole, into the buffer that buffer
-// gives for its size when r is a sizedReader, else (ReadAll) into the one
-// it gives for an unknown size.
-func readSized(r Root, name string, buffer func(n int64) ([]byte, error)) ([]byte, error) {
+// readSized reads object name of r whole, of at most max bytes, into the
+// buffer that buffer gives for its size when r is a sizedReader, else
+// (ReadAll) into the one it gives for an unknown size.
+func readSized(ctx context.Context, r Root, name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
 	if sr, ok := r.(sizedReader); ok {
-		return sr.readSized(name, buffer)
+		return sr.readSized(ctx, name, max, buffer)
 	}
 	buf, err := buffer(-1)
 	if err != nil {
 		return nil, err
 	}
-	return r.ReadAll(name, buf)
+	return r.ReadAll(ctx, name, buf, max)
 }
 
 // errNoRoom ends a fetch whose object, its size known, does not fit the
@@ -162,12 +206,14 @@ var errNoRoom = errors.New("no room in the read-ahead's memory bound")
 
 // fetch is one object, or one byte range of an object, read ahead.
 type fetch struct {
+	own  *owner // the root that hinted it: its Close removes it
 	root Root
 	name string
 	// off and n are the range's first byte and length; n is -1 for the
-	// whole object. key is aheadKey's name of the entry.
-	off, n int64
-	key    string
+	// whole object, of at most max bytes. key is aheadKey's name of the
+	// entry.
+	off, n, max int64
+	key         string
 	// expect is the bytes counted for it: the hint's estimate until its
 	// size is known, then its buffer's capacity.
 	expect  int64
@@ -201,8 +247,8 @@ type readAhead struct {
 	// each started by hint and ending when the queue is empty) take
 	// queued ones, count them at their size once known and complete them,
 	// lend moves them to read (or removes those it finds queued or
-	// failed) and release recycles dropped ones; every change happens
-	// under mu.
+	// failed), release recycles dropped ones and close removes those of
+	// a closed owner; every change happens under mu.
 	mu       sync.Mutex
 	entries  map[string]*fetch // by aheadKey
 	queue    []*fetch          // hinted, not yet started
@@ -225,17 +271,20 @@ func newReadAhead(budget int64) *readAhead {
 	return &readAhead{budget: budget, entries: map[string]*fetch{}}
 }
 
-// hint queues object name of root r (bytes [off, off+n) of it; n < 0:
-// all of it), unless it is held already (a read one is then the last to
-// be dropped) or the memory bound is reached (then the object is read
-// when needed).
-func (ra *readAhead) hint(r Root, name string, off, n, expect int64) {
+// hint queues object name of root r, of owner own (bytes [off, off+n) of
+// it; n < 0: all of it, of at most max bytes), unless it is held already
+// (a read one is then the last to be dropped), the memory bound is
+// reached (then the object is read when needed) or own is closed.
+func (ra *readAhead) hint(own *owner, r Root, name string, off, n, expect, max int64) {
 	if expect <= 0 {
 		expect = aheadExpectGuess
 	}
 	key := aheadKey(r.URL(name), off, n)
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
+	if own.ctx.Err() != nil {
+		return
+	}
 	if f, ok := ra.entries[key]; ok {
 		if f.read != nil {
 			ra.read.MoveToBack(f.read)
@@ -245,7 +294,7 @@ func (ra *readAhead) hint(r Root, name string, off, n, expect int64) {
 	if !ra.makeRoom(expect) {
 		return
 	}
-	f := &fetch{root: r, name: name, off: off, n: n, key: key, expect: expect, done: make(chan struct{})}
+	f := &fetch{own: own, root: r, name: name, off: off, n: n, max: max, key: key, expect: expect, done: make(chan struct{})}
 	ra.entries[key] = f
 	ra.queue = append(ra.queue, f)
 	ra.held += expect
@@ -282,30 +331,34 @@ func (ra *readAhead) fetcher() {
 		ra.queue = ra.queue[1:]
 		f.started = true
 		ra.mu.Unlock()
-		ra.fetch(f)
+		ra.fetch(f.own.ctx, f)
 	}
 }
 
-// fetch reads started entry f, into a recycled buffer counted at its
-// capacity once the object's size is known (a range's, before it is
-// read), and completes it. An entry in flight is never removed, so f is
-// in entries throughout.
-func (ra *readAhead) fetch(f *fetch) {
+// fetch reads started entry f within ctx, into a recycled buffer counted
+// at its capacity once the object's size is known (a range's, before it
+// is read), and completes it. An entry in flight is never removed, so f
+// is in entries throughout.
+func (ra *readAhead) fetch(ctx context.Context, f *fetch) {
 	var data []byte
 	var err error
 	if f.n >= 0 {
 		if data, err = ra.reserve(f, f.n); err == nil {
 			data = data[:f.n]
-			err = f.root.ReadAt(f.name, data, f.off)
+			err = f.root.ReadAt(ctx, f.name, data, f.off)
 		}
 	} else {
 		var last []byte // an earlier attempt's buffer, free again
-		data, err = readSized(f.root, f.name, func(n int64) ([]byte, error) {
+		limit := min(f.max, ra.budget)
+		data, err = readSized(ctx, f.root, f.name, limit, func(n int64) ([]byte, error) {
 			putBuf(last)
 			var err error
 			last, err = ra.reserve(f, n)
 			return last, err
 		})
+		if limit < f.max && errors.Is(err, ErrTooLarge) {
+			err = errNoRoom // the reader may take more than the bound holds
+		}
 	}
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
@@ -351,10 +404,11 @@ func (ra *readAhead) reserve(f *fetch, n int64) ([]byte, error) {
 // lend finds entry key (see aheadKey) and returns it with its bytes (or
 // the error of its fetch), waiting for them if they are in flight or
 // reading them itself if they are still queued, and keeps them for later
-// reads; f is nil when key was not hinted or did not fit the bound. A
-// failed fetch is returned once and forgotten. The caller releases f once
-// done with data.
-func (ra *readAhead) lend(key string) (f *fetch, data []byte, err error) {
+// reads; f is nil when key was not hinted, did not fit the bound or was
+// cancelled by its owner's Close (then the caller reads it), or (with
+// ctx's error) when ctx was done first. A failed fetch is returned once
+// and forgotten. The caller releases f once done with data.
+func (ra *readAhead) lend(ctx context.Context, key string) (f *fetch, data []byte, err error) {
 	ra.mu.Lock()
 	f, hinted := ra.entries[key]
 	if !hinted {
@@ -370,9 +424,18 @@ func (ra *readAhead) lend(key string) (f *fetch, data []byte, err error) {
 	}
 	ra.mu.Unlock()
 	if queued {
-		ra.fetch(f)
+		fetchCtx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(f.own.ctx, cancel) // its owner's Close stops it too
+		ra.fetch(fetchCtx, f)
+		stop()
+		cancel()
 	}
-	<-f.done
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		ra.release(f)
+		return nil, nil, ctx.Err()
+	}
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
 	switch {
@@ -380,7 +443,7 @@ func (ra *readAhead) lend(key string) (f *fetch, data []byte, err error) {
 		if !f.gone {
 			ra.remove(f)
 		}
-		if errors.Is(f.err, errNoRoom) {
+		if errors.Is(f.err, errNoRoom) || errors.Is(f.err, context.Canceled) && ctx.Err() == nil {
 			f.lent--
 			return nil, nil, nil
 		}
@@ -412,8 +475,44 @@ func (ra *readAhead) recycle(f *fetch) {
 	}
 }
 
-// remove forgets entry f, done (read, stale or failed). Called with mu
-// held.
+// close drops the entries of owner own, whose fetches it cancels: queued
+// ones and fetched ones at once (their bytes recycled when no reader
+// holds them), those in flight once their fetches end, which it waits
+// for.
+func (ra *readAhead) close(own *owner) {
+	own.cancel()
+	ra.mu.Lock()
+	ra.queue = slices.DeleteFunc(ra.queue, func(f *fetch) bool { return f.own == own })
+	var flying []*fetch
+	for _, f := range ra.entries {
+		if f.own != own {
+			continue
+		}
+		select {
+		case <-f.done:
+		default:
+			if f.started {
+				flying = append(flying, f)
+				continue
+			}
+		}
+		ra.remove(f)
+	}
+	ra.mu.Unlock()
+	for _, f := range flying {
+		<-f.done
+	}
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	for _, f := range flying {
+		if !f.gone {
+			ra.remove(f)
+		}
+	}
+}
+
+// remove forgets entry f, done (read, stale or failed), queued or its
+// owner closed. Called with mu held.
 func (ra *readAhead) remove(f *fetch) {
 	delete(ra.entries, f.key)
 	ra.held -= f.expect

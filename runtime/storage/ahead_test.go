@@ -2,11 +2,13 @@ package storage
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -64,11 +66,11 @@ func TestAhead(t *testing.T) {
 	r, faults := proxied(t, dir)
 	faults.Set(5*time.Millisecond, 0, 0)
 	ra := newReadAhead(10 * 1000) // room for 10 of the 16
-	a := &ahead{Root: r, ra: ra}
+	a := newAhead(r, ra)
 	for i := range want {
-		a.Hint(fmt.Sprintf("c/%d", i), 1000)
+		a.Hint(fmt.Sprintf("c/%d", i), 1000, big)
 	}
-	a.Hint("c/0", 1000) // again: ignored
+	a.Hint("c/0", 1000, big) // again: ignored
 	ra.mu.Lock()
 	hinted := len(ra.entries)
 	ra.mu.Unlock()
@@ -80,7 +82,7 @@ func TestAhead(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, err := a.ReadAll(fmt.Sprintf("c/%d", i), nil)
+			got, err := a.ReadAll(bg, fmt.Sprintf("c/%d", i), nil, big)
 			if err != nil || !bytes.Equal(got, want[i]) {
 				t.Errorf("c/%d: %d bytes, %v", i, len(got), err)
 			}
@@ -107,17 +109,17 @@ func TestAheadReadAgain(t *testing.T) {
 	want := chunks(t, dir, 4, 1000)
 	r, faults := proxied(t, dir)
 	ra := newReadAhead(3 * 1000)
-	a := &ahead{Root: r, ra: ra}
+	a := newAhead(r, ra)
 	read := func(i int) {
 		t.Helper()
-		got, err := a.ReadAll(fmt.Sprintf("c/%d", i), make([]byte, 0, 2000))
+		got, err := a.ReadAll(bg, fmt.Sprintf("c/%d", i), make([]byte, 0, 2000), big)
 		if err != nil || !bytes.Equal(got, want[i]) {
 			t.Fatalf("c/%d: %d bytes, %v", i, len(got), err)
 		}
 		clear(got) // the caller's buffer: reused for other data
 	}
 	for i := range 3 {
-		a.Hint(fmt.Sprintf("c/%d", i), 1000)
+		a.Hint(fmt.Sprintf("c/%d", i), 1000, big)
 	}
 	for _, tc := range []struct {
 		read     []int
@@ -133,7 +135,7 @@ func TestAheadReadAgain(t *testing.T) {
 			t.Fatalf("after reading %v: %d requests, want %d", tc.read, n, tc.requests)
 		}
 	}
-	a.Hint("c/3", 1000) // the bound is full: c/2 makes room
+	a.Hint("c/3", 1000, big) // the bound is full: c/2 makes room
 	read(3)
 	read(0)
 	read(1)
@@ -153,13 +155,13 @@ func TestAheadStale(t *testing.T) {
 	chunks(t, dir, 2, 1000)
 	r, _ := proxied(t, dir)
 	ra := newReadAhead(1000)
-	a := &ahead{Root: r, ra: ra}
-	a.Hint("c/0", 1000)
+	a := newAhead(r, ra)
+	a.Hint("c/0", 1000, big)
 	ra.mu.Lock()
 	f := ra.entries[r.URL("c/0")]
 	ra.mu.Unlock()
 	<-f.done
-	a.Hint("c/1", 1000)
+	a.Hint("c/1", 1000, big)
 	ra.mu.Lock()
 	_, fresh := ra.entries[r.URL("c/1")]
 	f.at = time.Now().Add(-2 * aheadStale)
@@ -167,7 +169,7 @@ func TestAheadStale(t *testing.T) {
 	if fresh {
 		t.Fatal("c/1 hinted while c/0, fetched and fresh, fills the bound")
 	}
-	a.Hint("c/1", 1000)
+	a.Hint("c/1", 1000, big)
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
 	if _, ok := ra.entries[r.URL("c/1")]; !ok {
@@ -194,7 +196,7 @@ func TestDiskCache(t *testing.T) {
 	c := &cached{Root: r, disk: dc}
 	read := func(c Root, i int) {
 		t.Helper()
-		got, err := c.ReadAll(fmt.Sprintf("c/%d", i), nil)
+		got, err := c.ReadAll(bg, fmt.Sprintf("c/%d", i), nil, big)
 		if err != nil || !bytes.Equal(got, want[i]) {
 			t.Fatalf("c/%d: %d bytes, %v", i, len(got), err)
 		}
@@ -207,7 +209,7 @@ func TestDiskCache(t *testing.T) {
 	}
 	p := make([]byte, 10)
 	for range 2 {
-		if err := c.ReadAt("c/2", p, 100); err != nil || !bytes.Equal(p, want[2][:10]) {
+		if err := c.ReadAt(bg, "c/2", p, 100); err != nil || !bytes.Equal(p, want[2][:10]) {
 			t.Fatalf("ReadAt(c/2) = %v", err)
 		}
 	}
@@ -292,9 +294,9 @@ func TestAheadBound(t *testing.T) {
 				r = &cached{Root: r, disk: dc}
 			}
 			ra := newReadAhead(3000)
-			a := &ahead{Root: r, ra: ra}
+			a := newAhead(r, ra)
 			for i := range want {
-				a.Hint(fmt.Sprintf("c/%d", i), 1000) // 3 x 1000 fit; 3 x 1500 do not
+				a.Hint(fmt.Sprintf("c/%d", i), 1000, big) // 3 x 1000 fit; 3 x 1500 do not
 			}
 			close(gate)
 			ra.mu.Lock()
@@ -313,7 +315,7 @@ func TestAheadBound(t *testing.T) {
 				t.Errorf("%d bytes held once every fetch arrived; the bound is 3000", held)
 			}
 			for i := range want {
-				got, err := a.ReadAll(fmt.Sprintf("c/%d", i), nil)
+				got, err := a.ReadAll(bg, fmt.Sprintf("c/%d", i), nil, big)
 				if err != nil || !bytes.Equal(got, want[i]) {
 					t.Errorf("c/%d: %d bytes, %v", i, len(got), err)
 				}
@@ -335,26 +337,26 @@ func TestAheadLends(t *testing.T) {
 	want := chunks(t, dir, n, 6000) // a recycled size (over smallBuf)
 	r, _ := proxied(t, dir)
 	ra := newReadAhead(7000) // room for one
-	a := &ahead{Root: r, ra: ra}
+	a := newAhead(r, ra)
 	lend := func(i int) ([]byte, func()) {
 		t.Helper()
-		data, release, err := a.Lend(fmt.Sprintf("c/%d", i))
+		data, release, err := a.Lend(bg, fmt.Sprintf("c/%d", i))
 		if err != nil || release == nil || !bytes.Equal(data, want[i]) {
 			t.Fatalf("Lend(c/%d): %d bytes, release %v, %v", i, len(data), release != nil, err)
 		}
 		return data, release
 	}
-	if _, release, err := a.Lend("c/0"); release != nil || err != nil {
+	if _, release, err := a.Lend(bg, "c/0"); release != nil || err != nil {
 		t.Fatalf("Lend of an object not hinted: release %v, %v; want nil, nil", release != nil, err)
 	}
-	a.Hint("c/0", 6000)
+	a.Hint("c/0", 6000, big)
 	data, release := lend(0)
 	again, releaseAgain := lend(0)
 	if &again[0] != &data[0] {
 		t.Error("two lends of c/0 gave two copies, want the fetched bytes both times")
 	}
 	releaseAgain()
-	a.Hint("c/1", 6000) // drops c/0, still lent
+	a.Hint("c/1", 6000, big) // drops c/0, still lent
 	lend1, release1 := lend(1)
 	if &lend1[0] == &data[0] {
 		t.Fatal("c/1 was fetched into c/0's buffer while c/0 was lent")
@@ -370,7 +372,7 @@ func TestAheadLends(t *testing.T) {
 	seen := map[*byte]bool{&data[0]: true, &lend1[0]: true}
 	reused := 0
 	for i := 2; i < n; i++ {
-		a.Hint(fmt.Sprintf("c/%d", i), 6000)
+		a.Hint(fmt.Sprintf("c/%d", i), 6000, big)
 		d, release := lend(i)
 		if seen[&d[0]] {
 			reused++
@@ -397,7 +399,7 @@ func TestAheadRanges(t *testing.T) {
 	r, faults := proxied(t, dir)
 	faults.Set(5*time.Millisecond, 0, 0)
 	ra := newReadAhead(6 * 1000) // room for 6 of the 10
-	a := &ahead{Root: r, ra: ra}
+	a := newAhead(r, ra)
 	for i := range parts {
 		a.HintRange("shard", int64(i*1000), 1000)
 	}
@@ -414,7 +416,7 @@ func TestAheadRanges(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			got := make([]byte, 1000)
-			if err := a.ReadAt("shard", got, int64(i*1000)); err != nil || !bytes.Equal(got, parts[i]) {
+			if err := a.ReadAt(bg, "shard", got, int64(i*1000)); err != nil || !bytes.Equal(got, parts[i]) {
 				t.Errorf("range %d: %v, or other bytes", i, err)
 			}
 		}()
@@ -423,8 +425,8 @@ func TestAheadRanges(t *testing.T) {
 	if n := faults.Requests(); n != 10 {
 		t.Errorf("%d requests for 10 ranges, want 10 (each once)", n)
 	}
-	data, release, err := a.LendRange("shard", 0, 1000)
-	again, releaseAgain, _ := a.LendRange("shard", 0, 1000)
+	data, release, err := a.LendRange(bg, "shard", 0, 1000)
+	again, releaseAgain, _ := a.LendRange(bg, "shard", 0, 1000)
 	if err != nil || release == nil || releaseAgain == nil || !bytes.Equal(data, parts[0]) || &again[0] != &data[0] {
 		t.Fatalf("LendRange of a range fetched: %v, release %v; want its fetched bytes, lent twice", err, release != nil)
 	}
@@ -437,11 +439,11 @@ func TestAheadRanges(t *testing.T) {
 		{0, 999},     // a hinted range's start, another length
 		{9000, 1000}, // hinted past the bound
 	} {
-		if _, release, err := a.LendRange("shard", tc.off, tc.n); release != nil || err != nil {
+		if _, release, err := a.LendRange(bg, "shard", tc.off, tc.n); release != nil || err != nil {
 			t.Errorf("LendRange(%d, %d), not held: release %v, %v; want nil, nil", tc.off, tc.n, release != nil, err)
 		}
 	}
-	got, err := a.ReadAll("shard", nil)
+	got, err := a.ReadAll(bg, "shard", nil, big)
 	if err != nil || len(got) != 10*1000 {
 		t.Errorf("ReadAll of the object whose ranges are held: %d bytes, %v", len(got), err)
 	}
@@ -452,5 +454,28 @@ func TestAheadRanges(t *testing.T) {
 	defer ra.mu.Unlock()
 	if ra.held > 6000 {
 		t.Errorf("%d bytes held; the bound is 6000", ra.held)
+	}
+}
+
+// TestAheadMax: an object hinted with a maximum it passes is not held:
+// its reader gets the hint's error, naming both sizes, from the one
+// request the fetch made; one larger than the read-ahead's bound but
+// within the read's maximum is left to the reader, which reads it.
+func TestAheadMax(t *testing.T) {
+	dir := t.TempDir()
+	want := chunks(t, dir, 2, 1000)
+	r, faults := proxied(t, dir)
+	a := newAhead(r, newReadAhead(900))
+	a.Hint("c/0", 100, 800)
+	_, err := a.ReadAll(bg, "c/0", nil, 800)
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "c/0: 1000 bytes, more than the 800 this read takes") {
+		t.Errorf("ReadAll of an object past its hint's maximum: %v; want ErrTooLarge naming it", err)
+	}
+	a.Hint("c/1", 100, big)
+	if got, err := a.ReadAll(bg, "c/1", nil, big); err != nil || !bytes.Equal(got, want[1]) {
+		t.Errorf("ReadAll of an object past the bound: %d bytes, %v; want it read", len(got), err)
+	}
+	if n := faults.Requests(); n != 3 {
+		t.Errorf("%d requests, want 3: c/0 once, c/1 by the read-ahead, which stops at its bound, then by its reader", n)
 	}
 }

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -50,16 +51,16 @@ func withProcessLayers(r Root) (Root, error) {
 
 // ReadAll reads object name from the cache, or from the root and into the
 // cache.
-func (c *cached) ReadAll(name string, buf []byte) ([]byte, error) {
-	return c.readSized(name, reuse(buf))
+func (c *cached) ReadAll(ctx context.Context, name string, buf []byte, max int64) ([]byte, error) {
+	return c.readSized(ctx, name, max, reuse(buf))
 }
 
-func (c *cached) readSized(name string, buffer func(n int64) ([]byte, error)) ([]byte, error) {
+func (c *cached) readSized(ctx context.Context, name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
 	key := c.disk.key(c.Root, name, -1, -1)
-	if data, ok, err := c.disk.get(key, -1, buffer); ok || err != nil {
+	if data, ok, err := c.disk.get(key, -1, max, buffer); ok || err != nil {
 		return data, err
 	}
-	data, err := readSized(c.Root, name, buffer)
+	data, err := readSized(ctx, c.Root, name, max, buffer)
 	if err == nil {
 		c.disk.put(key, data)
 	}
@@ -68,12 +69,12 @@ func (c *cached) readSized(name string, buffer func(n int64) ([]byte, error)) ([
 
 // ReadAt reads bytes of object name from the cache, or from the root and
 // into the cache: each range is an entry of its own.
-func (c *cached) ReadAt(name string, p []byte, off int64) error {
+func (c *cached) ReadAt(ctx context.Context, name string, p []byte, off int64) error {
 	key := c.disk.key(c.Root, name, off, int64(len(p)))
-	if _, ok, _ := c.disk.get(key, int64(len(p)), reuse(p[:0])); ok {
+	if _, ok, _ := c.disk.get(key, int64(len(p)), int64(len(p)), reuse(p[:0])); ok {
 		return nil
 	}
-	if err := c.Root.ReadAt(name, p, off); err != nil {
+	if err := c.Root.ReadAt(ctx, name, p, off); err != nil {
 		return err
 	}
 	c.disk.put(key, p)
@@ -226,16 +227,17 @@ var errStale = errors.New("the entry does not match its record")
 
 // get reads entry key into the buffer that buffer gives for its size, and
 // marks it used, when it matches its record: its size (which must be
-// want, unless want < 0) and, when the record has one, its CRC-32C. ok is
-// false when it is not there or does not match, or when buffer refused it
-// (its error is then returned).
-func (dc *diskCache) get(key string, want int64, buffer func(n int64) ([]byte, error)) (data []byte, ok bool, err error) {
+// want, unless want < 0, and at most max) and, when the record has one,
+// its CRC-32C. ok is false when it is not there, does not match or is
+// larger than max (the root's read then says so), or when buffer refused
+// it (its error is then returned).
+func (dc *diskCache) get(key string, want, max int64, buffer func(n int64) ([]byte, error)) (data []byte, ok bool, err error) {
 	rec, ok := dc.record(key)
-	if !ok || want >= 0 && rec.Size != want {
+	if !ok || want >= 0 && rec.Size != want || rec.Size > max {
 		return nil, false, nil
 	}
 	refused := false
-	data, err = Local(dc.dir).readSized(key, func(n int64) ([]byte, error) {
+	data, err = Local(dc.dir).readSized(context.Background(), key, rec.Size, func(n int64) ([]byte, error) {
 		if n != rec.Size {
 			return nil, errStale
 		}

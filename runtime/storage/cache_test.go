@@ -94,7 +94,7 @@ func TestDiskCacheChecks(t *testing.T) {
 		want []byte
 	}{
 		{"ReadAll", func(t *testing.T, c *cached) []byte {
-			got, err := c.ReadAll("obj", nil)
+			got, err := c.ReadAll(bg, "obj", nil, big)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,13 +102,13 @@ func TestDiskCacheChecks(t *testing.T) {
 		}, want},
 		{"ReadAt", func(t *testing.T, c *cached) []byte {
 			p := make([]byte, 5000)
-			if err := c.ReadAt("obj", p, 1000); err != nil {
+			if err := c.ReadAt(bg, "obj", p, 1000); err != nil {
 				t.Fatal(err)
 			}
 			return p
 		}, want[1000:6000]},
 		{"Fetch", func(t *testing.T, c *cached) []byte {
-			path, done, err := Fetch(c, "obj")
+			path, done, err := Fetch(bg, c, "obj")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +191,7 @@ func TestDiskCacheChecks(t *testing.T) {
 			if err := os.Chtimes(obj, at, at); err != nil {
 				t.Fatal(err)
 			}
-			path, done, err := Fetch(c, "obj")
+			path, done, err := Fetch(bg, c, "obj")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,11 +227,11 @@ func TestDiskCacheEndpoint(t *testing.T) {
 	useCache(t, dc)
 	for i, want := range []string{"endpoint A's", "endpoint B's"} {
 		c := &cached{Root: rs[i], disk: dc}
-		got, err := c.ReadAll("x", nil)
+		got, err := c.ReadAll(bg, "x", nil, big)
 		if err != nil || string(got) != want {
 			t.Errorf("ReadAll at endpoint %d: %q, %v; want %q", i, got, err, want)
 		}
-		path, done, err := Fetch(c, "x")
+		path, done, err := Fetch(bg, c, "x")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -354,7 +354,7 @@ func TestFetchSmallCache(t *testing.T) {
 	useCache(t, dc)
 	paths, dones := make([]string, len(want)), make([]func(), len(want))
 	for i := range want {
-		if paths[i], dones[i], err = Fetch(r, fmt.Sprintf("c/%d", i)); err != nil {
+		if paths[i], dones[i], err = Fetch(bg, r, fmt.Sprintf("c/%d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}

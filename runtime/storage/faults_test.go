@@ -2,13 +2,18 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,7 +62,7 @@ func TestFaultsSurvived(t *testing.T) {
 			}{{"503 SlowDown", 3, 0}, {"cut bodies", 0, 2}, {"both", 2, 2}} {
 				c.faults.Set(time.Millisecond, f.fail503, f.cuts)
 				before := c.faults.Requests()
-				got, err := c.root.ReadAll("a.bin", nil)
+				got, err := c.root.ReadAll(bg, "a.bin", nil, big)
 				if err != nil || !bytes.Equal(got, objects["a.bin"]) {
 					t.Errorf("%s: ReadAll = %d bytes, %v", f.name, len(got), err)
 				}
@@ -66,7 +71,7 @@ func TestFaultsSurvived(t *testing.T) {
 				}
 				c.faults.Set(0, f.fail503, f.cuts)
 				p := make([]byte, 100)
-				if err := c.root.ReadAt("a.bin", p, 5000); err != nil || !bytes.Equal(p, objects["a.bin"][5000:5100]) {
+				if err := c.root.ReadAt(bg, "a.bin", p, 5000); err != nil || !bytes.Equal(p, objects["a.bin"][5000:5100]) {
 					t.Errorf("%s: ReadAt = %v", f.name, err)
 				}
 			}
@@ -82,7 +87,7 @@ func TestFaultsNamed(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			c.faults.Set(0, 100, 0)
 			before := c.faults.Requests()
-			_, err := c.root.ReadAll("dir/b.txt", nil)
+			_, err := c.root.ReadAll(bg, "dir/b.txt", nil, big)
 			for _, want := range []string{c.root.URL("dir/b.txt"), "HTTP 503", "gave up after 5 attempts"} {
 				if err == nil || !strings.Contains(err.Error(), want) {
 					t.Errorf("endless 503: %v, want it to say %q", err, want)
@@ -94,7 +99,7 @@ func TestFaultsNamed(t *testing.T) {
 			}
 			c.faults.Set(0, 0, 0)
 			before = c.faults.Requests()
-			if _, err := c.root.ReadAll("nope.bin", nil); !errors.Is(err, fs.ErrNotExist) {
+			if _, err := c.root.ReadAll(bg, "nope.bin", nil, big); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("missing object: %v, want fs.ErrNotExist", err)
 			}
 			if n := c.faults.Requests() - before; n != 1 {
@@ -116,7 +121,7 @@ func TestS3WrongCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err = r.ReadAll("a.bin", nil)
+	_, err = r.ReadAll(bg, "a.bin", nil, big)
 	if err == nil || !strings.Contains(err.Error(), "s3://data/a.bin") || !strings.Contains(err.Error(), "HTTP 403") ||
 		strings.Contains(err.Error(), "attempt") {
 		t.Errorf("wrong secret: %v, want one HTTP 403 naming s3://data/a.bin", err)
@@ -136,7 +141,7 @@ func TestServerGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = r.ReadAll("a.bin", nil)
+	_, err = r.ReadAll(bg, "a.bin", nil, big)
 	if err == nil || !strings.Contains(err.Error(), web.URL+"/x/a.bin") || !strings.Contains(err.Error(), "gave up after 5 attempts") {
 		t.Errorf("server gone: %v", err)
 	}
@@ -152,10 +157,10 @@ func TestConnectionsReused(t *testing.T) {
 			before := c.faults.Conns()
 			p := make([]byte, 100)
 			for range 10 {
-				if _, err := c.root.ReadAll("a.bin", nil); err != nil {
+				if _, err := c.root.ReadAll(bg, "a.bin", nil, big); err != nil {
 					t.Fatal(err)
 				}
-				if err := c.root.ReadAt("a.bin", p, 10); err != nil {
+				if err := c.root.ReadAt(bg, "a.bin", p, 10); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -187,7 +192,7 @@ func TestFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, done, err := Fetch(web2, "big.npy")
+	path, done, err := Fetch(bg, web2, "big.npy")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +204,7 @@ func TestFetch(t *testing.T) {
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("done left %s: %v", path, err)
 	}
-	if p, _, err := Fetch(Local(dir), "big.npy"); p != filepath.Join(dir, "big.npy") || err != nil {
+	if p, _, err := Fetch(bg, Local(dir), "big.npy"); p != filepath.Join(dir, "big.npy") || err != nil {
 		t.Errorf("Fetch of a local path = %q, %v", p, err)
 	}
 }
@@ -211,7 +216,7 @@ func TestFetchCached(t *testing.T) {
 	want := bytes.Repeat([]byte("npy"), 1000)
 	c, faults, _ := cachedObject(t, want)
 	for i := range 2 {
-		path, done, err := Fetch(c, "obj")
+		path, done, err := Fetch(bg, c, "obj")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,5 +228,195 @@ func TestFetchCached(t *testing.T) {
 	}
 	if n := faults.Requests(); n != 3 {
 		t.Errorf("%d requests for two fetches, want 3: the size (with the version) twice and the object once", n)
+	}
+}
+
+// TestS3FaultsBelowHTTP: faults below HTTP on an S3 root (a refused port,
+// a connection reset mid-body, a server that never answers) are retried
+// as a web root's are, and the error keeps its cause, not "HTTP 0".
+func TestS3FaultsBelowHTTP(t *testing.T) {
+	srv := remotetest.MiniS3(t)
+	writeObjects(t, srv.Bucket(t, "data"))
+	srv.Env(t)
+	cuts := remotetest.Proxy(t, srv.Endpoint)
+	brief := quick
+	brief.Timeout = 200 * time.Millisecond
+	for _, c := range []struct {
+		name     string
+		endpoint string
+		policy   Retry
+		cause    error // nil: the read succeeds
+	}{
+		{"refused", remotetest.Refused(t), quick, syscall.ECONNREFUSED},
+		{"reset mid-body", cuts.URL, quick, nil},
+		{"silent", remotetest.Silent(t), brief, context.DeadlineExceeded},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("AWS_ENDPOINT_URL_S3", c.endpoint)
+			r, err := OpenS3("s3://data", Options{Retry: c.policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cuts.Set(0, 0, 2)
+			got, err := r.ReadAll(bg, "a.bin", nil, big)
+			if c.cause == nil {
+				if err != nil || !bytes.Equal(got, objects["a.bin"]) {
+					t.Errorf("ReadAll = %d bytes, %v; want the object after 2 cut bodies", len(got), err)
+				}
+				return
+			}
+			if !errors.Is(err, c.cause) || !strings.Contains(err.Error(), "s3://data/a.bin") ||
+				!strings.Contains(err.Error(), "gave up after 5 attempts") || strings.Contains(err.Error(), "HTTP 0") || strings.Contains(err.Error(), "StatusCode: 0") {
+				t.Errorf("ReadAll: %v; want %v named, after 5 attempts", err, c.cause)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// dripper serves objects of 20 bytes, one byte at a time: "steady" sends
+// one each 25 ms, "drip" one each 5 s.
+func dripper(w http.ResponseWriter, r *http.Request) {
+	gap := 5 * time.Second
+	if path.Base(r.URL.Path) == "steady" {
+		gap = 25 * time.Millisecond
+	}
+	w.Header().Set("Content-Length", "20")
+	for range 20 {
+		w.Write([]byte{'x'})
+		w.(http.Flusher).Flush()
+		select {
+		case <-time.After(gap):
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// TestIdleDeadline: an attempt fails, and is retried, once the server
+// sends nothing for the policy's Idle: before its answer's head (silent)
+// or within its body (drip); a body that keeps coming (steady) is read
+// whole, however long it takes past Idle.
+func TestIdleDeadline(t *testing.T) {
+	drips := httptest.NewServer(http.HandlerFunc(dripper))
+	t.Cleanup(drips.Close)
+	policy := Retry{Attempts: 2, First: time.Millisecond, Max: time.Millisecond, Timeout: 10 * time.Second, Idle: 300 * time.Millisecond}
+	web, s3 := webAndS3(t, drips.URL, policy)
+	silent, err := OpenHTTP(remotetest.Silent(t), Options{Retry: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		kind, name string
+		root       Root
+		stalls     bool
+	}{
+		{"http", "steady", web, false},
+		{"http", "drip", web, true},
+		{"http", "silent", silent, true},
+		{"s3", "steady", s3, false},
+		{"s3", "drip", s3, true},
+	} {
+		t.Run(c.kind+"/"+c.name, func(t *testing.T) {
+			start := time.Now()
+			got, err := c.root.ReadAll(bg, c.name, nil, big)
+			if !c.stalls {
+				if err != nil || string(got) != strings.Repeat("x", 20) {
+					t.Errorf("ReadAll = %q, %v; want the 20 bytes", got, err)
+				}
+				return
+			}
+			if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no byte from the server for 300ms (gave up after 2 attempts)") {
+				t.Errorf("ReadAll: %v; want each attempt to stall", err)
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("ReadAll took %v, want about 2 x 300ms", d)
+			}
+		})
+	}
+}
+
+// webAndS3 returns, under policy, a web root at url/data and the S3 root
+// s3://data at endpoint url: a server that names objects by the last
+// element of their path answers both alike.
+func webAndS3(t *testing.T, url string, policy Retry) (web, s3 Root) {
+	t.Helper()
+	web, err := OpenHTTP(url+"/data", Options{Retry: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	(&remotetest.Server{Dir: t.TempDir(), Endpoint: url}).Env(t)
+	if s3, err = OpenS3("s3://data", Options{Retry: policy}); err != nil {
+		t.Fatal(err)
+	}
+	return web, s3
+}
+
+// TestS3Credentials: requests go unsigned when nothing configured
+// credentials, and signed when the environment gives them; credentials
+// configured that the chain cannot use (a key without its secret, a
+// profile whose process fails) are an error at open naming them, not
+// anonymous requests refused later.
+func TestS3Credentials(t *testing.T) {
+	var mu sync.Mutex // guards signed, which the server's goroutines write
+	var signed bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		signed = r.Header.Get("Authorization") != ""
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config")
+	if err := os.WriteFile(config, []byte("[profile broken]\ncredential_process = false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		env  []string // K=V
+		want string   // the error at open; "" when it opens
+		sign bool
+	}{
+		{"nothing", nil, "", false},
+		{"keys", []string{"AWS_ACCESS_KEY_ID=a", "AWS_SECRET_ACCESS_KEY=s"}, "", true},
+		{"a key without its secret", []string{"AWS_ACCESS_KEY_ID=a"}, "credentials are configured (AWS_ACCESS_KEY_ID), but the chain found none", false},
+		{"a profile whose process fails", []string{"AWS_PROFILE=broken"}, `credentials are configured (AWS_PROFILE, profile "broken"), but the chain found none`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, kv := range os.Environ() {
+				if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") {
+					t.Setenv(k, "")
+					os.Unsetenv(k)
+				}
+			}
+			t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
+			t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+			t.Setenv("AWS_CONFIG_FILE", config)
+			t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "no-credentials"))
+			for _, kv := range c.env {
+				k, v, _ := strings.Cut(kv, "=")
+				t.Setenv(k, v)
+			}
+			r, err := OpenS3("s3://data", Options{Retry: quick})
+			if c.want != "" {
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("OpenS3: %v; want it to say %q", err, c.want)
+				}
+				t.Log(err)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := r.ReadAll(bg, "x", nil, big); err != nil || string(got) != "ok" {
+				t.Fatalf("ReadAll = %q, %v", got, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if signed != c.sign {
+				t.Errorf("the request was signed: %v, want %v", signed, c.sign)
+			}
+		})
 	}
 }

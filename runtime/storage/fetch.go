@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"sync"
@@ -22,8 +23,9 @@ const (
 // only for its size and version (ETag, or Last-Modified), and fetches it
 // again when they, or the entry's size, are not what the entry's record
 // says. Call done once the file is opened: a mapping outlives the file's
-// name. Until then, this process does not evict the entry.
-func Fetch(r Root, name string) (path string, done func(), err error) {
+// name. Until then, this process does not evict the entry. The fetch
+// stops once ctx is done.
+func Fetch(ctx context.Context, r Root, name string) (path string, done func(), err error) {
 	nothing := func() {}
 	if _, local := r.Local(); local {
 		return r.URL(name), nothing, nil
@@ -34,12 +36,12 @@ func Fetch(r Root, name string) (path string, done func(), err error) {
 	if err != nil {
 		return "", nothing, err
 	}
-	size, version, err := stat(r, name)
+	size, version, err := stat(ctx, r, name)
 	if err != nil {
 		return "", nothing, err
 	}
 	if dc == nil {
-		tmp, err := fetchFile(r, name, size, os.TempDir(), false)
+		tmp, err := fetchFile(ctx, r, name, size, os.TempDir(), false)
 		if err != nil {
 			return "", nothing, fmt.Errorf("fetch %s: %w", loc, err)
 		}
@@ -50,7 +52,7 @@ func Fetch(r Root, name string) (path string, done func(), err error) {
 	if p, ok := dc.fetched(key, size, version); ok {
 		return p, unpin, nil
 	}
-	tmp, err := fetchFile(r, name, size, dc.dir, true)
+	tmp, err := fetchFile(ctx, r, name, size, dc.dir, true)
 	if err != nil {
 		unpin()
 		return "", nothing, fmt.Errorf("fetch %s: %w", loc, err)
@@ -66,16 +68,16 @@ func Fetch(r Root, name string) (path string, done func(), err error) {
 // one request: its ETag, or else its Last-Modified ("" when the server
 // gives neither).
 type versioned interface {
-	stat(name string) (size int64, version string, err error)
+	stat(ctx context.Context, name string) (size int64, version string, err error)
 }
 
 // stat returns the size of object name of r and its version, "" when r
 // gives none.
-func stat(r Root, name string) (size int64, version string, err error) {
+func stat(ctx context.Context, r Root, name string) (size int64, version string, err error) {
 	if v, ok := r.(versioned); ok {
-		return v.stat(name)
+		return v.stat(ctx, name)
 	}
-	size, err = r.Size(name)
+	size, err = r.Size(ctx, name)
 	return size, "", err
 }
 
@@ -83,9 +85,9 @@ func stat(r Root, name string) (size int64, version string, err error) {
 // file of directory dir, synced to the disk when sync is set (an entry
 // of the disk cache, whose record may outlive a crash), and returns its
 // path.
-func fetchFile(r Root, name string, size int64, dir string, sync bool) (string, error) {
+func fetchFile(ctx context.Context, r Root, name string, size int64, dir string, sync bool) (string, error) {
 	return writeTemp(dir, "fetch-*", func(f *os.File) error {
-		if err := download(r, name, size, f); err != nil || !sync {
+		if err := download(ctx, r, name, size, f); err != nil || !sync {
 			return err
 		}
 		return f.Sync()
@@ -118,8 +120,8 @@ func DiskCached(r Root) bool {
 }
 
 // download writes object name of r, size bytes, into f, by parts read in
-// parallel; the first failure is returned.
-func download(r Root, name string, size int64, f *os.File) error {
+// parallel within ctx; the first failure is returned.
+func download(ctx context.Context, r Root, name string, size int64, f *os.File) error {
 	parts := make(chan int64)
 	errs := make(chan error, fetchParallel)
 	var wg sync.WaitGroup
@@ -130,7 +132,7 @@ func download(r Root, name string, size int64, f *os.File) error {
 			buf := make([]byte, 0, min(size, fetchPart))
 			for off := range parts {
 				p := buf[:min(fetchPart, size-off)]
-				err := r.ReadAt(name, p, off)
+				err := r.ReadAt(ctx, name, p, off)
 				if err == nil {
 					_, err = f.WriteAt(p, off)
 				}

@@ -14,25 +14,40 @@ import (
 )
 
 // web is a root on a web server: object name is the URL base/name. It is
-// read-only and cannot be listed.
+// read-only and cannot be listed. A name may end in a query, which its
+// requests carry (a presigned object's, see Split) and messages do not.
 type web struct {
-	base   string // the root's URL, without a trailing slash
+	base   string // the root's URL, without a trailing slash, as requests use it
+	shown  string // base redacted (see Redact): what URL and messages show
 	client *http.Client
 	retry  Retry
 }
 
-// OpenHTTP returns the root at URL loc (https:// or http://). It makes no
-// request: a wrong URL shows at the first read.
+// OpenHTTP returns the root at URL loc (https:// or http://), which may
+// hold a user and password (user:password@host: basic authentication).
+// It makes no request: a wrong URL shows at the first read.
 func OpenHTTP(loc string, o ...Options) (Root, error) {
 	u, err := url.Parse(loc)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", loc, err)
+		return nil, fmt.Errorf("%s: %w", Redact(loc), unwrapURL(err))
 	}
 	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%s: want http(s)://host/path, with no query or fragment", loc)
+		return nil, fmt.Errorf("%s: want http(s)://host/path, with no query or fragment (a presigned URL names an object, not a root)", Redact(loc))
 	}
 	opt := first(o)
-	return &web{base: strings.TrimSuffix(loc, "/"), client: opt.client(), retry: opt.retry()}, nil
+	base := strings.TrimSuffix(loc, "/")
+	return &web{base: base, shown: Redact(base), client: opt.client(), retry: opt.retry()}, nil
+}
+
+// unwrapURL returns the error within a *url.Error, which names the URL it
+// was about whole, secrets included; the errors of this package name the
+// URL redacted instead.
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // first returns the first of o, or zero Options.
@@ -44,21 +59,47 @@ func first(o []Options) Options {
 }
 
 func (w *web) URL(name string) string {
-	if name == "" {
-		return w.base
+	path, _, _ := strings.Cut(name, "?")
+	return w.shown + escaped(path)
+}
+
+// request returns the URL that requests for object name go to.
+func (w *web) request(name string) string {
+	path, query, ok := strings.Cut(name, "?")
+	if ok {
+		query = "?" + query
 	}
-	return w.base + "/" + (&url.URL{Path: name}).EscapedPath()
+	return w.base + escaped(path) + query
+}
+
+// escaped returns "/" and path escaped for a URL, or "" for no path.
+func escaped(path string) string {
+	if path == "" {
+		return ""
+	}
+	return "/" + (&url.URL{Path: path}).EscapedPath()
+}
+
+// check refuses names whose path would leave the root (see checkName).
+func (w *web) check(name string) error {
+	path, _, _ := strings.Cut(name, "?")
+	return checkName(path)
 }
 
 func (w *web) Sub(dir string) Root {
 	c := *w
-	c.base = w.URL(strings.TrimSuffix(dir, "/"))
+	dir = strings.TrimSuffix(dir, "/")
+	c.base, c.shown = w.request(dir), w.URL(dir)
 	return &c
 }
 
 func (w *web) Local() (string, bool) { return "", false }
 
-func (w *web) List(dir string) ([]string, error) {
+// Close does nothing: a web root holds nothing of its own (its client's
+// connections are the process's).
+func (w *web) Close() error { return nil }
+
+func (w *web) List(ctx context.Context, dir string) ([]string, error) {
 	return nil, fmt.Errorf("%s: a web server cannot be listed: name its objects (a shard pattern, a manifest) instead", w.URL(dir))
 }
 
@@ -66,10 +107,10 @@ func (w *web) List(dir string) ([]string, error) {
 // n bytes when off is -1), and
 // hands the response to read; a 404 is fs.ErrNotExist, other statuses
 // than 200 and 206 a StatusError.
-func (w *web) get(ctx context.Context, method, name string, off, n int64, read func(*http.Response) error) error {
-	req, err := http.NewRequestWithContext(ctx, method, w.URL(name), nil)
+func (w *web) get(a *attempt, method, name string, off, n int64, read func(*http.Response) error) error {
+	req, err := http.NewRequestWithContext(a.ctx, method, w.request(name), nil)
 	if err != nil {
-		return err
+		return unwrapURL(err)
 	}
 	switch {
 	case off < 0: // the last n bytes
@@ -79,9 +120,11 @@ func (w *web) get(ctx context.Context, method, name string, off, n int64, read f
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return err
+		return unwrapURL(err)
 	}
 	defer resp.Body.Close()
+	a.alive()
+	resp.Body = a.body(resp.Body)
 	switch resp.StatusCode {
 	case http.StatusOK, http.StatusPartialContent:
 		return read(resp)
@@ -95,22 +138,19 @@ func (w *web) get(ctx context.Context, method, name string, off, n int64, read f
 	return &StatusError{URL: w.URL(name), Status: resp.StatusCode}
 }
 
-func (w *web) ReadAll(name string, buf []byte) ([]byte, error) {
-	return w.readSized(name, reuse(buf))
+func (w *web) ReadAll(ctx context.Context, name string, buf []byte, max int64) ([]byte, error) {
+	return w.readSized(ctx, name, max, reuse(buf))
 }
 
-func (w *web) readSized(name string, buffer func(n int64) ([]byte, error)) ([]byte, error) {
-	if err := checkName(name); err != nil {
+func (w *web) readSized(ctx context.Context, name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
+	if err := w.check(name); err != nil {
 		return nil, err
 	}
 	var buf []byte
-	err := w.retry.do(func(ctx context.Context) error {
-		return w.get(ctx, http.MethodGet, name, 0, -1, func(resp *http.Response) error {
+	err := w.retry.do(ctx, func(a *attempt) error {
+		return w.get(a, http.MethodGet, name, 0, -1, func(resp *http.Response) error {
 			var err error
-			if buf, err = buffer(resp.ContentLength); err != nil {
-				return err
-			}
-			buf, err = readBody(resp.Body, resp.ContentLength, buf)
+			buf, err = readSizedBody(resp.Body, resp.ContentLength, max, buffer)
 			return err
 		})
 	})
@@ -120,15 +160,15 @@ func (w *web) readSized(name string, buffer func(n int64) ([]byte, error)) ([]by
 	return buf, nil
 }
 
-func (w *web) ReadAt(name string, p []byte, off int64) error {
-	if err := checkName(name); err != nil {
+func (w *web) ReadAt(ctx context.Context, name string, p []byte, off int64) error {
+	if err := w.check(name); err != nil {
 		return err
 	}
 	if len(p) == 0 {
 		return nil
 	}
-	err := w.retry.do(func(ctx context.Context) error {
-		return w.get(ctx, http.MethodGet, name, off, int64(len(p)), func(resp *http.Response) error {
+	err := w.retry.do(ctx, func(a *attempt) error {
+		return w.get(a, http.MethodGet, name, off, int64(len(p)), func(resp *http.Response) error {
 			if resp.StatusCode == http.StatusOK { // the server ignored the range: skip to it
 				if resp.ContentLength >= 0 && resp.ContentLength < off+int64(len(p)) {
 					return errShort(w.URL(name), off, int64(len(p)), max(0, resp.ContentLength-off))
@@ -152,14 +192,14 @@ func (w *web) ReadAt(name string, p []byte, off int64) error {
 	return nil
 }
 
-func (w *web) ReadTail(name string, p []byte) (int64, error) {
-	if err := checkName(name); err != nil {
+func (w *web) ReadTail(ctx context.Context, name string, p []byte) (int64, error) {
+	if err := w.check(name); err != nil {
 		return 0, err
 	}
 	n := int64(len(p))
 	var size int64
-	err := w.retry.do(func(ctx context.Context) error {
-		return w.get(ctx, http.MethodGet, name, -1, n, func(resp *http.Response) error {
+	err := w.retry.do(ctx, func(a *attempt) error {
+		return w.get(a, http.MethodGet, name, -1, n, func(resp *http.Response) error {
 			cr := resp.Header.Get("Content-Range")
 			if resp.StatusCode == http.StatusOK {
 				cr = "" // the server ignored the range
@@ -175,19 +215,19 @@ func (w *web) ReadTail(name string, p []byte) (int64, error) {
 	return size, nil
 }
 
-func (w *web) Size(name string) (int64, error) {
-	size, _, err := w.stat(name)
+func (w *web) Size(ctx context.Context, name string) (int64, error) {
+	size, _, err := w.stat(ctx, name)
 	return size, err
 }
 
 // stat returns the size of object name and its version: its ETag, or
 // else its Last-Modified.
-func (w *web) stat(name string) (size int64, version string, err error) {
-	if err := checkName(name); err != nil {
+func (w *web) stat(ctx context.Context, name string) (size int64, version string, err error) {
+	if err := w.check(name); err != nil {
 		return 0, "", err
 	}
-	err = w.retry.do(func(ctx context.Context) error {
-		return w.get(ctx, http.MethodHead, name, 0, -1, func(resp *http.Response) error {
+	err = w.retry.do(ctx, func(a *attempt) error {
+		return w.get(a, http.MethodHead, name, 0, -1, func(resp *http.Response) error {
 			if resp.ContentLength < 0 {
 				return fmt.Errorf("%s: the server gave no Content-Length", w.URL(name))
 			}
@@ -207,8 +247,24 @@ func reuse(buf []byte) func(int64) ([]byte, error) {
 	return func(int64) ([]byte, error) { return buf[:0], nil }
 }
 
-// readBody reads a response body of length n (-1: unknown) into buf.
-func readBody(body io.Reader, n int64, buf []byte) ([]byte, error) {
+// readSizedBody reads a response body of declared length n (-1: none)
+// and at most max bytes into the buffer that buffer gives for n: a
+// declared length past max is refused before buffer is asked.
+func readSizedBody(body io.Reader, n, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
+	if n > max {
+		return nil, errTooLarge(n, max)
+	}
+	buf, err := buffer(n)
+	if err != nil {
+		return nil, err
+	}
+	return readBody(body, n, max, buf)
+}
+
+// readBody reads a response body of declared length n (-1: none), at
+// most max, into buf. A body without a declared length grows buf as it
+// arrives, and is refused once it passes max.
+func readBody(body io.Reader, n, max int64, buf []byte) ([]byte, error) {
 	if n >= 0 {
 		buf = slices.Grow(buf[:0], int(n))[:n]
 		if _, err := io.ReadFull(body, buf); err != nil {
@@ -216,15 +272,18 @@ func readBody(body io.Reader, n int64, buf []byte) ([]byte, error) {
 		}
 		return buf, nil
 	}
+	body = io.LimitReader(body, max+1) // a byte past max tells a body that runs past it
 	buf = buf[:0]
 	for {
 		buf = slices.Grow(buf, 64<<10)
 		m, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+m]
-		if errors.Is(err, io.EOF) {
+		switch {
+		case int64(len(buf)) > max:
+			return buf, errTooLarge(-1, max)
+		case errors.Is(err, io.EOF):
 			return buf, nil
-		}
-		if err != nil {
+		case err != nil:
 			return buf, err
 		}
 	}

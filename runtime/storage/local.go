@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,12 +14,13 @@ import (
 // Local is a root in a local directory.
 type Local string
 
-// ReadAll reads the whole file name.
-func (l Local) ReadAll(name string, buf []byte) ([]byte, error) {
-	return l.readSized(name, reuse(buf))
+// ReadAll reads the whole file name, of at most max bytes. A local read
+// does not wait on ctx.
+func (l Local) ReadAll(ctx context.Context, name string, buf []byte, max int64) ([]byte, error) {
+	return l.readSized(ctx, name, max, reuse(buf))
 }
 
-func (l Local) readSized(name string, buffer func(n int64) ([]byte, error)) ([]byte, error) {
+func (l Local) readSized(_ context.Context, name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
 	f, err := l.open(name)
 	if err != nil {
 		return nil, err
@@ -29,6 +31,9 @@ func (l Local) readSized(name string, buffer func(n int64) ([]byte, error)) ([]b
 		return nil, err
 	}
 	n := st.Size()
+	if n > max {
+		return nil, fmt.Errorf("%s: %w", f.Name(), errTooLarge(n, max))
+	}
 	buf, err := buffer(n)
 	if err != nil {
 		return nil, err
@@ -41,7 +46,7 @@ func (l Local) readSized(name string, buffer func(n int64) ([]byte, error)) ([]b
 }
 
 // ReadAt reads len(p) bytes of file name at offset off.
-func (l Local) ReadAt(name string, p []byte, off int64) error {
+func (l Local) ReadAt(_ context.Context, name string, p []byte, off int64) error {
 	f, err := l.open(name)
 	if err != nil {
 		return err
@@ -55,7 +60,7 @@ func (l Local) ReadAt(name string, p []byte, off int64) error {
 }
 
 // ReadTail reads the last len(p) bytes of file name.
-func (l Local) ReadTail(name string, p []byte) (int64, error) {
+func (l Local) ReadTail(_ context.Context, name string, p []byte) (int64, error) {
 	f, err := l.open(name)
 	if err != nil {
 		return 0, err
@@ -76,7 +81,7 @@ func (l Local) ReadTail(name string, p []byte) (int64, error) {
 }
 
 // Size returns the size of file name.
-func (l Local) Size(name string) (int64, error) {
+func (l Local) Size(_ context.Context, name string) (int64, error) {
 	if err := checkName(name); err != nil {
 		return 0, err
 	}
@@ -88,7 +93,7 @@ func (l Local) Size(name string) (int64, error) {
 }
 
 // List lists directory dir.
-func (l Local) List(dir string) ([]string, error) {
+func (l Local) List(_ context.Context, dir string) ([]string, error) {
 	if err := checkName(dir); err != nil {
 		return nil, err
 	}
@@ -108,6 +113,9 @@ func (l Local) List(dir string) ([]string, error) {
 
 // Sub returns the root of directory dir.
 func (l Local) Sub(dir string) Root { return Local(l.path(dir)) }
+
+// Close does nothing: a local root holds nothing.
+func (l Local) Close() error { return nil }
 
 // Local returns the directory.
 func (l Local) Local() (string, bool) { return string(l), true }

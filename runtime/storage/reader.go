@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ const (
 // are never fetched, so a pass that skips large members fetches little
 // more than what it reads. A Reader is for one goroutine.
 type Reader struct {
+	ctx  context.Context
 	root Root
 	name string
 	size int64
@@ -29,9 +31,10 @@ type Reader struct {
 	next int64 // the bytes the next ranged read asks for
 }
 
-// NewReader returns a Reader of object name of r, which holds size bytes.
-func NewReader(r Root, name string, size int64) *Reader {
-	return &Reader{root: r, name: name, size: size}
+// NewReader returns a Reader of object name of r, which holds size bytes,
+// whose reads stop once ctx is done.
+func NewReader(ctx context.Context, r Root, name string, size int64) *Reader {
+	return &Reader{ctx: ctx, root: r, name: name, size: size}
 }
 
 // Read reads the bytes from the current offset, fetching the block that
@@ -52,7 +55,7 @@ func (rd *Reader) Read(p []byte) (int, error) {
 			rd.buf = make([]byte, n)
 		}
 		rd.buf, rd.base = rd.buf[:n], rd.pos
-		if err := rd.root.ReadAt(rd.name, rd.buf, rd.pos); err != nil {
+		if err := rd.root.ReadAt(rd.ctx, rd.name, rd.buf, rd.pos); err != nil {
 			rd.buf = rd.buf[:0]
 			return 0, err
 		}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -17,9 +18,9 @@ type rangeLog struct {
 	reads [][2]int64
 }
 
-func (l *rangeLog) ReadAt(name string, p []byte, off int64) error {
+func (l *rangeLog) ReadAt(ctx context.Context, name string, p []byte, off int64) error {
 	l.reads = append(l.reads, [2]int64{off, off + int64(len(p))})
-	return l.Root.ReadAt(name, p, off)
+	return l.Root.ReadAt(ctx, name, p, off)
 }
 
 // TestReader: a Reader gives the object's bytes in order, asking for
@@ -52,7 +53,7 @@ func TestReader(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			log := &rangeLog{Root: Local(dir)}
-			rd := NewReader(log, "o", int64(len(obj)))
+			rd := NewReader(bg, log, "o", int64(len(obj)))
 			var pos int64
 			for _, n := range tt.steps {
 				if n <= 0 {
@@ -76,7 +77,7 @@ func TestReader(t *testing.T) {
 			}
 		})
 	}
-	rd := NewReader(Local(dir), "o", int64(len(obj)))
+	rd := NewReader(bg, Local(dir), "o", int64(len(obj)))
 	if _, err := rd.Seek(0, io.SeekEnd); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestReader(t *testing.T) {
 			t.Errorf("Seek(-1, %d): %v, want an error naming the object", whence, err)
 		}
 	}
-	gone := NewReader(Local(dir), "gone", 10)
+	gone := NewReader(bg, Local(dir), "gone", 10)
 	if _, err := gone.Read(make([]byte, 1)); err == nil || !strings.Contains(err.Error(), "gone") {
 		t.Errorf("reading a vanished object: %v, want an error naming it", err)
 	}

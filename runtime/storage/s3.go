@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // bucket is a root in an S3 bucket (or an S3-compatible store): object
@@ -37,7 +38,10 @@ const DefaultRegion = "us-east-1"
 // the AWS SDK's standard chain (the AWS_* environment variables, the
 // shared config and credentials files and their profiles, SSO, web
 // identity, the EC2 or ECS instance role). When the chain finds none, the
-// requests are anonymous, which public buckets answer. AWS_ENDPOINT_URL_S3
+// requests are anonymous, which public buckets answer, unless something
+// configured credentials (an AWS_* variable of the chain, a profile with
+// keys, a role, SSO or a process): then OpenS3 returns the chain's error,
+// naming what was set. AWS_ENDPOINT_URL_S3
 // or AWS_ENDPOINT_URL points the client at an S3-compatible store (then
 // addressed path-style: endpoint/bucket/key); AWS_REGION or the profile's
 // region apply, else DefaultRegion. It makes no request to the bucket.
@@ -45,20 +49,20 @@ const DefaultRegion = "us-east-1"
 // AWS_* variables, share one client: the configuration is loaded once.
 func OpenS3(loc string, o ...Options) (Root, error) {
 	u, err := url.Parse(loc)
-	if err != nil || u.Scheme != "s3" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%s: want s3://bucket/prefix", loc)
+	if err != nil || u.Scheme != "s3" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("%s: want s3://bucket/prefix (credentials come from the AWS configuration, not the URL)", Redact(loc))
 	}
 	prefix := strings.Trim(u.Path, "/")
 	if prefix != "" {
 		if err := checkName(prefix); err != nil {
-			return nil, fmt.Errorf("%s: %w", loc, err)
+			return nil, fmt.Errorf("%s: %w", Redact(loc), err)
 		}
 		prefix += "/"
 	}
 	opt := first(o)
 	client, err := s3Client(opt)
 	if err != nil {
-		return nil, fmt.Errorf("%s: AWS configuration: %w", loc, err)
+		return nil, fmt.Errorf("%s: AWS configuration: %w", Redact(loc), err)
 	}
 	return &bucket{client: client, name: u.Host, prefix: prefix, retry: opt.retry()}, nil
 }
@@ -94,9 +98,7 @@ func s3Client(opt Options) (*s3.Client, error) {
 		return c, nil
 	}
 	// The SDK's own HTTP client: AWS_CA_BUNDLE needs its transport options.
-	c, err := newS3Client(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-		t.MaxIdleConnsPerHost = maxIdlePerHost
-	}), opt.retry().Timeout)
+	c, err := newS3Client(awshttp.NewBuildableClient().WithTransportOptions(transport), opt.retry().Timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -123,13 +125,46 @@ func newS3Client(client config.HTTPClient, timeout time.Duration) (*s3.Client, e
 		cfg.Region = DefaultRegion
 	}
 	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		if set := credentialSettings(cfg); len(set) > 0 {
+			return nil, fmt.Errorf("credentials are configured (%s), but the chain found none: %w", strings.Join(set, ", "), err)
+		}
 		cfg.Credentials = aws.AnonymousCredentials{}
 	}
 	return s3.NewFromConfig(cfg, func(so *s3.Options) {
 		so.UsePathStyle = so.BaseEndpoint != nil
+		so.HTTPClient = errorBodies{so.HTTPClient}
 		// Ranged reads of objects written without checksums are the norm.
 		so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	}), nil
+}
+
+// credentialEnv are the environment variables that configure the
+// credential chain.
+var credentialEnv = []string{"AWS_ACCESS_KEY_ID", "AWS_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SECRET_KEY",
+	"AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN",
+	"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"}
+
+// credentialSettings names what configures credentials in the
+// environment and in the profile cfg was loaded with: requests go
+// unsigned only when the chain finds no credentials and this names
+// nothing, so that a credential set wrong is an error at open rather than
+// an anonymous request's 403.
+func credentialSettings(cfg aws.Config) []string {
+	var set []string
+	for _, v := range credentialEnv {
+		if os.Getenv(v) != "" {
+			set = append(set, v)
+		}
+	}
+	for _, src := range cfg.ConfigSources {
+		sc, ok := src.(config.SharedConfig)
+		if ok && (sc.Credentials.AccessKeyID != "" || sc.Credentials.SecretAccessKey != "" || sc.RoleARN != "" ||
+			sc.CredentialSource != "" || sc.CredentialProcess != "" || sc.WebIdentityTokenFile != "" ||
+			sc.SSOSessionName != "" || sc.SSOStartURL != "") {
+			set = append(set, fmt.Sprintf("profile %q", sc.Profile))
+		}
+	}
+	return set
 }
 
 func (b *bucket) URL(name string) string { return "s3://" + b.name + "/" + b.prefix + name }
@@ -144,17 +179,37 @@ func (b *bucket) Sub(dir string) Root {
 
 func (b *bucket) Local() (string, bool) { return "", false }
 
-func (b *bucket) ReadAll(name string, buf []byte) ([]byte, error) {
-	return b.readSized(name, reuse(buf))
+// Close does nothing: a bucket root holds nothing of its own (its client
+// is the process's).
+func (b *bucket) Close() error { return nil }
+
+// get makes one GetObject of name (rng: its Range header, or ""), whose
+// body's reads put off the attempt's idle deadline.
+func (b *bucket) get(a *attempt, name, rng string) (*s3.GetObjectOutput, error) {
+	in := &s3.GetObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name)}
+	if rng != "" {
+		in.Range = &rng
+	}
+	out, err := b.client.GetObject(a.ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	a.alive()
+	out.Body = a.body(out.Body)
+	return out, nil
 }
 
-func (b *bucket) readSized(name string, buffer func(n int64) ([]byte, error)) ([]byte, error) {
+func (b *bucket) ReadAll(ctx context.Context, name string, buf []byte, max int64) ([]byte, error) {
+	return b.readSized(ctx, name, max, reuse(buf))
+}
+
+func (b *bucket) readSized(ctx context.Context, name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
 	var buf []byte
-	err := b.retry.do(func(ctx context.Context) error {
-		out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name)})
+	err := b.retry.do(ctx, func(a *attempt) error {
+		out, err := b.get(a, name, "")
 		if err != nil {
 			return b.fail(name, err)
 		}
@@ -163,10 +218,7 @@ func (b *bucket) readSized(name string, buffer func(n int64) ([]byte, error)) ([
 		if out.ContentLength != nil {
 			n = *out.ContentLength
 		}
-		if buf, err = buffer(n); err != nil {
-			return err
-		}
-		buf, err = readBody(out.Body, n, buf)
+		buf, err = readSizedBody(out.Body, n, max, buffer)
 		return err
 	})
 	if err != nil {
@@ -175,7 +227,7 @@ func (b *bucket) readSized(name string, buffer func(n int64) ([]byte, error)) ([
 	return buf, nil
 }
 
-func (b *bucket) ReadAt(name string, p []byte, off int64) error {
+func (b *bucket) ReadAt(ctx context.Context, name string, p []byte, off int64) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
@@ -183,9 +235,8 @@ func (b *bucket) ReadAt(name string, p []byte, off int64) error {
 		return nil
 	}
 	n := int64(len(p))
-	err := b.retry.do(func(ctx context.Context) error {
-		out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name),
-			Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1))})
+	err := b.retry.do(ctx, func(a *attempt) error {
+		out, err := b.get(a, name, fmt.Sprintf("bytes=%d-%d", off, off+n-1))
 		if err != nil {
 			var se *StatusError
 			if err = b.fail(name, err); errors.As(err, &se) && se.Status == http.StatusRequestedRangeNotSatisfiable {
@@ -208,15 +259,14 @@ func (b *bucket) ReadAt(name string, p []byte, off int64) error {
 	return nil
 }
 
-func (b *bucket) ReadTail(name string, p []byte) (int64, error) {
+func (b *bucket) ReadTail(ctx context.Context, name string, p []byte) (int64, error) {
 	if err := checkName(name); err != nil {
 		return 0, err
 	}
 	n := int64(len(p))
 	var size int64
-	err := b.retry.do(func(ctx context.Context) error {
-		out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name),
-			Range: aws.String(fmt.Sprintf("bytes=-%d", n))})
+	err := b.retry.do(ctx, func(a *attempt) error {
+		out, err := b.get(a, name, fmt.Sprintf("bytes=-%d", n))
 		if err != nil {
 			var se *StatusError
 			if err = b.fail(name, err); errors.As(err, &se) && se.Status == http.StatusRequestedRangeNotSatisfiable {
@@ -235,18 +285,18 @@ func (b *bucket) ReadTail(name string, p []byte) (int64, error) {
 	return size, nil
 }
 
-func (b *bucket) Size(name string) (int64, error) {
-	size, _, err := b.stat(name)
+func (b *bucket) Size(ctx context.Context, name string) (int64, error) {
+	size, _, err := b.stat(ctx, name)
 	return size, err
 }
 
 // stat returns the size of object name and its version, its ETag.
-func (b *bucket) stat(name string) (size int64, version string, err error) {
+func (b *bucket) stat(ctx context.Context, name string) (size int64, version string, err error) {
 	if err := checkName(name); err != nil {
 		return 0, "", err
 	}
-	err = b.retry.do(func(ctx context.Context) error {
-		out, err := b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name)})
+	err = b.retry.do(ctx, func(a *attempt) error {
+		out, err := b.client.HeadObject(a.ctx, &s3.HeadObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name)})
 		if err != nil {
 			return b.fail(name, err)
 		}
@@ -259,7 +309,7 @@ func (b *bucket) stat(name string) (size int64, version string, err error) {
 	return size, version, nil
 }
 
-func (b *bucket) List(dir string) ([]string, error) {
+func (b *bucket) List(ctx context.Context, dir string) ([]string, error) {
 	if err := checkName(dir); err != nil {
 		return nil, err
 	}
@@ -271,9 +321,9 @@ func (b *bucket) List(dir string) ([]string, error) {
 	var token *string
 	for {
 		var out *s3.ListObjectsV2Output
-		err := b.retry.do(func(ctx context.Context) error {
+		err := b.retry.do(ctx, func(a *attempt) error {
 			var err error
-			out, err = b.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &b.name, Prefix: &prefix,
+			out, err = b.client.ListObjectsV2(a.ctx, &s3.ListObjectsV2Input{Bucket: &b.name, Prefix: &prefix,
 				Delimiter: aws.String("/"), ContinuationToken: token})
 			if err != nil {
 				return b.fail(dir, err)
@@ -300,11 +350,13 @@ func (b *bucket) List(dir string) ([]string, error) {
 
 // fail turns an S3 client error into a StatusError when the server
 // answered, naming the object's URL; a missing object's matches
-// fs.ErrNotExist.
+// fs.ErrNotExist. The SDK wraps a request that got no answer (a
+// connection refused or reset, a timeout) in a response error of status
+// 0: that is the transport's error, returned as it is (retryable decides).
 func (b *bucket) fail(name string, err error) error {
 	var re *awshttp.ResponseError
-	if !errors.As(err, &re) {
-		return err // no answer: a connection or timeout error
+	if !errors.As(err, &re) || re.HTTPStatusCode() == 0 {
+		return noAnswer(err)
 	}
 	se := &StatusError{URL: b.URL(name), Status: re.HTTPStatusCode()}
 	var ae smithy.APIError
@@ -312,4 +364,55 @@ func (b *bucket) fail(name string, err error) error {
 		se.Code = ae.ErrorCode()
 	}
 	return se
+}
+
+// noAnswer returns the cause of an S3 request that got no answer: the
+// transport's error or the context's within the SDK's wrapping, which
+// names the request's URL again.
+func noAnswer(err error) error {
+	var send *smithyhttp.RequestSendError
+	var canceled *smithy.CanceledError
+	switch {
+	case errors.As(err, &send):
+		err = send.Err
+	case errors.As(err, &canceled):
+		return canceled.Err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// maxErrorBody is the most of an S3 error's body that is read: S3's are
+// a few hundred bytes of XML.
+const maxErrorBody = 64 << 10
+
+// errorBodies is an S3 client's HTTP client that cuts the body of an
+// answer other than 2xx after maxErrorBody bytes: the SDK reads an
+// error's body whole before it parses it.
+type errorBodies struct{ config.HTTPClient }
+
+func (c errorBodies) Do(req *http.Request) (*http.Response, error) {
+	resp, err := c.HTTPClient.Do(req)
+	if err == nil && resp.StatusCode/100 != 2 {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxErrorBody}
+	}
+	return resp, err
+}
+
+// cappedBody is a body whose reads fail after left more bytes.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("an error's body of more than %d bytes", maxErrorBody)
+	}
+	n, err := b.ReadCloser.Read(p[:min(int64(len(p)), b.left)])
+	b.left -= int64(n)
+	return n, err
 }

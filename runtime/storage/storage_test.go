@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
 	"net/http"
@@ -18,6 +19,12 @@ import (
 
 	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 )
+
+// bg is the context of the tests' reads, never done.
+var bg = context.Background()
+
+// big is the maximum of the tests' whole reads that no object comes near.
+const big = 1 << 30
 
 // quick retries for tests: the faults they inject pass at once.
 var quick = Retry{Attempts: 5, First: time.Millisecond, Max: 5 * time.Millisecond, Timeout: 10 * time.Second}
@@ -74,19 +81,26 @@ func TestRoots(t *testing.T) {
 	for kind, r := range roots(t) {
 		t.Run(kind, func(t *testing.T) {
 			for name, want := range objects {
-				got, err := r.ReadAll(name, []byte("stale"))
+				got, err := r.ReadAll(bg, name, []byte("stale"), big)
 				if err != nil || !bytes.Equal(got, want) {
 					t.Errorf("ReadAll(%s) = %d bytes, %v; want %d", name, len(got), err, len(want))
 				}
-				if n, err := r.Size(name); err != nil || n != int64(len(want)) {
+				if n, err := r.Size(bg, name); err != nil || n != int64(len(want)) {
 					t.Errorf("Size(%s) = %d, %v; want %d", name, n, err, len(want))
 				}
 			}
+			if got, err := r.ReadAll(bg, "a.bin", nil, 10000); err != nil || len(got) != 10000 {
+				t.Errorf("ReadAll(a.bin) of at most its 10000 bytes = %d bytes, %v", len(got), err)
+			}
+			_, err := r.ReadAll(bg, "a.bin", nil, 9999)
+			if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "a.bin: 10000 bytes, more than the 9999 this read takes") {
+				t.Errorf("ReadAll(a.bin) of at most 9999 bytes: %v, want ErrTooLarge naming it and both sizes", err)
+			}
 			p := make([]byte, 25)
-			if err := r.ReadAt("a.bin", p, 9973); err != nil || string(p) != "3456789012345678901234567" {
+			if err := r.ReadAt(bg, "a.bin", p, 9973); err != nil || string(p) != "3456789012345678901234567" {
 				t.Errorf("ReadAt(a.bin, 9973) = %q, %v", p, err)
 			}
-			if err := r.ReadAt("a.bin", make([]byte, 30), 9990); !errors.Is(err, ErrShort) {
+			if err := r.ReadAt(bg, "a.bin", make([]byte, 30), 9990); !errors.Is(err, ErrShort) {
 				t.Errorf("ReadAt past the end: %v, want ErrShort", err)
 			}
 			for _, c := range []struct {
@@ -103,32 +117,32 @@ func TestRoots(t *testing.T) {
 				{"dir/missing.bin", 1, "", 0, fs.ErrNotExist},
 			} {
 				p := make([]byte, c.n)
-				size, err := r.ReadTail(c.name, p)
+				size, err := r.ReadTail(bg, c.name, p)
 				if !errors.Is(err, c.err) || size != c.size || c.err == nil && string(p) != c.want ||
 					err != nil && !strings.Contains(err.Error(), c.name) {
 					t.Errorf("ReadTail(%s, %d) = %q, %d, %v; want %q, %d, %v naming it", c.name, c.n, p, size, err, c.want, c.size, c.err)
 				}
 			}
 			sub := r.Sub("dir")
-			if got, err := sub.ReadAll("b.txt", nil); err != nil || string(got) != "hello, world" {
+			if got, err := sub.ReadAll(bg, "b.txt", nil, big); err != nil || string(got) != "hello, world" {
 				t.Errorf("Sub(dir).ReadAll(b.txt) = %q, %v", got, err)
 			}
-			_, err := r.ReadAll("dir/missing.bin", nil)
+			_, err = r.ReadAll(bg, "dir/missing.bin", nil, big)
 			if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "missing.bin") {
 				t.Errorf("ReadAll of a missing object: %v, want fs.ErrNotExist naming it", err)
 			}
 			for _, bad := range []string{"../a.bin", "/a.bin", "dir/../a.bin", "dir//b.txt"} {
-				if _, err := r.ReadAll(bad, nil); err == nil || !strings.Contains(err.Error(), "plain relative path") {
+				if _, err := r.ReadAll(bg, bad, nil, big); err == nil || !strings.Contains(err.Error(), "plain relative path") {
 					t.Errorf("ReadAll(%q): %v, want a refusal", bad, err)
 				}
 			}
 			if kind == "https" {
-				if _, err := r.List(""); err == nil || !strings.Contains(err.Error(), "cannot be listed") {
+				if _, err := r.List(bg, ""); err == nil || !strings.Contains(err.Error(), "cannot be listed") {
 					t.Errorf("List on a web server: %v", err)
 				}
 				return
 			}
-			if got, err := r.List("dir"); err != nil || !slices.Equal(got, []string{"b.txt", "c/"}) {
+			if got, err := r.List(bg, "dir"); err != nil || !slices.Equal(got, []string{"b.txt", "c/"}) {
 				t.Errorf("List(dir) = %q, %v", got, err)
 			}
 		})
@@ -251,13 +265,100 @@ func TestNoRanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := make([]byte, 12)
-	if err := r.ReadAt("a.bin", p, 9983); err != nil || string(p) != "345678901234" {
+	if err := r.ReadAt(bg, "a.bin", p, 9983); err != nil || string(p) != "345678901234" {
 		t.Errorf("ReadAt(a.bin, 9983) = %q, %v", p, err)
 	}
-	if size, err := r.ReadTail("a.bin", p); err != nil || size != 10000 || string(p) != "890123456789" {
+	if size, err := r.ReadTail(bg, "a.bin", p); err != nil || size != 10000 || string(p) != "890123456789" {
 		t.Errorf("ReadTail(a.bin, 12) = %q, %d, %v; want 890123456789, 10000", p, size, err)
 	}
-	if size, err := r.ReadTail("dir/b.txt", make([]byte, 20)); !errors.Is(err, ErrShort) || size != 12 {
+	if size, err := r.ReadTail(bg, "dir/b.txt", make([]byte, 20)); !errors.Is(err, ErrShort) || size != 12 {
 		t.Errorf("ReadTail(dir/b.txt, 20) = %d, %v; want 12, ErrShort", size, err)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for loc, want := range map[string]string{
+		"https://alice:pw@host/x/a.bin":                                 "https://host/x/a.bin",
+		"http://alice@host:8080/x":                                      "http://host:8080/x",
+		"https://host/b/v.csv?X-Amz-Signature=s&X-Amz-Security-Token=t": "https://host/b/v.csv",
+		"https://alice:p?w@host/x#frag":                                 "https://host/x",
+		"https://host/x#frag":                                           "https://host/x",
+		"s3://bucket/pre/fix":                                           "s3://bucket/pre/fix",
+		"data/a@b?c.zarr":                                               "data/a@b?c.zarr",
+	} {
+		if got := Redact(loc); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", loc, got, want)
+		}
+	}
+}
+
+// TestSecretsNotShown: a URL's user and password and a presigned URL's
+// query are sent with requests (basic authentication, the signature) and
+// never shown: not in errors of refusals, of faults below HTTP, of
+// locations refused at open; the AWS credentials hint is for S3 only.
+func TestSecretsNotShown(t *testing.T) {
+	const user, pw, sig, token = "u-alice", "pw-0xs3cr3t", "sig-0xf00", "tok-0xba4"
+	dir := t.TempDir()
+	writeObjects(t, filepath.Join(dir, "x"))
+	url := remotetest.Guarded(t, dir, user, pw, sig)
+	host := strings.TrimPrefix(url, "http://")
+	query := "?X-Amz-Signature=" + sig + "&X-Amz-Security-Token=" + token
+	shown := func(what string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Errorf("%s: no error", what)
+			return
+		}
+		for _, s := range []string{user, pw, sig, token} {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("%s: %v shows %q", what, err, s)
+			}
+		}
+		if strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") {
+			t.Errorf("%s: %v gives the AWS credentials hint to a web root", what, err)
+		}
+	}
+	r, err := Open("http://" + user + ":" + pw + "@" + host + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.ReadAll(bg, "dir/b.txt", nil, big); err != nil || string(got) != "hello, world" {
+		t.Errorf("ReadAll with basic authentication = %q, %v", got, err)
+	}
+	_, err = r.ReadAll(bg, "missing.txt", nil, big)
+	shown("a missing object", err)
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), url+"/x/missing.txt") {
+		t.Errorf("a missing object: %v, want fs.ErrNotExist naming %s/x/missing.txt", err, url)
+	}
+	loc, name := Split(url + "/x/dir/b.txt" + query)
+	signed, err := Open(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := signed.ReadAll(bg, name, nil, big); err != nil || string(got) != "hello, world" {
+		t.Errorf("ReadAll of a presigned URL = %q, %v", got, err)
+	}
+	_, err = signed.ReadAll(bg, "b.txt?X-Amz-Signature=wrong&X-Amz-Security-Token="+token, nil, big)
+	shown("a presigned URL refused", err)
+	if err == nil || !strings.Contains(err.Error(), url+"/x/dir/b.txt: HTTP 403") {
+		t.Errorf("a presigned URL refused: %v, want HTTP 403 naming %s/x/dir/b.txt", err, url)
+	}
+	gone, err := OpenHTTP("http://"+user+":"+pw+"@"+strings.TrimPrefix(remotetest.Refused(t), "http://"), Options{Retry: quick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = gone.ReadAll(bg, "b.txt"+query, nil, big)
+	shown("a refused port", err)
+	for _, loc := range []string{
+		"http://" + user + ":" + pw + "@" + host + "/x" + query,
+		"ftp://" + user + ":" + pw + "@host/x",
+		"s3://" + user + ":" + pw + "@bucket/x",
+		"http://" + user + ":" + pw + "@[::1/x",
+	} {
+		_, err := Open(loc)
+		shown("Open of a refused location", err)
+	}
+	if msg := (&StatusError{URL: "s3://b/x", Status: 403}).Error(); !strings.Contains(msg, "AWS_ACCESS_KEY_ID") {
+		t.Errorf("an S3 403 says %q, want the credentials hint", msg)
 	}
 }

@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -66,7 +67,7 @@ func (s *Source) labelled(v *vol, f int) ([]uint32, error) {
 			if arr == nil {
 				continue
 			}
-			if err := arr.ReadLayout(buf, origin, box, lay); err != nil {
+			if err := arr.ReadLayout(context.Background(), buf, origin, box, lay); err != nil {
 				return nil, fmt.Errorf("foreground index of key %q: %w", key.Name, err)
 			}
 			for i := range perPlane {

@@ -2,6 +2,7 @@ package volume
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -20,15 +21,18 @@ const WeightColumn = "weight"
 // per key of spec (in any order) and optionally a weight column, then one
 // row per volume holding each key's root: a directory or a URL
 // (s3://bucket/prefix, https://host/path). Relative roots are relative to
-// the manifest's directory, which may itself be a URL. An empty weight
-// means 1.
+// the manifest's directory, which may itself be a URL (a presigned one
+// too: its query signs the manifest's request, and messages show it
+// without). An empty weight means 1.
 func LoadManifest(file string, spec Spec) ([]Volume, error) {
 	dir, name := storage.Split(file)
+	shown := storage.Redact(file) // for messages
 	root, err := storage.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
-	text, err := root.ReadAll(name, nil)
+	defer root.Close()
+	text, err := storage.ReadMetadata(context.Background(), root, name)
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
@@ -36,10 +40,10 @@ func LoadManifest(file string, spec Spec) ([]Volume, error) {
 	r.TrimLeadingSpace = true
 	header, err := r.Read()
 	if errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: empty; the first line names the columns: %s", file, columns(spec))
+		return nil, fmt.Errorf("%s: empty; the first line names the columns: %s", shown, columns(spec))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return nil, fmt.Errorf("%s: %w", shown, err)
 	}
 	col := make([]int, len(spec.Keys)) // column of each key
 	weight := -1
@@ -47,7 +51,7 @@ func LoadManifest(file string, spec Spec) ([]Volume, error) {
 	for i, name := range header {
 		name = strings.TrimSpace(name)
 		if j, dup := seen[name]; dup {
-			return nil, fmt.Errorf("%s:1: column %q repeated (columns %d and %d)", file, name, j+1, i+1)
+			return nil, fmt.Errorf("%s:1: column %q repeated (columns %d and %d)", shown, name, j+1, i+1)
 		}
 		seen[name] = i
 		k := slices.IndexFunc(spec.Keys, func(k Key) bool { return k.Name == name })
@@ -57,12 +61,12 @@ func LoadManifest(file string, spec Spec) ([]Volume, error) {
 		case name == WeightColumn:
 			weight = i
 		default:
-			return nil, fmt.Errorf("%s:1: unknown column %q (the columns are %s)", file, name, columns(spec))
+			return nil, fmt.Errorf("%s:1: unknown column %q (the columns are %s)", shown, name, columns(spec))
 		}
 	}
 	for _, key := range spec.Keys {
 		if _, ok := seen[key.Name]; !ok {
-			return nil, fmt.Errorf("%s:1: no column for key %q (the columns are %s)", file, key.Name, columns(spec))
+			return nil, fmt.Errorf("%s:1: no column for key %q (the columns are %s)", shown, key.Name, columns(spec))
 		}
 	}
 	var vols []Volume
@@ -72,28 +76,28 @@ func LoadManifest(file string, spec Spec) ([]Volume, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
+			return nil, fmt.Errorf("%s: %w", shown, err)
 		}
 		line, _ := r.FieldPos(0)
 		v := Volume{Roots: make([]string, len(spec.Keys))}
 		for k, key := range spec.Keys {
 			root := strings.TrimSpace(rec[col[k]])
 			if root == "" {
-				return nil, fmt.Errorf("%s:%d: no root for key %q", file, line, key.Name)
+				return nil, fmt.Errorf("%s:%d: no root for key %q", shown, line, key.Name)
 			}
 			v.Roots[k] = storage.Join(dir, root)
 		}
 		if weight >= 0 {
 			if w := strings.TrimSpace(rec[weight]); w != "" {
 				if v.Weight, err = strconv.ParseFloat(w, 64); err != nil || checkWeight(v.Weight) != nil {
-					return nil, fmt.Errorf("%s:%d: weight %q %w", file, line, w, errWeight)
+					return nil, fmt.Errorf("%s:%d: weight %q %w", shown, line, w, errWeight)
 				}
 			}
 		}
 		vols = append(vols, v)
 	}
 	if len(vols) == 0 {
-		return nil, fmt.Errorf("%s: no volumes, only the header", file)
+		return nil, fmt.Errorf("%s: no volumes, only the header", shown)
 	}
 	return vols, nil
 }

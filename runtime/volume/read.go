@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 
@@ -55,12 +56,16 @@ func (s *Source) Crop(epoch, index int) runtime.Crop {
 // into dst: one buffer per key, in spec order, holding the key's sample
 // ([C, S...] for a key with a class axis). A failed chunk is a
 // *runtime.KeyError naming the key, with the volume, the key's box origin
-// (Crop's), the array and the chunk.
-func (s *Source) Read(r *rand.Rand, dst ...[]byte) error {
+// (Crop's), the array and the chunk. Remote reads stop once ctx is done;
+// a nil ctx is never done.
+func (s *Source) Read(ctx context.Context, r *rand.Rand, dst ...[]byte) error {
+	if ctx == nil {
+		ctx = context.Background() // a generated sample made by hand
+	}
 	st := s.states.Get().(*state)
 	defer s.states.Put(st)
 	s.draw(r, &st.crop)
-	return s.read(&st.crop, st, dst)
+	return s.read(ctx, &st.crop, st, dst)
 }
 
 // draw picks a crop's volume, centre and augmentation from r, in a fixed
@@ -109,8 +114,9 @@ func (s *Source) augmentation(r *rand.Rand, c *runtime.Crop) {
 	}
 }
 
-// read reads every key's box of crop c into dst, with st as scratch.
-func (s *Source) read(c *runtime.Crop, st *state, dst [][]byte) error {
+// read reads every key's box of crop c into dst, within ctx, with st as
+// scratch.
+func (s *Source) read(ctx context.Context, c *runtime.Crop, st *state, dst [][]byte) error {
 	if len(dst) != len(s.spec.Keys) {
 		return fmt.Errorf("%d buffers for %d keys", len(dst), len(s.spec.Keys))
 	}
@@ -128,7 +134,7 @@ func (s *Source) read(c *runtime.Crop, st *state, dst [][]byte) error {
 				continue
 			}
 			l := zarr.Layout{Start: start, Strides: st.strides[k], Outside: kl.fill, Missing: v.missing[k][ci], Convert: kl.convert}
-			if err := a.ReadLayout(buf, c.Origin[k], key.Shape, l); err != nil {
+			if err := a.ReadLayout(ctx, buf, c.Origin[k], key.Shape, l); err != nil {
 				return &runtime.KeyError{Key: key.Name, Err: fmt.Errorf("volume %d (%s), box origin %v: %w", c.Volume, v.roots[k], c.Origin[k], err)}
 			}
 		}

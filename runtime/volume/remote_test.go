@@ -10,8 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
+	"github.com/loadergen/loadergen/internal/fixture/emvolume"
 	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/storage"
 )
 
 // readSample reads sample (epoch, index) of s as the loader does.
@@ -19,7 +23,7 @@ func readSample(s *Source, epoch, index int) ([][]byte, error) {
 	var pcg rand.PCG
 	runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, epoch), index)
 	dst := sampleBufs(s)
-	return dst, s.Read(rand.New(&pcg), dst...)
+	return dst, s.Read(bg, rand.New(&pcg), dst...)
 }
 
 // TestRemoteVolumes: volumes whose manifest and stores are in an S3
@@ -94,5 +98,76 @@ func TestRemoteVolumes(t *testing.T) {
 	var ke *runtime.KeyError
 	if !errors.As(err, &ke) || !strings.Contains(err.Error(), "s3://emdata/unread/") || !strings.Contains(err.Error(), "HTTP 503 SlowDown") {
 		t.Errorf("a failing server: %v, want a KeyError naming the chunk's URL and the status", err)
+	}
+}
+
+// TestRemoteSecrets: a manifest given as a URL with a user and password,
+// or presigned, is read with them, and no error shows them: not the
+// manifest's, not a store's whose root inherits the user and password.
+func TestRemoteSecrets(t *testing.T) {
+	const user, pw, sig = "u-alice", "pw-0xs3cr3t", "sig-0xf00"
+	local := t.TempDir()
+	testVolume(t, filepath.Join(local, "a.zarr"), true)
+	for name, text := range map[string]string{"volumes.csv": "raw,labels\na.zarr,a.zarr\n", "bad.csv": "raw,labels,extra\n", "gone.csv": "raw,labels\nmissing.zarr,a.zarr\n"} {
+		if err := os.WriteFile(filepath.Join(local, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	url := remotetest.Guarded(t, local, user, pw, sig)
+	authed := "http://" + user + ":" + pw + "@" + strings.TrimPrefix(url, "http://")
+	if _, err := LoadManifest(url+"/volumes.csv?X-Amz-Signature="+sig, cellSpec()); err != nil {
+		t.Errorf("a presigned manifest: %v", err)
+	}
+	vols, err := LoadManifest(authed+"/volumes.csv", cellSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(cellSpec(), vols, nil); err != nil {
+		t.Errorf("a store under a root with a user and password: %v", err)
+	}
+	for _, c := range []struct{ manifest, want string }{
+		{authed + "/bad.csv", url + `/bad.csv:1: unknown column "extra"`},
+		{url + "/bad.csv?X-Amz-Signature=" + sig, url + `/bad.csv:1: unknown column "extra"`},
+		{url + "/volumes.csv?X-Amz-Signature=wrong", url + "/volumes.csv: HTTP 403"},
+		{authed + "/gone.csv", "no array or group at " + url + "/missing.zarr/" + emvolume.RawPath},
+	} {
+		vols, err := LoadManifest(c.manifest, cellSpec())
+		if err == nil {
+			_, err = Open(cellSpec(), vols, nil)
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want it to say %q", storage.Redact(c.manifest), err, c.want)
+			continue
+		}
+		for _, s := range []string{user, pw, sig} {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("%v shows %q", err, s)
+			}
+		}
+	}
+}
+
+// TestRemoteClose: Close of a source of remote volumes whose server stops
+// answering while the read-ahead fetches its crops' chunks returns at
+// once, and leaves no goroutine of ours.
+func TestRemoteClose(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) }) // the last cleanup: after the server's
+	local := t.TempDir()
+	testVolume(t, filepath.Join(local, "a.zarr"), true)
+	url, stall := remotetest.Stalling(t, local)
+	s, err := Open(cellSpec(), []Volume{{Roots: []string{url + "/a.zarr", url + "/a.zarr"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stall.Store(true)
+	s.ReadAhead(0, []int{0, 1, 2, 3, 4, 5, 6, 7})
+	time.Sleep(50 * time.Millisecond) // the requests reach the server
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Close took %v", d)
 	}
 }

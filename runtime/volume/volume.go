@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/storage"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
@@ -176,8 +177,9 @@ type Source struct {
 	// LocalityKeys (a Rand). A state belongs to one call between Get and
 	// Put; Get and Put do not allocate in steady state.
 	states sync.Pool
-	log    *slog.Logger // where the first missing chunk of each array is logged; nil for nowhere
-	cache  *zarr.Cache  // the chunk cache of every store opened (zarr.SharedCache)
+	log    *slog.Logger  // where the first missing chunk of each array is logged; nil for nowhere
+	cache  *zarr.Cache   // the chunk cache of every store opened (zarr.SharedCache)
+	stores []*zarr.Store // every store opened, which Close closes
 	// missing counts the chunks that reads found not stored
 	// (MissingChunks): every reader adds to it, any goroutine loads it.
 	missing atomic.Int64
@@ -196,7 +198,7 @@ type keyLayout struct {
 // arrays share the decoded chunks of the cache their stores were opened
 // with, which guards itself.
 type vol struct {
-	roots    []string
+	roots    []string              // per key, as messages show it (redacted)
 	arrays   [][]*zarr.Array       // per key, per class (one for keys without a class axis); nil for a missing class
 	missing  [][]func(int64) error // per array, its zarr.Layout.Missing (a missingChunks' chunk)
 	grid     *grid
@@ -241,7 +243,8 @@ func Open(spec Spec, vols []Volume, log *slog.Logger) (*Source, error) {
 	for i, v := range vols {
 		ov, err := s.openVolume(i, v, stores, missing)
 		if err != nil {
-			return nil, fmt.Errorf("volume %d (%s): %w", i, strings.Join(uniq(v.Roots), ", "), err)
+			s.Close()
+			return nil, fmt.Errorf("volume %d (%s): %w", i, strings.Join(uniq(redacted(v.Roots)), ", "), err)
 		}
 		s.vols = append(s.vols, ov)
 		total += float64(ov.grid.count) * ov.weight
@@ -270,7 +273,7 @@ func (s *Source) openVolume(i int, v Volume, stores map[string]*zarr.Store, miss
 	if err := checkWeight(v.Weight); err != nil {
 		return nil, fmt.Errorf("weight %v %w", v.Weight, err)
 	}
-	ov := &vol{roots: v.Roots, arrays: make([][]*zarr.Array, len(keys)), missing: make([][]func(int64) error, len(keys)), weight: v.Weight}
+	ov := &vol{roots: redacted(v.Roots), arrays: make([][]*zarr.Array, len(keys)), missing: make([][]func(int64) error, len(keys)), weight: v.Weight}
 	if ov.weight == 0 {
 		ov.weight = 1
 	}
@@ -283,6 +286,7 @@ func (s *Source) openVolume(i int, v Volume, stores map[string]*zarr.Store, miss
 				return nil, fmt.Errorf("key %q: %w", key.Name, err)
 			}
 			stores[v.Roots[k]] = store
+			s.stores = append(s.stores, store)
 		}
 		classes := []string{""}
 		if key.ClassAxis {
@@ -312,7 +316,7 @@ func (s *Source) openVolume(i int, v Volume, stores map[string]*zarr.Store, miss
 			}
 		}
 		if found < 0 {
-			return nil, fmt.Errorf("key %q: no class has an array at %s under %s", key.Name, key.Path, v.Roots[k])
+			return nil, fmt.Errorf("key %q: no class has an array at %s under %s", key.Name, key.Path, ov.roots[k])
 		}
 	}
 	var err error
@@ -409,6 +413,15 @@ func sameLevel(a, b level) bool {
 
 func uniq(s []string) []string { return slices.Compact(slices.Sorted(slices.Values(s))) }
 
+// redacted returns roots as messages show them (storage.Redact).
+func redacted(roots []string) []string {
+	out := make([]string, len(roots))
+	for i, r := range roots {
+		out[i] = storage.Redact(r)
+	}
+	return out
+}
+
 // logOpened logs what Open found: volumes, centres, missing classes, the
 // largest offset AlignNearest snapped, the foreground index's size, and
 // the chunk cache's size and why.
@@ -500,9 +513,19 @@ func (s *Source) MissingChunks() int64 { return s.missing.Load() }
 // Len returns the number of samples in an epoch.
 func (s *Source) Len() int { return s.spec.PerEpoch }
 
-// Close releases the source. Arrays hold no open files; their decoded
-// chunks stay in the shared cache until evicted.
-func (s *Source) Close() error { return nil }
+// Close closes the source's stores: it stops what they fetch in the
+// background for remote volumes and drops what they hold (see
+// zarr.Store.Close), and returns once none of it runs. Arrays hold no
+// open files; their decoded chunks stay in the shared cache until
+// evicted.
+func (s *Source) Close() error {
+	var errs []error
+	for _, st := range s.stores {
+		errs = append(errs, st.Close())
+	}
+	s.stores = nil
+	return errors.Join(errs...)
+}
 
 // pick returns the index of the first cumulative weight above u·total
 // (the last one should rounding put u·total at the total).

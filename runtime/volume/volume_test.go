@@ -2,6 +2,7 @@ package volume
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -20,6 +21,9 @@ import (
 // Debian's python3-zarr and numcodecs, and v3 arrays assembled from their
 // chunks (testdata/zarr/make_fixtures.py).
 const fixtures = "../../testdata/zarr"
+
+// bg is the context of the tests' reads, never done.
+var bg = context.Background()
 
 // numpyCheck collects crops Go read and has numpy recompute them
 // (testdata/zarr/check_crops.py).
@@ -124,7 +128,7 @@ func sampleBufs(s *Source) [][]byte {
 func readCrop(s *Source, c runtime.Crop, dst [][]byte) error {
 	st := s.states.Get().(*state)
 	defer s.states.Put(st)
-	return s.read(&c, st, dst)
+	return s.read(bg, &c, st, dst)
 }
 
 // readBoth reads sample (epoch, index) as the loader does (Read with the
@@ -135,7 +139,7 @@ func readBoth(t *testing.T, s *Source, epoch, index int) (runtime.Crop, [][]byte
 	var pcg rand.PCG
 	runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, epoch), index)
 	viaRead := sampleBufs(s)
-	if err := s.Read(rand.New(&pcg), viaRead...); err != nil {
+	if err := s.Read(bg, rand.New(&pcg), viaRead...); err != nil {
 		t.Fatal(err)
 	}
 	c := s.Crop(epoch, index)

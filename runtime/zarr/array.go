@@ -1,6 +1,7 @@
 package zarr
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,18 +63,30 @@ type Array struct {
 	// under blosc-lz4 on EM data). The reads of the array's chunks raise it
 	// (decodeRemote, a compare-and-swap loop), concurrently.
 	storedMax atomic.Int64
-	// indexing counts ReadAhead's loads of shard indexes in flight: each
-	// is a goroutine ReadAhead starts (Add, by any caller of ReadAhead,
-	// concurrently) that loads an index into the cache, hints the inner
-	// chunks it places and ends (Done); the WaitGroup orders those writes.
-	// Tests wait on it.
-	indexing sync.WaitGroup
+	// bg runs ReadAhead's loads of shard indexes: its store's, whose
+	// Close stops them.
+	bg *background
 }
 
 // maxChunkBytes bounds what one read holds in memory: a decoded chunk, a
 // stored chunk, a shard's index. The writer holds its chunks to it too, so
 // that it writes none a reader refuses.
 const maxChunkBytes = 1 << 31
+
+// storedLimit is the most bytes a stored chunk (an inner chunk, for a
+// sharded array) of the array may take: twice its decoded size and 1 MiB
+// (no codec of zarr's expands data near as much), within maxChunkBytes.
+// A larger one, by its file's size, its server's declared length or its
+// shard's index, is refused before it is read.
+func (a *Array) storedLimit() int64 {
+	return min(2*int64(a.unitBytes)+1<<20, maxChunkBytes)
+}
+
+// errStoredSize is the error of a chunk stored in n bytes, more than
+// storedLimit.
+func (a *Array) errStoredSize(n int64) error {
+	return fmt.Errorf("stored in %d bytes, more than the %d a chunk of %d bytes may take", n, a.storedLimit(), a.unitBytes)
+}
 
 // arrayIDs numbers opened arrays across every cache, so that arrays
 // sharing a Cache never share its keys.
@@ -86,7 +99,7 @@ func (s *Store) Array(p string) (*Array, error) {
 		return nil, err
 	}
 	dir, _ := s.dir(p)
-	a := &Array{dir: dir, id: arrayIDs.Add(1), cache: s.cache}
+	a := &Array{dir: dir, id: arrayIDs.Add(1), cache: s.cache, bg: s.bg}
 	if _, local := s.root.Local(); !local {
 		a.remote = s.root.Sub(strings.Trim(p, "/"))
 	}
@@ -474,24 +487,24 @@ func (a *Array) indexEntry(shard int64) cacheKey {
 // stored loads as nil (it reads as the fill value). A remote chunk stored
 // as an uncompressed Blosc frame that the read-ahead lends is not copied:
 // load returns the lent frame whole, and lent, which ends the lend.
-func (a *Array) load(key cacheKey, want span) (buf []byte, win span, lent func(), err error) {
+func (a *Array) load(ctx context.Context, key cacheKey, want span) (buf []byte, win span, lent func(), err error) {
 	if key.kind == shardIndex {
 		var shard [maxRank]int
 		n := len(a.shape)
 		unravel(key.n, a.shards, shard[:n])
-		buf, err := a.loadIndex(shard[:n])
+		buf, err := a.loadIndex(ctx, shard[:n])
 		return buf, span{0, a.chain.shard.indexLen}, nil, err
 	}
-	return a.loadUnit(key.n, nil, span{}, want)
+	return a.loadUnit(ctx, key.n, nil, span{}, want)
 }
 
 // extend decodes the bytes of want that a decoded chunk's buffer buf
 // lacks, which holds the window have of it already (Cache.get's protocol).
-func (a *Array) extend(key cacheKey, buf []byte, have, want span) (span, error) {
+func (a *Array) extend(ctx context.Context, key cacheKey, buf []byte, have, want span) (span, error) {
 	if key.kind != decodedChunk || buf == nil {
 		return span{}, fmt.Errorf("zarr array %s: extending entry %+v (a bug)", a.dir, key)
 	}
-	out, win, _, err := a.loadUnit(key.n, buf, have, want)
+	out, win, _, err := a.loadUnit(ctx, key.n, buf, have, want)
 	if err == nil && out == nil {
 		var idx [maxRank]int
 		unravel(key.n, a.grid, idx[:len(a.shape)])
@@ -506,7 +519,7 @@ func (a *Array) extend(key cacheKey, buf []byte, have, want span) (span, error) 
 // window it then holds, which holds have and want. It writes nothing
 // inside have. A first load (out nil) may return lent bytes instead (see
 // load).
-func (a *Array) loadUnit(unit int64, out []byte, have, want span) ([]byte, span, func(), error) {
+func (a *Array) loadUnit(ctx context.Context, unit int64, out []byte, have, want span) ([]byte, span, func(), error) {
 	if !a.partial {
 		want = span{0, a.unitBytes}
 	}
@@ -518,9 +531,9 @@ func (a *Array) loadUnit(unit int64, out []byte, have, want span) ([]byte, span,
 	var err error
 	switch {
 	case a.chain.shard != nil:
-		buf, win, err = a.loadInner(idx[:n], out, have, want)
+		buf, win, err = a.loadInner(ctx, idx[:n], out, have, want)
 	case a.remote != nil:
-		return a.loadRemoteChunk(idx[:n], out, have, want)
+		return a.loadRemoteChunk(ctx, idx[:n], out, have, want)
 	default:
 		buf, win, err = a.loadChunk(idx[:n], out, have, want)
 	}
@@ -530,14 +543,14 @@ func (a *Array) loadUnit(unit int64, out []byte, have, want span) ([]byte, span,
 // loadInner is loadUnit for the inner chunk at grid index idx of a sharded
 // array: it finds the chunk through its shard's index (cached) and
 // decodes it.
-func (a *Array) loadInner(idx []int, out []byte, have, want span) ([]byte, span, error) {
+func (a *Array) loadInner(ctx context.Context, idx []int, out []byte, have, want span) ([]byte, span, error) {
 	n := len(idx)
 	sh := a.chain.shard
 	var shard, inner [maxRank]int
 	for k := range n {
 		shard[k], inner[k] = idx[k]/sh.perShard[k], idx[k]%sh.perShard[k]
 	}
-	ie, err := a.cache.get(a.indexEntry(ravel(shard[:n], a.shards)), a, span{0, sh.indexLen})
+	ie, err := a.cache.get(ctx, a.indexEntry(ravel(shard[:n], a.shards)), a, span{0, sh.indexLen})
 	if err != nil {
 		return nil, span{}, err
 	}
@@ -546,9 +559,12 @@ func (a *Array) loadInner(idx []int, out []byte, have, want span) ([]byte, span,
 	if !stored {
 		return nil, span{}, nil // an empty inner chunk, or a shard not stored
 	}
+	if size > a.storedLimit() {
+		return nil, span{}, a.chunkError(shard[:n], inner[:n], a.errStoredSize(size))
+	}
 	key := a.key(shard[:n])
 	if l, ok := a.remote.(storage.Lender); ok {
-		raw, release, err := l.LendRange(key, off, size)
+		raw, release, err := l.LendRange(ctx, key, off, size)
 		if release != nil {
 			defer release()
 		}
@@ -561,7 +577,7 @@ func (a *Array) loadInner(idx []int, out []byte, have, want span) ([]byte, span,
 	}
 	buf := raws.Get().(*[]byte)
 	defer raws.Put(buf)
-	*buf, err = a.readRange(key, *buf, off, size)
+	*buf, err = a.readRange(ctx, key, *buf, off, size)
 	if err != nil {
 		return nil, span{}, a.chunkError(shard[:n], inner[:n], err)
 	}
@@ -582,6 +598,9 @@ func (a *Array) loadChunk(idx []int, out []byte, have, want span) ([]byte, span,
 		return nil, span{}, err
 	}
 	defer f.Close()
+	if size > a.storedLimit() {
+		return nil, span{}, a.chunkError(idx, nil, a.errStoredSize(size))
+	}
 	if skip, ok := a.chain.storedAsIs(size, a.unitBytes); ok {
 		if out == nil {
 			out = a.cache.buffer(a.unitBytes)
@@ -637,10 +656,10 @@ func readStored(f *os.File, out []byte, skip int, have, want span) (win span, ok
 // first load (out nil) of a lent chunk stored as an uncompressed Blosc
 // frame returns the frame itself, whose header takes the headroom's
 // place, and lent, which ends the lend: the cache holds it as it is.
-func (a *Array) loadRemoteChunk(idx []int, out []byte, have, want span) ([]byte, span, func(), error) {
+func (a *Array) loadRemoteChunk(ctx context.Context, idx []int, out []byte, have, want span) ([]byte, span, func(), error) {
 	key := a.key(idx)
 	if l, ok := a.remote.(storage.Lender); ok {
-		raw, release, err := l.Lend(key)
+		raw, release, err := l.Lend(ctx, key)
 		if release != nil && out == nil && a.storedFrame(raw) {
 			a.noteStored(len(raw))
 			return raw, span{0, a.unitBytes}, release, nil
@@ -655,7 +674,7 @@ func (a *Array) loadRemoteChunk(idx []int, out []byte, have, want span) ([]byte,
 	}
 	buf := raws.Get().(*[]byte)
 	defer raws.Put(buf)
-	raw, err := a.remote.ReadAll(key, *buf)
+	raw, err := a.remote.ReadAll(ctx, key, *buf, a.storedLimit())
 	if err == nil {
 		*buf = raw
 	}
@@ -679,9 +698,6 @@ func (a *Array) decodeRemote(idx []int, raw []byte, err error, out []byte, have,
 	if err != nil {
 		return nil, span{}, a.chunkError(idx, nil, err)
 	}
-	if len(raw) > maxChunkBytes {
-		return nil, span{}, a.chunkError(idx, nil, fmt.Errorf("%d bytes is more than a chunk may hold", len(raw)))
-	}
 	a.noteStored(len(raw))
 	return a.decode(&a.chain, raw, out, have, want, idx, nil)
 }
@@ -699,7 +715,7 @@ func (a *Array) noteStored(n int) {
 
 // readRange reads n bytes at offset off of the object at key into buf
 // (grown as needed): a local file, or a remote object.
-func (a *Array) readRange(key string, buf []byte, off, n int64) ([]byte, error) {
+func (a *Array) readRange(ctx context.Context, key string, buf []byte, off, n int64) ([]byte, error) {
 	if a.remote == nil {
 		return readFile(filepath.Join(a.dir, filepath.FromSlash(key)), buf, off, n)
 	}
@@ -707,7 +723,7 @@ func (a *Array) readRange(key string, buf []byte, off, n int64) ([]byte, error) 
 		return buf, fmt.Errorf("%d bytes is more than a chunk may hold", n)
 	}
 	buf = slices.Grow(buf[:0], int(n))[:n]
-	return buf, a.remote.ReadAt(key, buf, off)
+	return buf, a.remote.ReadAt(ctx, key, buf, off)
 }
 
 // openStored opens the file of the chunk or shard at grid index idx and
@@ -765,7 +781,7 @@ func (a *Array) missing(idx []int) error {
 // loadIndex reads and checks the index of the shard at grid index shard.
 // A remote shard's index at its end comes with the shard's size in one
 // request (a suffix range); one at its start takes two, the size first.
-func (a *Array) loadIndex(shard []int) ([]byte, error) {
+func (a *Array) loadIndex(ctx context.Context, shard []int) ([]byte, error) {
 	sh := a.chain.shard
 	key := a.key(shard)
 	var size int64
@@ -774,14 +790,14 @@ func (a *Array) loadIndex(shard []int) ([]byte, error) {
 	switch {
 	case a.remote != nil && !sh.indexAtStart:
 		raw = make([]byte, sh.indexBytes)
-		size, err = a.remote.ReadTail(key, raw)
+		size, err = a.remote.ReadTail(ctx, key, raw)
 		if errors.Is(err, storage.ErrShort) {
 			err = nil // the size, checked below, says so
 		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			err = fmt.Errorf("read the index: %w", err)
 		}
 	case a.remote != nil:
-		size, err = a.remote.Size(key)
+		size, err = a.remote.Size(ctx, key)
 	default:
 		var f *os.File
 		if f, size, err = a.openStored(shard); f == nil {
@@ -803,7 +819,7 @@ func (a *Array) loadIndex(shard []int) ([]byte, error) {
 		if !sh.indexAtStart {
 			at = size - int64(sh.indexBytes)
 		}
-		if raw, err = a.readRange(key, nil, at, int64(sh.indexBytes)); err != nil {
+		if raw, err = a.readRange(ctx, key, nil, at, int64(sh.indexBytes)); err != nil {
 			return nil, a.chunkError(shard, nil, fmt.Errorf("read the index: %w", err))
 		}
 	}

@@ -176,7 +176,7 @@ func BenchmarkBoxReadConvert(b *testing.B) {
 			b.Run(fmt.Sprintf("%d/warm-float32/%s", edge, l.name), func(b *testing.B) {
 				b.ReportAllocs()
 				copyOut(b, boxes, 4*elems(shape), func(dst []byte, origin []int) {
-					if err := a.ReadLayout(dst, origin, shape, l.l); err != nil {
+					if err := a.ReadLayout(bg, dst, origin, shape, l.l); err != nil {
 						b.Fatal(err)
 					}
 				})

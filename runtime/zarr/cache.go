@@ -1,6 +1,8 @@
 package zarr
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -169,7 +171,8 @@ type span struct{ lo, hi int }
 // holds reports whether s holds every byte of t.
 func (s span) holds(t span) bool { return s.lo <= t.lo && t.hi <= s.hi }
 
-// loader loads chunks for the cache (an Array). load returns a buffer from
+// loader loads chunks for the cache (an Array), within the context of the
+// read that asked (a read whose context is done fails). load returns a buffer from
 // Cache.buffer holding at least the bytes want of the decoded chunk after
 // its headroom, and the window it holds, or nil for a chunk that is not
 // stored; or, with lent not nil, bytes a root lent (a stored frame: its
@@ -179,8 +182,8 @@ func (s span) holds(t span) bool { return s.lo <= t.lo && t.hi <= s.hi }
 // into buf (from load, holding have already) and returns the window buf
 // then holds, which holds have and want; it writes nothing inside have.
 type loader interface {
-	load(key cacheKey, want span) (buf []byte, win span, lent func(), err error)
-	extend(key cacheKey, buf []byte, have, want span) (span, error)
+	load(ctx context.Context, key cacheKey, want span) (buf []byte, win span, lent func(), err error)
+	extend(ctx context.Context, key cacheKey, buf []byte, have, want span) (span, error)
 }
 
 // headroom is the space before a chunk's data in its buffer: a chunk stored
@@ -300,9 +303,11 @@ func (c *Cache) loaded(key cacheKey) *cacheEntry {
 // decoded, loading or extending it with l unless that is done already. The
 // caller reads the entry's data[want.lo:want.hi] and then releases it, and
 // may not touch the data after. Errors are not kept: the next get tries
-// again (a failed extension leaves the window held before it).
-func (c *Cache) get(key cacheKey, l loader, want span) (*cacheEntry, error) {
-	e, _, err := c.fetch(key, l, want, true)
+// again (a failed extension leaves the window held before it). A wait
+// for another goroutine's load or extension ends once ctx is done; a load
+// that another read's cancellation ended is made again.
+func (c *Cache) get(ctx context.Context, key cacheKey, l loader, want span) (*cacheEntry, error) {
+	e, _, err := c.fetch(ctx, key, l, want, true)
 	return e, err
 }
 
@@ -310,7 +315,7 @@ func (c *Cache) get(key cacheKey, l loader, want span) (*cacheEntry, error) {
 // goroutine's load or extension of the chunk: then it returns busy, with no
 // entry and nothing counted, and the caller may do other work before
 // asking again.
-func (c *Cache) fetch(key cacheKey, l loader, want span, wait bool) (*cacheEntry, bool, error) {
+func (c *Cache) fetch(ctx context.Context, key cacheKey, l loader, want span, wait bool) (*cacheEntry, bool, error) {
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok {
 		loaded := e.prev != nil
@@ -328,23 +333,31 @@ func (c *Cache) fetch(key cacheKey, l loader, want span, wait bool) (*cacheEntry
 				c.mu.Unlock()
 				return e, false, nil
 			}
-			e, err := c.extend(e, l, want) // unlocks mu
+			e, err := c.extend(ctx, e, l, want) // unlocks mu
 			return e, false, err
 		}
 		c.mu.Unlock()
-		<-e.done
+		select {
+		case <-e.done:
+		case <-ctx.Done():
+			c.release(e)
+			return nil, false, ctx.Err()
+		}
 		if e.err != nil {
 			c.release(e)
+			if errors.Is(e.err, context.Canceled) && ctx.Err() == nil {
+				return c.fetch(ctx, key, l, want, wait) // another read's, cancelled: load it
+			}
 			return nil, false, e.err
 		}
 		c.mu.Lock()
-		e, err := c.extend(e, l, want) // unlocks mu
+		e, err := c.extend(ctx, e, l, want) // unlocks mu
 		return e, false, err
 	}
 	c.consume(key)
 	e := c.begin(key)
 	c.mu.Unlock()
-	buf, win, lent, err := l.load(key, want)
+	buf, win, lent, err := l.load(ctx, key, want)
 	if err := c.finish(e, buf, win, lent, err); err != nil {
 		return nil, false, err
 	}
@@ -394,11 +407,16 @@ func (c *Cache) finish(e *cacheEntry, buf []byte, win span, lent func(), err err
 // another goroutine's extension or making its own (see cacheEntry). mu is
 // held on entry and released on return; the caller holds a reference,
 // which an error releases.
-func (c *Cache) extend(e *cacheEntry, l loader, want span) (*cacheEntry, error) {
+func (c *Cache) extend(ctx context.Context, e *cacheEntry, l loader, want span) (*cacheEntry, error) {
 	for e.data != nil && !e.win.holds(want) {
 		if ch := e.growing; ch != nil {
 			c.mu.Unlock()
-			<-ch
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				c.release(e)
+				return nil, ctx.Err()
+			}
 			c.mu.Lock()
 			continue
 		}
@@ -408,7 +426,7 @@ func (c *Cache) extend(e *cacheEntry, l loader, want span) (*cacheEntry, error) 
 		c.stats.Extends++
 		c.mu.Unlock()
 
-		win, err := l.extend(e.key, e.buf, have, want)
+		win, err := l.extend(ctx, e.key, e.buf, have, want)
 
 		c.mu.Lock()
 		e.growing = nil

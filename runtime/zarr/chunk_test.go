@@ -238,7 +238,7 @@ func TestWarmReadsDoNotAllocate(t *testing.T) {
 		t.Errorf("a warm read allocates %v times", n)
 	}
 	lay := Layout{Start: 999, Strides: []int{-100, -10, -1}}
-	if n := testing.AllocsPerRun(100, func() { _ = a.ReadLayout(box, origin, shape, lay) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _ = a.ReadLayout(bg, box, origin, shape, lay) }); n != 0 {
 		t.Errorf("a warm laid-out read allocates %v times", n)
 	}
 }
@@ -304,7 +304,7 @@ func TestReadOutsideValue(t *testing.T) {
 	cStrides(shape, strides[:])
 	outside := lgruntime.Float32.Encode(-1)
 	got := make([]byte, 4*elems(shape))
-	if err := a.ReadLayout(got, origin, shape, Layout{Strides: strides[:], Outside: outside}); err != nil {
+	if err := a.ReadLayout(bg, got, origin, shape, Layout{Strides: strides[:], Outside: outside}); err != nil {
 		t.Fatal(err)
 	}
 	for z := range shape[0] {
@@ -357,7 +357,7 @@ func TestReadPutsOffChunksInFlight(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	loads := a.cache.Stats().Loads
-	buf, win, lent, err := a.load(key, span{0, a.unitBytes})
+	buf, win, lent, err := a.load(bg, key, span{0, a.unitBytes})
 	if err := a.cache.finish(held, buf, win, lent, err); err != nil {
 		t.Fatal(err)
 	}

@@ -128,7 +128,7 @@ func TestReadConverts(t *testing.T) {
 					l := b.l(b.shape)
 					l.Convert, l.Outside = conv, to.Encode(outside)
 					dst := make([]byte, elems(b.shape)*to.Size())
-					if err := a.ReadLayout(dst, b.origin, b.shape, l); err != nil {
+					if err := a.ReadLayout(bg, dst, b.origin, b.shape, l); err != nil {
 						t.Fatalf("%v -> %v %s: %v", from, to, cc.name, err)
 					}
 					checkConverted(t, &arr, from, to, cc, b.origin, b.shape, l, dst, outside)
@@ -296,7 +296,7 @@ func TestReadLayoutConversionRefused(t *testing.T) {
 		{Layout{Strides: []int{4, 1}, Convert: u8, Outside: []byte{1}}, "an outside value of 1 bytes for 4-byte elements"},
 	} {
 		dst := make([]byte, 64)
-		err := a.ReadLayout(dst, []int{0, 0}, []int{4, 4}, c.l)
+		err := a.ReadLayout(bg, dst, []int{0, 0}, []int{4, 4}, c.l)
 		if err == nil || !strings.HasSuffix(err.Error(), c.want) {
 			t.Errorf("ReadLayout: %v, want ...%s", err, c.want)
 		}
@@ -323,10 +323,10 @@ func TestWarmConvertingReadsDoNotAllocate(t *testing.T) {
 		origin, shape := []int{-1, 1, 2}, []int{6, 6, 6}
 		lay := Layout{Start: 30, Strides: []int{36, 1, -6}, Convert: conv}
 		box := make([]byte, 4*216)
-		if err := a.ReadLayout(box, origin, shape, lay); err != nil {
+		if err := a.ReadLayout(bg, box, origin, shape, lay); err != nil {
 			t.Fatal(err)
 		}
-		if n := testing.AllocsPerRun(100, func() { _ = a.ReadLayout(box, origin, shape, lay) }); n != 0 {
+		if n := testing.AllocsPerRun(100, func() { _ = a.ReadLayout(bg, box, origin, shape, lay) }); n != 0 {
 			t.Errorf("%v: a warm converting read allocates %v times", from, n)
 		}
 	}

@@ -2,6 +2,7 @@ package zarr
 
 import (
 	"bytes"
+	"context"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,9 @@ import (
 // wrote (v2), or that testdata/zarr/make_fixtures.py assembled from
 // numcodecs-encoded chunks (v3), with what numpy reads from each.
 const fixtures = "../../testdata/zarr"
+
+// bg is the context of the tests' reads, never done.
+var bg = context.Background()
 
 // fixtureCase is one entry of cases.json.
 type fixtureCase = pyzarr.Case
@@ -149,7 +153,7 @@ func checkReads(t *testing.T, a *Array, want expected) {
 		if len(shape) >= 2 {
 			lay, at := mirrorSwap(shape)
 			out := make([]byte, n*elem)
-			if err := a.ReadLayout(out, origin, shape, lay); err != nil {
+			if err := a.ReadLayout(bg, out, origin, shape, lay); err != nil {
 				t.Fatalf("ReadLayout(%v, %v, %v): %v", origin, shape, lay, err)
 			}
 			for i := range n {

@@ -38,7 +38,7 @@ func readTelling(a *Array, m *missingLog) ([]byte, error) {
 		l.Missing = m.missing
 	}
 	buf := make([]byte, n)
-	return buf, a.ReadLayout(buf, make([]int, len(a.shape)), a.shape, l)
+	return buf, a.ReadLayout(bg, buf, make([]int, len(a.shape)), a.shape, l)
 }
 
 // TestMissingChunksReported: Layout.Missing hears of exactly the chunks
@@ -110,7 +110,7 @@ func TestMissingInnerChunksReported(t *testing.T) {
 		m := &missingLog{a: a}
 		l := Layout{Strides: CStrides([]int{1, 1, 2}), Missing: m.missing}
 		// Elements (15, 19, 5) and (15, 19, 6): inner chunks (1, 1, 1) of shards c/1/1/0 and c/1/1/1.
-		if err := a.ReadLayout(make([]byte, 4), []int{15, 19, 5}, []int{1, 1, 2}, l); err != nil {
+		if err := a.ReadLayout(bg, make([]byte, 4), []int{15, 19, 5}, []int{1, 1, 2}, l); err != nil {
 			t.Fatal(err)
 		}
 		if want := []string{"c/1/1/1 (inner chunk [1 1 0])"}; !slices.Equal(m.names, want) {

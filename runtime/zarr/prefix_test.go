@@ -34,7 +34,7 @@ func TestPartialDecodeEqualsWhole(t *testing.T) {
 			}
 			at := func(f float64) int { return int(f*float64(size)) / elem * elem }
 			for u := int64(0); u < units; u += max(1, units/7) {
-				buf, win, _, err := a.load(a.chunkEntry(u), span{0, size})
+				buf, win, _, err := a.load(bg, a.chunkEntry(u), span{0, size})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -50,7 +50,7 @@ func TestPartialDecodeEqualsWhole(t *testing.T) {
 					{at(0.5), size}, {at(0.6), at(0.7) + elem}, {size - elem, size}, {at(1.0 / 3), at(2.0 / 3)},
 				} {
 					want.hi = max(want.hi, want.lo+elem)
-					buf, win, _, err := a.load(a.chunkEntry(u), want)
+					buf, win, _, err := a.load(bg, a.chunkEntry(u), want)
 					if err != nil {
 						t.Fatalf("unit %d, window %v: %v", u, want, err)
 					}
@@ -76,7 +76,7 @@ func TestPartialDecodeEqualsWhole(t *testing.T) {
 						}
 						poison := bytes.Repeat([]byte{0xa5}, win.hi-win.lo)
 						copy(data[win.lo:], poison)
-						got, err := a.extend(a.chunkEntry(u), buf, win, more)
+						got, err := a.extend(bg, a.chunkEntry(u), buf, win, more)
 						if err != nil {
 							t.Fatalf("unit %d: extending %v to %v: %v", u, win, more, err)
 						}

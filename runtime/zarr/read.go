@@ -1,6 +1,7 @@
 package zarr
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -60,12 +61,13 @@ func (a *Array) Read(dst []byte, origin, shape []int) error {
 	}
 	var strides [maxRank]int
 	cStrides(shape, strides[:len(shape)])
-	return a.read(dst, origin, shape, 0, strides[:len(shape)], a.fill, a.fill, nil, nil)
+	return a.read(context.Background(), dst, origin, shape, 0, strides[:len(shape)], a.fill, a.fill, nil, nil)
 }
 
 // ReadLayout is Read with the box's elements placed in dst by l, and
-// converted by l.Convert.
-func (a *Array) ReadLayout(dst []byte, origin, shape []int, l Layout) error {
+// converted by l.Convert. A remote array's reads stop once ctx is done
+// (a local one's do not wait on it).
+func (a *Array) ReadLayout(ctx context.Context, dst []byte, origin, shape []int, l Layout) error {
 	fill := a.fill
 	var converted [8]byte
 	if c := l.Convert; c != nil {
@@ -81,7 +83,7 @@ func (a *Array) ReadLayout(dst []byte, origin, shape []int, l Layout) error {
 		}
 		outside = l.Outside
 	}
-	return a.read(dst, origin, shape, l.Start, l.Strides, fill, outside, l.Missing, l.Convert)
+	return a.read(ctx, dst, origin, shape, l.Start, l.Strides, fill, outside, l.Missing, l.Convert)
 }
 
 // read copies a box into dst, laid out by start and strides, and converted
@@ -89,7 +91,7 @@ func (a *Array) ReadLayout(dst []byte, origin, shape []int, l Layout) error {
 // (the array's fill value, converted by conv), those outside the array
 // outside, and missing, when not nil, is told of the chunks inside it that
 // are not stored (Layout.Missing).
-func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, fill, outside []byte, missing func(int64) error, conv *Conversion) error {
+func (a *Array) read(ctx context.Context, dst []byte, origin, shape []int, start int, strides []int, fill, outside []byte, missing func(int64) error, conv *Conversion) error {
 	n := len(a.shape)
 	if len(origin) != n || len(shape) != n {
 		return fmt.Errorf("zarr array %s: box origin %v, shape %v for an array of %d axes", a.dir, origin, shape, n)
@@ -133,7 +135,7 @@ func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, 
 	deferred := later[:0]
 	copy(idx[:n], c0[:n])
 	for {
-		busy, err := a.readChunk(&box, idx[:n], origin, lo[:n], hi[:n], fill, missing, conv, false)
+		busy, err := a.readChunk(ctx, &box, idx[:n], origin, lo[:n], hi[:n], fill, missing, conv, false)
 		if err != nil {
 			return err
 		}
@@ -146,7 +148,7 @@ func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, 
 	}
 	for _, unit := range deferred {
 		unravel(unit, a.grid, idx[:n])
-		if _, err := a.readChunk(&box, idx[:n], origin, lo[:n], hi[:n], fill, missing, conv, true); err != nil {
+		if _, err := a.readChunk(ctx, &box, idx[:n], origin, lo[:n], hi[:n], fill, missing, conv, true); err != nil {
 			return err
 		}
 	}
@@ -157,7 +159,7 @@ func (a *Array) read(dst []byte, origin, shape []int, start int, strides []int, 
 // array from lo to hi) in the chunk at grid index idx into box, as read
 // does. Unless wait is set, a chunk that another goroutine is loading or
 // extending is left alone and reported busy.
-func (a *Array) readChunk(box *strided.Region, idx, origin, lo, hi []int, fill []byte, missing func(int64) error, conv *Conversion, wait bool) (busy bool, err error) {
+func (a *Array) readChunk(ctx context.Context, box *strided.Region, idx, origin, lo, hi []int, fill []byte, missing func(int64) error, conv *Conversion, wait bool) (busy bool, err error) {
 	// The chunk's part of the box: where it starts in the chunk and in
 	// the box, and its shape; and the window of the chunk it needs, from
 	// its first to its last element in C order.
@@ -177,7 +179,7 @@ func (a *Array) readChunk(box *strided.Region, idx, origin, lo, hi []int, fill [
 		want = span{0, a.unitBytes}
 	}
 	unit := ravel(idx, a.grid)
-	e, busy, err := a.cache.fetch(a.chunkEntry(unit), a, want, wait)
+	e, busy, err := a.cache.fetch(ctx, a.chunkEntry(unit), a, want, wait)
 	if busy || err != nil {
 		return busy, err
 	}
@@ -261,7 +263,7 @@ func (a *Array) ReadAhead(origin, shape []int) {
 	copy(idx[:n], c0[:n])
 	for {
 		if !a.cache.holdsWhole(a.chunkEntry(ravel(idx[:n], a.grid)), a.unitBytes) {
-			h.Hint(a.key(idx[:n]), expect)
+			h.Hint(a.key(idx[:n]), expect, a.storedLimit())
 		}
 		if !next(idx[:n], c0[:n], c1[:n]) {
 			return
@@ -288,7 +290,8 @@ func next(idx, c0, c1 []int) bool {
 // included) of a sharded array that the cache neither holds nor is
 // loading, as ranges of their shards. A shard whose index the cache holds
 // has its inner chunks hinted at once; any other's index is loaded into
-// the cache by a goroutine (counted in indexing), which then hints them.
+// the cache in the background (the store's: see background), which then
+// hints them.
 // A failed index load hints nothing: the read that needs the shard meets
 // the error and names it.
 func (a *Array) readAheadShards(h storage.Hinter, c0, c1 []int) {
@@ -320,16 +323,14 @@ func (a *Array) readAheadShards(h storage.Hinter, c0, c1 []int) {
 			a.cache.release(e)
 			continue
 		}
-		a.indexing.Add(1)
-		go func(units []int64) {
-			defer a.indexing.Done()
-			e, err := a.cache.get(key, a, span{0, sh.indexLen})
+		a.bg.start(func(ctx context.Context) {
+			e, err := a.cache.get(ctx, key, a, span{0, sh.indexLen})
 			if err != nil {
 				return
 			}
-			a.hintInner(h, s, units, e.data)
+			a.hintInner(h, s, units[s], e.data)
 			a.cache.release(e)
-		}(units[s])
+		})
 	}
 }
 
@@ -352,8 +353,8 @@ func (a *Array) hintInner(h storage.Hinter, s int64, units []int64, index []byte
 		for k := range n {
 			inner[k] = idx[k] % sh.perShard[k]
 		}
-		if off, size, ok := sh.place(index, inner[:n]); ok {
-			h.HintRange(key, off, size)
+		if off, size, ok := sh.place(index, inner[:n]); ok && size <= a.storedLimit() {
+			h.HintRange(key, off, size) // a larger one is refused by its read
 		}
 	}
 }

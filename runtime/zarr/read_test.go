@@ -61,7 +61,7 @@ func TestReadLayoutHostile(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dst := make([]byte, c.dst)
-			err := c.a.ReadLayout(dst, c.origin, c.shape, c.l)
+			err := c.a.ReadLayout(bg, dst, c.origin, c.shape, c.l)
 			if want := "zarr array " + c.a.dir + ": " + c.want; err == nil || err.Error() != want {
 				t.Fatalf("ReadLayout: %v\nwant %s", err, want)
 			}
@@ -77,7 +77,7 @@ func TestReadLayoutHostile(t *testing.T) {
 func TestReadLayoutEmpty(t *testing.T) {
 	a := writeLayoutArray(t, ArraySpec{Shape: []int{8, 8}, Chunks: []int{8, 8}, DType: lgruntime.Uint8}, nil)
 	for _, l := range []Layout{{Start: -7, Strides: []int{math.MaxInt, math.MinInt}}, {Strides: []int{0, 0}}} {
-		if err := a.ReadLayout(nil, []int{3, 3}, []int{math.MaxInt, 0}, l); err != nil {
+		if err := a.ReadLayout(bg, nil, []int{3, 3}, []int{math.MaxInt, 0}, l); err != nil {
 			t.Fatalf("layout %+v: %v", l, err)
 		}
 	}
@@ -160,7 +160,7 @@ func FuzzReadLayout(f *testing.F) {
 			dst[i] = byte(i*31 + 7)
 		}
 		initial := bytes.Clone(dst)
-		err := arr.a.ReadLayout(dst, origin, shape, l)
+		err := arr.a.ReadLayout(bg, dst, origin, shape, l)
 		valid, count := layoutValid(shape, l, len(dst)/elem)
 		switch {
 		case valid && err != nil:

@@ -2,6 +2,7 @@ package zarr
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -87,37 +88,37 @@ type lendLog struct {
 func (l lender) Local() (string, bool)       { return "", false }
 func (l lender) Sub(dir string) storage.Root { return lender{l.Root.Sub(dir), l.log} }
 
-func (l lender) ReadAll(name string, buf []byte) ([]byte, error) {
+func (l lender) ReadAll(ctx context.Context, name string, buf []byte, max int64) ([]byte, error) {
 	if !strings.HasPrefix(name, ".") && name != "zarr.json" { // a chunk, not metadata
 		l.log.mu.Lock()
 		l.log.reads++
 		l.log.mu.Unlock()
 	}
-	return l.Root.ReadAll(name, buf)
+	return l.Root.ReadAll(ctx, name, buf, max)
 }
 
-func (l lender) ReadAt(name string, p []byte, off int64) error {
+func (l lender) ReadAt(ctx context.Context, name string, p []byte, off int64) error {
 	l.log.mu.Lock()
 	l.log.ranges++
 	l.log.mu.Unlock()
-	return l.Root.ReadAt(name, p, off)
+	return l.Root.ReadAt(ctx, name, p, off)
 }
 
-func (l lender) ReadTail(name string, p []byte) (int64, error) {
+func (l lender) ReadTail(ctx context.Context, name string, p []byte) (int64, error) {
 	l.log.mu.Lock()
 	l.log.ranges++
 	l.log.mu.Unlock()
-	return l.Root.ReadTail(name, p)
+	return l.Root.ReadTail(ctx, name, p)
 }
 
-func (l lender) Lend(name string) ([]byte, func(), error) {
-	data, err := l.Root.ReadAll(name, nil)
+func (l lender) Lend(ctx context.Context, name string) ([]byte, func(), error) {
+	data, err := l.Root.ReadAll(ctx, name, nil, 1<<31)
 	return l.lend(data, err)
 }
 
-func (l lender) LendRange(name string, off, n int64) ([]byte, func(), error) {
+func (l lender) LendRange(ctx context.Context, name string, off, n int64) ([]byte, func(), error) {
 	data := make([]byte, n)
-	return l.lend(data, l.Root.ReadAt(name, data, off))
+	return l.lend(data, l.Root.ReadAt(ctx, name, data, off))
 }
 
 // lend logs a lend of data, read with error err, and returns its release.
@@ -136,7 +137,7 @@ func (l lender) lend(data []byte, err error) ([]byte, func(), error) {
 	}, nil
 }
 
-func (l lender) Hint(name string, expect int64) { l.hint(expect) }
+func (l lender) Hint(name string, expect, max int64) { l.hint(expect) }
 
 func (l lender) HintRange(name string, off, n int64) { l.hint(n) }
 
@@ -198,7 +199,7 @@ func TestRemoteLendsRanges(t *testing.T) {
 	}
 	want := loadExpected(t, name, a)
 	a.ReadAhead(make([]int, len(want.shape)), want.shape)
-	a.indexing.Wait()
+	a.bg.wg.Wait()
 	checkReads(t, a, want)
 	log.mu.Lock()
 	defer log.mu.Unlock()
@@ -251,7 +252,7 @@ func TestShardedReadAhead(t *testing.T) {
 			want := loadExpected(t, c.Name, a)
 			before := proxy.Requests()
 			a.ReadAhead(make([]int, len(want.shape)), want.shape)
-			a.indexing.Wait()
+			a.bg.wg.Wait()
 			for deadline := time.Now().Add(10 * time.Second); proxy.Requests()-before < fetches && time.Now().Before(deadline); {
 				time.Sleep(5 * time.Millisecond)
 			}
@@ -281,7 +282,7 @@ func shardCounts(t *testing.T, a *Array) (stored, missing, inner int) {
 			continue
 		}
 		stored++
-		index, err := a.loadIndex(shard)
+		index, err := a.loadIndex(bg, shard)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +380,7 @@ func BenchmarkShardedRemote(b *testing.B) {
 					}
 					wg.Wait()
 				}
-				a.indexing.Wait()
+				a.bg.wg.Wait()
 			}
 		})
 	}

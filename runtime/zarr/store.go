@@ -1,6 +1,7 @@
 package zarr
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,7 +20,8 @@ type Store struct {
 	// OpenStore writes every field before it returns the Store; nothing
 	// writes them after, so concurrent opens read them without a lock.
 	root  storage.Root
-	cache *Cache // shared by the arrays opened through the store
+	cache *Cache      // shared by the arrays opened through the store
+	bg    *background // what its arrays do in the background, until Close
 	// consolidated holds the entries of a v2 .zmetadata at the root, by key
 	// ("raw/.zarray"), or is nil. It is written once, by OpenStore.
 	consolidated map[string]*metaDoc
@@ -79,6 +81,7 @@ func OpenStore(root string, cache *Cache) (*Store, error) {
 	}
 	s := newStore(r, cache)
 	if err := s.readConsolidated(); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -87,7 +90,57 @@ func OpenStore(root string, cache *Cache) (*Store, error) {
 // newStore returns the store at root r, its arrays' chunks kept in cache,
 // before its consolidated metadata is read.
 func newStore(r storage.Root, cache *Cache) *Store {
-	return &Store{root: r, cache: cache, fetched: map[string]*fetchedDoc{}}
+	return &Store{root: r, cache: cache, bg: newBackground(), fetched: map[string]*fetchedDoc{}}
+}
+
+// Close stops what the store's arrays do in the background (ReadAhead's
+// loads of shard indexes) and what its root does (a remote root's
+// read-ahead), drops what they hold, and returns once none of it runs.
+// Reads after Close still work, without read-ahead.
+func (s *Store) Close() error {
+	s.bg.close()
+	return s.root.Close()
+}
+
+// background runs goroutines for a store until it closes: their context
+// is done once it does, and close waits for them.
+type background struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	// mu orders start against close: no goroutine starts once closed
+	// is set, so that close's wait sees every one started.
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup // the goroutines running
+}
+
+func newBackground() *background {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &background{ctx: ctx, cancel: cancel}
+}
+
+// start runs f in a goroutine of b, under b's context, unless b is
+// closed.
+func (b *background) start(f func(ctx context.Context)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		f(b.ctx)
+	}()
+}
+
+// close cancels b's goroutines and waits for them to end.
+func (b *background) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.cancel()
+	b.wg.Wait()
 }
 
 // Open opens the array at dir (a directory or a URL, as OpenStore takes)
@@ -103,7 +156,7 @@ func Open(dir string) (*Array, error) {
 // readConsolidated loads .zmetadata, when present.
 func (s *Store) readConsolidated() error {
 	file := s.root.URL(".zmetadata")
-	text, err := s.root.ReadAll(".zmetadata", nil)
+	text, err := storage.ReadMetadata(context.Background(), s.root, ".zmetadata")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -242,7 +295,7 @@ func (s *Store) doc(p, name string) (*metaDoc, error) {
 
 // readDoc reads and parses metadata file key of the store.
 func (s *Store) readDoc(key string) (*metaDoc, error) {
-	text, err := s.root.ReadAll(key, nil)
+	text, err := storage.ReadMetadata(context.Background(), s.root, key)
 	if err != nil {
 		return nil, err
 	}

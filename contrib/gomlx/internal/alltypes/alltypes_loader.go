@@ -18,8 +18,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 3)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(3 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 4)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(4 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of AllTypes, fixed at generation time: device is cpu.
@@ -223,6 +223,10 @@ type AllTypesSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	U8    []uint8   // key "u8": [2] uint8, C order
 	I8    []int8    // key "i8": [2] int8, C order
@@ -257,6 +261,10 @@ type AllTypesSource interface {
 type AllTypesSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	U8    []uint8   // key "u8": len(Indices) x [2] uint8
 	I8    []int8    // key "i8": len(Indices) x [2] int8
@@ -492,7 +500,7 @@ func NewAllTypesLoader(src AllTypesSource, opts runtime.Options) (*AllTypesLoade
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *AllTypesLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(allTypesPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -522,7 +530,7 @@ func (l *AllTypesLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *AllTypesLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.U8 = b.u8[r.Pos*allTypesU8Elems:][:n*allTypesU8Elems]
 	s.I8 = b.i8[r.Pos*allTypesI8Elems:][:n*allTypesI8Elems]
 	s.U16 = b.u16[r.Pos*allTypesU16Elems:][:n*allTypesU16Elems]
@@ -580,6 +588,14 @@ func (l *AllTypesLoader) EpochFrom(ctx context.Context, epoch, startBatch int) i
 			}
 		}
 	}
+}
+
+// Start begins epoch at batch startBatch and returns its cursor, which hands
+// out the runtime's batches a call at a time: for callers that cannot keep a
+// loop open while they wait, such as the Python bridge (loadergen python).
+// EpochFrom is the same walk as a typed loop.
+func (l *AllTypesLoader) Start(ctx context.Context, epoch, startBatch int) (*runtime.Cursor, error) {
+	return l.engine.Start(ctx, epoch, startBatch)
 }
 
 // Len is the number of batches per epoch for this rank.

@@ -18,8 +18,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 3)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(3 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 4)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(4 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Ragged, fixed at generation time: device is cpu.
@@ -121,6 +121,10 @@ type RaggedSample struct {
 	// same draws on every run, whatever the number of workers. Use it for
 	// augmentation, so that a random crop or flip applies to every key alike.
 	Rand *rand.Rand
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Tokens []int32 // key "tokens": up to [6] int32, ragged; append rows
 	Label  []int64 // key "label": scalar int64 (one element)
@@ -148,6 +152,10 @@ type RaggedSource interface {
 type RaggedSamples struct {
 	Epoch   int   // epoch the samples are loaded for
 	Indices []int // dataset indices of the samples, in batch order
+	// Ctx is done once the epoch ends early or the loader closes: hand it to
+	// reads that may wait (remote data), so that they stop then. nil (a
+	// sample made by hand) is never done.
+	Ctx context.Context
 
 	Tokens        []int32 // key "tokens": len(Indices) x up to [6] int32, ragged, each sample's rows at the start of its slot
 	TokensLengths []int32 // rows of each sample of key "tokens": ReadSamples sets them
@@ -283,7 +291,7 @@ func NewRaggedLoader(src RaggedSource, opts runtime.Options) (*RaggedLoader, err
 // in the staging slot; r.Done tells the runtime which sample failed.
 func (l *RaggedLoader) fill(r *runtime.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
-	s.Epoch = r.Epoch
+	s.Epoch, s.Ctx = r.Epoch, r.Ctx
 	seed := runtime.EpochSeed(raggedPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
@@ -307,7 +315,7 @@ func (l *RaggedLoader) fill(r *runtime.Run) error {
 // run's samples pointing at their places in the staging slot.
 func (l *RaggedLoader) fillSamples(r *runtime.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
-	s.Epoch, s.Indices = r.Epoch, r.Indices
+	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Tokens = b.tokens[r.Pos*raggedTokensElems:][:n*raggedTokensElems]
 	s.TokensLengths = b.tokensLengths[r.Pos*raggedTokensLengthsElems:][:n*raggedTokensLengthsElems]
 	s.Label = b.label[r.Pos*raggedLabelElems:][:n*raggedLabelElems]
@@ -350,6 +358,14 @@ func (l *RaggedLoader) EpochFrom(ctx context.Context, epoch, startBatch int) ite
 			}
 		}
 	}
+}
+
+// Start begins epoch at batch startBatch and returns its cursor, which hands
+// out the runtime's batches a call at a time: for callers that cannot keep a
+// loop open while they wait, such as the Python bridge (loadergen python).
+// EpochFrom is the same walk as a typed loop.
+func (l *RaggedLoader) Start(ctx context.Context, epoch, startBatch int) (*runtime.Cursor, error) {
+	return l.engine.Start(ctx, epoch, startBatch)
 }
 
 // Len is the number of batches per epoch for this rank.
