@@ -109,28 +109,3 @@ func TestHeaderBomb(t *testing.T) {
 	}
 	SetMaxHeaderSize(0)
 }
-
-// TestMaxHeaderEnv: the variable sets the limit, and a value that is no
-// size is an error naming it.
-func TestMaxHeaderEnv(t *testing.T) {
-	for _, tc := range []struct {
-		value string
-		want  int
-		err   string
-	}{
-		{"", DefaultMaxHeaderSize, ""},
-		{"65536", 65536, ""},
-		{"0", 0, `environment LOADERGEN_NPY_MAX_HEADER="0": want a header size in characters from 1 to 1073741824`},
-		{"10k", 0, `environment LOADERGEN_NPY_MAX_HEADER="10k": want a header size in characters from 1 to 1073741824`},
-	} {
-		got, err := maxHeaderFrom(func(k string) string {
-			if k == MaxHeaderEnv {
-				return tc.value
-			}
-			return ""
-		})
-		if got != tc.want || (err == nil) != (tc.err == "") || err != nil && err.Error() != tc.err {
-			t.Errorf("%s=%q: %d, %v; want %d, %q", MaxHeaderEnv, tc.value, got, err, tc.want, tc.err)
-		}
-	}
-}
