@@ -77,7 +77,9 @@ type Drawer interface {
 }
 
 // Decode decodes a JPEG or PNG image (told apart by their signatures, not
-// by the member's name) for an image key. d.Draw is called once the
+// by the member's name) for an image key. An image of more pixels than
+// MaxPixels allows is refused from its header, with a *PixelsError,
+// before anything is allocated for it. d.Draw is called once the
 // image's size is known and returns the crop that the key will take; the
 // JPEG decoder then narrows its work to it (the default build's
 // reconstructs only the crop's blocks; libjpeg-turbo's, with -tags
@@ -110,7 +112,8 @@ func Size(data []byte) (w, h int, err error) {
 }
 
 // DecodeMask decodes a mask: a PNG of one channel (grey, or a palette,
-// whose indices are the values) at 8 bits or fewer per pixel.
+// whose indices are the values) at 8 bits or fewer per pixel, within
+// MaxPixels as Decode's images are.
 func (s *Scratch) DecodeMask(data []byte) (*Decoded, error) {
 	if isJPEG(data) {
 		return nil, errors.New("a mask is a PNG (a JPEG's lossy values are no labels)")
@@ -126,6 +129,7 @@ func (s *Scratch) decodePNG(data []byte, mask bool) (*Decoded, error) {
 	if !isPNG(data) {
 		return nil, ErrFormat
 	}
+	s.png.Check = checkPixels
 	m, err := s.png.Decode(data, mask)
 	if err != nil {
 		return nil, fmt.Errorf("png: %w", err)

@@ -74,6 +74,11 @@ const signature = "\x89PNG\r\n\x1a\n"
 // Decoder decodes PNGs into buffers it keeps. One goroutine uses it at a
 // time.
 type Decoder struct {
+	// Check, when set, is called with an image's size once its IHDR is
+	// read, before anything is allocated for it; an error it returns is
+	// Decode's. Its user sets it before decoding.
+	Check func(w, h int) error
+
 	src       []byte // the PNG being decoded
 	pos       int    // the offset of src's next chunk
 	stage     int
@@ -231,6 +236,8 @@ func (d *Decoder) header(c chunk) error {
 		return Err16Bit
 	case !supported(d.depth, d.ct):
 		return UnsupportedError(fmt.Sprintf("bit depth %d, colour type %d", d.depth, d.ct))
+	case d.Check != nil:
+		return d.Check(d.w, d.h)
 	}
 	return nil
 }
