@@ -18,6 +18,12 @@ type jpegState struct {
 	window func(w, h int) (image.Rectangle, error) // st.drawWindow, bound once
 }
 
+// held returns the bytes of the decoder's buffers.
+func (st *jpegState) held() int { return st.dec.Held() }
+
+// release drops the decoder's buffers.
+func (st *jpegState) release() { st.dec.Release() }
+
 // drawWindow refuses an image of more pixels than allowed, else draws the
 // crop once the decoder knows the image's size and returns the region it
 // reads: only that region's blocks are decoded.

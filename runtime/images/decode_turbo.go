@@ -16,6 +16,13 @@ type jpegState struct {
 	planes [3][]byte
 }
 
+// held returns the bytes of the planes kept for the next image (libjpeg
+// keeps nothing of an image past it).
+func (st *jpegState) held() int { return cap(st.planes[0]) + cap(st.planes[1]) + cap(st.planes[2]) }
+
+// release drops the planes.
+func (st *jpegState) release() { st.planes = [3][]byte{} }
+
 // libjpeg's memory, past which it refuses to decode an image (its
 // max_memory_to_use), is libjpegBytesPerPixel for each pixel MaxPixels
 // allows and libjpegSlack more: what a progressive image of 3 components

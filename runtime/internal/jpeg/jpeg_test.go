@@ -283,3 +283,22 @@ func TestWindowRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestRelease: Release leaves the decoder holding nothing, the last
+// image's planes as they were, and the next image decoded as before.
+func TestRelease(t *testing.T) {
+	var dec Decoder
+	data := bombs.ProgressiveJPEG(128, 64)
+	whole := func(w, h int) (image.Rectangle, error) { return image.Rect(0, 0, w, h), nil }
+	m, err := dec.Decode(data, whole)
+	if err != nil || dec.Held() < 5*128*64 { // the plane and the coefficients
+		t.Fatalf("%v, holding %d bytes", err, dec.Held())
+	}
+	dec.Release()
+	if dec.Held() != 0 || len(m.Planes[0]) != 128*64 {
+		t.Fatalf("after Release: holding %d bytes, the last image's plane of %d", dec.Held(), len(m.Planes[0]))
+	}
+	if m, err = dec.Decode(data, whole); err != nil || m.Width != 128 || dec.Held() < 5*128*64 {
+		t.Fatalf("after Release: %v, %d wide, holding %d bytes", err, m.Width, dec.Held())
+	}
+}

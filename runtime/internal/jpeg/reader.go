@@ -692,6 +692,26 @@ func (dd *Decoder) Decode(data []byte, window func(w, h int) (image.Rectangle, e
 	return m, nil
 }
 
+// Held returns the bytes of the buffers the decoder keeps for the next
+// image: its planes and a progressive image's coefficients, sized for the
+// largest image since Release.
+func (dd *Decoder) Held() int {
+	n := 0
+	for i := range dd.d.pix {
+		n += cap(dd.d.pix[i])
+	}
+	for i := range dd.d.progCoeffs {
+		n += cap(dd.d.progCoeffs[i]) * blockSize * 4 // int32 coefficients
+	}
+	return n
+}
+
+// Release drops the decoder's planes and coefficients: the next image
+// allocates them anew, at its size. The last Image's planes stay valid.
+func (dd *Decoder) Release() {
+	dd.d.pix, dd.d.stride, dd.d.progCoeffs = [3][]byte{}, [3]int{}, [maxComponents][]block{}
+}
+
 // reset prepares d for the next image: its buffers stay, its tables are
 // emptied (a JPEG that lacks one is an error, as in image/jpeg, not a
 // reader of the previous image's) and its state is that of a new decoder.

@@ -140,6 +140,23 @@ func (d *Decoder) Decode(data []byte, indices bool) (Image, error) {
 	return m, nil
 }
 
+// Held returns the bytes of the buffers the decoder keeps for the next
+// image: its planes and rows, sized for the largest image since Release.
+func (d *Decoder) Held() int {
+	n := cap(d.cur) + cap(d.prev) + cap(d.row)
+	for i := range d.planes {
+		n += cap(d.planes[i]) + cap(d.spread[i])
+	}
+	return n
+}
+
+// Release drops the decoder's planes and rows: the next image allocates
+// them anew, at its size. The last Image's planes stay valid.
+func (d *Decoder) Release() {
+	d.cur, d.prev, d.row = nil, nil, nil
+	d.spread, d.planes = [3][]byte{}, [3][]byte{}
+}
+
 // next reads the chunk at d.pos and checks its CRC.
 func (d *Decoder) next() (chunk, error) {
 	rest := d.src[d.pos:]

@@ -498,3 +498,21 @@ func TestCheckRefuses(t *testing.T) {
 		t.Fatal("buffers were allocated for the image")
 	}
 }
+
+// TestRelease: Release leaves the decoder holding nothing, the last
+// image's planes as they were, and the next image decoded as before.
+func TestRelease(t *testing.T) {
+	var dec Decoder
+	data := bombs.ZeroPNG(300, 200, true)
+	m, err := dec.Decode(data, false)
+	if err != nil || dec.Held() < 3*300*200 {
+		t.Fatalf("%v, holding %d bytes", err, dec.Held())
+	}
+	dec.Release()
+	if dec.Held() != 0 || len(m.Planes[2]) != 300*200 {
+		t.Fatalf("after Release: holding %d bytes, the last image's plane of %d", dec.Held(), len(m.Planes[2]))
+	}
+	if m, err = dec.Decode(data, false); err != nil || m.Width != 300 || dec.Held() < 3*300*200 {
+		t.Fatalf("after Release: %v, %d wide, holding %d bytes", err, m.Width, dec.Held())
+	}
+}
