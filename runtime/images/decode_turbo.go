@@ -60,7 +60,7 @@ func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
 		return nil, Crop{}, fmt.Errorf("jpeg: %w", err)
 	}
 	limit, _ := MaxPixels() // checkPixels read it
-	st.dec.SetMaxMemory(libjpegBytesPerPixel*limit + libjpegSlack)
+	st.dec.SetMaxMemory(libjpegBytesPerPixel*min(limit, (math.MaxInt64-libjpegSlack)/libjpegBytesPerPixel) + libjpegSlack)
 	c := draw.Draw(hd.Width, hd.Height)
 	num := scaleFor(c)
 	n := 3
