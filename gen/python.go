@@ -159,7 +159,6 @@ func PythonLibrary(datasets []Bridged) ([]byte, error) {
 	f.HeaderComment(PythonHeader)
 	f.ImportName(rtPath, "runtime")
 	f.ImportName(pythonPath, "python")
-	f.CgoPreamble("")
 	var modules []string
 	var regs []jen.Code
 	for _, d := range datasets {
@@ -173,7 +172,9 @@ func PythonLibrary(datasets []Bridged) ([]byte, error) {
 		}
 		regs = append(regs, r)
 	}
-	f.Commentf("Command libloadergen is the shared library of the Python modules %s.", strings.Join(modules, ", "))
+	f.PackageComment(fmt.Sprintf("Command libloadergen is the shared library of the Python modules %s:", strings.Join(modules, ", ")))
+	f.PackageComment("built with go build -buildmode=c-shared, it exports runtime/python's C ABI and")
+	f.PackageComment("serves each module's dataset, which init registers.")
 	f.Func().Id("init").Params().Block(regs...)
 	f.Func().Id("main").Params().Block()
 	out, err := render(f)

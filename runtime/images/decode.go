@@ -55,7 +55,8 @@ var ErrFormat = errors.New("not a JPEG or PNG image")
 
 // Scratch holds one worker's buffers: the decoded planes, the resampler's
 // coefficients and the output planes. One goroutine uses it at a time; its
-// buffers grow to the largest image seen and are then reused.
+// buffers grow to the largest image seen and are then reused, until they
+// hold far more than its recent images needed (shrink.go).
 type Scratch struct {
 	rs      resampler
 	png     png.Decoder
@@ -63,6 +64,10 @@ type Scratch struct {
 	cols    []int      // nearest's column table
 	jpeg    jpegState  // the JPEG decoder's own state (decode_*.go)
 	decoded Decoded
+	// needs holds the decoded bytes of the last shrinkWindow images, the
+	// next to be written at needs[next] (note); settle reads them.
+	needs [shrinkWindow]int
+	next  int
 }
 
 // isJPEG and isPNG tell the formats by their signatures.
@@ -77,20 +82,28 @@ type Drawer interface {
 }
 
 // Decode decodes a JPEG or PNG image (told apart by their signatures, not
-// by the member's name) for an image key. d.Draw is called once the
+// by the member's name) for an image key. An image of more pixels than
+// MaxPixels allows is refused from its header, with a *PixelsError,
+// before anything is allocated for it. d.Draw is called once the
 // image's size is known and returns the crop that the key will take; the
 // JPEG decoder then narrows its work to it (the default build's
 // reconstructs only the crop's blocks; libjpeg-turbo's, with -tags
 // turbojpeg, decodes at the smallest scale that covers it). Decode returns
 // the image and the crop in the decoded image's pixels.
 func (s *Scratch) Decode(data []byte, d Drawer) (*Decoded, Crop, error) {
+	s.settle()
 	if isJPEG(data) {
-		return s.decodeJPEG(data, d)
+		img, c, err := s.decodeJPEG(data, d)
+		if err == nil {
+			s.note(img)
+		}
+		return img, c, err
 	}
 	img, err := s.decodePNG(data, false)
 	if err != nil {
 		return nil, Crop{}, err
 	}
+	s.note(img)
 	return img, d.Draw(img.W, img.H), nil
 }
 
@@ -110,12 +123,18 @@ func Size(data []byte) (w, h int, err error) {
 }
 
 // DecodeMask decodes a mask: a PNG of one channel (grey, or a palette,
-// whose indices are the values) at 8 bits or fewer per pixel.
+// whose indices are the values) at 8 bits or fewer per pixel, within
+// MaxPixels as Decode's images are.
 func (s *Scratch) DecodeMask(data []byte) (*Decoded, error) {
 	if isJPEG(data) {
 		return nil, errors.New("a mask is a PNG (a JPEG's lossy values are no labels)")
 	}
-	return s.decodePNG(data, true)
+	s.settle()
+	m, err := s.decodePNG(data, true)
+	if err == nil {
+		s.note(m)
+	}
+	return m, err
 }
 
 // decodePNG decodes a PNG into the decoder's planes (runtime/internal/png):
@@ -126,6 +145,7 @@ func (s *Scratch) decodePNG(data []byte, mask bool) (*Decoded, error) {
 	if !isPNG(data) {
 		return nil, ErrFormat
 	}
+	s.png.Check = checkPixels
 	m, err := s.png.Decode(data, mask)
 	if err != nil {
 		return nil, fmt.Errorf("png: %w", err)

@@ -15,14 +15,24 @@ type jpegState struct {
 	dec    jpeg.Decoder
 	draw   Drawer
 	crop   Crop
-	window func(w, h int) image.Rectangle // st.drawWindow, bound once
+	window func(w, h int) (image.Rectangle, error) // st.drawWindow, bound once
 }
 
-// drawWindow draws the crop once the decoder knows the image's size and
-// returns the region it reads: only that region's blocks are decoded.
-func (st *jpegState) drawWindow(w, h int) image.Rectangle {
+// held returns the bytes of the decoder's buffers.
+func (st *jpegState) held() int { return st.dec.Held() }
+
+// release drops the decoder's buffers.
+func (st *jpegState) release() { st.dec.Release() }
+
+// drawWindow refuses an image of more pixels than allowed, else draws the
+// crop once the decoder knows the image's size and returns the region it
+// reads: only that region's blocks are decoded.
+func (st *jpegState) drawWindow(w, h int) (image.Rectangle, error) {
+	if err := checkPixels(w, h); err != nil {
+		return image.Rectangle{}, err
+	}
 	st.crop = st.draw.Draw(w, h)
-	return st.crop.Region
+	return st.crop.Region, nil
 }
 
 // decodeJPEG decodes the blocks of a JPEG that the crop reads into the

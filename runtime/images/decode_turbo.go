@@ -3,6 +3,7 @@
 package images
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/loadergen/loadergen/runtime/internal/turbojpeg"
@@ -15,7 +16,26 @@ type jpegState struct {
 	planes [3][]byte
 }
 
-// decodeJPEG reads the header, draws the crop, and decodes the Y, Cb and
+// held returns the bytes of the planes kept for the next image (libjpeg
+// keeps nothing of an image past it).
+func (st *jpegState) held() int { return cap(st.planes[0]) + cap(st.planes[1]) + cap(st.planes[2]) }
+
+// release drops the planes.
+func (st *jpegState) release() { st.planes = [3][]byte{} }
+
+// libjpeg's memory, past which it refuses to decode an image (its
+// max_memory_to_use), is libjpegBytesPerPixel for each pixel MaxPixels
+// allows and libjpegSlack more: what a progressive image of 3 components
+// at full resolution keeps, 2 bytes per coefficient, and its tables and
+// row buffers. MaxPixels refuses larger images from their headers first;
+// this bound holds libjpeg to it should its needs be otherwise.
+const (
+	libjpegBytesPerPixel = 6
+	libjpegSlack         = 64 << 20
+)
+
+// decodeJPEG reads the header, refuses an image of more pixels than
+// allowed, draws the crop, and decodes the Y, Cb and
 // Cr planes at the smallest DCT scale n/8 at which the crop still covers
 // twice the key's pixels, down to the crop's last row and no further
 // (the rows above it are decoded: a JPEG's blocks are coded one after the
@@ -36,6 +56,11 @@ func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
 	if err != nil {
 		return nil, Crop{}, err
 	}
+	if err := checkPixels(hd.Width, hd.Height); err != nil {
+		return nil, Crop{}, fmt.Errorf("jpeg: %w", err)
+	}
+	limit, _ := MaxPixels() // checkPixels read it
+	st.dec.SetMaxMemory(libjpegBytesPerPixel*min(limit, (math.MaxInt64-libjpegSlack)/libjpegBytesPerPixel) + libjpegSlack)
 	c := draw.Draw(hd.Width, hd.Height)
 	num := scaleFor(c)
 	n := 3

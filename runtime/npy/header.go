@@ -94,10 +94,11 @@ type (
 // "{'descr': '<f4', 'fortran_order': False, 'shape': (10, 3), }". It accepts
 // the subset of Python literals numpy writes: strings in single or double
 // quotes, True and False, integers (with Python 2's 'L' suffix), tuples and
-// lists, keys in any order. It requires exactly the keys 'descr',
-// 'fortran_order' and 'shape'.
+// lists, keys in any order, nested no deeper than Python parses them
+// (maxNesting). It requires exactly the keys 'descr', 'fortran_order' and
+// 'shape'.
 func parseHeader(s string) (header, error) {
-	p := &parser{s: s}
+	p := &parser{s: s, depth: 1}
 	var h header
 	seen := map[string]bool{}
 	p.skipSpace()
@@ -193,8 +194,9 @@ func (h *header) set(key string, v any, text string) error {
 
 // parser is a cursor over a header's text.
 type parser struct {
-	s   string
-	pos int
+	s     string
+	pos   int
+	depth int // the brackets open at the cursor, the dict's included
 }
 
 // errorf reports a syntax error at the cursor.
@@ -306,6 +308,11 @@ func (p *parser) sequence() (any, error) {
 	if open == '[' {
 		end = ']'
 	}
+	if p.depth == maxNesting {
+		return nil, p.errorf("brackets nested deeper than %d", maxNesting)
+	}
+	p.depth++
+	defer func() { p.depth-- }()
 	p.pos++
 	var items []any
 	comma := false

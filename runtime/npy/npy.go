@@ -11,8 +11,9 @@
 // offsets[i] up to offsets[i+1]. OpenRagged opens the pair; AppendRows and
 // GatherRows copy samples out of it.
 //
-// Format versions 1.0, 2.0 and 3.0 are read; Write produces version 1.0 with
-// the data aligned to 64 bytes, byte for byte what numpy.save writes. Only
+// Format versions 1.0, 2.0 and 3.0 are read, with headers no longer than
+// np.load reads them by default (MaxHeaderSize); Write produces version 1.0
+// with the data aligned to 64 bytes, byte for byte what numpy.save writes. Only
 // C-ordered, little-endian arrays of these dtypes are accepted:
 //
 //	uint8    '|u1' or '<u1'      int8    '|i1' or '<i1'
@@ -48,6 +49,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/loadergen/loadergen/internal/sizes"
@@ -382,9 +384,28 @@ func readHeader(r io.ReaderAt, size int64) (h header, dataOff int64, err error) 
 	if dataOff > size {
 		return h, 0, fmt.Errorf("header length %d runs past the end of the file (%d bytes)", hdrLen, size)
 	}
+	limit, err := MaxHeaderSize()
+	if err != nil {
+		return h, 0, err
+	}
+	// numpy counts the decoded header's characters: a byte each in
+	// versions 1 and 2 (latin-1), 1 to 4 bytes each in version 3 (UTF-8),
+	// whose bytes are counted once read.
+	perChar := int64(1)
+	if major == 3 {
+		perChar = utf8.UTFMax
+	}
+	if hdrLen > int64(limit)*perChar {
+		return h, 0, headerTooLong(hdrLen, limit)
+	}
 	raw := make([]byte, hdrLen)
 	if _, err := r.ReadAt(raw, int64(hdrStart)); err != nil {
 		return h, 0, fmt.Errorf("reading header: %w", err)
+	}
+	if major == 3 {
+		if n := utf8.RuneCount(raw); n > limit {
+			return h, 0, headerTooLong(int64(n), limit)
+		}
 	}
 	// Versions 1 and 2 are latin-1, version 3 UTF-8; the parser only needs
 	// ASCII, which both encode alike.

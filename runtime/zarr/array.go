@@ -486,14 +486,25 @@ func (a *Array) indexEntry(shard int64) cacheKey {
 // decoded chunk, or a shard's index (whole). A chunk or shard that is not
 // stored loads as nil (it reads as the fill value). A remote chunk stored
 // as an uncompressed Blosc frame that the read-ahead lends is not copied:
-// load returns the lent frame whole, and lent, which ends the lend.
-func (a *Array) load(ctx context.Context, key cacheKey, want span) (buf []byte, win span, lent func(), err error) {
+// load returns the lent frame whole, and lent, which ends the lend. charge
+// is the decode memory (decoding) that buf holds, which the cache gives
+// back.
+func (a *Array) load(ctx context.Context, key cacheKey, want span) (buf []byte, win span, lent func(), charge int64, err error) {
 	if key.kind == shardIndex {
 		var shard [maxRank]int
 		n := len(a.shape)
 		unravel(key.n, a.shards, shard[:n])
+		sh := a.chain.shard
+		need := int64(sh.indexLen) + sh.index.scratch(sh.indexLen, false, false)
+		if err := decoding.acquire(need); err != nil {
+			return nil, span{}, nil, 0, a.chunkError(shard[:n], nil, fmt.Errorf("index: %w", err))
+		}
 		buf, err := a.loadIndex(ctx, shard[:n])
-		return buf, span{0, a.chain.shard.indexLen}, nil, err
+		if buf != nil {
+			charge = int64(sh.indexLen)
+		}
+		decoding.release(need - charge)
+		return buf, span{0, sh.indexLen}, nil, charge, err
 	}
 	return a.loadUnit(ctx, key.n, nil, span{}, want)
 }
@@ -504,7 +515,7 @@ func (a *Array) extend(ctx context.Context, key cacheKey, buf []byte, have, want
 	if key.kind != decodedChunk || buf == nil {
 		return span{}, fmt.Errorf("zarr array %s: extending entry %+v (a bug)", a.dir, key)
 	}
-	out, win, _, err := a.loadUnit(ctx, key.n, buf, have, want)
+	out, win, _, _, err := a.loadUnit(ctx, key.n, buf, have, want)
 	if err == nil && out == nil {
 		var idx [maxRank]int
 		unravel(key.n, a.grid, idx[:len(a.shape)])
@@ -518,47 +529,83 @@ func (a *Array) extend(ctx context.Context, key cacheKey, buf []byte, have, want
 // already, or nil, with have empty, to get one), and returns out and the
 // window it then holds, which holds have and want. It writes nothing
 // inside have. A first load (out nil) may return lent bytes instead (see
-// load).
-func (a *Array) loadUnit(ctx context.Context, unit int64, out []byte, have, want span) ([]byte, span, func(), error) {
+// load). It takes the decode memory (decoding) that a new buffer and the
+// decoder's scratch need before either is allocated, and a chunk that
+// needs more than the bound is an error; charge is what the new buffer
+// holds of it when one is returned.
+func (a *Array) loadUnit(ctx context.Context, unit int64, out []byte, have, want span) (buf []byte, win span, lent func(), charge int64, err error) {
 	if !a.partial {
 		want = span{0, a.unitBytes}
 	}
 	n := len(a.shape)
 	var idx [maxRank]int
 	unravel(unit, a.grid, idx[:n])
-	var buf []byte
-	var win span
-	var err error
+	c := &a.chain
+	var place innerPlace
+	if sh := a.chain.shard; sh != nil {
+		// The shard's index first: it is loaded, and its memory taken,
+		// while this load holds none.
+		c = &sh.inner
+		if place, err = a.locate(ctx, idx[:n]); err != nil || !place.stored {
+			return nil, span{}, nil, 0, err // not stored: an empty inner chunk, or a shard not written
+		}
+	}
+	extending := have.lo < have.hi
+	need := c.scratch(a.unitBytes, extending, !extending && a.partial && want.hi <= a.unitBytes/2)
+	if out == nil {
+		need += int64(a.unitBytes)
+	}
+	if err := decoding.acquire(need); err != nil {
+		return nil, span{}, nil, 0, &ChunkError{Array: a.dir, Chunk: a.ChunkName(unit), Err: err}
+	}
+	fresh := out == nil
 	switch {
 	case a.chain.shard != nil:
-		buf, win, err = a.loadInner(ctx, idx[:n], out, have, want)
+		buf, win, err = a.loadInner(ctx, place, out, have, want)
 	case a.remote != nil:
-		return a.loadRemoteChunk(ctx, idx[:n], out, have, want)
+		buf, win, lent, err = a.loadRemoteChunk(ctx, idx[:n], out, have, want)
 	default:
 		buf, win, err = a.loadChunk(idx[:n], out, have, want)
 	}
-	return buf, win, nil, err
+	if fresh && buf != nil && lent == nil && err == nil {
+		charge = int64(a.unitBytes)
+	}
+	decoding.release(need - charge)
+	return buf, win, lent, charge, err
 }
 
-// loadInner is loadUnit for the inner chunk at grid index idx of a sharded
-// array: it finds the chunk through its shard's index (cached) and
-// decodes it.
-func (a *Array) loadInner(ctx context.Context, idx []int, out []byte, have, want span) ([]byte, span, error) {
+// innerPlace is where an inner chunk of a sharded array lies: its shard's
+// and its own grid index, and its bytes in the shard, when stored.
+type innerPlace struct {
+	shard, inner [maxRank]int
+	off, size    int64
+	stored       bool
+}
+
+// locate finds the inner chunk at grid index idx of a sharded array
+// through its shard's index (cached).
+func (a *Array) locate(ctx context.Context, idx []int) (innerPlace, error) {
+	var p innerPlace
 	n := len(idx)
 	sh := a.chain.shard
-	var shard, inner [maxRank]int
 	for k := range n {
-		shard[k], inner[k] = idx[k]/sh.perShard[k], idx[k]%sh.perShard[k]
+		p.shard[k], p.inner[k] = idx[k]/sh.perShard[k], idx[k]%sh.perShard[k]
 	}
-	ie, err := a.cache.get(ctx, a.indexEntry(ravel(shard[:n], a.shards)), a, span{0, sh.indexLen})
+	ie, err := a.cache.get(ctx, a.indexEntry(ravel(p.shard[:n], a.shards)), a, span{0, sh.indexLen})
 	if err != nil {
-		return nil, span{}, err
+		return p, err
 	}
-	off, size, stored := sh.place(ie.data, inner[:n])
+	p.off, p.size, p.stored = sh.place(ie.data, p.inner[:n])
 	a.cache.release(ie)
-	if !stored {
-		return nil, span{}, nil // an empty inner chunk, or a shard not stored
-	}
+	return p, nil
+}
+
+// loadInner is loadUnit for the inner chunk of a sharded array at place p
+// (locate), which is stored: it reads and decodes it.
+func (a *Array) loadInner(ctx context.Context, p innerPlace, out []byte, have, want span) ([]byte, span, error) {
+	n := len(a.shape)
+	sh := a.chain.shard
+	shard, inner, off, size := p.shard, p.inner, p.off, p.size
 	if size > a.storedLimit() {
 		return nil, span{}, a.chunkError(shard[:n], inner[:n], a.errStoredSize(size))
 	}
@@ -577,8 +624,8 @@ func (a *Array) loadInner(ctx context.Context, idx []int, out []byte, have, want
 	}
 	buf := raws.Get().(*[]byte)
 	defer raws.Put(buf)
-	*buf, err = a.readRange(ctx, key, *buf, off, size)
-	if err != nil {
+	var err error
+	if *buf, err = a.readRange(ctx, key, *buf, off, size); err != nil {
 		return nil, span{}, a.chunkError(shard[:n], inner[:n], err)
 	}
 	return a.decode(&sh.inner, *buf, out, have, want, shard[:n], inner[:n])

@@ -237,9 +237,17 @@ func decodeLoop(b *testing.B, a *Array, boxes [][]int, edge, size int) {
 	})
 }
 
-// TestMain removes the benchmark volumes, when a benchmark wrote them.
+// TestMain removes the benchmark volumes, when a benchmark wrote them, and
+// fails when decode memory is still held once every test is done: a load
+// or an entry that never gave its charge back.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	decoding.mu.Lock()
+	if held := decoding.used; held != 0 && code == 0 {
+		fmt.Fprintf(os.Stderr, "decode memory still held after the tests: %d bytes\n", held)
+		code = 1
+	}
+	decoding.mu.Unlock()
 	if benchWritten.Load() {
 		if dir, err := benchVolumes(); err == nil {
 			os.RemoveAll(dir)

@@ -64,7 +64,9 @@ type Cache struct {
 	entries map[cacheKey]*cacheEntry
 	lru     cacheEntry       // sentinel of a circular list of loaded entries, most recent first
 	free    map[int][][]byte // buffers of evicted, unreferenced chunks, by size
-	stats   CacheStats
+	// freeBytes is the bytes of the buffers in free.
+	freeBytes int64
+	stats     CacheStats
 	// hints holds, by chunk, the reads that Array.ReadAhead announced and
 	// that have not happened yet; after links each announced read, by its
 	// number, to the next one announced of the same chunk; seq numbers the
@@ -162,6 +164,7 @@ type cacheEntry struct {
 	done       chan struct{}
 	refs       int         // readers that got the entry from get and have not released it
 	evicted    bool        // out of the map: its buffer is freed when refs drops to 0
+	charge     int64       // decode memory its buffer holds until recycled: set by finish when it evicts the entry at once
 	prev, next *cacheEntry // the lru list, once loaded
 }
 
@@ -178,11 +181,13 @@ func (s span) holds(t span) bool { return s.lo <= t.lo && t.hi <= s.hi }
 // stored; or, with lent not nil, bytes a root lent (a stored frame: its
 // header, then the whole chunk), which nobody may change and which the
 // cache holds until it drops the entry and its last reader releases it,
-// and then calls lent. extend decodes the bytes of want that have lacks
-// into buf (from load, holding have already) and returns the window buf
-// then holds, which holds have and want; it writes nothing inside have.
+// and then calls lent. charge is the decode memory (decoding) that buf
+// holds, which the cache gives back (finish). extend decodes the bytes of
+// want that have lacks into buf (from load, holding have already) and
+// returns the window buf then holds, which holds have and want; it writes
+// nothing inside have.
 type loader interface {
-	load(ctx context.Context, key cacheKey, want span) (buf []byte, win span, lent func(), err error)
+	load(ctx context.Context, key cacheKey, want span) (buf []byte, win span, lent func(), charge int64, err error)
 	extend(ctx context.Context, key cacheKey, buf []byte, have, want span) (span, error)
 }
 
@@ -351,14 +356,23 @@ func (c *Cache) fetch(ctx context.Context, key cacheKey, l loader, want span, wa
 			return nil, false, e.err
 		}
 		c.mu.Lock()
+		if e.evicted && e.data != nil && !e.win.holds(want) {
+			// Dropped as soon as it was loaded (larger than what the
+			// cache keeps) or since: load it again rather than extend a
+			// chunk whose decode memory its loader may still hold
+			// (finish), which would wait on that memory holding it.
+			c.mu.Unlock()
+			c.release(e)
+			return c.fetch(ctx, key, l, want, wait)
+		}
 		e, err := c.extend(ctx, e, l, want) // unlocks mu
 		return e, false, err
 	}
 	c.consume(key)
 	e := c.begin(key)
 	c.mu.Unlock()
-	buf, win, lent, err := l.load(ctx, key, want)
-	if err := c.finish(e, buf, win, lent, err); err != nil {
+	buf, win, lent, charge, err := l.load(ctx, key, want)
+	if err := c.finish(e, buf, win, lent, charge, err); err != nil {
 		return nil, false, err
 	}
 	return e, false, nil
@@ -377,8 +391,13 @@ func (c *Cache) begin(key cacheKey) *cacheEntry {
 // returned, and wakes those waiting for it. On an error it drops the
 // entry, releases the caller's reference and returns the error. A lent
 // buffer is charged as a decoded one, so the limit also bounds the
-// read-ahead's memory that the cache keeps from being recycled.
-func (c *Cache) finish(e *cacheEntry, buf []byte, win span, lent func(), err error) error {
+// read-ahead's memory that the cache keeps from being recycled. The
+// decode memory that buf holds (charge) is given back once the cache
+// keeps it within its limit; an entry evicted as soon as it is entered
+// (larger than the cache keeps) holds it until its last reader lets go
+// (recycle), so that decode memory also bounds the chunks that are only
+// being copied from.
+func (c *Cache) finish(e *cacheEntry, buf []byte, win span, lent func(), charge int64, err error) error {
 	c.mu.Lock()
 	e.err = err
 	if buf != nil {
@@ -387,12 +406,18 @@ func (c *Cache) finish(e *cacheEntry, buf []byte, win span, lent func(), err err
 	if err != nil {
 		delete(c.entries, e.key)
 		e.evicted = true
+		decoding.release(charge)
 	} else {
 		e.size = int64(len(buf)) + cacheEntryOverhead
 		c.used += e.size
 		c.pushFront(e)
 		for c.used > c.limit && c.lru.prev != &c.lru {
 			c.evict(c.victim())
+		}
+		if e.evicted {
+			e.charge = charge
+		} else {
+			decoding.release(charge)
 		}
 	}
 	close(e.done)
@@ -461,21 +486,28 @@ func (c *Cache) buffer(n int) []byte {
 	if free := c.free[n]; len(free) > 0 {
 		b := free[len(free)-1]
 		c.free[n] = free[:len(free)-1]
+		c.freeBytes -= int64(len(b))
 		return b
 	}
 	return make([]byte, headroom+n)
 }
 
 // recycle keeps an unreferenced, evicted entry's buffer for a later decode,
-// or ends the lend of a lent one. mu is held.
+// while the free buffers stay within the decode memory's bound (more could
+// never all be decoded into at once), or ends the lend of a lent one, and
+// gives back the decode memory it holds. mu is held.
 func (c *Cache) recycle(e *cacheEntry) {
+	limit, _ := decoding.limit() // the load that made the buffer read it
 	switch n := len(e.data); {
 	case e.lent != nil:
 		e.lent()
-	case e.buf != nil && len(c.free[n]) < maxFree:
+	case e.buf != nil && len(c.free[n]) < maxFree && c.freeBytes+int64(len(e.buf)) <= limit:
 		c.free[n] = append(c.free[n], e.buf)
+		c.freeBytes += int64(len(e.buf))
 	}
 	e.buf, e.data, e.lent = nil, nil, nil
+	decoding.release(e.charge)
+	e.charge = 0
 }
 
 // expect announces a read of each chunk of array from grid index c0 to c1

@@ -95,6 +95,48 @@ func (c *chain) storedAsIs(size int64, n int) (skip int, ok bool) {
 	return 0, false
 }
 
+// scratch is the most bytes that decoding a chunk of n bytes with c takes
+// besides the chunk's buffer, in its decoder's scratch (decoder, and the
+// codecs' own), as decodeRange decodes it: extending a window it already
+// holds, or (prefix) a first window that a stream may decode as a prefix.
+// They are: the stored elements before a transpose; a compressor's output
+// before the checksums it carried are taken off; Blosc's unshuffled or
+// partly wanted block (a block is at most the chunk); a chunk decoded
+// aside to extend a window; and a zstd streaming decoder's window and
+// block, which compress.ZstdRange keeps within the chunk and
+// compress.StreamMemory. Whole decodes write straight
+// into the chunk's buffer, and gzip's and zlib's windows, the codecs'
+// tables and the stored bytes read are small or not decoded memory.
+func (c *chain) scratch(n int, extending, prefix bool) int64 {
+	s, crc := int64(0), int64(0)
+	if c.order != nil {
+		s += int64(n)
+	}
+	aside := int64(0)
+	if extending {
+		aside = int64(n)
+	}
+	for _, cd := range c.codecs {
+		if crc > 0 && cd.kind.compresses() {
+			s += int64(n) + crc
+		}
+		switch cd.kind {
+		case codecCRC32C:
+			crc += 4
+		case codecBlosc:
+			s += int64(n) + aside
+		case codecZstd:
+			if prefix {
+				s += min(int64(n), compress.StreamMemory)
+			}
+			s += aside
+		case codecGzip, codecZlib:
+			s += aside
+		}
+	}
+	return s
+}
+
 // decoder holds one goroutine's scratch for decoding chunks.
 type decoder struct {
 	blosc  blosc.Decoder

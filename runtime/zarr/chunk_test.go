@@ -357,8 +357,8 @@ func TestReadPutsOffChunksInFlight(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	loads := a.cache.Stats().Loads
-	buf, win, lent, err := a.load(bg, key, span{0, a.unitBytes})
-	if err := a.cache.finish(held, buf, win, lent, err); err != nil {
+	buf, win, lent, charge, err := a.load(bg, key, span{0, a.unitBytes})
+	if err := a.cache.finish(held, buf, win, lent, charge, err); err != nil {
 		t.Fatal(err)
 	}
 	a.cache.release(held)

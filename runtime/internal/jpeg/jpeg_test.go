@@ -2,6 +2,7 @@ package jpeg
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -9,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/loadergen/loadergen/internal/fixture/bombs"
 )
 
 // fixtures returns JPEGs of every kind the decoder meets: Go's encoder's
@@ -72,7 +75,7 @@ func TestAgainstImageJPEG(t *testing.T) {
 	for name, data := range fixtures(t) {
 		want, wantStrides, n := planesOf(t, data)
 		for _, win := range []image.Rectangle{image.Rect(0, 0, 1<<20, 1<<20), image.Rect(0, 0, 9, 17), image.Rect(20, 11, 31, 40), {}} {
-			m, err := dec.Decode(data, func(w, h int) image.Rectangle { return win })
+			m, err := dec.Decode(data, func(w, h int) (image.Rectangle, error) { return win, nil })
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -102,14 +105,14 @@ func TestAgainstImageJPEG(t *testing.T) {
 func TestWindowSkips(t *testing.T) {
 	data := fixtures(t)["go420"]
 	var dec Decoder
-	m, err := dec.Decode(data, func(w, h int) image.Rectangle { return image.Rect(0, 0, w, h) })
+	m, err := dec.Decode(data, func(w, h int) (image.Rectangle, error) { return image.Rect(0, 0, w, h), nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range m.Planes[0] {
 		m.Planes[0][i] = 7
 	}
-	m, err = dec.Decode(data, func(w, h int) image.Rectangle { return image.Rect(0, 0, 16, 16) })
+	m, err = dec.Decode(data, func(w, h int) (image.Rectangle, error) { return image.Rect(0, 0, 16, 16), nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +129,8 @@ func TestWindowSkips(t *testing.T) {
 func TestStopsBelowWindow(t *testing.T) {
 	data := fixtures(t)["go420"] // sequential 4:2:0, 75 x 43: three MCU rows of 16 pixels
 	var dec Decoder
-	whole := func(w, h int) image.Rectangle { return image.Rect(0, 0, w, h) }
-	top := func(w, h int) image.Rectangle { return image.Rect(0, 0, w, 10) }
+	whole := func(w, h int) (image.Rectangle, error) { return image.Rect(0, 0, w, h), nil }
+	top := func(w, h int) (image.Rectangle, error) { return image.Rect(0, 0, w, 10), nil }
 	m, err := dec.Decode(data, whole)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +156,7 @@ func TestStopsBelowWindow(t *testing.T) {
 func TestErrors(t *testing.T) {
 	data := fixtures(t)["go420"]
 	var dec Decoder
-	corner := func(w, h int) image.Rectangle { return image.Rect(0, 0, 8, 8) }
+	corner := func(w, h int) (image.Rectangle, error) { return image.Rect(0, 0, 8, 8), nil }
 	if _, err := dec.Decode(data, corner); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +189,7 @@ func TestErrors(t *testing.T) {
 func TestAllocs(t *testing.T) {
 	for name, data := range fixtures(t) {
 		var dec Decoder
-		whole := func(w, h int) image.Rectangle { return image.Rect(0, 0, w, h) }
+		whole := func(w, h int) (image.Rectangle, error) { return image.Rect(0, 0, w, h), nil }
 		if _, err := dec.Decode(data, whole); err != nil {
 			t.Fatal(err)
 		}
@@ -203,14 +206,27 @@ func TestAllocs(t *testing.T) {
 
 // FuzzDecode: no input makes the decoder panic; it fails where image/jpeg
 // fails, and where image/jpeg decodes an input to grey or YCbCr, it
-// succeeds with image/jpeg's luma.
+// succeeds with image/jpeg's luma. An image of more than fuzzPixels is
+// refused from its header, as the image loader refuses bombs (the
+// corpus's testdata/fuzz seeds: progressive JPEGs of a few hundred bytes
+// whose headers say up to 65535 x 65535), and image/jpeg, which would
+// allocate it whole, is not asked.
 func FuzzDecode(f *testing.F) {
 	for _, data := range fixtures(f) {
 		f.Add(data)
 	}
 	var dec Decoder
+	window := func(w, h int) (image.Rectangle, error) {
+		if w*h > fuzzPixels {
+			return image.Rectangle{}, errFuzzPixels
+		}
+		return image.Rect(0, 0, w, h), nil
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := dec.Decode(data, func(w, h int) image.Rectangle { return image.Rect(0, 0, w, h) })
+		m, err := dec.Decode(data, window)
+		if err == errFuzzPixels {
+			return
+		}
 		ref, refErr := stdjpeg.Decode(bytes.NewReader(data))
 		if refErr != nil {
 			if err == nil {
@@ -239,4 +255,50 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzPixels is the most pixels FuzzDecode decodes; errFuzzPixels refuses
+// more.
+const fuzzPixels = 1 << 22
+
+var errFuzzPixels = errors.New("more pixels than the fuzz target decodes")
+
+// TestWindowRefuses: an error from the window function, which is called
+// with the frame header's size, ends the decode with that error before
+// anything is allocated for the image: a progressive JPEG whose header
+// says 60000 x 60000 leaves a new decoder's planes and coefficients nil.
+func TestWindowRefuses(t *testing.T) {
+	var dec Decoder
+	var w, h int
+	_, err := dec.Decode(bombs.ProgressiveJPEG(60000, 50000), func(iw, ih int) (image.Rectangle, error) {
+		w, h = iw, ih
+		return image.Rectangle{}, errFuzzPixels
+	})
+	if err != errFuzzPixels || w != 60000 || h != 50000 {
+		t.Fatalf("got %v, window called with %d x %d; want the window's error, 60000 x 50000", err, w, h)
+	}
+	for i := range dec.d.progCoeffs {
+		if dec.d.progCoeffs[i] != nil || i < len(dec.d.pix) && dec.d.pix[i] != nil {
+			t.Fatalf("component %d's buffers were allocated", i)
+		}
+	}
+}
+
+// TestRelease: Release leaves the decoder holding nothing, the last
+// image's planes as they were, and the next image decoded as before.
+func TestRelease(t *testing.T) {
+	var dec Decoder
+	data := bombs.ProgressiveJPEG(128, 64)
+	whole := func(w, h int) (image.Rectangle, error) { return image.Rect(0, 0, w, h), nil }
+	m, err := dec.Decode(data, whole)
+	if err != nil || dec.Held() < 5*128*64 { // the plane and the coefficients
+		t.Fatalf("%v, holding %d bytes", err, dec.Held())
+	}
+	dec.Release()
+	if dec.Held() != 0 || len(m.Planes[0]) != 128*64 {
+		t.Fatalf("after Release: holding %d bytes, the last image's plane of %d", dec.Held(), len(m.Planes[0]))
+	}
+	if m, err = dec.Decode(data, whole); err != nil || m.Width != 128 || dec.Held() < 5*128*64 {
+		t.Fatalf("after Release: %v, %d wide, holding %d bytes", err, m.Width, dec.Held())
+	}
 }

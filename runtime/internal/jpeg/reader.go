@@ -127,8 +127,9 @@ type decoder struct {
 	// window is the part of the image, in pixels, whose blocks are
 	// reconstructed; the planes hold stale samples elsewhere.
 	window image.Rectangle
-	// windowFor chooses the window once the image's size is known.
-	windowFor func(w, h int) image.Rectangle
+	// windowFor chooses the window once the image's size is known, or
+	// refuses the image.
+	windowFor func(w, h int) (image.Rectangle, error)
 	// mayStop says the data ends with an EOI marker, as a truncated JPEG
 	// does not: a sequential scan of every component may then stop at
 	// the first MCU row below the window, and stopped says it did.
@@ -587,9 +588,9 @@ func (d *decoder) decode(r io.Reader) error {
 		case sof0Marker, sof1Marker, sof2Marker:
 			d.baseline = marker == sof0Marker
 			d.progressive = marker == sof2Marker
-			err = d.processSOF(n)
-			if err == nil {
-				d.window = d.windowFor(d.width, d.height).Intersect(image.Rect(0, 0, d.width, d.height))
+			if err = d.processSOF(n); err == nil {
+				d.window, err = d.windowFor(d.width, d.height)
+				d.window = d.window.Intersect(image.Rect(0, 0, d.width, d.height))
 			}
 		case dhtMarker:
 			err = d.processDHT(n)
@@ -664,13 +665,15 @@ type Image struct {
 	Strides       [3]int
 }
 
-// Decode decodes data. window is called once the image's size is known and
-// returns the rectangle of pixels the caller will read: only blocks that
-// meet it are reconstructed, and a sequential JPEG that ends with its EOI
-// marker is decoded no further than the MCU row holding the window's last
-// row (one that does not, as a truncated one does not, is read to its end,
-// so that the truncation is an error).
-func (dd *Decoder) Decode(data []byte, window func(w, h int) image.Rectangle) (Image, error) {
+// Decode decodes data. window is called once the image's size is known
+// (from its frame header, before anything is allocated for it) and returns
+// the rectangle of pixels the caller will read, or an error that refuses
+// the image and that Decode returns: only blocks that meet it are
+// reconstructed, and a sequential JPEG that ends with its EOI marker is
+// decoded no further than the MCU row holding the window's last row (one
+// that does not, as a truncated one does not, is read to its end, so that
+// the truncation is an error).
+func (dd *Decoder) Decode(data []byte, window func(w, h int) (image.Rectangle, error)) (Image, error) {
 	d := &dd.d
 	d.reset(window)
 	d.mayStop = len(data) >= 2 && data[len(data)-2] == 0xff && data[len(data)-1] == eoiMarker
@@ -689,10 +692,30 @@ func (dd *Decoder) Decode(data []byte, window func(w, h int) image.Rectangle) (I
 	return m, nil
 }
 
+// Held returns the bytes of the buffers the decoder keeps for the next
+// image: its planes and a progressive image's coefficients, sized for the
+// largest image since Release.
+func (dd *Decoder) Held() int {
+	n := 0
+	for i := range dd.d.pix {
+		n += cap(dd.d.pix[i])
+	}
+	for i := range dd.d.progCoeffs {
+		n += cap(dd.d.progCoeffs[i]) * blockSize * 4 // int32 coefficients
+	}
+	return n
+}
+
+// Release drops the decoder's planes and coefficients: the next image
+// allocates them anew, at its size. The last Image's planes stay valid.
+func (dd *Decoder) Release() {
+	dd.d.pix, dd.d.stride, dd.d.progCoeffs = [3][]byte{}, [3]int{}, [maxComponents][]block{}
+}
+
 // reset prepares d for the next image: its buffers stay, its tables are
 // emptied (a JPEG that lacks one is an error, as in image/jpeg, not a
 // reader of the previous image's) and its state is that of a new decoder.
-func (d *decoder) reset(window func(w, h int) image.Rectangle) {
+func (d *decoder) reset(window func(w, h int) (image.Rectangle, error)) {
 	for i := range d.huff {
 		for j := range d.huff[i] {
 			d.huff[i][j].nCodes = 0

@@ -74,6 +74,11 @@ const signature = "\x89PNG\r\n\x1a\n"
 // Decoder decodes PNGs into buffers it keeps. One goroutine uses it at a
 // time.
 type Decoder struct {
+	// Check, when set, is called with an image's size once its IHDR is
+	// read, before anything is allocated for it; an error it returns is
+	// Decode's. Its user sets it before decoding.
+	Check func(w, h int) error
+
 	src       []byte // the PNG being decoded
 	pos       int    // the offset of src's next chunk
 	stage     int
@@ -133,6 +138,23 @@ func (d *Decoder) Decode(data []byte, indices bool) (Image, error) {
 	}
 	d.src = nil
 	return m, nil
+}
+
+// Held returns the bytes of the buffers the decoder keeps for the next
+// image: its planes and rows, sized for the largest image since Release.
+func (d *Decoder) Held() int {
+	n := cap(d.cur) + cap(d.prev) + cap(d.row)
+	for i := range d.planes {
+		n += cap(d.planes[i]) + cap(d.spread[i])
+	}
+	return n
+}
+
+// Release drops the decoder's planes and rows: the next image allocates
+// them anew, at its size. The last Image's planes stay valid.
+func (d *Decoder) Release() {
+	d.cur, d.prev, d.row = nil, nil, nil
+	d.spread, d.planes = [3][]byte{}, [3][]byte{}
 }
 
 // next reads the chunk at d.pos and checks its CRC.
@@ -231,6 +253,8 @@ func (d *Decoder) header(c chunk) error {
 		return Err16Bit
 	case !supported(d.depth, d.ct):
 		return UnsupportedError(fmt.Sprintf("bit depth %d, colour type %d", d.depth, d.ct))
+	case d.Check != nil:
+		return d.Check(d.w, d.h)
 	}
 	return nil
 }

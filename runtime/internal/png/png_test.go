@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"image"
@@ -15,6 +16,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loadergen/loadergen/internal/fixture/bombs"
 )
 
 // skimageData holds Debian python3-skimage's PNGs (make image-python).
@@ -385,7 +388,11 @@ func TestAllocs(t *testing.T) {
 
 // FuzzDecode: no input makes the decoder panic; it refuses what image/png
 // refuses, and what image/png decodes at 8 bits or fewer it decodes to the
-// same pixels, but for bytes after the zlib stream (errTrailing).
+// same pixels, but for bytes after the zlib stream (errTrailing). Its
+// Check refuses images of more than 2^20 pixels from their IHDR, as the
+// image loader refuses bombs (the corpus's testdata/fuzz seeds: PNGs of
+// 20000 x 20000 RGB and 40000 x 40000 grey), and image/png, which would
+// allocate them whole, is not asked.
 func FuzzDecode(f *testing.F) {
 	for _, data := range synthetics() {
 		f.Add(data)
@@ -396,13 +403,19 @@ func FuzzDecode(f *testing.F) {
 		}
 	}
 	var dec Decoder
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if i := bytes.Index(data, []byte("IHDR")); i >= 0 && len(data) >= i+12 &&
-			uint64(binary.BigEndian.Uint32(data[i+4:]))*uint64(binary.BigEndian.Uint32(data[i+8:])) > 1<<20 {
-			return // both decoders would allocate the whole image first
+	dec.Check = func(w, h int) error {
+		if int64(w)*int64(h) > 1<<20 {
+			return errFuzzPixels
 		}
+		return nil
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, indices := range []bool{false, true} {
 			m, err := dec.Decode(data, indices)
+			if i := bytes.Index(data, []byte("IHDR")); err == errFuzzPixels || i >= 0 && len(data) >= i+12 &&
+				uint64(binary.BigEndian.Uint32(data[i+4:]))*uint64(binary.BigEndian.Uint32(data[i+8:])) > 1<<20 {
+				return // image/png would allocate the whole image first
+			}
 			ref, refErr := stdpng.Decode(bytes.NewReader(data))
 			switch {
 			case refErr != nil:
@@ -463,4 +476,43 @@ func rgb(c color.Color) [3]uint8 {
 	}
 	r := c.(color.RGBA)
 	return [3]uint8{r.R, r.G, r.B}
+}
+
+// errFuzzPixels is FuzzDecode's refusal of a large image.
+var errFuzzPixels = errors.New("more pixels than the fuzz target decodes")
+
+// TestCheckRefuses: Check is called with the IHDR's size, and an error it
+// returns ends the decode before anything is allocated for the image: a
+// 1.2 MB PNG of 20000 x 20000 RGB leaves a new decoder's planes nil.
+func TestCheckRefuses(t *testing.T) {
+	var dec Decoder
+	var w, h int
+	dec.Check = func(iw, ih int) error {
+		w, h = iw, ih
+		return errFuzzPixels
+	}
+	if _, err := dec.Decode(bombs.ZeroPNG(20000, 19000, true), false); err != errFuzzPixels || w != 20000 || h != 19000 {
+		t.Fatalf("got %v, Check called with %d x %d; want Check's error, 20000 x 19000", err, w, h)
+	}
+	if dec.planes[0] != nil || dec.cur != nil || dec.prev != nil {
+		t.Fatal("buffers were allocated for the image")
+	}
+}
+
+// TestRelease: Release leaves the decoder holding nothing, the last
+// image's planes as they were, and the next image decoded as before.
+func TestRelease(t *testing.T) {
+	var dec Decoder
+	data := bombs.ZeroPNG(300, 200, true)
+	m, err := dec.Decode(data, false)
+	if err != nil || dec.Held() < 3*300*200 {
+		t.Fatalf("%v, holding %d bytes", err, dec.Held())
+	}
+	dec.Release()
+	if dec.Held() != 0 || len(m.Planes[2]) != 300*200 {
+		t.Fatalf("after Release: holding %d bytes, the last image's plane of %d", dec.Held(), len(m.Planes[2]))
+	}
+	if m, err = dec.Decode(data, false); err != nil || m.Width != 300 || dec.Held() < 3*300*200 {
+		t.Fatalf("after Release: %v, %d wide, holding %d bytes", err, m.Width, dec.Held())
+	}
 }

@@ -202,6 +202,14 @@ func NewDecoder() (*Decoder, error) {
 	return d, nil
 }
 
+// SetMaxMemory sets the most memory, in bytes, that libjpeg may take for
+// the images decoded after it (its max_memory_to_use): an image that needs
+// more, in its whole-image buffers (a progressive image's coefficients),
+// is refused by DecodePlanes rather than allocated. n <= 0 sets no bound.
+func (d *Decoder) SetMaxMemory(n int64) {
+	d.h.p.d.mem.max_memory_to_use = C.long(max(n, 0))
+}
+
 // Header is what a JPEG's header says.
 type Header struct {
 	Width, Height int

@@ -9,6 +9,7 @@ import (
 	"image/jpeg"
 	"testing"
 
+	"github.com/loadergen/loadergen/internal/fixture/bombs"
 	"github.com/loadergen/loadergen/internal/fixture/photoshards"
 )
 
@@ -276,4 +277,26 @@ func BenchmarkHeaderAndDecode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestMaxMemory: an image whose whole-image buffers (a progressive JPEG's
+// coefficients: 256 KiB for 512 x 256 grey) need more than SetMaxMemory
+// allows is refused, not allocated; with room, or no bound, it decodes.
+func TestMaxMemory(t *testing.T) {
+	data := bombs.ProgressiveJPEG(512, 256)
+	for _, tc := range []struct {
+		max  int64
+		want string // "" when it decodes
+	}{
+		{128 << 10, "jpeg: decode: Backing store not supported"},
+		{4 << 20, ""},
+		{0, ""},
+	} {
+		d, hd := header(t, data)
+		d.SetMaxMemory(tc.max)
+		_, _, _, err := decodeAll(t, d, data, hd, hd.Height)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || err.Error() != tc.want) {
+			t.Errorf("max memory %d: %v, want %q", tc.max, err, tc.want)
+		}
+	}
 }

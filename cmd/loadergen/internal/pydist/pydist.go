@@ -41,6 +41,9 @@ func Write(o Options) ([]string, error) {
 	if len(o.Packages) == 0 {
 		return nil, errors.New("python: name the generated loader packages (loadergen python -o DIR PKG...)")
 	}
+	if err := checkTarget(o.Dir); err != nil {
+		return nil, err
+	}
 	pkgs, err := list(o.Packages)
 	if err != nil {
 		return nil, err
@@ -226,11 +229,8 @@ func replace(stage, dir string) error {
 	} else if err != nil {
 		return fmt.Errorf("python: %w", err)
 	}
-	old, err := os.ReadFile(filepath.Join(dir, "pyproject.toml"))
-	if err != nil || !bytes.HasPrefix(old, []byte("# "+gen.PythonHeader)) {
-		if entries, rerr := os.ReadDir(dir); rerr != nil || len(entries) > 0 {
-			return fmt.Errorf("python: %s exists and was not written by loadergen python: remove it or choose another -o", dir)
-		}
+	if err := checkTarget(dir); err != nil {
+		return err
 	}
 	trash, err := os.MkdirTemp(filepath.Dir(filepath.Clean(dir)), "."+filepath.Base(dir)+".old-")
 	if err != nil {
@@ -242,6 +242,26 @@ func replace(stage, dir string) error {
 	}
 	if err := rename(stage, dir); err != nil {
 		return errors.Join(err, rename(filepath.Join(trash, "old"), dir))
+	}
+	return nil
+}
+
+// checkTarget refuses a dir that exists and is neither empty nor a folder
+// this command wrote (its pyproject.toml says so): Write replaces dir
+// whole.
+func checkTarget(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("python: %w", err)
+	case len(entries) == 0:
+		return nil
+	}
+	old, err := os.ReadFile(filepath.Join(dir, "pyproject.toml"))
+	if err != nil || !bytes.HasPrefix(old, []byte("# "+gen.PythonHeader)) {
+		return fmt.Errorf("python: %s exists and was not written by loadergen python: remove it or choose another -o", dir)
 	}
 	return nil
 }

@@ -1,7 +1,8 @@
 // Package compress decodes the compressed streams zarr chunks and Blosc
 // frames hold, each into a destination of exactly the size the caller
 // expects: a stream that decodes to fewer or more bytes is an error, never a
-// short or truncated result. ZstdRange, GzipRange and ZlibRange decode only
+// short or truncated result, and a zstd frame that declares more is refused
+// from its header, before anything is decoded. ZstdRange, GzipRange and ZlibRange decode only
 // a range of a stream's bytes and stop once its end is out; a stream
 // stopped before its end cannot have its checksum verified (readRange).
 //
@@ -86,14 +87,43 @@ func GzipRange(dst, src []byte, from, to int) error {
 	return readRange("gzip", r, dst, from, to)
 }
 
+// Zstd decodes one or more zstd frames, with or without a content size,
+// into exactly dst, in the build's decoder (zstdWhole), which decodes
+// straight into dst and allocates nothing by the frames' declarations: a
+// first frame that declares more bytes than dst holds is refused before
+// anything is decoded.
+func Zstd(dst, src []byte) error {
+	if err := checkZstdSize(src, len(dst)); err != nil {
+		return err
+	}
+	return zstdWhole(dst, src)
+}
+
+// MaxStreamWindow is the largest window of a zstd frame whose prefix
+// ZstdRange decodes through a streaming decoder, which buffers the window:
+// zstd's at level 19 and below. StreamMemory is what that decoder holds
+// at most: the window and a block.
+const (
+	MaxStreamWindow = 8 << 20
+	StreamMemory    = MaxStreamWindow + 128<<10
+)
+
 // ZstdRange is Zstd for bytes [from, to) of the decoded stream only, written
 // to dst[from:to] (len(dst) is the whole decoded size; nothing before
 // dst[from] is written). A range ending before the stream's end stops the
 // build's streaming decoder there (zstdStream) and leaves the frame's
 // content checksum, which only its end can verify, unchecked (readRange).
+// A streaming decoder buffers the frame's window, which a frame declares
+// as it likes (a frame of one segment: its whole content): a prefix (from
+// 0) of a frame whose window is larger than dst or than MaxStreamWindow
+// decodes whole instead, straight into all of dst.
 func ZstdRange(dst, src []byte, from, to int) error {
-	if from == 0 && to == len(dst) {
+	_, window, _ := zstdHeader(src)
+	if from == 0 && (to == len(dst) || window > min(int64(len(dst)), MaxStreamWindow)) {
 		return Zstd(dst, src)
+	}
+	if err := checkZstdSize(src, len(dst)); err != nil {
+		return err
 	}
 	return zstdStream(dst, src, from, to)
 }

@@ -9,11 +9,11 @@ import (
 	"github.com/DataDog/zstd"
 )
 
-// Zstd decodes one or more zstd frames, with or without a content size,
-// through libzstd (github.com/DataDog/zstd bundles its C sources, so no
+// zstdWhole decodes one or more zstd frames, with or without a content
+// size, through libzstd (github.com/DataDog/zstd bundles its C sources, so no
 // system library is needed): faster than the pure-Go decoder on zarr
 // chunks (BenchmarkZstd; docs/PERFORMANCE.md, "Codecs").
-func Zstd(dst, src []byte) error {
+func zstdWhole(dst, src []byte) error {
 	if len(src) == 0 {
 		return sized(0, len(dst))
 	}

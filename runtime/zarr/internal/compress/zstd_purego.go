@@ -22,9 +22,9 @@ var zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
 	return d
 })
 
-// Zstd decodes one or more zstd frames, with or without a content size, in
-// pure Go (github.com/klauspost/compress).
-func Zstd(dst, src []byte) error {
+// zstdWhole decodes one or more zstd frames, with or without a content
+// size, in pure Go (github.com/klauspost/compress).
+func zstdWhole(dst, src []byte) error {
 	out, err := zstdDecoder().DecodeAll(src, dst[:0:len(dst)])
 	if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
 		return tooLong(len(dst))

@@ -2,8 +2,10 @@ package compress
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -16,16 +18,7 @@ func frames(t *testing.T, data []byte, streamed, twice bool) []byte {
 	var buf bytes.Buffer
 	for range 1 + btoi(twice) {
 		if streamed {
-			w, err := zstd.NewWriter(&buf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := w.Write(data); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
+			buf.Write(streamedFrame(t, data))
 			continue
 		}
 		enc, err := zstd.NewWriter(nil)
@@ -33,6 +26,36 @@ func frames(t *testing.T, data []byte, streamed, twice bool) []byte {
 			t.Fatal(err)
 		}
 		buf.Write(enc.EncodeAll(data, nil))
+	}
+	return buf.Bytes()
+}
+
+// streamedFrame encodes data as one zstd frame without a content size, as
+// a stream is written whose size is not known when its first block is
+// (a flush after its first half: klauspost's writer declares the size of
+// what it is given before its first block), with the writer's options.
+func streamedFrame(t *testing.T, data []byte, opts ...zstd.EOption) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := zstd.NewWriter(&buf, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, part := range [][]byte{data[:len(data)/2], data[len(data)/2:]} {
+		if _, err := w.Write(part); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if content, _, ok := zstdHeader(buf.Bytes()); !ok || content >= 0 {
+		t.Fatalf("the streamed frame declares its size (%d)", content)
 	}
 	return buf.Bytes()
 }
@@ -86,6 +109,61 @@ func TestZstd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestZstdDeclared: a frame that declares more bytes than expected is
+// refused from its header, whole or in part (a prefix decoded by the
+// streaming decoder read on before), naming both sizes. A frame without a
+// content size whose window is larger than the whole expected decodes
+// its prefix whole, not through a streaming decoder's window.
+func TestZstdDeclared(t *testing.T) {
+	data := bytes.Repeat([]byte("loadergen zarr chunk "), 5000)
+	bigWindow := streamedFrame(t, data, zstd.WithWindowSize(8<<20))
+	if _, window, _ := zstdHeader(bigWindow); window != 8<<20 {
+		t.Fatalf("the streamed frame's window is %d bytes, not 8 MiB", window)
+	}
+	for _, tt := range []struct {
+		name string
+		src  []byte
+		dst  int
+		err  string // "" when it decodes to data[:dst]
+	}{
+		{"declares one more", frames(t, data, false, false), len(data) - 1, "the zstd frame declares 105000 bytes, more than the 104999 expected"},
+		{"declares 2 GiB", declare(frames(t, data, false, false), 1<<31), len(data), "the zstd frame declares 2147483648 bytes, more than the 105000 expected"},
+		{"window past the whole", bigWindow, len(data), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, to := range []int{tt.dst, tt.dst / 3} {
+				dst := make([]byte, tt.dst)
+				err := ZstdRange(dst, tt.src, 0, to)
+				switch {
+				case tt.err == "" && err != nil:
+					t.Errorf("[0, %d): %v", to, err)
+				case tt.err == "" && !bytes.Equal(dst[:to], data[:to]):
+					t.Errorf("[0, %d): the bytes differ", to)
+				case tt.err != "" && to == tt.dst && (!errors.Is(err, ErrSize) || !strings.Contains(err.Error(), tt.err)):
+					t.Errorf("[0, %d): %v, want ErrSize with %q", to, err, tt.err)
+				case tt.err != "" && to < tt.dst && (err == nil || !strings.Contains(err.Error(), tt.err)):
+					t.Errorf("[0, %d): %v, want %q", to, err, tt.err)
+				}
+			}
+		})
+	}
+}
+
+// declare rewrites the content size of the single-segment frame src
+// (klauspost's EncodeAll writes one, of 8 bytes when it needs them, or
+// fewer) to n, in a field of 8 bytes: the header's descriptor says so, and
+// the field grows to 8 bytes.
+func declare(src []byte, n uint64) []byte {
+	fhd := src[4]
+	size := [4]int{1, 2, 4, 8}[fhd>>6]
+	out := append([]byte{}, src[:4]...)
+	out = append(out, fhd|0xc0)
+	dict := [4]int{0, 1, 2, 4}[fhd&3]
+	out = append(out, src[5:5+dict]...)
+	out = binary.LittleEndian.AppendUint64(out, n)
+	return append(out, src[5+dict+size:]...)
 }
 
 // BenchmarkZstd: one chunk (benchChunk) decoded by this build's Zstd (libzstd with cgo, pure Go without) and by
