@@ -6,7 +6,7 @@ GO ?= go
 # 1.27); a count sets no deadline. 100000 inputs take 2 to 10 s a target here.
 FUZZTIME ?= 100000x
 
-.PHONY: build test versitygw remote-bench peer-python fmt-check demo demo-images peer-images demo-test bench codecs peer golden fuzz zarr-python image-python turbojpeg-dev turbojpeg-test zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
+.PHONY: build test torch-python versitygw remote-bench peer-python fmt-check demo demo-images peer-images demo-test bench codecs peer golden fuzz zarr-python image-python turbojpeg-dev turbojpeg-test zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
 
 build:
 	$(GO) build ./...
@@ -20,7 +20,7 @@ FUZZ_TARGETS = ./schema:FuzzParse ./gen:FuzzGenerate ./runtime/zarr/blosc:FuzzDe
 ## test: format, vet (also with CGO_ENABLED=0), race-enabled tests (goldens included, zstd through libzstd), the zarr reader's and the image loader's pure-Go builds (-tags purego), the image loader's steady-state allocation test (without -race) and its decoder through libjpeg-turbo (-tags turbojpeg), stale-output check, the README's install commands run from a clone (.ci/readme-install), short fuzz runs, the demo's and the GoMLX modules, and the cuda-tagged tests on the emulated driver
 test: fmt-check demo-test gomlx-test
 	$(GO) vet ./...
-	LOADERGEN_REQUIRE_VERSITYGW=1 $(GO) test -race -count=1 ./...
+	LOADERGEN_REQUIRE_VERSITYGW=1 LOADERGEN_REQUIRE_PYTHON=1 $(GO) test -race -count=1 ./...
 	$(GO) test -tags purego -count=1 ./runtime/zarr/... ./runtime/images/...
 	$(GO) test -count=1 -run SteadyStateAllocatesNothing ./examples/imagenet
 	@$(MAKE) --no-print-directory turbojpeg-test
@@ -114,6 +114,18 @@ zarr-python:
 ## versitygw: install versitygw v1.8.0, the S3 server the remote-data tests run (go install; about 2 minutes the first time)
 versitygw:
 	@command -v versitygw >/dev/null || test -x "$$($(GO) env GOPATH)/bin/versitygw" || $(GO) install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+
+## torch-python: install Debian's python3-numpy, python3-torch and python3-pytest when missing (as root), else say what to install; the Python bridge's tests (runtime/python) run with them
+torch-python:
+	@if /usr/bin/python3 -c 'import numpy, torch, pytest' 2>/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -qq --no-install-recommends python3-numpy python3-torch python3-pytest >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-numpy python3-torch python3-pytest >/dev/null 2>&1; }; \
+	else \
+		echo "the Python bridge's tests need Debian's python3-numpy, python3-torch and python3-pytest: sudo apt-get install python3-numpy python3-torch python3-pytest"; \
+		exit 1; \
+	fi
 
 ## image-python: install Debian's python3-pil, python3-sklearn and python3-skimage when missing (as root), else say what to install; runtime/images' tests compare with PIL on their photos
 image-python:
