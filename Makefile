@@ -6,7 +6,7 @@ GO ?= go
 # 1.27); a count sets no deadline. 100000 inputs take 2 to 10 s a target here.
 FUZZTIME ?= 100000x
 
-.PHONY: build test torch-python versitygw remote-bench peer-python fmt-check demo demo-images peer-images demo-test bench codecs peer golden fuzz zarr-python image-python turbojpeg-dev turbojpeg-test zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
+.PHONY: build test torch-python python-cuda-test versitygw remote-bench peer-python fmt-check demo demo-images peer-images demo-test bench codecs peer golden fuzz zarr-python image-python turbojpeg-dev turbojpeg-test zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
 
 build:
 	$(GO) build ./...
@@ -216,8 +216,17 @@ EMU_BENCH = cd runtime && $(EMU_BENCH_ENV) LD_LIBRARY_PATH=../.cuda/emu ../.cuda
 # CUDA_GRAPHS_ON turns the CUDA backend's graph launches on (Options.CUDAGraphs).
 CUDA_GRAPHS_ON = LOADERGEN_CUDA_GRAPHS=1
 
-## cuda-emu-test: every cuda-tagged test binary, plain and -race, and one pass of the GPU benchmarks, on the emulated driver (part of make test)
-cuda-emu-test: cuda-build cudaemu-test
+# CUDA_PYTHON builds golden/tokens' Python package with -tags cuda into
+# $(1), for runtime/python/cudatest.
+CUDA_PYTHON = $(CUDA_ENV) $(GO) run ./cmd/loadergen python -tags cuda -o $(1) ./golden/tokens >/dev/null
+
+## python-cuda-test: the Python bridge on the CUDA backend (device tensors through DLPack, stream waits, refills after the consumer's kernels) on the emulated driver (part of make cuda-emu-test)
+python-cuda-test: cudastub cudaemu torch-python
+	@$(call CUDA_PYTHON,.cuda/python)
+	LOADERGEN_CUDA_DIST=$(CURDIR)/.cuda/python LOADERGEN_CUDA_DRIVER=$(CURDIR)/.cuda/emu/libcuda.so.1 /usr/bin/python3 -m pytest -q -p no:cacheprovider runtime/python/cudatest
+
+## cuda-emu-test: every cuda-tagged test binary, plain and -race, and one pass of the GPU benchmarks, on the emulated driver, and the Python bridge's CUDA test (part of make test)
+cuda-emu-test: cuda-build cudaemu-test python-cuda-test
 	@CUDA_LIB=.cuda/emu .ci/cuda-run .cuda/bin/*.test .cuda/race/*.test
 	@echo "cuda-emu-test: again with each full batch's copies launched as graphs ($(CUDA_GRAPHS_ON))"
 	@$(CUDA_GRAPHS_ON) CUDA_LIB=.cuda/emu .ci/cuda-run .cuda/bin/*.test
@@ -237,7 +246,7 @@ cuda-mutations: cudastub cudaemu
 cuda-test: cuda-build
 	@LOADERGEN_REQUIRE_GPU=1 .ci/cuda-run .cuda/bin/*.test
 
-## gpu-suite: what a GPU machine without Go needs, in .cuda/suite and packed in .cuda/suite.tar.gz (stripped and gzipped, to travel well under 64 MiB): the cuda-tagged test binaries, which hold the GPU benchmarks, the peers image-peer (-tags cuda) and peer-bench, and run.sh
+## gpu-suite: what a GPU machine without Go needs, in .cuda/suite and packed in .cuda/suite.tar.gz (stripped and gzipped, to travel well under 64 MiB): the cuda-tagged test binaries, which hold the GPU benchmarks, the peers image-peer (-tags cuda) and peer-bench, the Python package of golden/tokens built with -tags cuda (for runtime/python/cudatest), and run.sh
 gpu-suite: cudastub
 	@$(CUDA_ENV) set -e; \
 	rm -rf .cuda/suite && mkdir -p .cuda/suite/bin; \
@@ -250,6 +259,7 @@ gpu-suite: cudastub
 	$(GO) build -tags cuda -ldflags='-s -w' -o .cuda/suite/bin/image-peer ./examples/imagepeer/cmd/image-peer; \
 	$(GO) build -ldflags='-s -w' -o .cuda/suite/bin/peer-bench ./examples/peer/cmd/peer-bench; \
 	cp .ci/gpu-suite .cuda/suite/run.sh; \
+	$(call CUDA_PYTHON,.cuda/suite/python); \
 	tar -C .cuda -czf .cuda/suite.tar.gz suite; \
 	echo "gpu-suite: .cuda/suite holds $$(ls .cuda/suite/bin/*.test | wc -l) test binaries, the peers and run.sh ($$(du -sm .cuda/suite | cut -f1) MiB), packed in .cuda/suite.tar.gz ($$(du -sm .cuda/suite.tar.gz | cut -f1) MiB); on the GPU machine, from the repository root: tar -xzf .cuda/suite.tar.gz -C .cuda && .cuda/suite/run.sh OUTDIR"
 

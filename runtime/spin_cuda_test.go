@@ -5,6 +5,7 @@ package runtime
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"errors"
 	"testing"
 	"unsafe"
@@ -16,47 +17,11 @@ import (
 
 // spinPTX is a one-thread kernel that spins for a number of clock cycles,
 // then copies n bytes from src to dst: a slow consumer that reads its batch
-// late.
-const spinPTX = `
-.version 6.0
-.target sm_50
-.address_size 64
-
-.visible .entry spin(
-	.param .u64 cycles,
-	.param .u64 src,
-	.param .u64 dst,
-	.param .u64 n
-)
-{
-	.reg .pred %p<2>;
-	.reg .b64 %rd<12>;
-	.reg .b32 %r<2>;
-
-	ld.param.u64 %rd1, [cycles];
-	ld.param.u64 %rd2, [src];
-	ld.param.u64 %rd3, [dst];
-	ld.param.u64 %rd4, [n];
-	mov.u64 %rd5, %clock64;
-$L_spin:
-	mov.u64 %rd6, %clock64;
-	sub.s64 %rd7, %rd6, %rd5;
-	setp.lt.s64 %p1, %rd7, %rd1;
-	@%p1 bra $L_spin;
-	mov.u64 %rd8, 0;
-$L_copy:
-	setp.ge.u64 %p1, %rd8, %rd4;
-	@%p1 bra $L_done;
-	add.s64 %rd9, %rd2, %rd8;
-	add.s64 %rd10, %rd3, %rd8;
-	ld.global.u8 %r1, [%rd9];
-	st.global.u8 [%rd10], %r1;
-	add.s64 %rd8, %rd8, 1;
-	bra.uni $L_copy;
-$L_done:
-	ret;
-}
-`
+// late. The Python bridge's CUDA test (runtime/python/cudatest) launches it
+// too.
+//
+//go:embed testdata/spin.ptx
+var spinPTX string
 
 // spinKernel loads spinPTX and returns its kernel and a function that
 // unloads it.
