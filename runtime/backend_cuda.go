@@ -12,6 +12,7 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/loadergen/loadergen/internal/devicename"
+	"github.com/loadergen/loadergen/runtime/internal/hostmem"
 )
 
 // cudaFallback logs, once per process, that loaders asking for CUDA run on
@@ -25,8 +26,11 @@ var cudaFallback sync.Once
 // logged, or is an error when the caller requires the GPU.
 func newBackend(device string, localRank int, p Plan, slots, most int, require, graphs bool, log *slog.Logger, stats *counters, trace *tracer) (backend, error) {
 	ordinal, cuda, err := devicename.Parse(device)
-	if err != nil || !cuda {
-		return newCPUBackend(), err
+	if err != nil {
+		return nil, err
+	}
+	if !cuda {
+		return hostBackend(localRank, log), nil
 	}
 	n, err := cudaDevices()
 	if err != nil {
@@ -60,6 +64,25 @@ func newBackend(device string, localRank int, p Plan, slots, most int, require, 
 	log.Info("loadergen: CUDA backend", "device", device, "ordinal", ordinal, "name", c.devName, "streams", len(c.streams),
 		"batch_mib", fmt.Sprintf("%.1f", p.BatchMiB), "slots", slots, "graphs", c.graphs)
 	return c, nil
+}
+
+// hostBackend is the backend of device "cpu" in a cuda build: the CPU
+// backend, with pinned slots (on GPU localRank of the node) when staging
+// goes to another runtime (hostmem.Outside) and this process can use CUDA,
+// so that the consumer's own copies to the GPU run asynchronously.
+func hostBackend(localRank int, log *slog.Logger) backend {
+	if !hostmem.Outside() {
+		return newCPUBackend()
+	}
+	n, err := cudaDevices()
+	if err == nil {
+		var p *pinnedCPUBackend
+		if p, err = newPinnedCPUBackend(cu.Device(localRank % n)); err == nil {
+			return p
+		}
+	}
+	log.Info("loadergen: host staging is not pinned: "+err.Error(), "device", "cpu")
+	return newCPUBackend()
 }
 
 // cudaBackend stages batches in pinned host memory and copies each key to

@@ -165,7 +165,7 @@ def test_no_wait_is_a_race(root):
 def test_torch_on_the_gpu(root):
     """Where torch has CUDA (a GPU machine): torch.from_dlpack gives device
     tensors on the loader's GPU holding the samples, ordered on torch's
-    current stream."""
+    current stream; with device cpu, pinned host tensors."""
     r = run(
         """
         import torch, tokens
@@ -178,6 +178,13 @@ def test_torch_on_the_gpu(root):
                 assert t.is_cuda and t.device.index == 0 and t.dtype == torch.int32
                 assert torch.equal(t.cpu(), torch.from_numpy(expected(b.indices))), b.number
             print("done", loader.stats()["batches"])
+        # On the CPU backend of a cuda build the host staging is pinned, so
+        # the consumer's own copy to the GPU is asynchronous.
+        with tokens.TokensLoader(files=sys.argv[1], device="cpu", workers=2) as loader:
+            for b in loader.epoch(0):
+                t = torch.from_dlpack(b.tokens)
+                assert t.device.type == "cpu" and t.is_pinned(), b.number
+                assert torch.equal(t.cuda(non_blocking=True).cpu(), torch.from_numpy(expected(b.indices)))
         """,
         root,
     )
