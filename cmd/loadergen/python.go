@@ -25,6 +25,6 @@ func python(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: modules %v and the library they call; import them with PYTHONPATH=%s, or pip install --no-build-isolation %s\n", *dir, modules, *dir, *dir)
+	fmt.Fprintf(stdout, "wrote %s: modules %v and the library they call; import them with PYTHONPATH=%s, or pip install --no-build-isolation --no-index %s\n", *dir, modules, *dir, *dir)
 	return nil
 }
