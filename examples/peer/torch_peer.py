@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """The PyTorch side of make peer: Debian's python3-zarr and python3-torch.
 
-Usage: torch_peer.py STORE CROPS.json CROPS.bin NUM_WORKERS
+Usage: torch_peer.py STORE CROPS.json CROPS.bin NUM_WORKERS [N]
 
-Reads the crops the Go loader draws for epoch 0 (CROPS.json, from
-peer-bench crops) with a torch DataLoader over zarr arrays, as a PyTorch
+Reads the crops the Go loader draws for epoch 0, in its order (CROPS.json,
+from peer-bench crops; the first N of them when N is given) with a torch
+DataLoader over zarr arrays, as a PyTorch
 user would write it: slice each box, np.flip / np.transpose / np.rot90 it
 as the crop says, batch 8. It first checks that its first crops are
 byte-equal to the Go loader's (CROPS.bin), then times one epoch in this
@@ -55,6 +56,8 @@ class Crops(Dataset):
 def main():
     store, crops_file, bin_file, workers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     crops = json.load(open(crops_file))
+    if len(sys.argv) > 5:
+        crops = crops[: int(sys.argv[5])]
     want = open(bin_file, "rb").read()
     per = 3 * EDGE ** 3
     ds = Crops(store, crops)

@@ -52,6 +52,15 @@ const CacheEnv = "LOADERGEN_ZARR_CACHE_MB"
 // A remote chunk stored as an uncompressed Blosc frame is held as its
 // root's read-ahead lent it, not copied (see loader): the entry is the
 // whole chunk, charged as a decoded one, and eviction ends the lend.
+//
+// The cache grows as its reads show reuse: it holds at most target bytes,
+// which starts at GrowFromMiB and grows toward limit by a chunk's size each
+// time a read misses a chunk evicted lately (a ghost: one a cache larger
+// by the bytes evicted since would still hold). Memory new to the process
+// costs a page fault per page when first written, so a cache that every
+// read fills with fresh buffers pays far more for a cold epoch than one
+// that decodes into the buffers of the chunks it evicts; a cache whose
+// chunks come back grows to hold them.
 type Cache struct {
 	limit int64  // bytes; NewCache sets it, nothing changes it
 	why   string // how the shared cache's size was chosen, for Describe; "" for NewCache's. Set before the cache is shared
@@ -61,7 +70,16 @@ type Cache struct {
 	// an entry it has copied from, and to take or give back a free buffer.
 	mu      sync.Mutex
 	used    int64
+	target  int64 // what the cache holds at most now: from GrowFromMiB up to limit, grown by ghost hits
 	entries map[cacheKey]*cacheEntry
+	// ghosts are the chunks evicted lately: a miss on one grows target.
+	// ghostOrder holds them oldest first (with keys of ghosts since gone,
+	// which a stale eviction number tells), ghostBytes their sizes' sum,
+	// kept within limit - target (what growing could still add).
+	ghosts     map[cacheKey]ghost
+	ghostOrder []ghostRef
+	ghostBytes int64
+	evictions  uint64 // numbers the evictions, for ghostRef
 	lru     cacheEntry       // sentinel of a circular list of loaded entries, most recent first
 	free    map[int][][]byte // buffers of evicted, unreferenced chunks, by size
 	// freeBytes is the bytes of the buffers in free.
@@ -80,6 +98,19 @@ type Cache struct {
 	after map[uint64]uint64
 	seq   uint64
 	read  uint64
+}
+
+// ghost is an evicted chunk a read may come back to: its entry's size,
+// and the number of its eviction.
+type ghost struct {
+	size int64
+	n    uint64
+}
+
+// ghostRef is a ghost in order of eviction: its key and eviction number.
+type ghostRef struct {
+	key cacheKey
+	n   uint64
 }
 
 // hint is a chunk's announced reads that have not happened yet: n of
@@ -114,7 +145,9 @@ type CacheStats struct {
 	Extends   int64 // decoded windows extended for a read that needed more
 	Evictions int64 // chunks dropped to stay within the limit
 	Announced int64 // chunk reads announced by Array.ReadAhead (eviction keeps their chunks until they are made)
+	Grows     int64 // misses on chunks evicted lately, each of which grew Target
 	Bytes     int64 // bytes held now
+	Target    int64 // bytes the cache may hold now: it grows from GrowFromMiB to its limit as evicted chunks are read again
 	Entries   int   // chunks held now
 }
 
@@ -196,10 +229,18 @@ type loader interface {
 // first, so that its data needs no copy.
 const headroom = blosc.HeaderSize
 
-// NewCache returns a cache that holds up to maxMiB MiB of decoded chunks.
-// A cache of 0 MiB holds nothing: every read decodes what it needs.
+// GrowFromMiB is what a cache holds at most until its reads come back to
+// chunks it evicted (see Cache): 32 MiB, 32 chunks of 1 MiB, as many as
+// the crops of a few batches read, in flight and ahead.
+const GrowFromMiB = 32
+
+// NewCache returns a cache that holds up to maxMiB MiB of decoded chunks,
+// growing to it from GrowFromMiB as its reads show reuse. A cache of 0 MiB
+// holds nothing: every read decodes what it needs.
 func NewCache(maxMiB int) *Cache {
-	c := &Cache{limit: int64(maxMiB) << 20, entries: map[cacheKey]*cacheEntry{}, free: map[int][][]byte{}, hints: map[cacheKey]hint{}, after: map[uint64]uint64{}}
+	limit := int64(maxMiB) << 20
+	c := &Cache{limit: limit, target: min(limit, GrowFromMiB<<20), entries: map[cacheKey]*cacheEntry{}, ghosts: map[cacheKey]ghost{},
+		free: map[int][][]byte{}, hints: map[cacheKey]hint{}, after: map[uint64]uint64{}}
 	c.lru.prev, c.lru.next = &c.lru, &c.lru
 	return c
 }
@@ -241,18 +282,27 @@ func newSharedCache(getenv func(string) string) (*Cache, error) {
 // DefaultCacheMiB. Its Describe says which.
 func SharedCache() (*Cache, error) { return sharedCache() }
 
-// Describe says how large the cache is and, for the shared cache, why:
-// "512 MiB (4 GiB per node / 8 local ranks, torchrun's LOCAL_WORLD_SIZE)",
-// "1000 MiB (LOADERGEN_ZARR_CACHE_MB=1000, per process)", "off (...)".
+// Describe says how large the cache may grow, how it grows and, for the
+// shared cache, why it is that large: "512 MiB (4 GiB per node / 8 local
+// ranks, torchrun's LOCAL_WORLD_SIZE; grows from 32 MiB as reads come back
+// to evicted chunks)", "1000 MiB (LOADERGEN_ZARR_CACHE_MB=1000, per
+// process; ...)", "off (...)".
 func (c *Cache) Describe() string {
 	size := "off"
 	if c.limit > 0 {
 		size = mibString(int(c.limit >> 20))
 	}
-	if c.why == "" {
+	why := c.why
+	if c.limit > GrowFromMiB<<20 {
+		if why != "" {
+			why += "; "
+		}
+		why += fmt.Sprintf("grows from %s as reads come back to evicted chunks", mibString(GrowFromMiB))
+	}
+	if why == "" {
 		return size
 	}
-	return size + " (" + c.why + ")"
+	return size + " (" + why + ")"
 }
 
 // mibString writes a size in MiB, in GiB when it is a whole number of them.
@@ -268,7 +318,7 @@ func (c *Cache) Stats() CacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.stats
-	s.Bytes, s.Entries = c.used, len(c.entries)
+	s.Bytes, s.Target, s.Entries = c.used, c.target, len(c.entries)
 	return s
 }
 
@@ -379,12 +429,59 @@ func (c *Cache) fetch(ctx context.Context, key cacheKey, l loader, want span, wa
 }
 
 // begin enters the entry of key, which the caller is about to load, held
-// by the caller. mu is held.
+// by the caller; a ghost of key grows the cache by its size. mu is held.
 func (c *Cache) begin(key cacheKey) *cacheEntry {
+	if g, ok := c.ghosts[key]; ok {
+		delete(c.ghosts, key)
+		c.ghostBytes -= g.size
+		c.target = min(c.limit, c.target+g.size)
+		c.stats.Grows++
+		c.trimGhosts()
+	}
 	e := &cacheEntry{key: key, done: make(chan struct{}), refs: 1}
 	c.entries[key] = e
 	c.stats.Loads++
 	return e
+}
+
+// remember keeps evicted entry e as a ghost, while growing could still
+// make room for it. mu is held.
+func (c *Cache) remember(e *cacheEntry) {
+	if c.target >= c.limit {
+		return
+	}
+	c.evictions++
+	if g, ok := c.ghosts[e.key]; ok {
+		c.ghostBytes -= g.size
+	}
+	c.ghosts[e.key] = ghost{size: e.size, n: c.evictions}
+	c.ghostOrder = append(c.ghostOrder, ghostRef{e.key, c.evictions})
+	c.ghostBytes += e.size
+	c.trimGhosts()
+}
+
+// trimGhosts forgets the oldest ghosts until their bytes are within what
+// growing could still add, limit - target, and drops the order's refs to
+// ghosts since gone once they outnumber the live ones. mu is held.
+func (c *Cache) trimGhosts() {
+	room := c.limit - c.target
+	for c.ghostBytes > room && len(c.ghostOrder) > 0 {
+		r := c.ghostOrder[0]
+		c.ghostOrder = c.ghostOrder[1:]
+		if g, ok := c.ghosts[r.key]; ok && g.n == r.n {
+			delete(c.ghosts, r.key)
+			c.ghostBytes -= g.size
+		}
+	}
+	if len(c.ghostOrder) > 2*len(c.ghosts)+64 {
+		live := c.ghostOrder[:0]
+		for _, r := range c.ghostOrder {
+			if g, ok := c.ghosts[r.key]; ok && g.n == r.n {
+				live = append(live, r)
+			}
+		}
+		c.ghostOrder = live
+	}
 }
 
 // finish ends the load of e that begin entered, with what the loader
@@ -411,7 +508,7 @@ func (c *Cache) finish(e *cacheEntry, buf []byte, win span, lent func(), charge 
 		e.size = int64(len(buf)) + cacheEntryOverhead
 		c.used += e.size
 		c.pushFront(e)
-		for c.used > c.limit && c.lru.prev != &c.lru {
+		for c.used > c.target && c.lru.prev != &c.lru {
 			c.evict(c.victim())
 		}
 		if e.evicted {
@@ -599,6 +696,7 @@ func (c *Cache) evict(e *cacheEntry) {
 	e.evicted = true
 	c.used -= e.size
 	c.stats.Evictions++
+	c.remember(e)
 	if e.refs == 0 {
 		c.recycle(e)
 	}

@@ -214,7 +214,7 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 	read(0, 0, 0)
 	read(0, 0, 16)
-	c.limit = c.Stats().Bytes // room for exactly these two
+	setLimit(c, c.Stats().Bytes) // room for exactly these two
 	read(0, 0, 0)             // now the most recent
 	read(0, 16, 0)            // evicts chunk 0.0.1
 	read(0, 0, 1)             // chunk 0.0.0 is still held
@@ -254,7 +254,7 @@ func TestConcurrentReadsWithEvictions(t *testing.T) {
 			t.Fatal(err)
 		}
 		if mib == 1 {
-			a.cache.limit = 3 * (16*16*8*8 + headroom + cacheEntryOverhead) // 3 of the 8 chunks
+			setLimit(a.cache, 3*(16*16*8*8+headroom+cacheEntryOverhead)) // 3 of the 8 chunks
 		}
 		want := loadExpected(t, c.Name, a)
 		var wg sync.WaitGroup
@@ -390,7 +390,7 @@ func holdTwo(t *testing.T, first, second []int) twoHeld {
 	x := twoHeld{t, openDir(t, filepath.Join(fixtures, "v2/blosc_lz4_shuffle_u2_blocks"), 1)}
 	x.read(first)
 	x.read(second)
-	x.a.cache.limit = x.a.cache.Stats().Bytes
+	setLimit(x.a.cache, x.a.cache.Stats().Bytes)
 	return x
 }
 
@@ -481,5 +481,72 @@ func TestCacheGivesUpStaleAnnouncements(t *testing.T) {
 	x.read(chunkC) // evicts A, the least recently used, its announcement stale
 	if x.held(chunkA) {
 		t.Errorf("chunk A is held for a read announced %d reads ago: %+v", staleReads+1, x.a.cache.Stats())
+	}
+}
+
+// setLimit bounds c at n bytes, all of which it may hold at once: the
+// eviction tests' cache, which does not grow.
+func setLimit(c *Cache, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.limit, c.target = n, n
+}
+
+// TestCacheGrowsOnReuse: a cache starts small and recycles the buffers of
+// what it evicts while no read comes back to an evicted chunk; reads that
+// come back grow it, never past its limit, until it holds what they need.
+func TestCacheGrowsOnReuse(t *testing.T) {
+	a := openDir(t, filepath.Join(fixtures, "v2/blosc_lz4_shuffle_u2_blocks"), 1)
+	c := a.cache
+	one := make([]byte, 2)
+	var chunks [][]int // one point in each chunk
+	for z := 0; z < a.shape[0]; z += a.unit[0] {
+		for y := 0; y < a.shape[1]; y += a.unit[1] {
+			for x := 0; x < a.shape[2]; x += a.unit[2] {
+				chunks = append(chunks, []int{z, y, x})
+			}
+		}
+	}
+	if len(chunks) < 6 {
+		t.Fatalf("the fixture has %d chunks, want at least 6", len(chunks))
+	}
+	readAll := func() {
+		t.Helper()
+		for _, p := range chunks {
+			if err := a.Read(one, p, []int{1, 1, 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	readAll()
+	entry := c.Stats().Bytes / int64(len(chunks))
+	c.mu.Lock()
+	c.entries, c.used = map[cacheKey]*cacheEntry{}, 0 // forget them, buffers and all
+	c.lru.prev, c.lru.next = &c.lru, &c.lru
+	c.limit, c.target = entry*int64(len(chunks)), 2*entry // room for two, growing to all
+	c.mu.Unlock()
+	before := c.Stats()
+	readAll() // a cold pass: nothing comes back
+	cold := c.Stats()
+	if cold.Grows != 0 || cold.Target != 2*entry || cold.Evictions-before.Evictions != int64(len(chunks)-2) {
+		t.Fatalf("a pass over %d chunks that reads none again: %+v, want no growth and %d evictions", len(chunks), cold, len(chunks)-2)
+	}
+	for pass := 0; ; pass++ {
+		readAll()
+		st := c.Stats()
+		if st.Target > c.limit {
+			t.Fatalf("target %d past the limit %d", st.Target, c.limit)
+		}
+		if st.Target == c.limit {
+			break
+		}
+		if pass > len(chunks) {
+			t.Fatalf("%d passes, and the cache still holds %d of %d bytes: %+v", pass, st.Target, c.limit, st)
+		}
+	}
+	loads := c.Stats().Loads
+	readAll()
+	if st := c.Stats(); st.Loads != loads {
+		t.Errorf("grown to hold every chunk, a pass still loaded %d: %+v", st.Loads-loads, st)
 	}
 }

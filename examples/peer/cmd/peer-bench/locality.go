@@ -116,7 +116,7 @@ func localityRun(dir, w string, cacheMiB int) error {
 	if err != nil {
 		return err
 	}
-	n, d, err := runEpoch(dir, runtime.Options{Locality: window})
+	n, d, err := runEpoch(dir, runtime.Options{Locality: window}, 0)
 	if err != nil {
 		return err
 	}

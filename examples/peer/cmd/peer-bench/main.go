@@ -1,8 +1,8 @@
 // Command peer-bench is the Go side of make peer (examples/peer/run.sh):
 //
 //	peer-bench write -compressor zstd6|blosc-lz4 [-shape Z,Y,X] DIR   write the store
-//	peer-bench crops DIR JSON BIN K                     the epoch's crops, and the bytes of the first K
-//	peer-bench epoch DIR                                one cold epoch of the loader: crops/s
+//	peer-bench crops DIR JSON BIN K                     the epoch's crops in the loader's order, and the bytes of the first K
+//	peer-bench epoch [-crops N] DIR                     one cold epoch of the loader (its first N crops): crops/s
 //	peer-bench boxes DIR [BUFFERS]                      the same boxes read cold, unaugmented: crops/s
 //	peer-bench whole ARRAY                              the whole array decoded on one goroutine: MB/s
 //	peer-bench locality [-cache MiB] [-windows W] DIR   chunk-cache hit rates with and without crop locality
@@ -79,7 +79,13 @@ func main() {
 		}
 		err = crops(os.Args[2], os.Args[3], os.Args[4], k)
 	case "epoch":
-		err = epoch(os.Args[2])
+		fs := flag.NewFlagSet("epoch", flag.ExitOnError)
+		n := fs.Int("crops", 0, "stop after the epoch's first N crops (whole batches); 0: the whole epoch")
+		fs.Parse(os.Args[2:])
+		if fs.NArg() != 1 {
+			stderr.Fatal("usage: peer-bench epoch [-crops N] DIR")
+		}
+		err = epoch(fs.Arg(0), *n)
 	case "whole":
 		err = whole(os.Args[2])
 	case "rows":
@@ -197,9 +203,13 @@ func crops(dir, jsonFile, binFile string, k int) error {
 	if err != nil {
 		return err
 	}
-	list := make([]runtime.Crop, src.Len())
-	for i := range list {
-		list[i] = src.Crop(0, i)
+	order, err := epochOrder(src)
+	if err != nil {
+		return err
+	}
+	list := make([]runtime.Crop, len(order))
+	for k, i := range order {
+		list[k] = src.Crop(0, i)
 	}
 	js, err := json.Marshal(list)
 	if err != nil {
@@ -209,7 +219,7 @@ func crops(dir, jsonFile, binFile string, k int) error {
 		return err
 	}
 	var out []byte
-	for i := range min(k, src.Len()) {
+	for _, i := range order[:min(k, len(order))] {
 		s := peer.PeerSample{Index: i, Epoch: 0, Raw: make([]uint8, p.Keys[0].SampleElems()), Labels: make([]uint8, p.Keys[1].SampleElems())}
 		var pcg rand.PCG
 		runtime.SeedSample(&pcg, runtime.EpochSeed(p.Loader.Seed, 0), i)
@@ -224,13 +234,31 @@ func crops(dir, jsonFile, binFile string, k int) error {
 
 // epoch runs epoch 0 of a loader with GOMAXPROCS workers and prints its
 // crops per second, from opening the source to the last batch.
-func epoch(dir string) error {
-	n, d, err := runEpoch(dir, runtime.Options{})
+func epoch(dir string, crops int) error {
+	n, d, err := runEpoch(dir, runtime.Options{}, crops)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("%.1f\n", float64(n)/d.Seconds())
 	return nil
+}
+
+// epochOrder returns the dataset indices of epoch 0 in the order the
+// loader over src yields them (its shuffle, then its crop locality).
+func epochOrder(src *peer.PeerVolumes) ([]int, error) {
+	l, err := peer.NewPeerLoader(src, runtime.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	var order []int
+	for b, err := range l.Epoch(context.Background(), 0) {
+		if err != nil {
+			return nil, err
+		}
+		order = append(order, b.Indices...)
+	}
+	return order, nil
 }
 
 // tableRows runs epochs of golden/rows' loader over the .npy files in dir
@@ -263,9 +291,9 @@ func tableRows(dir string, epochs int) error {
 }
 
 // runEpoch runs epoch 0 of a loader over the store at dir with o (its
-// logger discarded) and returns the crops it yielded and the time from
-// opening the source to the last batch.
-func runEpoch(dir string, o runtime.Options) (int, time.Duration, error) {
+// logger discarded), or its batches up to crops (0: all), and returns the
+// crops it yielded and the time from opening the source to the last batch.
+func runEpoch(dir string, o runtime.Options, crops int) (int, time.Duration, error) {
 	start := time.Now()
 	src, err := open(dir)
 	if err != nil {
@@ -282,7 +310,9 @@ func runEpoch(dir string, o runtime.Options) (int, time.Duration, error) {
 		if err != nil {
 			return 0, 0, err
 		}
-		n += len(b.Indices)
+		if n += len(b.Indices); crops > 0 && n >= crops {
+			break
+		}
 	}
 	return n, time.Since(start), nil
 }
