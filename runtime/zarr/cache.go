@@ -79,9 +79,9 @@ type Cache struct {
 	ghosts     map[cacheKey]ghost
 	ghostOrder []ghostRef
 	ghostBytes int64
-	evictions  uint64 // numbers the evictions, for ghostRef
-	lru     cacheEntry       // sentinel of a circular list of loaded entries, most recent first
-	free    map[int][][]byte // buffers of evicted, unreferenced chunks, by size
+	evictions  uint64           // numbers the evictions, for ghostRef
+	lru        cacheEntry       // sentinel of a circular list of loaded entries, most recent first
+	free       map[int][][]byte // buffers of evicted, unreferenced chunks, by size
 	// freeBytes is the bytes of the buffers in free.
 	freeBytes int64
 	stats     CacheStats

@@ -215,9 +215,9 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	read(0, 0, 0)
 	read(0, 0, 16)
 	setLimit(c, c.Stats().Bytes) // room for exactly these two
-	read(0, 0, 0)             // now the most recent
-	read(0, 16, 0)            // evicts chunk 0.0.1
-	read(0, 0, 1)             // chunk 0.0.0 is still held
+	read(0, 0, 0)                // now the most recent
+	read(0, 16, 0)               // evicts chunk 0.0.1
+	read(0, 0, 1)                // chunk 0.0.0 is still held
 	st := c.Stats()
 	if st.Loads != 3 || st.Evictions != 1 || st.Entries != 2 {
 		t.Errorf("stats %+v, want 3 loads, 1 eviction, 2 entries", st)
