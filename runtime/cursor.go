@@ -94,9 +94,9 @@ func (c *Cursor) dispatchNext() error {
 // following call. It returns nil, nil at the end of the epoch, and the
 // epoch's error, again at every later call, when it failed, was cancelled
 // or the engine closed. With wait > 0 it returns ErrNotYet once wait has
-// passed without the batch; such a caller does not fill samples itself
-// while it waits, since a sample may take longer than the wait. With wait
-// <= 0 it waits as long as the batch takes, filling samples of it.
+// passed without the batch; such a caller fills samples itself while it
+// waits only when they take far less than the wait, and not past it. With
+// wait <= 0 it waits as long as the batch takes, filling samples of it.
 func (c *Cursor) Next(wait time.Duration) (*Batch, error) {
 	if c.err != nil || c.closed {
 		return nil, c.err
@@ -116,7 +116,9 @@ func (c *Cursor) Next(wait time.Duration) (*Batch, error) {
 		return nil, nil
 	}
 	var expired <-chan time.Time
+	var until time.Time
 	if wait > 0 {
+		until = time.Now().Add(wait)
 		if c.timer == nil {
 			c.timer = time.NewTimer(wait)
 		} else {
@@ -134,7 +136,7 @@ func (c *Cursor) Next(wait time.Duration) (*Batch, error) {
 			return nil, c.err
 		}
 	}
-	batch, consumed, starved, err := e.await(c.ctx, c.b, expired)
+	batch, consumed, starved, err := e.await(c.ctx, c.b, until, expired)
 	if consumed {
 		c.first = c.b + 1
 	}

@@ -566,9 +566,13 @@ func (e *Engine) work(w int) {
 				return
 			}
 		}
-		e.share(context.Background(), w, s)
+		e.share(context.Background(), w, s, time.Time{})
 	}
 }
+
+// helpShare is how many samples' fill time a consumer's bounded wait must
+// hold for it to fill samples itself while it waits (see await).
+const helpShare = 8
 
 // pollTime is how long a worker that runs out of work polls for more
 // before it sleeps: a sleep and a wake-up cost the scheduler several
@@ -623,10 +627,11 @@ func (e *Engine) timeRun(d time.Duration, n int) {
 }
 
 // share is filler w's share of the batch in slot s (a worker's, or the
-// consumer's under ctx): it fills runs of samples until the batch has none
-// left, it fails, the engine closes or ctx is done; the share that ends
-// last finishes the batch.
-func (e *Engine) share(ctx context.Context, w, s int) {
+// consumer's under ctx and until a time, zero for none): it fills runs of
+// samples until the batch has none left, it fails, the engine closes, ctx
+// is done or until has passed; the share that ends last finishes the
+// batch.
+func (e *Engine) share(ctx context.Context, w, s int, until time.Time) {
 	sl := &e.slots[s]
 	r := &e.runs[w].V
 	// Deferred, so that even a Source calling runtime.Goexit completes its
@@ -641,7 +646,7 @@ func (e *Engine) share(ctx context.Context, w, s int) {
 			e.finish(s)
 		}
 	}()
-	e.fillRuns(ctx, w, s)
+	e.fillRuns(ctx, w, s, until)
 	finished = true
 }
 
@@ -664,19 +669,20 @@ func (e *Engine) finish(s int) {
 
 // help lets the consumer, waiting for the batch in slot s, fill the runs no
 // worker has claimed yet, as one more share of the batch, until ctx is
-// done. It joins only while a worker share is still running: once all have
+// done or until (zero: no limit) has passed: it claims no run after that,
+// and the workers fill the rest. It joins only while a worker share is still running: once all have
 // ended, every run was claimed (and filled, or the batch failed), and the
 // batch is finished or about to be.
 //
 // A Source that calls runtime.Goexit while the consumer fills for it ends
 // the consumer's goroutine, as if the consumer had called it (t.FailNow in
 // a test does so legitimately); on a worker it is an error of the epoch.
-func (e *Engine) help(ctx context.Context, s int) {
+func (e *Engine) help(ctx context.Context, s int, until time.Time) {
 	sl := &e.slots[s]
 	for p := sl.pending.Load(); p > 0; p = sl.pending.Load() {
 		if sl.pending.CompareAndSwap(p, p+1) {
 			t0 := time.Now()
-			e.share(ctx, e.set.workers, s)
+			e.share(ctx, e.set.workers, s, until)
 			e.stats.selfFill.Add(int64(time.Since(t0)))
 			return
 		}
@@ -686,10 +692,11 @@ func (e *Engine) help(ctx context.Context, s int) {
 // fillRuns claims runs of the batch in slot s and fills them as filler w
 // (a worker, or the consumer helping), until the batch has none left, a
 // run fails, the engine closes, or ctx (the consumer's; the workers' is
-// never done) is done. When the engine closes with runs unclaimed, the
+// never done) is done or until (the consumer's; zero: no limit) has
+// passed. When the engine closes with runs unclaimed, the
 // batch fails with ErrClosed: a half-filled batch must not pass for a
 // filled one.
-func (e *Engine) fillRuns(ctx context.Context, w, s int) {
+func (e *Engine) fillRuns(ctx context.Context, w, s int, until time.Time) {
 	sl := &e.slots[s]
 	r := &e.runs[w].V
 	tid := workerTrack + w // the trace's track for its fills
@@ -705,7 +712,7 @@ func (e *Engine) fillRuns(ctx context.Context, w, s int) {
 			}
 			return
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || !until.IsZero() && time.Now().After(until) {
 			return // the workers fill the rest
 		}
 		k := e.runLength(sl.n - int(sl.next.Load()))
@@ -887,12 +894,13 @@ func (e *Engine) deepen(next int) bool {
 }
 
 // await waits for batch b to be filled and its copies issued, or until
-// expired delivers (nil: no limit; then ErrNotYet). consumed
+// expired delivers at time until (nil and zero: no limit; then ErrNotYet).
+// consumed
 // reports whether it took the batch's ready signal; if not, the batch is
 // still in flight and must be drained. starved reports that the consumer
 // waited while a worker parked: every dispatched run was claimed, and the
 // worker had nothing to fill for want of a free slot.
-func (e *Engine) await(ctx context.Context, b int, expired <-chan time.Time) (batch *Batch, consumed, starved bool, err error) {
+func (e *Engine) await(ctx context.Context, b int, until time.Time, expired <-chan time.Time) (batch *Batch, consumed, starved bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, false, err
 	}
@@ -900,10 +908,13 @@ func (e *Engine) await(ctx context.Context, b int, expired <-chan time.Time) (ba
 	sl := &e.slots[s]
 	// Rather than sleep while its batch is filled, the consumer fills the
 	// runs of it that no worker has claimed yet (Stats.SelfFill); its wait
-	// in the trace starts after that. One whose wait is bounded (expired)
-	// does not: a sample may take longer than the wait.
-	if expired == nil {
-		e.help(ctx, s)
+	// in the trace starts after that. One whose wait is bounded (until)
+	// claims runs only until then, and only while a sample takes far less
+	// than the wait (perSample), so that it returns about on time.
+	if until.IsZero() {
+		e.help(ctx, s, until)
+	} else if ns := e.perSample.Load(); ns > 0 && time.Duration(ns) < time.Until(until)/helpShare {
+		e.help(ctx, s, until)
 	}
 	t0 := time.Now()
 	select {
