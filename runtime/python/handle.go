@@ -72,15 +72,19 @@ var handles struct {
 	next int64
 }
 
-// lookup returns the loader of id h.
+// lookup returns the loader of id h. Ids are never reused, so one this
+// library gave out and no longer holds was closed.
 func lookup(h int64) (*handle, error) {
 	handles.mu.RLock()
-	l := handles.m[h]
+	l, issued := handles.m[h], h > 0 && h <= handles.next
 	handles.mu.RUnlock()
-	if l == nil {
-		return nil, fmt.Errorf("no loader %d in this library (closed, or from another process)", h)
+	switch {
+	case l != nil:
+		return l, nil
+	case issued:
+		return nil, fmt.Errorf("loader %d: %w", h, runtime.ErrClosed)
 	}
-	return l, nil
+	return nil, fmt.Errorf("no loader %d in this library (from another process?)", h)
 }
 
 // options are the Python constructor's keywords (runtime.Options in
@@ -155,7 +159,7 @@ func open(module, source, location string, opts []byte) (*handle, error) {
 // stays while Python holds batches of it; their staging is released with
 // the last of them.
 func (h *handle) close() error {
-	if h.closed.Load() {
+	if h.closed.Swap(true) {
 		return nil
 	}
 	h.stopEpoch(true)
@@ -163,7 +167,6 @@ func (h *handle) close() error {
 	if h.trace != nil {
 		err = errors.Join(err, h.trace.Close())
 	}
-	h.closed.Store(true)
 	h.forgetIfDone()
 	return err
 }
@@ -223,6 +226,9 @@ func (h *handle) next(timeoutMS int64, out *C.lg_batch) (C.int, error) {
 	r := h.run
 	h.mu.Unlock()
 	if r == nil {
+		if h.closed.Load() {
+			return C.LG_ERROR, runtime.ErrClosed // by close() on another thread
+		}
 		return C.LG_ERROR, errors.New("no epoch is running: call epoch() first")
 	}
 	h.cursorMu.Lock()

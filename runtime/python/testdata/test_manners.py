@@ -190,3 +190,20 @@ def test_close_releases_everything():
     grown = rss() - before
     assert grown < 8 << 20, f"RSS grew {grown >> 20} MiB over 100 loaders"
     assert _loadergen._process()["handles"] == handles
+
+
+def test_close_from_another_thread():
+    """close() on another thread ends an epoch being iterated with
+    ClosedError, and returns."""
+    import threading
+
+    loader = open_loader("cellmap", workers=1)
+    it = iter(loader.epoch(0))
+    next(it)
+    t = threading.Thread(target=loader.close)
+    t.start()
+    t.join(timeout=30)
+    assert not t.is_alive()
+    with pytest.raises(_loadergen.ClosedError):
+        for _ in it:
+            pass
