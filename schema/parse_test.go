@@ -323,7 +323,7 @@ name: Scenes
 batch_size: 4
 records: {shards: "scenes-{0..1}.tar"}
 inputs:
-  image: {shape: [3, 16, 16], dtype: uint8, member: jpg}
+  image: {shape: [3, 16, 16], dtype: uint8, member: "jpg;JPEG;png"}
   depth: {shape: [6, 8], dtype: float32, member: Depth.NPY}
 targets:
   pose: {shape: [3], dtype: int16, member: npy}
@@ -332,7 +332,7 @@ targets:
 				File: "records_arrays.yaml", Package: "scenes", Name: "Scenes", BatchSize: 4,
 				Records: &Records{Shards: "scenes-{0..1}.tar"},
 				Keys: []Key{
-					{Name: "image", GoName: "Image", Role: runtime.Input, Shape: []int{3, 16, 16}, DType: runtime.Uint8, Member: "jpg",
+					{Name: "image", GoName: "Image", Role: runtime.Input, Shape: []int{3, 16, 16}, DType: runtime.Uint8, Member: "jpg;jpeg;png",
 						Image: &images.Transform{}, Pos: Pos{Line: 7, Col: 3}},
 					{Name: "depth", GoName: "Depth", Role: runtime.Input, Shape: []int{6, 8}, DType: runtime.Float32, Member: "depth.npy", Pos: Pos{Line: 8, Col: 3}},
 					{Name: "pose", GoName: "Pose", Role: runtime.Target, Shape: []int{3}, DType: runtime.Int16, Member: "npy", Pos: Pos{Line: 10, Col: 3}},

@@ -75,17 +75,17 @@ func (p *parser) recordKey(kp string, f map[string]*yaml.Node, key *Key) error {
 		return err
 	}
 	key.Member = strings.ToLower(s)
-	name, ext, named := records.SplitMember(key.Member)
+	alts := strings.Split(s, ";") // as written, for messages; records.Alternatives splits key.Member alike
+	for _, alt := range alts {
+		if err := p.member(mn, path, s, alt, len(alts) > 1); err != nil {
+			return err
+		}
+	}
+	if i := repeated(records.Alternatives(key.Member)); i > 0 {
+		return p.errorf(mn, path, "member %s lists %s twice", quote(s), quote(alts[i]))
+	}
 	array := records.ArrayMember(key.Member)
 	switch {
-	case named && (strings.ContainsAny(s, `/\`) || hasControl(s)):
-		return p.errorf(mn, path, "%s is not an extension: a member is named KEY.EXT, and EXT holds no slash or control character", quote(s))
-	case !slices.Contains(memberNames, ext):
-		return p.errorf(mn, path, "unknown member %s%s", quote(s), hint(ext, memberNames))
-	case named && name == "":
-		return p.errorf(mn, path, "member %s has an empty NAME: a member is EXT or NAME.EXT (%s or left.%s)", quote(s), ext, ext)
-	case named && ext == MemberCls:
-		return p.errorf(mn, path, "a cls member has no NAME. prefix (%s): NAME.EXT names images and arrays", quote(s))
 	case key.ClassAxis:
 		return p.errorf(mn, path, "a record key has no class axis, but classes gives this target one; set class_axis: false")
 	case key.Member == MemberCls:
@@ -97,6 +97,40 @@ func (p *parser) recordKey(kp string, f map[string]*yaml.Node, key *Key) error {
 		return p.maskKey(kp, f, n, key)
 	}
 	return p.imageKey(kp, f, key)
+}
+
+// member checks alt, one of the alternatives of a key's member s (n, at
+// path), of which there are several when alts says so: a known extension,
+// with a NAME that is not empty, holds no slash or control character and
+// is not a cls's; an image, when there are alternatives.
+func (p *parser) member(n *yaml.Node, path, s, alt string, alts bool) error {
+	name, ext, named := records.SplitMember(strings.ToLower(alt))
+	switch {
+	case alts && alt == "":
+		return p.errorf(n, path, "member %s has an empty alternative: alternatives are image members between semicolons (%q)", quote(s), "jpg;jpeg;png")
+	case named && (strings.ContainsAny(alt, `/\`) || hasControl(alt)):
+		return p.errorf(n, path, "%s is not an extension: a member is named KEY.EXT, and EXT holds no slash or control character", quote(alt))
+	case !slices.Contains(memberNames, ext):
+		return p.errorf(n, path, "unknown member %s%s", quote(alt), hint(ext, memberNames))
+	case named && name == "":
+		return p.errorf(n, path, "member %s has an empty NAME: a member is EXT or NAME.EXT (%s or left.%s)", quote(alt), ext, ext)
+	case named && ext == MemberCls:
+		return p.errorf(n, path, "a cls member has no NAME. prefix (%s): NAME.EXT names images and arrays", quote(alt))
+	case alts && !records.ImageMember(strings.ToLower(alt)):
+		return p.errorf(n, path, "member %s: alternatives are images (jpg, jpeg, png, or NAME. of them), and %s is not", quote(s), quote(alt))
+	}
+	return nil
+}
+
+// repeated returns the index of the first element of s that an earlier
+// one equals, or -1.
+func repeated(s []string) int {
+	for i := range s {
+		if slices.Contains(s[:i], s[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 // labelKey checks a cls key: an integer scalar, with no image fields. An

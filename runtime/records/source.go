@@ -30,8 +30,12 @@ type Spec struct {
 
 // Key is one key of a record sample.
 type Key struct {
-	Name   string
-	Member string // jpg, jpeg, png, cls or npy, the first, second, third and last also as NAME.EXT (SplitMember)
+	Name string
+	// Member is jpg, jpeg, png, cls or npy, all but cls also as NAME.EXT
+	// (SplitMember); images also as alternatives, "jpg;jpeg;png"
+	// (Alternatives). A folder's image key reads every image file,
+	// whatever its member says.
+	Member string
 	DType  runtime.DType
 	Shape  []int // the sample's shape: [C, H, W] or [H, W, C] (Image.Layout), [H, W] for a mask, [] for cls
 	// Image is an image key's transform; nil for masks and labels.
@@ -167,6 +171,20 @@ func SplitMember(member string) (name, ext string, named bool) {
 		return "", member, false
 	}
 	return member[:i], member[i+1:], true
+}
+
+// Alternatives splits a key's member into the members it may read, in
+// order of preference: WebDataset's "jpg;jpeg;png" reads a sample's .jpg
+// when it has one, else its .jpeg, else its .png. A member without ';' is
+// its only alternative. The schema allows alternatives of image members
+// only.
+func Alternatives(member string) []string { return strings.Split(member, ";") }
+
+// ImageMember reports whether a member (EXT or NAME.EXT, not a list of
+// alternatives) is an image: jpg, jpeg or png.
+func ImageMember(member string) bool {
+	_, ext, _ := SplitMember(member)
+	return ext == "jpg" || ext == "jpeg" || ext == "png"
 }
 
 // ArrayMember reports whether a key's member is an array: a .npy file

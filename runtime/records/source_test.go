@@ -177,7 +177,11 @@ func TestBadShards(t *testing.T) {
 		read    string // then the error reading sample 1
 	}{
 		{"missing member", append(good("a"), member{"b.jpg", jpg}, member{"b.cls", []byte("1")}), 0,
-			`sample "b" has no member "png" (it has cls, jpg)`, ""},
+			`sample "b" has no member "png" (it has cls, jpg); member: "png;jpg" reads either`, ""},
+		{"jpeg for jpg", append(good("a"), member{"b.JPEG", jpg}, member{"b.png", mask}, member{"b.cls", []byte("1")}), 0,
+			`sample "b" has no member "jpg" (it has cls, jpeg, png); member: "jpg;jpeg;png" reads either`, ""},
+		{"missing label", append(good("a"), member{"b.jpg", jpg}, member{"b.png", mask}), 0,
+			`sample "b" has no member "cls" (it has jpg, png)` + "\n", ""},
 		{"repeated extension", append(good("a"), member{"a.JPG", jpg}), 0,
 			`member "a.JPG": sample "a" repeats extension "jpg" (first in member "a.jpg")`, ""},
 		{"not adjacent", append(append(good("a"), good("b")...), member{"a.txt", nil}), 0,
@@ -221,7 +225,7 @@ func TestBadShards(t *testing.T) {
 			}
 			src, err := Open(sp, dir, quiet)
 			if tt.open != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.open) || !strings.Contains(err.Error(), path) {
+				if err == nil || !strings.Contains(err.Error()+"\n", tt.open) || !strings.Contains(err.Error(), path) {
 					t.Fatalf("Open: %v, want an error naming %s with %q", err, path, tt.open)
 				}
 				return
@@ -390,19 +394,54 @@ func TestArrays(t *testing.T) {
 	}
 }
 
+// TestAlternatives: a key whose member lists alternatives (WebDataset's
+// "jpg;jpeg;png") reads the first of them that each sample holds, its
+// extension case-folded: a.JPEG, b.jpg, c.png, and d's .jpg before its
+// .png. Each extension holds its own colour.
+func TestAlternatives(t *testing.T) {
+	red, green, blue := solidImage(250, 0, 0), solidImage(0, 250, 0), solidImage(0, 0, 250)
+	dir := t.TempDir()
+	writeShard(t, filepath.Join(dir, "s.tar"), []member{
+		{"a.JPEG", testPNG(t, green)}, {"a.cls", []byte("0")},
+		{"b.jpg", testPNG(t, red)}, {"b.cls", []byte("1")},
+		{"c.Png", testPNG(t, blue)}, {"c.cls", []byte("2")},
+		{"d.png", testPNG(t, blue)}, {"d.jpg", testPNG(t, red)}, {"d.cls", []byte("3")},
+	})
+	sp := Spec{Shards: "s.tar", Keys: []Key{
+		{Name: "image", Member: "jpg;jpeg;png", DType: runtime.Uint8, Shape: []int{3, 8, 8}, Image: &images.Transform{Crop: images.Center, Size: 8}},
+		{Name: "label", Member: "cls", DType: runtime.Uint8, Shape: []int{}},
+	}}
+	src, err := Open(sp, dir, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	img, label := make([]byte, 3*8*8), make([]byte, 1)
+	for i, want := range [][3]byte{{0, 250, 0}, {250, 0, 0}, {0, 0, 250}, {250, 0, 0}} {
+		if err := src.Read(bg, rand.New(rand.NewPCG(1, uint64(i))), i, img, label); err != nil {
+			t.Fatal(err)
+		}
+		if got := [3]byte{img[0], img[64], img[128]}; got != want || label[0] != byte(i) {
+			t.Errorf("sample %d: first pixel %v, label %d; want %v, %d", i, got, label[0], want, i)
+		}
+	}
+}
+
+// solidImage is a 12 x 10 image of one colour.
+func solidImage(r, g, b uint8) *image.RGBA {
+	img := image.NewRGBA(image.Rect(0, 0, 12, 10))
+	for i := 0; i < len(img.Pix); i += 4 {
+		img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = r, g, b, 255
+	}
+	return img
+}
+
 // TestNamedImages: a sample holding two images and a mask under NAME.EXT
 // members (WebDataset's 000000.left.jpg, 000000.right.jpg,
 // 000000.disparity.png) gives each key its own member. left.jpg holds a
 // PNG (formats are told by their signatures), so its red is exact.
 func TestNamedImages(t *testing.T) {
-	solid := func(c color.RGBA) *image.RGBA {
-		img := image.NewRGBA(image.Rect(0, 0, 12, 10))
-		for i := 0; i < len(img.Pix); i += 4 {
-			img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = c.R, c.G, c.B, c.A
-		}
-		return img
-	}
-	red, blue := solid(color.RGBA{250, 0, 0, 255}), solid(color.RGBA{0, 0, 250, 255})
+	red, blue := solidImage(250, 0, 0), solidImage(0, 0, 250)
 	disparity := image.NewGray(red.Rect)
 	for i := range disparity.Pix {
 		disparity.Pix[i] = 9
