@@ -67,6 +67,9 @@ func (g *emitter) recordSpec(f *jen.File) {
 	if r.Folder != "" {
 		fields = []field{{"Folder", jen.Lit(r.Folder)}}
 	}
+	if r.SkipUnknown {
+		fields = append(fields, field{"SkipUnknown", jen.True()})
+	}
 	fields = append(fields,
 		field{"Keys", jen.Index().Qual(recordsPath, "Key").Values(keys...)},
 		field{"Seed", jen.Id(g.n.unexported("Plan")).Dot("Loader").Dot("Seed")})
@@ -139,8 +142,13 @@ func (g *emitter) openRecords(f *jen.File) {
 	name := g.n.exported("Records")
 	if g.ds.Records.Folder != "" {
 		f.Commentf("Open%s lists the class folders under root: the classes are the", name)
-		f.Comment("directories, sorted, and a sample is an image file under one (every file")
-		f.Comment("must be a .jpg, .jpeg or .png). It logs what it found with slog's default logger.")
+		f.Comment("directories, sorted, and a sample is a .jpg, .jpeg or .png file under one")
+		if r := g.ds.Records; r.SkipUnknown {
+			f.Comment("(other files are skipped). It logs what it found with slog's default logger.")
+		} else {
+			f.Comment("(other files are an error, but for dotfiles such as .DS_Store, which are")
+			f.Comment("skipped). It logs what it found with slog's default logger.")
+		}
 	} else {
 		f.Commentf("Open%s indexes the shards under root from their tar headers: a", name)
 		f.Comment("sample is the adjacent members sharing a key, and each must hold every member")

@@ -372,14 +372,14 @@ targets:
 package: imgs
 name: Imgs
 batch_size: 4
-records: {folder: val}
+records: {folder: val, skip_unknown: true}
 inputs:
   image: {shape: [24, 32, 1], dtype: uint8, member: jpeg, layout: hwc, resize: {crop: center}}
   default_crop: {shape: [], dtype: uint8, member: cls}
 `,
 			want: &Dataset{
 				File: "records_folder.yaml", Package: "imgs", Name: "Imgs", BatchSize: 4,
-				Records: &Records{Folder: "val"},
+				Records: &Records{Folder: "val", SkipUnknown: true},
 				Keys: []Key{
 					{Name: "image", GoName: "Image", Role: runtime.Input, Shape: []int{24, 32, 1}, DType: runtime.Uint8, Member: "jpeg",
 						Image: &images.Transform{Layout: images.HWC, Crop: images.Center, Size: 32}, Pos: Pos{Line: 7, Col: 3}},

@@ -15,7 +15,7 @@ import (
 
 // The fields of the records section and of a record key's parts.
 var (
-	recordsFields   = []string{"shards", "folder"}
+	recordsFields   = []string{"shards", "folder", "skip_unknown"}
 	resizeFields    = []string{"crop", "scale", "ratio", "size"}
 	normalizeFields = []string{"mean", "std"}
 	// imageTransforms are the fields of image keys that a mask (geometry:)
@@ -51,6 +51,9 @@ type Records struct {
 	// Folder is a directory of class folders relative to the data root,
 	// as torchvision's ImageFolder reads it; "" with Shards.
 	Folder string
+	// SkipUnknown skips the files of Folder's classes that are not
+	// images, which are otherwise an error (records.Spec.SkipUnknown).
+	SkipUnknown bool
 }
 
 // recordKey reads the member field of key and, for an image member, its
@@ -384,11 +387,14 @@ func (p *parser) records(vals map[string]*yaml.Node) error {
 	rec := &Records{}
 	readOptional(r, "records.shards", shardPattern, &rec.Shards)
 	readOptional(r, "records.folder", (*parser).localPath, &rec.Folder)
+	readOptional(r, "records.skip_unknown", (*parser).boolean, &rec.SkipUnknown)
 	switch {
 	case r.err != nil:
 		return r.err
 	case rec.Shards != "" && rec.Folder != "":
 		return p.errorf(r.vals["folder"], "records.folder", "records come from shards: or folder:, not both")
+	case rec.Shards != "" && r.vals["skip_unknown"] != nil:
+		return p.errorf(r.vals["skip_unknown"], "records.skip_unknown", "applies to folder: only: the members of shards that no key reads are skipped already")
 	case rec.Shards == "" && rec.Folder == "":
 		return p.errorf(rn, "records", "needs shards: (WebDataset tar shards) or folder: (a directory of class folders)")
 	}

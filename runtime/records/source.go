@@ -26,6 +26,10 @@ type Spec struct {
 	Folder string // a directory of class folders relative to the root; "" with Shards
 	Keys   []Key  // in plan order
 	Seed   uint64 // the schema's seed, which Crop seeds each sample's Rand from
+	// SkipUnknown skips the files of a folder's classes that are not
+	// .jpg, .jpeg or .png images, as ImageFolder does; without it they are
+	// an error at Open (dotfiles, .DS_Store, are skipped either way).
+	SkipUnknown bool
 }
 
 // Key is one key of a record sample.
@@ -116,10 +120,19 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 			return nil, fmt.Errorf("records: class folders must be on local disk, not under %s: object stores cannot be walked as folders are; write the dataset as tar shards", storage.Redact(root))
 		}
 		dir := filepath.Join(root, filepath.FromSlash(spec.Folder))
-		if s.ix, s.classes, err = indexFolder(dir); err != nil {
+		var other []string
+		if s.ix, s.classes, other, err = indexFolder(dir, spec.SkipUnknown); err != nil {
 			return nil, err
 		}
 		log.Info("records: opened class folders", "folder", dir, "classes", len(s.classes), "samples", len(s.ix.samples))
+		if len(other) > 0 {
+			level, warn := slog.LevelInfo, imageFolderReads(dir, other)
+			if warn != "" {
+				level = slog.LevelWarn
+			}
+			log.Log(context.Background(), level, "records: skipped the files of the class folders that are not .jpg, .jpeg or .png images (skip_unknown)"+warn,
+				"folder", dir, "skipped", len(other), "first", listed(dir, other))
+		}
 	} else {
 		names, err := ExpandShards(spec.Shards)
 		if err != nil {

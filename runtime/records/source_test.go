@@ -246,7 +246,9 @@ func TestBadShards(t *testing.T) {
 }
 
 // TestFolder: classes are the sorted directories, a label its class's
-// index, files in sorted order; a file that is no image is an error.
+// index, files in sorted order, of every image extension whatever the
+// key's member (a.JPEG under member jpg); a file that is no image is an
+// error, or skipped with SkipUnknown.
 func TestFolder(t *testing.T) {
 	dir := t.TempDir()
 	jpg := testJPEG(t, 12, 12)
@@ -290,9 +292,20 @@ func TestFolder(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "train/dog/notes.txt"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(sp, dir, quiet); err == nil || !strings.Contains(err.Error(), "notes.txt is not a .jpg, .jpeg or .png image") {
+	if _, err := Open(sp, dir, quiet); err == nil || !strings.Contains(err.Error(), "1 file is not a .jpg, .jpeg or .png image: dog/notes.txt; remove them, or set skip_unknown: true") {
 		t.Errorf("Open with notes.txt: %v", err)
 	}
+	var logged bytes.Buffer
+	sp.SkipUnknown = true
+	if skipped, err := Open(sp, dir, slog.New(slog.NewTextHandler(&logged, nil))); err != nil || skipped.Len() != len(want) {
+		t.Errorf("Open with notes.txt and SkipUnknown: %v, want %d samples", err, len(want))
+	} else {
+		skipped.Close()
+	}
+	if !strings.Contains(logged.String(), `skipped=1 first=dog/notes.txt`) {
+		t.Errorf("Open with SkipUnknown logged %q, want the file it skipped", logged.String())
+	}
+	sp.SkipUnknown = false
 	sp.Keys = append(sp.Keys, Key{Name: "depth", Member: "depth.npy", DType: runtime.Float32, Shape: []int{2}})
 	if _, err := Open(sp, dir, quiet); err == nil || !strings.Contains(err.Error(), `key "depth": a folder sample is one image and its class, with no member "depth.npy"`) {
 		t.Errorf("Open with an array key: %v", err)
