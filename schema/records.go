@@ -488,6 +488,22 @@ func shardPattern(p *parser, path string, n *yaml.Node) (string, error) {
 		if !filepath.IsLocal(name) {
 			return "", p.errorf(n, path, "shard %s is not a local path (relative, inside the data root)", quote(name))
 		}
+		if ext := compressedExt(name); ext != "" {
+			return "", p.errorf(n, path, "shard %s is compressed (%s): %v", quote(name), ext, records.ErrCompressed)
+		}
 	}
 	return s, nil
+}
+
+// compressedExts are the extensions of compressed tar files, lower case.
+var compressedExts = []string{".tgz", ".gz", ".zst", ".zstd", ".xz", ".txz", ".bz2", ".tbz2"}
+
+// compressedExt returns the extension of a compressed tar that name ends
+// with, as written, or "".
+func compressedExt(name string) string {
+	ext := filepath.Ext(name)
+	if slices.Contains(compressedExts, strings.ToLower(ext)) {
+		return ext
+	}
+	return ""
 }

@@ -195,6 +195,9 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 		}
 		if err != nil {
 			if last == "" {
+				if c := compressed(f); c != "" {
+					return nil, fmt.Errorf("shard %s is compressed (%s), not a tar: %w", name, c, ErrCompressed)
+				}
 				return nil, fmt.Errorf("shard %s: %w", name, err)
 			}
 			return nil, fmt.Errorf("shard %s: after member %q: %w", name, last, err)
@@ -253,6 +256,34 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 		}
 	}
 	return part, nil
+}
+
+// ErrCompressed says why compressed shards are refused.
+var ErrCompressed = errors.New("a shard is indexed and read by seeking to its members (by ranged reads when it is remote), which a compressed stream does not allow; store the shards as plain .tar files (decompress them, with gunzip for .tar.gz: JPEG and PNG members gain little from compression)")
+
+// compressions are the signatures of the compressed streams a shard may
+// wrongly be.
+var compressions = []struct{ name, magic string }{
+	{"gzip", "\x1f\x8b"},
+	{"zstd", "\x28\xb5\x2f\xfd"},
+	{"xz", "\xfd7zXZ\x00"},
+	{"bzip2", "BZh"},
+}
+
+// compressed names the compressed stream shard f holds by its first
+// bytes, or returns "".
+func compressed(f io.ReadSeeker) string {
+	var head [6]byte
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return ""
+	}
+	n, _ := io.ReadFull(f, head[:])
+	for _, c := range compressions {
+		if strings.HasPrefix(string(head[:n]), c.magic) {
+			return c.name
+		}
+	}
+	return ""
 }
 
 // after says where a tar whose last member is last ends, for messages.

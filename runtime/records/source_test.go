@@ -3,6 +3,7 @@ package records
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"image"
@@ -240,6 +241,42 @@ func TestBadShards(t *testing.T) {
 			var ke *runtime.KeyError
 			if err == nil || !strings.Contains(err.Error(), tt.read) || !errors.As(err, &se) || !errors.As(err, &ke) || se.File != path {
 				t.Fatalf("Read: %v, want a KeyError around a SampleError of %s with %q", err, path, tt.read)
+			}
+		})
+	}
+}
+
+// TestCompressedShards: a shard that is a compressed stream (a .tar.gz
+// named .tar) is refused by name, with the reason, whatever its name;
+// other bytes that are no tar say what archive/tar says.
+func TestCompressedShards(t *testing.T) {
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	if _, err := w.Write(tarBytes(t, goodSamples(t, "a", 2))); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, data, want string
+	}{
+		{"gzip", gz.String(), " is compressed (gzip), not a tar: a shard is indexed and read by seeking to its members"},
+		{"zstd", "\x28\xb5\x2f\xfd" + strings.Repeat("z", 600), " is compressed (zstd), not a tar"},
+		{"xz", "\xfd7zXZ\x00" + strings.Repeat("z", 600), " is compressed (xz), not a tar"},
+		{"bzip2", "BZh9" + strings.Repeat("z", 600), " is compressed (bzip2), not a tar"},
+		{"junk", strings.Repeat("z", 600), ": archive/tar: invalid tar header"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "s.tar")
+			if err := os.WriteFile(path, []byte(tt.data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sp := spec()
+			sp.Shards = "s.tar"
+			if _, err := Open(sp, dir, quiet); err == nil || !strings.Contains(err.Error(), "shard "+path+tt.want) {
+				t.Errorf("Open: %v, want an error naming %s with %q", err, path, tt.want)
 			}
 		})
 	}
