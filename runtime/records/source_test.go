@@ -246,6 +246,38 @@ func TestBadShards(t *testing.T) {
 	}
 }
 
+// TestLabels: a cls member is a text integer that the key's dtype holds:
+// negatives too under a signed dtype (PyTorch's cross_entropy ignores
+// -100), and none under an unsigned one.
+func TestLabels(t *testing.T) {
+	for _, tt := range []struct {
+		text  string
+		dtype runtime.DType
+		want  int64
+		err   string
+	}{
+		{"7", runtime.Uint8, 7, ""},
+		{" +12 \n", runtime.Int16, 12, ""},
+		{"-100", runtime.Int64, -100, ""},
+		{"-3", runtime.Int32, -3, ""},
+		{"-3", runtime.Uint8, 0, "cls -3 does not fit uint8"},
+		{"-1", runtime.Uint64, 0, "cls -1 does not fit uint64"},
+		{"256", runtime.Uint8, 0, "cls 256 does not fit uint8"},
+		{"3.0", runtime.Int64, 0, `cls "3.0" is not an integer`},
+	} {
+		v, err := parseLabel([]byte(tt.text), tt.dtype)
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("parseLabel(%q, %v) = %d, %v; want the error %q", tt.text, tt.dtype, v, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || v != tt.want {
+			t.Errorf("parseLabel(%q, %v) = %d, %v; want %d", tt.text, tt.dtype, v, err, tt.want)
+		}
+	}
+}
+
 // TestCompressedShards: a shard that is a compressed stream (a .tar.gz
 // named .tar) is refused by name, with the reason, whatever its name;
 // other bytes that are no tar say what archive/tar says.
