@@ -61,6 +61,13 @@ func indexFolder(dir string, skipUnknown bool) (ix *index, classes, other []stri
 		if len(ix.samples) == before {
 			return nil, nil, nil, fmt.Errorf("folder %s: class %q has no images", dir, class)
 		}
+		for i := before; i < len(ix.samples); i++ {
+			rel, err := filepath.Rel(dir, ix.files[i])
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("folder %s: %w", dir, err)
+			}
+			ix.samples[i].key = filepath.ToSlash(rel)
+		}
 	}
 	if len(other) > 0 && !skipUnknown {
 		return nil, nil, nil, fmt.Errorf("folder %s: %s: %s; remove them, or set skip_unknown: true under records: to skip them as ImageFolder skips files that are not images%s",
@@ -202,7 +209,7 @@ func (ix *index) addClass(dir string, info os.FileInfo, label int32, up []visite
 	for _, fl := range all {
 		for i, n := range fl.names {
 			p := filepath.Join(fl.dir, n)
-			ix.samples = append(ix.samples, sample{file: int32(len(ix.files)), label: label, key: p})
+			ix.samples = append(ix.samples, sample{file: int32(len(ix.files)), label: label})
 			ix.files = append(ix.files, p)
 			ix.spans = append(ix.spans, span{size: fl.sizes[i]})
 		}

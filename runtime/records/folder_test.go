@@ -112,12 +112,15 @@ func TestFolderSymlinks(t *testing.T) {
 func folderSamples(t *testing.T, ix *index, train string) []string {
 	t.Helper()
 	var out []string
-	for _, s := range ix.samples {
-		rel, err := filepath.Rel(train, s.key)
+	for i, s := range ix.samples {
+		rel, err := filepath.Rel(train, ix.files[s.file])
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, fmt.Sprintf("%d %s", s.label, filepath.ToSlash(rel)))
+		if s.file != int32(i) || s.key != filepath.ToSlash(rel) {
+			t.Errorf("sample %d: file %d, key %q; want %d, %q", i, s.file, s.key, i, filepath.ToSlash(rel))
+		}
+		out = append(out, fmt.Sprintf("%d %s", s.label, s.key))
 	}
 	return out
 }

@@ -21,7 +21,8 @@ import (
 type span struct{ off, size int64 }
 
 // sample is one sample of an index: the file holding it, its key (the
-// WebDataset key, or a folder image's path) and its class (folders only).
+// WebDataset key, or a folder image's path under the folder, with '/')
+// and its class (folders only).
 type sample struct {
 	file  int32
 	label int32

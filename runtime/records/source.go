@@ -333,7 +333,8 @@ func (s *Source) Classes() []string { return slices.Clone(s.classes) }
 
 // Close closes the shards: the files of local ones, and the root of
 // remote ones read in place, which stops and drops what is read ahead of
-// them (see storage.Root.Close) and returns once none of it runs.
+// them (see storage.Root.Close) and returns once none of it runs. For
+// class folders it does nothing: each image is opened as it is read.
 func (s *Source) Close() error {
 	var errs []error
 	for _, f := range s.shards {
@@ -352,9 +353,19 @@ func (s *Source) Close() error {
 // or a folder's image), the sample's key, and the member.
 type SampleError struct {
 	File   string
-	Sample string // the WebDataset key, or the image's path in a folder
+	Sample string // the WebDataset key, or the image's path under the folder
 	Member string
 	Err    error
+}
+
+// Name returns where sample index (in [0, Len())) comes from, as errors
+// name it: the shard that holds it (a URL for a remote one) and its key
+// there, WebDataset's __url__ and __key__; for class folders, the image's
+// path, ImageFolder's samples[index][0], and its path under the folder
+// (cat/001.jpg).
+func (s *Source) Name(index int) (file, key string) {
+	sm := s.ix.samples[index]
+	return s.ix.files[sm.file], sm.key
 }
 
 func (e *SampleError) Error() string {

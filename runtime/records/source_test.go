@@ -142,8 +142,8 @@ func TestShards(t *testing.T) {
 	if src.Len() != 5 {
 		t.Fatalf("Len = %d, want 5", src.Len())
 	}
-	if k := src.ix.samples[3].key; k != "x/1a" {
-		t.Errorf("sample 3's key is %q, want x/1a", k)
+	if file, key := src.Name(3); file != filepath.Join(dir, "s-1.tar") || key != "x/1a" {
+		t.Errorf("sample 3 is %s, %q; want %s, x/1a", file, key, filepath.Join(dir, "s-1.tar"))
 	}
 	img, mask, label := make([]byte, 3*8*8), make([]byte, 8*8*8), make([]byte, 4)
 	for i := range src.Len() {
@@ -348,8 +348,8 @@ func TestFolder(t *testing.T) {
 	}
 	img, label := make([]byte, 8*8*4), make([]byte, 8)
 	for i, w := range want {
-		if got := src.ix.files[i]; got != filepath.Join(dir, "train", w.file) {
-			t.Errorf("sample %d is %s, want %s", i, got, w.file)
+		if file, key := src.Name(i); file != filepath.Join(dir, "train", w.file) || key != w.file {
+			t.Errorf("sample %d is %s, %q; want %s, %q", i, file, key, filepath.Join(dir, "train", w.file), w.file)
 		}
 		if err := src.Read(bg, rand.New(rand.NewPCG(0, 0)), i, img, label); err != nil {
 			t.Fatal(err)
@@ -357,6 +357,13 @@ func TestFolder(t *testing.T) {
 		if got := runtime.View[int64](label)[0]; got != w.label {
 			t.Errorf("sample %d: label %d, want %d", i, got, w.label)
 		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "train/dog/b.jpg"), jpg[:len(jpg)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Read(bg, rand.New(rand.NewPCG(0, 0)), 3, img, label); err == nil ||
+		!strings.HasPrefix(err.Error(), `key "image": `+filepath.Join(dir, "train/dog/b.jpg")+`: sample "dog/b.jpg", member "b.jpg": `) {
+		t.Errorf("Read of a cut image: %v, want an error naming its file and its path under the folder", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "train/dog/notes.txt"), nil, 0o644); err != nil {
 		t.Fatal(err)
