@@ -170,6 +170,7 @@ type Engine struct {
 	released bool // the backend has been closed
 
 	stats counters
+	skips skips // on_error: skip's state
 	// missing gives the source's count of chunks found not stored, for
 	// Stats.MissingChunks (CountMissing); nil for none. Set before the
 	// first epoch; read by Stats on any goroutine.
@@ -199,6 +200,9 @@ type slot struct {
 	// truncated sums the Run.Truncated of the batch's runs: each filler
 	// adds its run's after filling it; the consumer reads it after ready.
 	truncated atomic.Int64
+	// skipped counts the batch's samples that on_error: skip replaced:
+	// fillers add to it (replace), the consumer reads it after ready.
+	skipped atomic.Int64
 }
 
 // NewEngine checks the options against the plan, allocates prefetch+1
@@ -317,6 +321,7 @@ func newEngine(p Plan, n int, lengths []int32, keys LocalityFunc, o Options, fil
 		stopped:   make(chan struct{}),
 	}
 	e.closed, e.closeFills = context.WithCancel(context.Background())
+	e.skips = newSkips(p.Loader.OnError, n)
 	e.order = make([]int, n+e.sampler.Samples())
 	if e.window > 0 {
 		e.keys = make([]uint64, e.sampler.Samples())
@@ -720,12 +725,13 @@ func (e *Engine) fillRuns(ctx context.Context, w, s int) {
 		}
 		*r = Run{Filler: w, Slot: s, Epoch: sl.epoch, Batch: sl.batch.Number, Pos: pos,
 			Indices: sl.batch.Indices[pos:min(pos+k, sl.n)], Ctx: sl.ctx}
+		first, n := r.Indices[0], len(r.Indices)
 		t0 := time.Now()
-		err := e.call(r)
+		err := e.fillRun(r)
 		d := time.Since(t0)
-		e.timeRun(d, len(r.Indices))
+		e.timeRun(d, n)
 		if e.trace != nil {
-			e.trace.slice(tid, "fill", t0, d, r.Batch, r.Indices[0], len(r.Indices))
+			e.trace.slice(tid, "fill", t0, d, r.Batch, first, n)
 		}
 		if err != nil {
 			pos, index := r.failed()
@@ -788,6 +794,7 @@ func (e *Engine) dispatch(ctx context.Context, order []int, epoch, b int) error 
 	}
 	sl.next.Store(0)
 	sl.truncated.Store(0)
+	sl.skipped.Store(0)
 	sl.abort.Store(false)
 	sl.err = nil
 	// One share per worker, but no more than there are runs: a batch of
@@ -970,6 +977,7 @@ func (e *Engine) await(ctx context.Context, b int, expired <-chan time.Time) (ba
 		e.stats.countRows(View[int32](sl.staging[k])[:sl.n])
 	}
 	e.stats.truncated.Add(sl.truncated.Load())
+	e.stats.skipped.Add(sl.skipped.Load())
 	return &sl.batch, true, starved, nil
 }
 
