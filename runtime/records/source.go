@@ -377,8 +377,11 @@ func (e *SampleError) Unwrap() error { return e.Err }
 
 // Read draws sample index's crops from r (each image key's, in key order)
 // and writes every key into dst, one buffer per key in spec order. An
-// error is a *runtime.KeyError around a *SampleError. The read of a
-// remote shard's sample stops once ctx is done; a nil ctx is never done.
+// error is a *runtime.KeyError around a *SampleError; one of the sample's
+// bytes (an image that does not decode, a bad cls or array member) is
+// within a *runtime.BadSampleError, which on_error: skip replaces, and
+// one of reading them (I/O, a server) is not. The read of a remote
+// shard's sample stops once ctx is done; a nil ctx is never done.
 func (s *Source) Read(ctx context.Context, r *rand.Rand, index int, dst ...[]byte) error {
 	if ctx == nil {
 		ctx = context.Background() // a generated sample made by hand
@@ -390,7 +393,7 @@ func (s *Source) Read(ctx context.Context, r *rand.Rand, index int, dst ...[]byt
 	}
 	for i, k := range s.spec.Keys {
 		if err := s.write(st, r, index, i, dst[i]); err != nil {
-			return &runtime.KeyError{Key: k.Name, Err: s.sampleError(index, i, err)}
+			return &runtime.BadSampleError{Err: &runtime.KeyError{Key: k.Name, Err: s.sampleError(index, i, err)}}
 		}
 	}
 	return nil

@@ -239,8 +239,9 @@ func TestBadShards(t *testing.T) {
 			err = src.Read(bg, r, 1, make([]byte, 3*8*8), make([]byte, 8*8*8), make([]byte, 4))
 			var se *SampleError
 			var ke *runtime.KeyError
-			if err == nil || !strings.Contains(err.Error(), tt.read) || !errors.As(err, &se) || !errors.As(err, &ke) || se.File != path {
-				t.Fatalf("Read: %v, want a KeyError around a SampleError of %s with %q", err, path, tt.read)
+			var bad *runtime.BadSampleError
+			if err == nil || !strings.Contains(err.Error(), tt.read) || !errors.As(err, &se) || !errors.As(err, &ke) || !errors.As(err, &bad) || se.File != path {
+				t.Fatalf("Read: %v, want a bad sample's KeyError around a SampleError of %s with %q", err, path, tt.read)
 			}
 		})
 	}
@@ -361,9 +362,10 @@ func TestFolder(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "train/dog/b.jpg"), jpg[:len(jpg)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.Read(bg, rand.New(rand.NewPCG(0, 0)), 3, img, label); err == nil ||
+	var bad *runtime.BadSampleError
+	if err := src.Read(bg, rand.New(rand.NewPCG(0, 0)), 3, img, label); err == nil || errors.As(err, &bad) ||
 		!strings.HasPrefix(err.Error(), `key "image": `+filepath.Join(dir, "train/dog/b.jpg")+`: sample "dog/b.jpg", member "b.jpg": `) {
-		t.Errorf("Read of a cut image: %v, want an error naming its file and its path under the folder", err)
+		t.Errorf("Read of an image cut since Open: %v, want an error of reading it (not a bad sample's) naming its file and its path under the folder", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "train/dog/notes.txt"), nil, 0o644); err != nil {
 		t.Fatal(err)
