@@ -539,6 +539,39 @@ func TestCropsLocality(t *testing.T) {
 	}
 }
 
+// TestOnError: a source's on_error (records.on_error, crops.on_error) is
+// error unless it says skip.
+func TestOnError(t *testing.T) {
+	const head = "version: 1\npackage: demo\nname: Demo\nbatch_size: 2\ninputs:\n"
+	const crops = head + "  raw: {shape: [8, 8], dtype: uint8, zarr: em/raw}\ncrops: {per_epoch: 10"
+	const records = head + "  image: {shape: [3, 8, 8], dtype: uint8, member: jpg}\nrecords: {folder: train"
+	for _, c := range []struct {
+		schema string
+		want   runtime.OnError
+	}{
+		{crops + "}\n", runtime.OnErrorFail},
+		{crops + ", on_error: error}\n", runtime.OnErrorFail},
+		{crops + ", on_error: skip}\n", runtime.OnErrorSkip},
+		{records + "}\n", runtime.OnErrorFail},
+		{records + ", on_error: skip}\n", runtime.OnErrorSkip},
+	} {
+		ds, err := Parse("d.yaml", []byte(c.schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := runtime.OnError(255)
+		switch {
+		case ds.Crops != nil:
+			got = ds.Crops.OnError
+		case ds.Records != nil:
+			got = ds.Records.OnError
+		}
+		if got != c.want {
+			t.Errorf("%q: on_error %v, want %v", c.schema, got, c.want)
+		}
+	}
+}
+
 // TestCropsAlign: crops.align is exact unless the schema says nearest.
 func TestCropsAlign(t *testing.T) {
 	const schema = "version: 1\npackage: demo\nname: Demo\nbatch_size: 2\ninputs:\n" +

@@ -15,7 +15,7 @@ import (
 
 // The fields of the records section and of a record key's parts.
 var (
-	recordsFields   = []string{"shards", "folder", "skip_unknown"}
+	recordsFields   = []string{"shards", "folder", "skip_unknown", "on_error"}
 	resizeFields    = []string{"crop", "scale", "ratio", "size"}
 	normalizeFields = []string{"mean", "std"}
 	// imageTransforms are the fields of image keys that a mask (geometry:)
@@ -54,6 +54,9 @@ type Records struct {
 	// SkipUnknown skips the files of Folder's classes that are not
 	// images, which are otherwise an error (records.Spec.SkipUnknown).
 	SkipUnknown bool
+	// OnError is what a bad sample does: end the epoch, or be replaced
+	// (runtime.OnError).
+	OnError runtime.OnError
 }
 
 // recordKey reads the member field of key and, for an image member, its
@@ -388,6 +391,7 @@ func (p *parser) records(vals map[string]*yaml.Node) error {
 	readOptional(r, "records.shards", shardPattern, &rec.Shards)
 	readOptional(r, "records.folder", (*parser).localPath, &rec.Folder)
 	readOptional(r, "records.skip_unknown", (*parser).boolean, &rec.SkipUnknown)
+	readOptional(r, "records.on_error", parsed(parseOnError), &rec.OnError)
 	switch {
 	case r.err != nil:
 		return r.err
