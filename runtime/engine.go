@@ -184,7 +184,10 @@ type slot struct {
 	ready   chan struct{} // one signal per dispatched batch, sent by finish
 
 	// consumer: written by dispatch before the shares are sent; read by
-	// fillers after they receive a share, and by the consumer.
+	// fillers after they receive a share, and by the consumer. But a
+	// filler writes batch.Indices at the positions it claimed, where it
+	// replaces a bad sample (replace): only it touches them until the
+	// consumer takes the ready signal.
 	batch Batch
 	n     int             // samples in the batch
 	epoch int             // epoch of the batch
