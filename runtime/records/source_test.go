@@ -279,6 +279,39 @@ func TestLabels(t *testing.T) {
 	}
 }
 
+// TestEXIFOrientationIgnored: a JPEG whose EXIF says to turn it (6: 90
+// degrees clockwise) reads as stored, as PIL's Image.open, and so
+// torchvision's loaders, read it by default.
+func TestEXIFOrientationIgnored(t *testing.T) {
+	jpg := testJPEG(t, 20, 12)
+	tiff := []byte("MM\x00\x2a\x00\x00\x00\x08" + // big-endian TIFF, its IFD at 8
+		"\x00\x01" + "\x01\x12\x00\x03\x00\x00\x00\x01\x00\x06\x00\x00" + // one entry: Orientation, SHORT, 1, 6
+		"\x00\x00\x00\x00") // no next IFD
+	app1 := append([]byte{0xff, 0xe1, 0, byte(2 + 6 + len(tiff))}, append([]byte("Exif\x00\x00"), tiff...)...)
+	turned := slices.Concat(jpg[:2], app1, jpg[2:])
+	dir := t.TempDir()
+	writeShard(t, filepath.Join(dir, "s.tar"), []member{{"a.jpg", jpg}, {"b.jpg", turned}})
+	sp := Spec{Shards: "s.tar", Keys: []Key{
+		{Name: "image", Member: "jpg", DType: runtime.Uint8, Shape: []int{3, 8, 8}, Image: &images.Transform{Crop: images.Center, Size: 8}},
+	}}
+	src, err := Open(sp, dir, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var got [2][]byte
+	for i := range got {
+		got[i] = make([]byte, 3*8*8)
+		if err := src.Read(bg, rand.New(rand.NewPCG(1, 1)), i, got[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crops, err := src.Crop(0, 1)
+	if err != nil || !bytes.Equal(got[0], got[1]) || crops[0].Width != 20 || crops[0].Height != 12 {
+		t.Errorf("the JPEG with EXIF orientation 6 read otherwise than without (crop %+v, %v): it is not turned", crops, err)
+	}
+}
+
 // TestCompressedShards: a shard that is a compressed stream (a .tar.gz
 // named .tar) is refused by name, with the reason, whatever its name;
 // other bytes that are no tar say what archive/tar says.
