@@ -111,7 +111,7 @@ zarr-python:
 		exit 1; \
 	fi
 
-## versitygw: install versitygw v1.8.0, the S3 server the remote-data tests run (go install; about 2 minutes the first time)
+## versitygw: install versitygw v1.8.0, the S3 server the remote-data tests run (go install; 2 to 5 minutes the first time, as it builds the server and its dependencies)
 versitygw:
 	@command -v versitygw >/dev/null || test -x "$$($(GO) env GOPATH)/bin/versitygw" || $(GO) install github.com/versity/versitygw/cmd/versitygw@v1.8.0
 

@@ -89,6 +89,9 @@ func (g *emitter) plan(f *jen.File) {
 	if l.Locality.Window > 0 {
 		loader = append(loader, field{"Locality", g.rt("Locality").Values(jen.Dict{jen.Id("Window"): jen.Lit(l.Locality.Window)})})
 	}
+	if l.OnError != runtime.OnErrorFail {
+		loader = append(loader, field{"OnError", g.rt(constName("OnError", l.OnError))})
+	}
 	fields := []field{
 		{"Name", jen.Lit(rp.Name)},
 		{"BatchSize", jen.Id(g.n.exported("BatchSize"))},

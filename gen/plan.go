@@ -43,6 +43,10 @@ func NewPlan(ds *schema.Dataset, o Overrides) (*Plan, error) {
 	}
 	if ds.Crops != nil {
 		rp.Loader.Locality = runtime.Locality{Window: ds.Crops.Locality}
+		rp.Loader.OnError = ds.Crops.OnError
+	}
+	if ds.Records != nil {
+		rp.Loader.OnError = ds.Records.OnError
 	}
 	var data []runtime.Key // the schema's keys; rp.Keys adds their lengths
 	for _, k := range ds.Keys {

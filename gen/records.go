@@ -67,6 +67,9 @@ func (g *emitter) recordSpec(f *jen.File) {
 	if r.Folder != "" {
 		fields = []field{{"Folder", jen.Lit(r.Folder)}}
 	}
+	if r.SkipUnknown {
+		fields = append(fields, field{"SkipUnknown", jen.True()})
+	}
 	fields = append(fields,
 		field{"Keys", jen.Index().Qual(recordsPath, "Key").Values(keys...)},
 		field{"Seed", jen.Id(g.n.unexported("Plan")).Dot("Loader").Dot("Seed")})
@@ -139,8 +142,13 @@ func (g *emitter) openRecords(f *jen.File) {
 	name := g.n.exported("Records")
 	if g.ds.Records.Folder != "" {
 		f.Commentf("Open%s lists the class folders under root: the classes are the", name)
-		f.Comment("directories, sorted, and a sample is an image file under one (every file")
-		f.Comment("must be a .jpg, .jpeg or .png). It logs what it found with slog's default logger.")
+		f.Comment("directories, sorted, and a sample is a .jpg, .jpeg or .png file under one")
+		if r := g.ds.Records; r.SkipUnknown {
+			f.Comment("(other files are skipped). It logs what it found with slog's default logger.")
+		} else {
+			f.Comment("(other files are an error, but for dotfiles such as .DS_Store, which are")
+			f.Comment("skipped). It logs what it found with slog's default logger.")
+		}
 	} else {
 		f.Commentf("Open%s indexes the shards under root from their tar headers: a", name)
 		f.Comment("sample is the adjacent members sharing a key, and each must hold every member")
@@ -153,7 +161,7 @@ func (g *emitter) openRecords(f *jen.File) {
 	)
 }
 
-// recordsMethods renders Len, Read, Crop, Classes (for folders),
+// recordsMethods renders Len, Read, Crop, Name, Classes (for folders),
 // ReadAhead (for shards) and Close of the records source:
 //
 //	func (r *CellMapRecords) Read(s *CellMapSample) error {
@@ -181,6 +189,16 @@ func (g *emitter) recordsMethods(f *jen.File) {
 		jen.Return(jen.Id("r").Dot("src").Dot("Crop").Call(jen.Id("epoch"), jen.Id("index"))))
 
 	if g.ds.Records.Folder != "" {
+		f.Comment("Name returns where sample index (in [0, Len())) comes from: the image's path,")
+		f.Comment("as ImageFolder's samples[index][0], and its path under the folder.")
+	} else {
+		f.Comment("Name returns where sample index (in [0, Len())) comes from: its shard (its")
+		f.Comment("URL when remote) and its key there, WebDataset's __url__ and __key__.")
+	}
+	f.Add(recv()).Id("Name").Params(jen.Id("index").Int()).Params(jen.List(jen.Id("file"), jen.Id("key")).String()).Block(
+		jen.Return(jen.Id("r").Dot("src").Dot("Name").Call(jen.Id("index"))))
+
+	if g.ds.Records.Folder != "" {
 		f.Comment("Classes returns the class folders' names, sorted: label i is Classes()[i].")
 		f.Add(recv()).Id("Classes").Params().Index().String().Block(jen.Return(jen.Id("r").Dot("src").Dot("Classes").Call()))
 	} else {
@@ -191,6 +209,10 @@ func (g *emitter) recordsMethods(f *jen.File) {
 			jen.Id("r").Dot("src").Dot("ReadAhead").Call(jen.Id("epoch"), jen.Id("indices")))
 	}
 
-	f.Comment("Close closes the shards.")
+	if g.ds.Records.Folder != "" {
+		f.Comment("Close does nothing: the folder's images are opened as each is read.")
+	} else {
+		f.Comment("Close closes the shards, and stops what is read ahead of remote ones.")
+	}
 	f.Add(recv()).Id("Close").Params().Error().Block(jen.Return(jen.Id("r").Dot("src").Dot("Close").Call()))
 }

@@ -34,6 +34,11 @@ type Cursor struct {
 	stopFills      func() // ends fills, the context of the epoch's reads (Run.Ctx)
 	err            error  // what ended the epoch; Next returns it again
 	closed         bool
+	// The ring's growth in the epoch, which Close logs: the depth at the
+	// start (Engine.Slots), and the wait that showed it too shallow in
+	// which a worker idled longest.
+	slots   int
+	longest idleWait
 }
 
 // Start begins epoch at batch start: it dispatches the first batches into
@@ -42,7 +47,7 @@ func (e *Engine) Start(ctx context.Context, epoch, start int) (*Cursor, error) {
 	if err := e.begin(); err != nil {
 		return nil, err
 	}
-	c := &Cursor{e: e, ctx: ctx, epoch: epoch, nb: e.Len(), first: start, next: start, b: start, out: -1, asked: time.Now()}
+	c := &Cursor{e: e, ctx: ctx, epoch: epoch, nb: e.Len(), first: start, next: start, b: start, out: -1, asked: time.Now(), slots: e.Slots()}
 	if e.set.logEpochs {
 		c.before, c.t0 = e.Stats(), time.Now()
 	}
@@ -143,7 +148,10 @@ func (c *Cursor) Next(wait time.Duration) (*Batch, error) {
 	if err != nil {
 		return nil, c.fail(err)
 	}
-	if starved && c.next < c.nb && e.deepen(c.next) {
+	if starved.idle > 0 && c.next < c.nb && e.deepen(c.next) {
+		if starved.idle > c.longest.idle {
+			c.longest = starved
+		}
 		if c.err = c.dispatchNext(); c.err != nil {
 			return nil, c.err
 		}
@@ -178,6 +186,11 @@ func (c *Cursor) Close() {
 	}
 	c.stopFills() // the fills' reads stop before the drain waits for them
 	e.drain(c.first, c.next)
+	if s := e.Slots(); s > c.slots {
+		e.set.logger.Info(fmt.Sprintf("loadergen: %s epoch %d: prefetch auto grew from %d to %d: the loop waited for batches while workers idled for want of a free slot (the longest: %v of a %v wait)",
+			e.plan.Name, c.epoch, c.slots-1, s-1, c.longest.idle.Round(time.Microsecond), c.longest.wait.Round(time.Microsecond)),
+			"slots", s, "max_slots", e.most)
+	}
 	if e.set.logEpochs {
 		e.set.logger.Info(fmt.Sprintf("loadergen: %s epoch %d: %v", e.plan.Name, c.epoch, e.Stats().Since(c.before, time.Since(c.t0))))
 	}

@@ -20,6 +20,6 @@ type EnforceVersion uint
 //
 // where N is the version they were generated for.
 const (
-	GenVersion    = 4
+	GenVersion    = 5
 	MinGenVersion = 4
 )

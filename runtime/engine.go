@@ -146,10 +146,12 @@ type Engine struct {
 	// run; dispatch and claims load it to size runs (runLength). A stale
 	// value only changes run lengths.
 	perSample atomic.Int64
-	// parked counts the times a worker found no share to fill and went to
-	// sleep: workers add to it, the consumer reads it around its waits
-	// (await) to tell whether the ring is too shallow.
-	parked atomic.Int64
+	// idleSince holds, per worker, when it went to sleep for want of a
+	// share to fill (nanoseconds since start, see clock), 0 while it is
+	// awake: each worker writes its own, the consumer reads them all after
+	// a wait (await) to tell whether the ring is too shallow.
+	idleSince []atomic.Int64
+	start     time.Time // the engine's start, which idleSince counts from
 
 	tasks   chan int      // slot numbers; one per worker share of a batch
 	done    chan struct{} // closed by Close: parked workers and waits wake
@@ -168,6 +170,7 @@ type Engine struct {
 	released bool // the backend has been closed
 
 	stats counters
+	skips skips // on_error: skip's state
 	// missing gives the source's count of chunks found not stored, for
 	// Stats.MissingChunks (CountMissing); nil for none. Set before the
 	// first epoch; read by Stats on any goroutine.
@@ -181,7 +184,10 @@ type slot struct {
 	ready   chan struct{} // one signal per dispatched batch, sent by finish
 
 	// consumer: written by dispatch before the shares are sent; read by
-	// fillers after they receive a share, and by the consumer.
+	// fillers after they receive a share, and by the consumer. But a
+	// filler writes batch.Indices at the positions it claimed, where it
+	// replaces a bad sample (replace): only it touches them until the
+	// consumer takes the ready signal.
 	batch Batch
 	n     int             // samples in the batch
 	epoch int             // epoch of the batch
@@ -197,6 +203,9 @@ type slot struct {
 	// truncated sums the Run.Truncated of the batch's runs: each filler
 	// adds its run's after filling it; the consumer reads it after ready.
 	truncated atomic.Int64
+	// skipped counts the batch's samples that on_error: skip replaced:
+	// fillers add to it (replace), the consumer reads it after ready.
+	skipped atomic.Int64
 }
 
 // NewEngine checks the options against the plan, allocates prefetch+1
@@ -305,14 +314,17 @@ func newEngine(p Plan, n int, lengths []int32, keys LocalityFunc, o Options, fil
 			N: n, Shuffle: p.Loader.Shuffle, Seed: p.Loader.Seed,
 			Rank: set.place.Rank, WorldSize: set.place.WorldSize, DropLast: p.Loader.DropLast,
 		},
-		lengths:  lengths,
-		locality: keys,
-		window:   set.locality,
-		runs:     make([]Own[Run], set.workers+1), // the last is the consumer's
-		done:     make(chan struct{}),
-		stopped:  make(chan struct{}),
+		lengths:   lengths,
+		locality:  keys,
+		window:    set.locality,
+		runs:      make([]Own[Run], set.workers+1), // the last is the consumer's
+		idleSince: make([]atomic.Int64, set.workers),
+		start:     time.Now(),
+		done:      make(chan struct{}),
+		stopped:   make(chan struct{}),
 	}
 	e.closed, e.closeFills = context.WithCancel(context.Background())
+	e.skips = newSkips(p.Loader.OnError, n)
 	e.order = make([]int, n+e.sampler.Samples())
 	if e.window > 0 {
 		e.keys = make([]uint64, e.sampler.Samples())
@@ -558,13 +570,14 @@ func (e *Engine) work(w int) {
 	for {
 		s, ok := poll(e.tasks)
 		if !ok {
-			e.parked.Add(1)
+			e.idleSince[w].Store(e.clock())
 			select {
 			case s = <-e.tasks:
 			case <-e.done:
 				stopped = true
 				return
 			}
+			e.idleSince[w].Store(0)
 		}
 		e.share(context.Background(), w, s, time.Time{})
 	}
@@ -722,12 +735,13 @@ func (e *Engine) fillRuns(ctx context.Context, w, s int, until time.Time) {
 		}
 		*r = Run{Filler: w, Slot: s, Epoch: sl.epoch, Batch: sl.batch.Number, Pos: pos,
 			Indices: sl.batch.Indices[pos:min(pos+k, sl.n)], Ctx: sl.ctx}
+		first, n := r.Indices[0], len(r.Indices)
 		t0 := time.Now()
-		err := e.call(r)
+		err := e.fillRun(r)
 		d := time.Since(t0)
-		e.timeRun(d, len(r.Indices))
+		e.timeRun(d, n)
 		if e.trace != nil {
-			e.trace.slice(tid, "fill", t0, d, r.Batch, r.Indices[0], len(r.Indices))
+			e.trace.slice(tid, "fill", t0, d, r.Batch, first, n)
 		}
 		if err != nil {
 			pos, index := r.failed()
@@ -790,6 +804,7 @@ func (e *Engine) dispatch(ctx context.Context, order []int, epoch, b int) error 
 	}
 	sl.next.Store(0)
 	sl.truncated.Store(0)
+	sl.skipped.Store(0)
 	sl.abort.Store(false)
 	sl.err = nil
 	// One share per worker, but no more than there are runs: a batch of
@@ -861,14 +876,47 @@ func (e *Engine) group(order []int, epoch int) {
 	Locality{Window: e.window}.Group(order, keys, e.plan.BatchSize, l.Seed, epoch, e.sampler.Rank, &e.groupScratch)
 }
 
+// clock is the time since the engine started, in nanoseconds, at least
+// 1: what idleSince holds.
+func (e *Engine) clock() int64 { return max(int64(time.Since(e.start)), 1) }
+
+// idleWait is what a wait of the consumer says of the ring's depth: that
+// a worker slept for want of a share to fill (so every dispatched run
+// was claimed, and the slots it could have filled ahead held batches
+// waiting) for at least half of the wait, and for how long.
+type idleWait struct {
+	idle, wait time.Duration // idle is 0 when no worker slept that long
+}
+
+// idled returns the idleWait of a wait of the consumer from from to to
+// (clock): the longest a worker still asleep at its end slept during
+// it, when that is half of it or more, and longer than it takes to fill
+// a sample and than a worker polls before it sleeps. A worker that went
+// to sleep just before the batch arrived, a hand-off merely late, says
+// nothing, nor does a wait too short to fill a sample in: a deeper ring
+// would have kept the worker busy for no more than that moment.
+func (e *Engine) idled(from, to int64) idleWait {
+	var longest int64
+	for w := range e.idleSince {
+		if since := e.idleSince[w].Load(); since != 0 {
+			longest = max(longest, to-max(since, from))
+		}
+	}
+	if 2*longest < to-from || longest < max(int64(pollTime), e.perSample.Load()) {
+		longest = 0
+	}
+	return idleWait{idle: time.Duration(longest), wait: time.Duration(to - from)}
+}
+
 // deepen adds a staging slot to an auto-depth ring whose workers idled
-// for want of a free slot while the consumer waited, and reports whether
-// it did: at most once per turn of the ring (next is the next batch to
-// dispatch), never past the ring's bound, and only for a caller that
-// asked to hear of new slots (OnSlot): one that sized its views of the
-// slots at start keeps the ring it saw. The slot is allocated once and
+// for want of a free slot while the consumer waited (idled), and reports
+// whether it did: at most once per turn of the ring (next is the next
+// batch to dispatch), never past the ring's bound, and only for a caller
+// that asked to hear of new slots (OnSlot): one that sized its views of
+// the slots at start keeps the ring it saw. The slot is allocated once and
 // stays for the loader's life; a slot the backend cannot allocate (device
-// memory) stops the growth, with the reason logged.
+// memory) stops the growth, with the reason logged. The epoch's growth is
+// logged once, as it ends (Cursor.Close).
 func (e *Engine) deepen(next int) bool {
 	s := e.Slots()
 	if !e.set.auto || e.onSlot == nil || s >= e.most || next-e.grown < s {
@@ -885,8 +933,6 @@ func (e *Engine) deepen(next int) bool {
 	}
 	e.depth.Store(int32(s + 1))
 	e.free = append(e.free, s)
-	e.set.logger.Info(fmt.Sprintf("loadergen: %s loader: prefetch %d: the consumer waited while workers idled for want of a free slot", e.plan.Name, s),
-		"slots", s+1, "max_slots", e.most)
 	if e.trace != nil {
 		e.trace.counter("prefetch", time.Now(), s)
 	}
@@ -897,12 +943,12 @@ func (e *Engine) deepen(next int) bool {
 // expired delivers at time until (nil and zero: no limit; then ErrNotYet).
 // consumed
 // reports whether it took the batch's ready signal; if not, the batch is
-// still in flight and must be drained. starved reports that the consumer
-// waited while a worker parked: every dispatched run was claimed, and the
-// worker had nothing to fill for want of a free slot.
-func (e *Engine) await(ctx context.Context, b int, until time.Time, expired <-chan time.Time) (batch *Batch, consumed, starved bool, err error) {
+// still in flight and must be drained. starved says whether a worker
+// slept for want of a free slot through most of the consumer's wait
+// (idled).
+func (e *Engine) await(ctx context.Context, b int, until time.Time, expired <-chan time.Time) (batch *Batch, consumed bool, starved idleWait, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, false, false, err
+		return nil, false, starved, err
 	}
 	s := e.slotOf(b)
 	sl := &e.slots[s]
@@ -920,23 +966,23 @@ func (e *Engine) await(ctx context.Context, b int, until time.Time, expired <-ch
 	select {
 	case <-sl.ready:
 	default:
-		parked := e.parked.Load()
+		from := e.clock()
 		select {
 		case <-sl.ready:
 		case <-ctx.Done():
-			return nil, false, false, ctx.Err()
+			return nil, false, starved, ctx.Err()
 		case <-e.done:
-			return nil, false, false, ErrClosed
+			return nil, false, starved, ErrClosed
 		case <-expired:
-			return nil, false, false, ErrNotYet
+			return nil, false, starved, ErrNotYet
 		}
-		starved = e.parked.Load() != parked
+		starved = e.idled(from, e.clock())
 	}
 	if e.trace != nil {
 		e.trace.slice(consumerTrack, "wait", t0, time.Since(t0), b, 0, 0)
 	}
 	if sl.err != nil {
-		return nil, true, false, sl.err
+		return nil, true, starved, sl.err
 	}
 	e.stats.batches.Add(1)
 	e.stats.samples.Add(int64(sl.n))
@@ -945,6 +991,7 @@ func (e *Engine) await(ctx context.Context, b int, until time.Time, expired <-ch
 		e.stats.countRows(View[int32](sl.staging[k])[:sl.n])
 	}
 	e.stats.truncated.Add(sl.truncated.Load())
+	e.stats.skipped.Add(sl.skipped.Load())
 	return &sl.batch, true, starved, nil
 }
 

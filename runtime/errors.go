@@ -57,6 +57,23 @@ func (e *KeyError) Error() string { return fmt.Sprintf("key %q: %v", e.Key, e.Er
 // Unwrap returns the key's error.
 func (e *KeyError) Unwrap() error { return e.Err }
 
+// BadSampleError is a sample whose stored bytes cannot be made into the
+// sample: an image that does not decode, a label that is not an integer,
+// a zarr chunk whose codecs fail. The same bytes fail alike on every read,
+// so that on_error: skip may replace the sample by a rule of indices alone.
+// Sources wrap such errors in one; a read that fails for another reason
+// (I/O, a server, a cancelled context) is not one, and ends the epoch
+// whatever the policy.
+type BadSampleError struct {
+	Err error
+}
+
+// Error returns what went wrong, as the wrapped error says it.
+func (e *BadSampleError) Error() string { return e.Err.Error() }
+
+// Unwrap returns what went wrong.
+func (e *BadSampleError) Unwrap() error { return e.Err }
+
 // errGoexit reports a Source method that ended its goroutine with
 // runtime.Goexit (as testing.T.FailNow does) instead of returning.
 var errGoexit = errors.New("source called runtime.Goexit instead of returning")

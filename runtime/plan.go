@@ -96,6 +96,9 @@ type LoaderDefaults struct {
 	// Locality orders a volume source's crops for reuse of the chunks they
 	// read (crops.locality); the zero value is off.
 	Locality Locality `json:"locality,omitzero"`
+	// OnError is what a bad sample does (the source's on_error:); the
+	// zero value ends the epoch.
+	OnError OnError `json:"on_error,omitzero"`
 }
 
 // PrefetchAuto is LoaderDefaults.Prefetch of a schema that says

@@ -129,8 +129,9 @@ func TestRingDeepens(t *testing.T) {
 	if s := e.Stats(); s.Prefetch != deep {
 		t.Errorf("Stats.Prefetch %d, want %d", s.Prefetch, deep)
 	}
-	if n := strings.Count(logs.String(), "the consumer waited while workers idled for want of a free slot"); n != deep-4 {
-		t.Errorf("%d lines log a deeper ring, want %d:\n%s", n, deep-4, logs.String())
+	grew := fmt.Sprintf("Test epoch 0: prefetch auto grew from 4 to %d: the loop waited for batches while workers idled for want of a free slot", deep)
+	if n := strings.Count(logs.String(), "prefetch auto grew"); n != 1 || !strings.Contains(logs.String(), grew) {
+		t.Errorf("%d lines log a deeper ring, want 1 with %q:\n%s", n, grew, logs.String())
 	}
 	src.mu.Lock()
 	views := len(src.views)
@@ -158,6 +159,44 @@ func TestRingDeepens(t *testing.T) {
 	}
 	if len(depths) != deep-3 || depths[0] != 4 || depths[len(depths)-1] != deep {
 		t.Errorf("trace's prefetch counter %v, want 4 up to %d", depths, deep)
+	}
+}
+
+// TestRingIdleRule: a wait of the consumer shows the ring too shallow
+// when a worker slept for want of a share through half of it or more; one
+// that fell asleep just before the wait ended (a hand-off merely late)
+// shows nothing, nor does a wait shorter than a worker's poll. The workers of an engine with no epoch sleep; the waits
+// are placed around the moment the first of them fell asleep.
+func TestRingIdleRule(t *testing.T) {
+	e := newTestEngine(t, testPlan(1, LoaderDefaults{}), 8, Options{Workers: 2}, nil)
+	var asleep int64 // when the first worker fell asleep
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		a, b := e.idleSince[0].Load(), e.idleSince[1].Load()
+		if a != 0 && b != 0 {
+			asleep = min(a, b)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the workers of an idle engine did not go to sleep")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ms := int64(time.Millisecond)
+	for _, tt := range []struct {
+		name     string
+		from, to int64 // the wait, relative to asleep
+		idle     time.Duration
+	}{
+		{"asleep through the wait", 1 * ms, 5 * ms, 4 * time.Millisecond},
+		{"asleep for its second half", -2 * ms, 2 * ms, 2 * time.Millisecond},
+		{"asleep for its last tenth: late", -9 * ms, 1 * ms, 0},
+		{"awake through the wait", -9 * ms, -1 * ms, 0},
+		{"asleep through a wait shorter than a poll", 1 * ms, 1*ms + int64(pollTime/2), 0},
+	} {
+		got := e.idled(asleep+tt.from, asleep+tt.to)
+		if got.idle != tt.idle || got.wait != time.Duration(tt.to-tt.from) {
+			t.Errorf("%s: idled %v of %v, want %v of %v", tt.name, got.idle, got.wait, tt.idle, time.Duration(tt.to-tt.from))
+		}
 	}
 }
 

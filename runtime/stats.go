@@ -48,6 +48,10 @@ type Stats struct {
 	// that had more rows than their key's maximum and were cut to it, in
 	// the batches handed out: once per key cut, and again each epoch.
 	Truncated int64
+	// Skipped counts the bad samples that on_error: skip replaced by the
+	// next that reads, in the batches handed out: again each epoch. The
+	// first few are logged with their reason.
+	Skipped int64
 	// Prefetch is the batches the ring stages ahead of the one in use, at
 	// the time of the snapshot: fixed by the schema or Options, or, with
 	// prefetch auto, the depth the loader has grown it to so far.
@@ -84,7 +88,7 @@ func (s Stats) Padding() float64 {
 
 // counters are the totals behind Stats. Each is an atomic added to by one
 // kind of goroutine and read by snapshot on any (Engine.Stats):
-//   - batches, samples, bytes, rows, spanned and truncated: the
+//   - batches, samples, bytes, rows, spanned, truncated and skipped: the
 //     consumer, in await, as it takes a batch; inLoader: the consumer, in
 //     Epoch, before it yields a batch;
 //   - busy: every filler (the workers and the consumer's help), after each
@@ -105,6 +109,7 @@ type counters struct {
 	lost                    atomic.Int64   // Stats.CopyTimesLost
 	rows, spanned           atomic.Int64   // Stats.Rows and Spanned
 	truncated               atomic.Int64   // Stats.Truncated
+	skipped                 atomic.Int64   // Stats.Skipped
 	copy                    []atomic.Int64 // nanoseconds, per stream
 }
 
@@ -124,6 +129,7 @@ func (c *counters) snapshot() Stats {
 		Rows:          rows,
 		Spanned:       c.spanned.Load(),
 		Truncated:     c.truncated.Load(),
+		Skipped:       c.skipped.Load(),
 	}
 	for i := range c.copy {
 		s.Copy[i] = time.Duration(c.copy[i].Load())
@@ -156,6 +162,9 @@ type Rates struct {
 	Truncated int64
 	// MissingChunks is Stats.MissingChunks over the interval.
 	MissingChunks int64
+	// Skipped is Stats.Skipped over the interval: bad samples replaced
+	// (on_error: skip).
+	Skipped int64
 }
 
 // Since returns the rates of s's counts since before, elapsed apart:
@@ -174,6 +183,7 @@ func (s Stats) Since(before Stats, elapsed time.Duration) Rates {
 		Padding:       Stats{Rows: s.Rows - before.Rows, Spanned: s.Spanned - before.Spanned}.Padding(),
 		Truncated:     s.Truncated - before.Truncated,
 		MissingChunks: s.MissingChunks - before.MissingChunks,
+		Skipped:       s.Skipped - before.Skipped,
 	}
 	if sec := elapsed.Seconds(); sec > 0 {
 		r.SamplesPerSecond = float64(r.Samples) / sec
@@ -188,8 +198,10 @@ func (s Stats) Since(before Stats, elapsed time.Duration) Rates {
 // 3.64 GB/s; the loop spent 80% of its time in the loader (30% filling
 // samples itself)", and with ragged keys "; padding 12% of the rows";
 // when some were cut (overflow: truncate), "; 3 samples truncated to their
-// key's maximum rows"; and when reads found chunks not stored "; 7 missing
-// chunks read (see Stats.MissingChunks)".
+// key's maximum rows"; when reads found chunks not stored "; 7 missing
+// chunks read (see Stats.MissingChunks)"; and when on_error: skip replaced
+// bad samples "; 2 bad samples skipped (on_error: skip; the log names the
+// first)".
 func (r Rates) String() string {
 	s := fmt.Sprintf("%d batches, %d samples, %.1f MiB in %v: %.0f samples/s, %.2f GB/s; the loop spent %.0f%% of its time in the loader (%.0f%% filling samples itself)",
 		r.Batches, r.Samples, float64(r.Bytes)/(1<<20), r.Elapsed.Round(time.Millisecond),
@@ -202,6 +214,9 @@ func (r Rates) String() string {
 	}
 	if r.MissingChunks > 0 {
 		s += fmt.Sprintf("; %d missing chunks read (see Stats.MissingChunks)", r.MissingChunks)
+	}
+	if r.Skipped > 0 {
+		s += fmt.Sprintf("; %d bad samples skipped (on_error: skip; the log names the first)", r.Skipped)
 	}
 	return s
 }

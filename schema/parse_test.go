@@ -323,7 +323,7 @@ name: Scenes
 batch_size: 4
 records: {shards: "scenes-{0..1}.tar"}
 inputs:
-  image: {shape: [3, 16, 16], dtype: uint8, member: jpg}
+  image: {shape: [3, 16, 16], dtype: uint8, member: "jpg;JPEG;png"}
   depth: {shape: [6, 8], dtype: float32, member: Depth.NPY}
 targets:
   pose: {shape: [3], dtype: int16, member: npy}
@@ -332,7 +332,7 @@ targets:
 				File: "records_arrays.yaml", Package: "scenes", Name: "Scenes", BatchSize: 4,
 				Records: &Records{Shards: "scenes-{0..1}.tar"},
 				Keys: []Key{
-					{Name: "image", GoName: "Image", Role: runtime.Input, Shape: []int{3, 16, 16}, DType: runtime.Uint8, Member: "jpg",
+					{Name: "image", GoName: "Image", Role: runtime.Input, Shape: []int{3, 16, 16}, DType: runtime.Uint8, Member: "jpg;jpeg;png",
 						Image: &images.Transform{}, Pos: Pos{Line: 7, Col: 3}},
 					{Name: "depth", GoName: "Depth", Role: runtime.Input, Shape: []int{6, 8}, DType: runtime.Float32, Member: "depth.npy", Pos: Pos{Line: 8, Col: 3}},
 					{Name: "pose", GoName: "Pose", Role: runtime.Target, Shape: []int{3}, DType: runtime.Int16, Member: "npy", Pos: Pos{Line: 10, Col: 3}},
@@ -372,14 +372,14 @@ targets:
 package: imgs
 name: Imgs
 batch_size: 4
-records: {folder: val}
+records: {folder: val, skip_unknown: true}
 inputs:
   image: {shape: [24, 32, 1], dtype: uint8, member: jpeg, layout: hwc, resize: {crop: center}}
   default_crop: {shape: [], dtype: uint8, member: cls}
 `,
 			want: &Dataset{
 				File: "records_folder.yaml", Package: "imgs", Name: "Imgs", BatchSize: 4,
-				Records: &Records{Folder: "val"},
+				Records: &Records{Folder: "val", SkipUnknown: true},
 				Keys: []Key{
 					{Name: "image", GoName: "Image", Role: runtime.Input, Shape: []int{24, 32, 1}, DType: runtime.Uint8, Member: "jpeg",
 						Image: &images.Transform{Layout: images.HWC, Crop: images.Center, Size: 32}, Pos: Pos{Line: 7, Col: 3}},
@@ -536,6 +536,39 @@ func TestCropsLocality(t *testing.T) {
 				t.Errorf("locality %d, want %d", ds.Crops.Locality, c.want)
 			}
 		})
+	}
+}
+
+// TestOnError: a source's on_error (records.on_error, crops.on_error) is
+// error unless it says skip.
+func TestOnError(t *testing.T) {
+	const head = "version: 1\npackage: demo\nname: Demo\nbatch_size: 2\ninputs:\n"
+	const crops = head + "  raw: {shape: [8, 8], dtype: uint8, zarr: em/raw}\ncrops: {per_epoch: 10"
+	const records = head + "  image: {shape: [3, 8, 8], dtype: uint8, member: jpg}\nrecords: {folder: train"
+	for _, c := range []struct {
+		schema string
+		want   runtime.OnError
+	}{
+		{crops + "}\n", runtime.OnErrorFail},
+		{crops + ", on_error: error}\n", runtime.OnErrorFail},
+		{crops + ", on_error: skip}\n", runtime.OnErrorSkip},
+		{records + "}\n", runtime.OnErrorFail},
+		{records + ", on_error: skip}\n", runtime.OnErrorSkip},
+	} {
+		ds, err := Parse("d.yaml", []byte(c.schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := runtime.OnError(255)
+		switch {
+		case ds.Crops != nil:
+			got = ds.Crops.OnError
+		case ds.Records != nil:
+			got = ds.Records.OnError
+		}
+		if got != c.want {
+			t.Errorf("%q: on_error %v, want %v", c.schema, got, c.want)
+		}
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 
 // The fields of the records section and of a record key's parts.
 var (
-	recordsFields   = []string{"shards", "folder"}
+	recordsFields   = []string{"shards", "folder", "skip_unknown", "on_error"}
 	resizeFields    = []string{"crop", "scale", "ratio", "size"}
 	normalizeFields = []string{"mean", "std"}
 	// imageTransforms are the fields of image keys that a mask (geometry:)
@@ -51,6 +51,12 @@ type Records struct {
 	// Folder is a directory of class folders relative to the data root,
 	// as torchvision's ImageFolder reads it; "" with Shards.
 	Folder string
+	// SkipUnknown skips the files of Folder's classes that are not
+	// images, which are otherwise an error (records.Spec.SkipUnknown).
+	SkipUnknown bool
+	// OnError is what a bad sample does: end the epoch, or be replaced
+	// (runtime.OnError).
+	OnError runtime.OnError
 }
 
 // recordKey reads the member field of key and, for an image member, its
@@ -75,17 +81,17 @@ func (p *parser) recordKey(kp string, f map[string]*yaml.Node, key *Key) error {
 		return err
 	}
 	key.Member = strings.ToLower(s)
-	name, ext, named := records.SplitMember(key.Member)
+	alts := strings.Split(s, ";") // as written, for messages; records.Alternatives splits key.Member alike
+	for _, alt := range alts {
+		if err := p.member(mn, path, s, alt, len(alts) > 1); err != nil {
+			return err
+		}
+	}
+	if i := repeated(records.Alternatives(key.Member)); i > 0 {
+		return p.errorf(mn, path, "member %s lists %s twice", quote(s), quote(alts[i]))
+	}
 	array := records.ArrayMember(key.Member)
 	switch {
-	case named && (strings.ContainsAny(s, `/\`) || hasControl(s)):
-		return p.errorf(mn, path, "%s is not an extension: a member is named KEY.EXT, and EXT holds no slash or control character", quote(s))
-	case !slices.Contains(memberNames, ext):
-		return p.errorf(mn, path, "unknown member %s%s", quote(s), hint(ext, memberNames))
-	case named && name == "":
-		return p.errorf(mn, path, "member %s has an empty NAME: a member is EXT or NAME.EXT (%s or left.%s)", quote(s), ext, ext)
-	case named && ext == MemberCls:
-		return p.errorf(mn, path, "a cls member has no NAME. prefix (%s): NAME.EXT names images and arrays", quote(s))
 	case key.ClassAxis:
 		return p.errorf(mn, path, "a record key has no class axis, but classes gives this target one; set class_axis: false")
 	case key.Member == MemberCls:
@@ -97,6 +103,40 @@ func (p *parser) recordKey(kp string, f map[string]*yaml.Node, key *Key) error {
 		return p.maskKey(kp, f, n, key)
 	}
 	return p.imageKey(kp, f, key)
+}
+
+// member checks alt, one of the alternatives of a key's member s (n, at
+// path), of which there are several when alts says so: a known extension,
+// with a NAME that is not empty, holds no slash or control character and
+// is not a cls's; an image, when there are alternatives.
+func (p *parser) member(n *yaml.Node, path, s, alt string, alts bool) error {
+	name, ext, named := records.SplitMember(strings.ToLower(alt))
+	switch {
+	case alts && alt == "":
+		return p.errorf(n, path, "member %s has an empty alternative: alternatives are image members between semicolons (%q)", quote(s), "jpg;jpeg;png")
+	case named && (strings.ContainsAny(alt, `/\`) || hasControl(alt)):
+		return p.errorf(n, path, "%s is not an extension: a member is named KEY.EXT, and EXT holds no slash or control character", quote(alt))
+	case !slices.Contains(memberNames, ext):
+		return p.errorf(n, path, "unknown member %s%s", quote(alt), hint(ext, memberNames))
+	case named && name == "":
+		return p.errorf(n, path, "member %s has an empty NAME: a member is EXT or NAME.EXT (%s or left.%s)", quote(alt), ext, ext)
+	case named && ext == MemberCls:
+		return p.errorf(n, path, "a cls member has no NAME. prefix (%s): NAME.EXT names images and arrays", quote(alt))
+	case alts && !records.ImageMember(strings.ToLower(alt)):
+		return p.errorf(n, path, "member %s: alternatives are images (jpg, jpeg, png, or NAME. of them), and %s is not", quote(s), quote(alt))
+	}
+	return nil
+}
+
+// repeated returns the index of the first element of s that an earlier
+// one equals, or -1.
+func repeated(s []string) int {
+	for i := range s {
+		if slices.Contains(s[:i], s[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 // labelKey checks a cls key: an integer scalar, with no image fields. An
@@ -350,11 +390,15 @@ func (p *parser) records(vals map[string]*yaml.Node) error {
 	rec := &Records{}
 	readOptional(r, "records.shards", shardPattern, &rec.Shards)
 	readOptional(r, "records.folder", (*parser).localPath, &rec.Folder)
+	readOptional(r, "records.skip_unknown", (*parser).boolean, &rec.SkipUnknown)
+	readOptional(r, "records.on_error", parsed(parseOnError), &rec.OnError)
 	switch {
 	case r.err != nil:
 		return r.err
 	case rec.Shards != "" && rec.Folder != "":
 		return p.errorf(r.vals["folder"], "records.folder", "records come from shards: or folder:, not both")
+	case rec.Shards != "" && r.vals["skip_unknown"] != nil:
+		return p.errorf(r.vals["skip_unknown"], "records.skip_unknown", "applies to folder: only: the members of shards that no key reads are skipped already")
 	case rec.Shards == "" && rec.Folder == "":
 		return p.errorf(rn, "records", "needs shards: (WebDataset tar shards) or folder: (a directory of class folders)")
 	}
@@ -448,6 +492,22 @@ func shardPattern(p *parser, path string, n *yaml.Node) (string, error) {
 		if !filepath.IsLocal(name) {
 			return "", p.errorf(n, path, "shard %s is not a local path (relative, inside the data root)", quote(name))
 		}
+		if ext := compressedExt(name); ext != "" {
+			return "", p.errorf(n, path, "shard %s is compressed (%s): %v", quote(name), ext, records.ErrCompressed)
+		}
 	}
 	return s, nil
+}
+
+// compressedExts are the extensions of compressed tar files, lower case.
+var compressedExts = []string{".tgz", ".gz", ".zst", ".zstd", ".xz", ".txz", ".bz2", ".tbz2"}
+
+// compressedExt returns the extension of a compressed tar that name ends
+// with, as written, or "".
+func compressedExt(name string) string {
+	ext := filepath.Ext(name)
+	if slices.Contains(compressedExts, strings.ToLower(ext)) {
+		return ext
+	}
+	return ""
 }

@@ -17,7 +17,7 @@ import (
 // normalize.
 var (
 	zarrNormalizeFields = []string{"min", "max", "to", "mean", "std"}
-	cropFields          = []string{"per_epoch", "pad", "align", "foreground", "augment", "locality"}
+	cropFields          = []string{"per_epoch", "pad", "align", "foreground", "augment", "locality", "on_error"}
 	localityFields      = []string{"window"}
 	foregroundFields    = []string{"key", "fraction"}
 	augmentFields       = []string{"mirror", "transpose", "rot90"}
@@ -39,6 +39,9 @@ type Crops struct {
 	// Locality is the window, in batches, within which crops are grouped
 	// by the chunks they read (runtime.Locality); 0 is off.
 	Locality int
+	// OnError is what a crop that reads a chunk whose codecs fail does:
+	// end the epoch, or be replaced (runtime.OnError).
+	OnError runtime.OnError
 }
 
 // DefaultLocalityWindow is crops.locality's window when the schema says
@@ -316,6 +319,7 @@ func (p *parser) crops(n *yaml.Node, rank int) error {
 	readOptional(r, "crops.pad", (*parser).boolean, &c.Pad)
 	readOptional(r, "crops.align", parsed(parseAlign), &c.Align)
 	readOptional(r, "crops.locality", (*parser).locality, &c.Locality)
+	readOptional(r, "crops.on_error", parsed(parseOnError), &c.OnError)
 	if r.err != nil {
 		return r.err
 	}
@@ -333,6 +337,10 @@ func (p *parser) crops(n *yaml.Node, rank int) error {
 	p.ds.Crops = c
 	return nil
 }
+
+// parseOnError reads a source's on_error (records.on_error,
+// crops.on_error) as runtime.OnError spells it: "error" or "skip".
+var parseOnError = named("on_error", runtime.OnErrorModes...)
 
 // parseAlign reads crops.align as volume.Align spells it: "exact" or
 // "nearest".

@@ -12,7 +12,9 @@ import (
 // tool with a `tool` directive (replace -> this repository), runs the real
 // go generate through `//go:generate go tool loadergen generate`, then
 // go vet and go test there: the generated loader compiles and runs as a
-// user's would.
+// user's would. A second schema in the package, its validation twin under
+// another name, generates beside it, as IMAGES.md's train and validation
+// schemas do.
 func TestGoGenerateInUserModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module with the go command; run without -short")
@@ -37,7 +39,7 @@ targets:
   score: {shape: [], dtype: float64}
 loader: {prefetch: 2, shuffle: true, seed: 5}
 `,
-		"generate.go": "package user\n\n//go:generate go tool loadergen generate dataset.yaml\n",
+		"generate.go": "package user\n\n//go:generate go tool loadergen generate dataset.yaml\n//go:generate go tool loadergen generate val.yaml\n",
 		"user_test.go": `package user
 
 import (
@@ -89,6 +91,7 @@ func TestLoader(t *testing.T) {
 }
 `,
 	}
+	files["val.yaml"] = strings.NewReplacer("name: Scans", "name: ScansVal", "loader: {prefetch: 2, shuffle: true, seed: 5}\n", "").Replace(files["dataset.yaml"])
 	writeModule(t, dir, repo, files)
 	for _, args := range [][]string{
 		{"mod", "tidy"},
@@ -97,6 +100,9 @@ func TestLoader(t *testing.T) {
 		{"test", "-count=1", "./..."},
 	} {
 		goCmd(t, gobin, dir, args...)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "val_loader.go")); err != nil {
+		t.Fatal("go generate wrote no loader of val.yaml:", err)
 	}
 	src, err := os.ReadFile(filepath.Join(dir, "dataset_loader.go"))
 	if err != nil {

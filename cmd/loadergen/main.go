@@ -55,7 +55,7 @@ var (
 	errUsage = errors.New("usage")                   // bad command line: exit 2, the message is printed
 )
 
-// toolPath is the package go get -tool adds.
+// toolPath is the package a module's tool directive names.
 const toolPath = "github.com/loadergen/loadergen/cmd/loadergen"
 
 func main() {
@@ -359,15 +359,21 @@ func scaffoldData(dir, name, pkg string) (templates.Data, error) {
 }
 
 // nextStep says what to run after init: go generate, after adding the tool
-// to the module when its go.mod lacks the tool directive.
+// to the module when its go.mod lacks the tool directive. loadergen is not
+// published (go get of it answers 403), so the tool comes from a clone,
+// as generate.go's comment and the README show.
 func nextStep(dir string) string {
-	const edit = "edit dataset.yaml, then go generate ./..."
+	const (
+		edit = "edit dataset.yaml, then go generate ./..."
+		tool = "add loadergen from a clone as the module's tool (go mod edit -tool=" + toolPath +
+			" with -require and -replace, then go mod tidy: see generate.go), "
+	)
 	mod, err := findGoMod(dir)
 	switch {
 	case err != nil:
-		return "create a module (go mod init), then go get -tool " + toolPath + ", " + edit
+		return "create a module (go mod init), " + tool + edit
 	case !hasTool(mod):
-		return "go get -tool " + toolPath + ", " + edit
+		return tool + edit
 	}
 	return edit
 }

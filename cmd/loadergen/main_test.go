@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	goruntime "runtime"
 	"strings"
 	"testing"
@@ -274,8 +275,9 @@ func TestInit(t *testing.T) {
 		t.Errorf("init output %q", out)
 	}
 	gen, _ := os.ReadFile(filepath.Join(dir, "generate.go"))
-	if !strings.Contains(string(gen), "package cellmap\n") || !strings.Contains(string(gen), "//go:generate go tool loadergen generate dataset.yaml\n") {
-		t.Errorf("generate.go:\n%s", gen)
+	if !strings.Contains(string(gen), "package cellmap\n") || !strings.Contains(string(gen), "//go:generate go tool loadergen generate dataset.yaml\n") ||
+		strings.Contains(string(gen), "go get -tool") || !strings.Contains(string(gen), "-replace=github.com/loadergen/loadergen=") {
+		t.Errorf("generate.go, which should add the tool from a clone, as go get of it answers 403:\n%s", gen)
 	}
 	// The scaffolded schema is valid: it plans and generates.
 	if code, _, errOut := cli(t, dir, noEnv, "generate", "dataset.yaml"); code != 0 {
@@ -283,6 +285,34 @@ func TestInit(t *testing.T) {
 	}
 	if code, _, errOut := cli(t, dir, noEnv, "init", "."); code != 1 || !strings.Contains(errOut, "already exists") {
 		t.Errorf("second init: exit %d, %q; want a refusal", code, errOut)
+	}
+}
+
+// TestReadmeInit: the README's init command scaffolds a schema whose name
+// is the one the README's program calls its loader by (init derives
+// Cellmap from ./cellmap, the program says CellMap).
+func TestReadmeInit(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`(?m)^go tool loadergen init (.*?)\s*(#.*)?$`).FindSubmatch(readme)
+	calls := regexp.MustCompile(`cellmap\.New(\w+)Loader\(`).FindAllSubmatch(readme, -1)
+	if line == nil || len(calls) == 0 {
+		t.Fatal("README.md has no line go tool loadergen init, or no call of cellmap.New<Name>Loader")
+	}
+	dir := t.TempDir()
+	if code, _, errOut := cli(t, dir, noEnv, append([]string{"init"}, strings.Fields(string(line[1]))...)...); code != 0 {
+		t.Fatalf("the README's %s: exit %d: %s", line[0], code, errOut)
+	}
+	ds, err := schema.Load(filepath.Join(dir, "cellmap", "dataset.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range calls {
+		if string(c[1]) != ds.Name {
+			t.Errorf("the README calls %s, but its init (%s) writes name: %s", c[0], line[0], ds.Name)
+		}
 	}
 }
 
@@ -478,8 +508,8 @@ func TestInitMessages(t *testing.T) {
 	for _, tt := range []struct {
 		gomod, want string
 	}{
-		{"", "next: create a module (go mod init), then go get -tool github.com/loadergen/loadergen/cmd/loadergen, edit dataset.yaml, then go generate ./...\n"},
-		{"module m\n\ngo 1.24\n", "next: go get -tool github.com/loadergen/loadergen/cmd/loadergen, edit dataset.yaml, then go generate ./...\n"},
+		{"", "next: create a module (go mod init), add loadergen from a clone as the module's tool (go mod edit -tool=github.com/loadergen/loadergen/cmd/loadergen with -require and -replace, then go mod tidy: see generate.go), edit dataset.yaml, then go generate ./...\n"},
+		{"module m\n\ngo 1.24\n", "next: add loadergen from a clone as the module's tool (go mod edit -tool=github.com/loadergen/loadergen/cmd/loadergen with -require and -replace, then go mod tidy: see generate.go), edit dataset.yaml, then go generate ./...\n"},
 		{"module m\n\ngo 1.24\n\ntool (\n\tgithub.com/loadergen/loadergen/cmd/loadergen\n)\n", "next: edit dataset.yaml, then go generate ./...\n"},
 	} {
 		mod := t.TempDir()

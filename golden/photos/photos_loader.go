@@ -21,8 +21,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 4)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(4 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Photos, fixed at generation time: device is cpu.
@@ -429,6 +429,12 @@ func (r *PhotosRecords) Crop(epoch, index int) ([]images.Crop, error) {
 	return r.src.Crop(epoch, index)
 }
 
+// Name returns where sample index (in [0, Len())) comes from: its shard (its
+// URL when remote) and its key there, WebDataset's __url__ and __key__.
+func (r *PhotosRecords) Name(index int) (file, key string) {
+	return r.src.Name(index)
+}
+
 // ReadAhead starts fetching samples indices of epoch from shards on S3 or a
 // web server, each by one ranged request; Read then finds them fetched. The
 // loader calls it for the batches after the ones being filled.
@@ -436,7 +442,7 @@ func (r *PhotosRecords) ReadAhead(epoch int, indices []int) {
 	r.src.ReadAhead(epoch, indices)
 }
 
-// Close closes the shards.
+// Close closes the shards, and stops what is read ahead of remote ones.
 func (r *PhotosRecords) Close() error {
 	return r.src.Close()
 }

@@ -3,6 +3,7 @@ package photos
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,9 +28,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // shards, masks holding each pixel's column.
 var set = photoshards.Set{Samples: 22, Shards: 2, Width: 40, Height: 30, Classes: 5, Quality: 90, Seed: 1}
 
-func openRecords(t *testing.T) *PhotosRecords {
+// openRecords writes set's shards and opens them; dir holds them.
+func openRecords(t *testing.T) (r *PhotosRecords, dir string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir = t.TempDir()
 	if err := set.WriteShards(dir, "photos-%d.tar"); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +40,7 @@ func openRecords(t *testing.T) *PhotosRecords {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	return r
+	return r, dir
 }
 
 // epochSamples runs epoch and returns each sample's keys' bytes by index.
@@ -68,7 +70,7 @@ func epochSamples(t *testing.T, src PhotosSource, opts runtime.Options, epoch in
 // samples are the same whatever the number of workers, and differ across
 // epochs.
 func TestRecords(t *testing.T) {
-	r := openRecords(t)
+	r, _ := openRecords(t)
 	if r.Len() != set.Samples {
 		t.Fatalf("Len = %d, want %d", r.Len(), set.Samples)
 	}
@@ -117,6 +119,19 @@ func TestRecords(t *testing.T) {
 	}
 	if flips == 0 || flips == set.Samples {
 		t.Errorf("%d of %d samples flipped with flip: 0.5", flips, set.Samples)
+	}
+}
+
+// TestNames: Name gives each sample's shard and key, as WebDataset's
+// __url__ and __key__ do.
+func TestNames(t *testing.T) {
+	r, dir := openRecords(t)
+	per := (set.Samples + set.Shards - 1) / set.Shards
+	for i := range r.Len() {
+		shard := filepath.Join(dir, fmt.Sprintf("photos-%d.tar", i/per))
+		if file, key := r.Name(i); file != shard || key != set.Key(i) {
+			t.Errorf("Name(%d) = %s, %q; want %s, %q", i, file, key, shard, set.Key(i))
+		}
 	}
 }
 

@@ -157,15 +157,7 @@ func TestMissingClassIsFill(t *testing.T) {
 func TestCorruptChunkEndsTheEpoch(t *testing.T) {
 	dir := t.TempDir()
 	src := openVolumes(t, writeVolumes(t, dir))
-	chunks, err := filepath.Glob(filepath.Join(dir, "b.zarr", "em", "raw", "s0", "*", "*", "*"))
-	if err != nil || len(chunks) == 0 {
-		t.Fatalf("no chunks to damage (%v)", err)
-	}
-	for _, c := range chunks {
-		if err := os.WriteFile(c, []byte("not a blosc frame"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	damageRaw(t, dir)
 	re := epochError(t, src)
 	if re.Key != "raw" {
 		t.Fatalf("epoch error %v, want a ReadError of key raw", re)
@@ -176,6 +168,21 @@ func TestCorruptChunkEndsTheEpoch(t *testing.T) {
 	for _, want := range []string{"read sample", `key "raw"`, "volume 1 (" + filepath.Join(dir, "b.zarr") + ")", "chunk ", "corrupt blosc frame"} {
 		if !strings.Contains(re.Error(), want) {
 			t.Errorf("error %q does not say %q", re, want)
+		}
+	}
+}
+
+// damageRaw overwrites every chunk of raw's first level in the second
+// volume under dir (writeVolumes) with bytes that do not decode.
+func damageRaw(t *testing.T, dir string) {
+	t.Helper()
+	chunks, err := filepath.Glob(filepath.Join(dir, "b.zarr", "em", "raw", "s0", "*", "*", "*"))
+	if err != nil || len(chunks) == 0 {
+		t.Fatalf("no chunks to damage (%v)", err)
+	}
+	for _, c := range chunks {
+		if err := os.WriteFile(c, []byte("not a blosc frame"), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
@@ -340,5 +347,41 @@ func TestMissingChunkRefused(t *testing.T) {
 		re.Batch, re.Index, filepath.Join(dir, "b.zarr"), c.Origin[0], array)
 	if re.Error() != want {
 		t.Errorf("epoch error\n %s\nwant\n %s", re, want)
+	}
+}
+
+// TestCorruptChunkSkipped: under on_error: skip (the plan's OnError, set
+// here as crops.on_error: skip would generate it), the crops of the
+// volume whose raw chunks no longer decode are replaced, each by the next
+// dataset index that reads, a crop of the other volume; Stats count them.
+func TestCorruptChunkSkipped(t *testing.T) {
+	cellsPlan.Loader.OnError = runtime.OnErrorSkip
+	t.Cleanup(func() { cellsPlan.Loader.OnError = runtime.OnErrorFail })
+	dir := t.TempDir()
+	src := openVolumes(t, writeVolumes(t, dir))
+	damageRaw(t, dir)
+	bad := 0
+	for i := range src.Len() {
+		if src.Crop(0, i).Volume == 1 {
+			bad++
+		}
+	}
+	l, err := NewCellsLoader(src, runtime.Options{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for b, err := range l.Epoch(context.Background(), 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range b.Indices {
+			if c := src.Crop(0, i); c.Volume != 0 {
+				t.Errorf("batch %d holds sample %d of volume %d, whose raw chunks do not decode", b.Staged().Number, i, c.Volume)
+			}
+		}
+	}
+	if s := l.Stats(); bad == 0 || s.Skipped != int64(bad) {
+		t.Errorf("Stats.Skipped %d, want the %d crops of volume 1", s.Skipped, bad)
 	}
 }

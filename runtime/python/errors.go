@@ -50,6 +50,6 @@ func statsJSON(s runtime.Stats) map[string]any {
 		"in_loader": sec(s.InLoader), "self_fill": sec(s.SelfFill), "worker_busy": sec(s.WorkerBusy),
 		"copy": copies, "host_stall": sec(s.HostStall), "copy_times_lost": s.CopyTimesLost,
 		"rows": s.Rows, "spanned": s.Spanned, "padding": s.Padding(), "truncated": s.Truncated,
-		"prefetch": s.Prefetch, "missing_chunks": s.MissingChunks, "kept": s.Kept,
+		"prefetch": s.Prefetch, "missing_chunks": s.MissingChunks, "kept": s.Kept, "skipped": s.Skipped,
 	}
 }

@@ -90,7 +90,7 @@ func TestFolderSymlinks(t *testing.T) {
 			dir := t.TempDir()
 			tree(t, dir, tt.files, tt.links)
 			train := filepath.Join(dir, "train")
-			ix, _, err := indexFolder(train)
+			ix, _, _, err := indexFolder(train, false)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), filepath.Join(train, tt.err)) {
 					t.Fatalf("indexFolder: %v, want an error naming %s", err, filepath.Join(train, tt.err))
@@ -112,29 +112,65 @@ func TestFolderSymlinks(t *testing.T) {
 func folderSamples(t *testing.T, ix *index, train string) []string {
 	t.Helper()
 	var out []string
-	for _, s := range ix.samples {
-		rel, err := filepath.Rel(train, s.key)
+	for i, s := range ix.samples {
+		rel, err := filepath.Rel(train, ix.files[s.file])
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, fmt.Sprintf("%d %s", s.label, filepath.ToSlash(rel)))
+		if s.file != int32(i) || s.key != filepath.ToSlash(rel) {
+			t.Errorf("sample %d: file %d, key %q; want %d, %q", i, s.file, s.key, i, filepath.ToSlash(rel))
+		}
+		out = append(out, fmt.Sprintf("%d %s", s.label, s.key))
 	}
 	return out
 }
 
-// TestFolderSymlinksImageFolder: torchvision's ImageFolder (Debian's
+// TestFolderImageFolder: torchvision's ImageFolder (Debian's
 // python3-torchvision) finds the same samples, in the same order and with
-// the same labels, in the folder of linkedTree.
-func TestFolderSymlinksImageFolder(t *testing.T) {
-	const list = `import json, sys
-from torchvision.datasets.folder import make_dataset, IMG_EXTENSIONS
-print(json.dumps(make_dataset(sys.argv[1], extensions=IMG_EXTENSIONS)))`
+// the same labels: in the folder of linkedTree, and in strayTree's with
+// skip_unknown, dotfiles included where they are images.
+func TestFolderImageFolder(t *testing.T) {
+	needTorchvision(t)
+	for _, tt := range []struct {
+		name  string
+		files []string
+		links [][2]string
+		skip  bool
+	}{
+		{"symlinks", linkedTree.files, linkedTree.links, false},
+		{"stray files", strayTree, nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tree(t, dir, tt.files, tt.links)
+			train := filepath.Join(dir, "train")
+			want := imageFolderSamples(t, train)
+			ix, _, _, err := indexFolder(train, tt.skip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := folderSamples(t, ix, train); !slices.Equal(got, want) {
+				t.Errorf("samples %q, ImageFolder's %q", got, want)
+			}
+		})
+	}
+}
+
+// needTorchvision skips a test without Debian's python3-torchvision.
+func needTorchvision(t *testing.T) {
+	t.Helper()
 	if err := exec.Command("/usr/bin/python3", "-c", "import torchvision").Run(); err != nil {
 		t.Skip("needs Debian's python3-torchvision: /usr/bin/python3 cannot import torchvision")
 	}
-	dir := t.TempDir()
-	tree(t, dir, linkedTree.files, linkedTree.links)
-	train := filepath.Join(dir, "train")
+}
+
+// imageFolderSamples lists the samples ImageFolder finds in the folder
+// dataset at train as folderSamples does.
+func imageFolderSamples(t *testing.T, train string) []string {
+	t.Helper()
+	const list = `import json, sys
+from torchvision.datasets.folder import make_dataset, IMG_EXTENSIONS
+print(json.dumps(make_dataset(sys.argv[1], extensions=IMG_EXTENSIONS)))`
 	out, err := exec.Command("/usr/bin/python3", "-c", list, train).Output()
 	if err != nil {
 		t.Fatalf("ImageFolder's make_dataset: %v", err)
@@ -151,11 +187,64 @@ print(json.dumps(make_dataset(sys.argv[1], extensions=IMG_EXTENSIONS)))`
 		}
 		want = append(want, fmt.Sprintf("%v %s", s[1], filepath.ToSlash(rel)))
 	}
-	ix, _, err := indexFolder(train)
-	if err != nil {
-		t.Fatal(err)
+	return want
+}
+
+// strayTree is a folder dataset (train/) whose classes hold files that
+// are not images: dotfiles, which every open skips, and others. A dotfile
+// with an image's extension (macOS's ._a.jpg) is a sample, as it is
+// ImageFolder's; so is a hidden class.
+var strayTree = []string{
+	"train/.DS_Store", "train/cat/.DS_Store", "train/cat/._a.jpg", "train/cat/a.jpg", "train/cat/notes.txt",
+	"train/dog/b.JPEG", "train/dog/.hidden/c.jpg", "train/dog/.gitkeep", "train/dog/e.gif", "train/.more/d.png",
+}
+
+// TestFolderStrayFiles: dotfiles that are not images are skipped, other
+// files that are not images are an error listing them, unless
+// skipUnknown; the error says which ImageFolder would read.
+func TestFolderStrayFiles(t *testing.T) {
+	tests := []struct {
+		name   string
+		files  []string // strayTree when nil
+		extra  []string
+		skip   bool
+		want   []string // the samples, as folderSamples gives them
+		other  int      // files skipped by skipUnknown
+		errors string   // or the error, after the folder's path
+	}{
+		{"refused", nil, nil, false, nil, 0,
+			": 2 files are not .jpg, .jpeg or .png images: cat/notes.txt, dog/e.gif; remove them, or set skip_unknown: true under records: to skip them as ImageFolder skips files that are not images"},
+		{"skipped", nil, nil, true, []string{"0 .more/d.png", "1 cat/._a.jpg", "1 cat/a.jpg", "2 dog/b.JPEG", "2 dog/.hidden/c.jpg"}, 2, ""},
+		{"ImageFolder's images", nil, []string{"train/cat/x.bmp", "train/cat/.y.webp"}, false, nil, 0,
+			": 4 files are not .jpg, .jpeg or .png images: cat/.y.webp, cat/notes.txt, cat/x.bmp, dog/e.gif; remove them, or set skip_unknown: true under records: to skip them as ImageFolder skips files that are not images; ImageFolder reads cat/.y.webp, cat/x.bmp as images, which loadergen does not decode: convert them to PNG, as without them the samples after them differ from ImageFolder's"},
+		{"many", nil, []string{"train/cat/1.txt", "train/cat/2.txt", "train/cat/3.txt", "train/cat/4.txt"}, false, nil, 0,
+			": 6 files are not .jpg, .jpeg or .png images: cat/1.txt, cat/2.txt, cat/3.txt, cat/4.txt, cat/notes.txt and 1 more; remove them"},
+		{"one", []string{"train/cat/a.jpg", "train/dog/b.jpg", "train/dog/e.gif"}, nil, false, nil, 0,
+			": 1 file is not a .jpg, .jpeg or .png image: dog/e.gif; remove them"},
+		{"only dotfiles", nil, []string{"train/cow/.DS_Store"}, true, nil, 0, `: class "cow" has no images`},
 	}
-	if got := folderSamples(t, ix, train); !slices.Equal(got, want) {
-		t.Errorf("samples %q, ImageFolder's %q", got, want)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			files := tt.files
+			if files == nil {
+				files = strayTree
+			}
+			tree(t, dir, append(slices.Clip(files), tt.extra...), nil)
+			train := filepath.Join(dir, "train")
+			ix, _, other, err := indexFolder(train, tt.skip)
+			if tt.errors != "" {
+				if err == nil || !strings.Contains(err.Error(), train+tt.errors) {
+					t.Fatalf("indexFolder: %v\nwant an error with %s%s", err, train, tt.errors)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := folderSamples(t, ix, train); !slices.Equal(got, tt.want) || len(other) != tt.other {
+				t.Errorf("samples %q, %d skipped; want %q, %d", got, len(other), tt.want, tt.other)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -20,7 +21,8 @@ import (
 type span struct{ off, size int64 }
 
 // sample is one sample of an index: the file holding it, its key (the
-// WebDataset key, or a folder image's path) and its class (folders only).
+// WebDataset key, or a folder image's path under the folder, with '/')
+// and its class (folders only).
 type sample struct {
 	file  int32
 	label int32
@@ -31,7 +33,7 @@ type sample struct {
 // is member j of sample i.
 type index struct {
 	files   []string // the shards or the folder's images, as messages name them (a URL for a remote shard)
-	members []string // the members each sample has, in the order asked
+	members []string // the members each sample has, in the order asked: each as a key names it (Alternatives)
 	samples []sample
 	spans   []span
 }
@@ -169,6 +171,10 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 	}
 	defer closeShard()
 	part := &index{members: ix.members}
+	wanted := make([][]string, len(ix.members)) // each member's alternatives
+	for j, m := range ix.members {
+		wanted[j] = Alternatives(m)
+	}
 	tr := tar.NewReader(f)
 	var cur *shardSample
 	seen := map[string]string{} // sample key -> its first member, in this shard
@@ -190,6 +196,9 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 		}
 		if err != nil {
 			if last == "" {
+				if c := compressed(f); c != "" {
+					return nil, fmt.Errorf("shard %s is compressed (%s), not a tar: %w", name, c, ErrCompressed)
+				}
 				return nil, fmt.Errorf("shard %s: %w", name, err)
 			}
 			return nil, fmt.Errorf("shard %s: after member %q: %w", name, last, err)
@@ -227,7 +236,7 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 				return nil, fmt.Errorf("shard %s: member %q: sample %q appears again, apart from its member %q (a sample's members are adjacent)", name, h.Name, key, first)
 			}
 			seen[key] = h.Name
-			cur = &shardSample{key: key, file: i, spans: make([]span, len(ix.members)), found: make([]bool, len(ix.members))}
+			cur = &shardSample{key: key, file: i, spans: make([]span, len(ix.members)), alt: slices.Repeat([]int{-1}, len(ix.members))}
 		}
 		if prev, dup := cur.exts[ext]; dup {
 			return nil, fmt.Errorf("shard %s: member %q: sample %q repeats extension %q (first in member %q)", name, h.Name, key, ext, prev)
@@ -236,8 +245,10 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 			cur.exts = map[string]string{}
 		}
 		cur.exts[ext] = h.Name
-		if j := slices.Index(ix.members, ext); j >= 0 {
-			cur.spans[j], cur.found[j] = span{off: off, size: h.Size}, true
+		for j, alts := range wanted {
+			if a := slices.Index(alts, ext); a >= 0 && (cur.alt[j] < 0 || a < cur.alt[j]) {
+				cur.spans[j], cur.alt[j] = span{off: off, size: h.Size}, a
+			}
 		}
 	}
 	if cur != nil {
@@ -246,6 +257,34 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 		}
 	}
 	return part, nil
+}
+
+// ErrCompressed says why compressed shards are refused.
+var ErrCompressed = errors.New("a shard is indexed and read by seeking to its members (by ranged reads when it is remote), which a compressed stream does not allow; store the shards as plain .tar files (decompress them, with gunzip for .tar.gz: JPEG and PNG members gain little from compression)")
+
+// compressions are the signatures of the compressed streams a shard may
+// wrongly be.
+var compressions = []struct{ name, magic string }{
+	{"gzip", "\x1f\x8b"},
+	{"zstd", "\x28\xb5\x2f\xfd"},
+	{"xz", "\xfd7zXZ\x00"},
+	{"bzip2", "BZh"},
+}
+
+// compressed names the compressed stream shard f holds by its first
+// bytes, or returns "".
+func compressed(f io.ReadSeeker) string {
+	var head [6]byte
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return ""
+	}
+	n, _ := io.ReadFull(f, head[:])
+	for _, c := range compressions {
+		if strings.HasPrefix(string(head[:n]), c.magic) {
+			return c.name
+		}
+	}
+	return ""
 }
 
 // after says where a tar whose last member is last ends, for messages.
@@ -262,25 +301,40 @@ type shardSample struct {
 	file  int32
 	exts  map[string]string // extension -> member name
 	spans []span            // per wanted member
-	found []bool
+	alt   []int             // per wanted member: the alternative found (Alternatives), -1 for none yet
 }
 
 // finish checks that sample c of shard name holds every wanted member
 // and adds it.
 func (ix *index) finish(name string, c *shardSample) error {
-	for j, ok := range c.found {
-		if !ok {
-			have := make([]string, 0, len(c.exts))
-			for ext := range c.exts {
-				have = append(have, ext)
-			}
-			slices.Sort(have)
-			return fmt.Errorf("shard %s: sample %q has no member %q (it has %s)", name, c.key, ix.members[j], strings.Join(have, ", "))
+	for j, a := range c.alt {
+		if a < 0 {
+			have := slices.Sorted(maps.Keys(c.exts))
+			return fmt.Errorf("shard %s: sample %q has no member %q (it has %s)%s", name, c.key, ix.members[j], strings.Join(have, ", "), otherImages(ix.members[j], have))
 		}
 	}
 	ix.samples = append(ix.samples, sample{file: c.file, key: c.key})
 	ix.spans = append(ix.spans, c.spans...)
 	return nil
+}
+
+// otherImages suggests alternatives for a sample that lacks image member
+// want but has images under other extensions (have): "; member:
+// \"jpg;jpeg\" reads either".
+func otherImages(want string, have []string) string {
+	alts := Alternatives(want)
+	if !slices.ContainsFunc(alts, ImageMember) {
+		return ""
+	}
+	for _, ext := range have {
+		if ImageMember(ext) && !slices.Contains(alts, ext) {
+			alts = append(alts, ext)
+		}
+	}
+	if len(alts) == len(Alternatives(want)) {
+		return ""
+	}
+	return fmt.Sprintf("; member: %q reads either", strings.Join(alts, ";"))
 }
 
 // splitName splits a member name into WebDataset's key (the directory and

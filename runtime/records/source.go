@@ -26,12 +26,20 @@ type Spec struct {
 	Folder string // a directory of class folders relative to the root; "" with Shards
 	Keys   []Key  // in plan order
 	Seed   uint64 // the schema's seed, which Crop seeds each sample's Rand from
+	// SkipUnknown skips the files of a folder's classes that are not
+	// .jpg, .jpeg or .png images, as ImageFolder does; without it they are
+	// an error at Open (dotfiles, .DS_Store, are skipped either way).
+	SkipUnknown bool
 }
 
 // Key is one key of a record sample.
 type Key struct {
-	Name   string
-	Member string // jpg, jpeg, png, cls or npy, the first, second, third and last also as NAME.EXT (SplitMember)
+	Name string
+	// Member is jpg, jpeg, png, cls or npy, all but cls also as NAME.EXT
+	// (SplitMember); images also as alternatives, "jpg;jpeg;png"
+	// (Alternatives). A folder's image key reads every image file,
+	// whatever its member says.
+	Member string
 	DType  runtime.DType
 	Shape  []int // the sample's shape: [C, H, W] or [H, W, C] (Image.Layout), [H, W] for a mask, [] for cls
 	// Image is an image key's transform; nil for masks and labels.
@@ -112,10 +120,19 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 			return nil, fmt.Errorf("records: class folders must be on local disk, not under %s: object stores cannot be walked as folders are; write the dataset as tar shards", storage.Redact(root))
 		}
 		dir := filepath.Join(root, filepath.FromSlash(spec.Folder))
-		if s.ix, s.classes, err = indexFolder(dir); err != nil {
+		var other []string
+		if s.ix, s.classes, other, err = indexFolder(dir, spec.SkipUnknown); err != nil {
 			return nil, err
 		}
 		log.Info("records: opened class folders", "folder", dir, "classes", len(s.classes), "samples", len(s.ix.samples))
+		if len(other) > 0 {
+			level, warn := slog.LevelInfo, imageFolderReads(dir, other)
+			if warn != "" {
+				level = slog.LevelWarn
+			}
+			log.Log(context.Background(), level, "records: skipped the files of the class folders that are not .jpg, .jpeg or .png images (skip_unknown)"+warn,
+				"folder", dir, "skipped", len(other), "first", listed(dir, other))
+		}
 	} else {
 		names, err := ExpandShards(spec.Shards)
 		if err != nil {
@@ -167,6 +184,20 @@ func SplitMember(member string) (name, ext string, named bool) {
 		return "", member, false
 	}
 	return member[:i], member[i+1:], true
+}
+
+// Alternatives splits a key's member into the members it may read, in
+// order of preference: WebDataset's "jpg;jpeg;png" reads a sample's .jpg
+// when it has one, else its .jpeg, else its .png. A member without ';' is
+// its only alternative. The schema allows alternatives of image members
+// only.
+func Alternatives(member string) []string { return strings.Split(member, ";") }
+
+// ImageMember reports whether a member (EXT or NAME.EXT, not a list of
+// alternatives) is an image: jpg, jpeg or png.
+func ImageMember(member string) bool {
+	_, ext, _ := SplitMember(member)
+	return ext == "jpg" || ext == "jpeg" || ext == "png"
 }
 
 // ArrayMember reports whether a key's member is an array: a .npy file
@@ -302,7 +333,8 @@ func (s *Source) Classes() []string { return slices.Clone(s.classes) }
 
 // Close closes the shards: the files of local ones, and the root of
 // remote ones read in place, which stops and drops what is read ahead of
-// them (see storage.Root.Close) and returns once none of it runs.
+// them (see storage.Root.Close) and returns once none of it runs. For
+// class folders it does nothing: each image is opened as it is read.
 func (s *Source) Close() error {
 	var errs []error
 	for _, f := range s.shards {
@@ -321,9 +353,19 @@ func (s *Source) Close() error {
 // or a folder's image), the sample's key, and the member.
 type SampleError struct {
 	File   string
-	Sample string // the WebDataset key, or the image's path in a folder
+	Sample string // the WebDataset key, or the image's path under the folder
 	Member string
 	Err    error
+}
+
+// Name returns where sample index (in [0, Len())) comes from, as errors
+// name it: the shard that holds it (a URL for a remote one) and its key
+// there, WebDataset's __url__ and __key__; for class folders, the image's
+// path, ImageFolder's samples[index][0], and its path under the folder
+// (cat/001.jpg).
+func (s *Source) Name(index int) (file, key string) {
+	sm := s.ix.samples[index]
+	return s.ix.files[sm.file], sm.key
 }
 
 func (e *SampleError) Error() string {
@@ -335,8 +377,11 @@ func (e *SampleError) Unwrap() error { return e.Err }
 
 // Read draws sample index's crops from r (each image key's, in key order)
 // and writes every key into dst, one buffer per key in spec order. An
-// error is a *runtime.KeyError around a *SampleError. The read of a
-// remote shard's sample stops once ctx is done; a nil ctx is never done.
+// error is a *runtime.KeyError around a *SampleError; one of the sample's
+// bytes (an image that does not decode, a bad cls or array member) is
+// within a *runtime.BadSampleError, which on_error: skip replaces, and
+// one of reading them (I/O, a server) is not. The read of a remote
+// shard's sample stops once ctx is done; a nil ctx is never done.
 func (s *Source) Read(ctx context.Context, r *rand.Rand, index int, dst ...[]byte) error {
 	if ctx == nil {
 		ctx = context.Background() // a generated sample made by hand
@@ -348,7 +393,7 @@ func (s *Source) Read(ctx context.Context, r *rand.Rand, index int, dst ...[]byt
 	}
 	for i, k := range s.spec.Keys {
 		if err := s.write(st, r, index, i, dst[i]); err != nil {
-			return &runtime.KeyError{Key: k.Name, Err: s.sampleError(index, i, err)}
+			return &runtime.BadSampleError{Err: &runtime.KeyError{Key: k.Name, Err: s.sampleError(index, i, err)}}
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package records
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"image"
@@ -141,8 +142,8 @@ func TestShards(t *testing.T) {
 	if src.Len() != 5 {
 		t.Fatalf("Len = %d, want 5", src.Len())
 	}
-	if k := src.ix.samples[3].key; k != "x/1a" {
-		t.Errorf("sample 3's key is %q, want x/1a", k)
+	if file, key := src.Name(3); file != filepath.Join(dir, "s-1.tar") || key != "x/1a" {
+		t.Errorf("sample 3 is %s, %q; want %s, x/1a", file, key, filepath.Join(dir, "s-1.tar"))
 	}
 	img, mask, label := make([]byte, 3*8*8), make([]byte, 8*8*8), make([]byte, 4)
 	for i := range src.Len() {
@@ -177,7 +178,11 @@ func TestBadShards(t *testing.T) {
 		read    string // then the error reading sample 1
 	}{
 		{"missing member", append(good("a"), member{"b.jpg", jpg}, member{"b.cls", []byte("1")}), 0,
-			`sample "b" has no member "png" (it has cls, jpg)`, ""},
+			`sample "b" has no member "png" (it has cls, jpg); member: "png;jpg" reads either`, ""},
+		{"jpeg for jpg", append(good("a"), member{"b.JPEG", jpg}, member{"b.png", mask}, member{"b.cls", []byte("1")}), 0,
+			`sample "b" has no member "jpg" (it has cls, jpeg, png); member: "jpg;jpeg;png" reads either`, ""},
+		{"missing label", append(good("a"), member{"b.jpg", jpg}, member{"b.png", mask}), 0,
+			`sample "b" has no member "cls" (it has jpg, png)` + "\n", ""},
 		{"repeated extension", append(good("a"), member{"a.JPG", jpg}), 0,
 			`member "a.JPG": sample "a" repeats extension "jpg" (first in member "a.jpg")`, ""},
 		{"not adjacent", append(append(good("a"), good("b")...), member{"a.txt", nil}), 0,
@@ -221,7 +226,7 @@ func TestBadShards(t *testing.T) {
 			}
 			src, err := Open(sp, dir, quiet)
 			if tt.open != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.open) || !strings.Contains(err.Error(), path) {
+				if err == nil || !strings.Contains(err.Error()+"\n", tt.open) || !strings.Contains(err.Error(), path) {
 					t.Fatalf("Open: %v, want an error naming %s with %q", err, path, tt.open)
 				}
 				return
@@ -234,15 +239,119 @@ func TestBadShards(t *testing.T) {
 			err = src.Read(bg, r, 1, make([]byte, 3*8*8), make([]byte, 8*8*8), make([]byte, 4))
 			var se *SampleError
 			var ke *runtime.KeyError
-			if err == nil || !strings.Contains(err.Error(), tt.read) || !errors.As(err, &se) || !errors.As(err, &ke) || se.File != path {
-				t.Fatalf("Read: %v, want a KeyError around a SampleError of %s with %q", err, path, tt.read)
+			var bad *runtime.BadSampleError
+			if err == nil || !strings.Contains(err.Error(), tt.read) || !errors.As(err, &se) || !errors.As(err, &ke) || !errors.As(err, &bad) || se.File != path {
+				t.Fatalf("Read: %v, want a bad sample's KeyError around a SampleError of %s with %q", err, path, tt.read)
+			}
+		})
+	}
+}
+
+// TestLabels: a cls member is a text integer that the key's dtype holds:
+// negatives too under a signed dtype (PyTorch's cross_entropy ignores
+// -100), and none under an unsigned one.
+func TestLabels(t *testing.T) {
+	for _, tt := range []struct {
+		text  string
+		dtype runtime.DType
+		want  int64
+		err   string
+	}{
+		{"7", runtime.Uint8, 7, ""},
+		{" +12 \n", runtime.Int16, 12, ""},
+		{"-100", runtime.Int64, -100, ""},
+		{"-3", runtime.Int32, -3, ""},
+		{"-3", runtime.Uint8, 0, "cls -3 does not fit uint8"},
+		{"-1", runtime.Uint64, 0, "cls -1 does not fit uint64"},
+		{"256", runtime.Uint8, 0, "cls 256 does not fit uint8"},
+		{"3.0", runtime.Int64, 0, `cls "3.0" is not an integer`},
+	} {
+		v, err := parseLabel([]byte(tt.text), tt.dtype)
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("parseLabel(%q, %v) = %d, %v; want the error %q", tt.text, tt.dtype, v, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || v != tt.want {
+			t.Errorf("parseLabel(%q, %v) = %d, %v; want %d", tt.text, tt.dtype, v, err, tt.want)
+		}
+	}
+}
+
+// TestEXIFOrientationIgnored: a JPEG whose EXIF says to turn it (6: 90
+// degrees clockwise) reads as stored, as PIL's Image.open, and so
+// torchvision's loaders, read it by default.
+func TestEXIFOrientationIgnored(t *testing.T) {
+	jpg := testJPEG(t, 20, 12)
+	tiff := []byte("MM\x00\x2a\x00\x00\x00\x08" + // big-endian TIFF, its IFD at 8
+		"\x00\x01" + "\x01\x12\x00\x03\x00\x00\x00\x01\x00\x06\x00\x00" + // one entry: Orientation, SHORT, 1, 6
+		"\x00\x00\x00\x00") // no next IFD
+	app1 := append([]byte{0xff, 0xe1, 0, byte(2 + 6 + len(tiff))}, append([]byte("Exif\x00\x00"), tiff...)...)
+	turned := slices.Concat(jpg[:2], app1, jpg[2:])
+	dir := t.TempDir()
+	writeShard(t, filepath.Join(dir, "s.tar"), []member{{"a.jpg", jpg}, {"b.jpg", turned}})
+	sp := Spec{Shards: "s.tar", Keys: []Key{
+		{Name: "image", Member: "jpg", DType: runtime.Uint8, Shape: []int{3, 8, 8}, Image: &images.Transform{Crop: images.Center, Size: 8}},
+	}}
+	src, err := Open(sp, dir, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var got [2][]byte
+	for i := range got {
+		got[i] = make([]byte, 3*8*8)
+		if err := src.Read(bg, rand.New(rand.NewPCG(1, 1)), i, got[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crops, err := src.Crop(0, 1)
+	if err != nil || !bytes.Equal(got[0], got[1]) || crops[0].Width != 20 || crops[0].Height != 12 {
+		t.Errorf("the JPEG with EXIF orientation 6 read otherwise than without (crop %+v, %v): it is not turned", crops, err)
+	}
+}
+
+// TestCompressedShards: a shard that is a compressed stream (a .tar.gz
+// named .tar) is refused by name, with the reason, whatever its name;
+// other bytes that are no tar say what archive/tar says.
+func TestCompressedShards(t *testing.T) {
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	if _, err := w.Write(tarBytes(t, goodSamples(t, "a", 2))); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, data, want string
+	}{
+		{"gzip", gz.String(), " is compressed (gzip), not a tar: a shard is indexed and read by seeking to its members"},
+		{"zstd", "\x28\xb5\x2f\xfd" + strings.Repeat("z", 600), " is compressed (zstd), not a tar"},
+		{"xz", "\xfd7zXZ\x00" + strings.Repeat("z", 600), " is compressed (xz), not a tar"},
+		{"bzip2", "BZh9" + strings.Repeat("z", 600), " is compressed (bzip2), not a tar"},
+		{"junk", strings.Repeat("z", 600), ": archive/tar: invalid tar header"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "s.tar")
+			if err := os.WriteFile(path, []byte(tt.data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sp := spec()
+			sp.Shards = "s.tar"
+			if _, err := Open(sp, dir, quiet); err == nil || !strings.Contains(err.Error(), "shard "+path+tt.want) {
+				t.Errorf("Open: %v, want an error naming %s with %q", err, path, tt.want)
 			}
 		})
 	}
 }
 
 // TestFolder: classes are the sorted directories, a label its class's
-// index, files in sorted order; a file that is no image is an error.
+// index, files in sorted order, of every image extension whatever the
+// key's member (a.JPEG under member jpg); a file that is no image is an
+// error, or skipped with SkipUnknown.
 func TestFolder(t *testing.T) {
 	dir := t.TempDir()
 	jpg := testJPEG(t, 12, 12)
@@ -273,8 +382,8 @@ func TestFolder(t *testing.T) {
 	}
 	img, label := make([]byte, 8*8*4), make([]byte, 8)
 	for i, w := range want {
-		if got := src.ix.files[i]; got != filepath.Join(dir, "train", w.file) {
-			t.Errorf("sample %d is %s, want %s", i, got, w.file)
+		if file, key := src.Name(i); file != filepath.Join(dir, "train", w.file) || key != w.file {
+			t.Errorf("sample %d is %s, %q; want %s, %q", i, file, key, filepath.Join(dir, "train", w.file), w.file)
 		}
 		if err := src.Read(bg, rand.New(rand.NewPCG(0, 0)), i, img, label); err != nil {
 			t.Fatal(err)
@@ -283,12 +392,31 @@ func TestFolder(t *testing.T) {
 			t.Errorf("sample %d: label %d, want %d", i, got, w.label)
 		}
 	}
+	if err := os.WriteFile(filepath.Join(dir, "train/dog/b.jpg"), jpg[:len(jpg)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var bad *runtime.BadSampleError
+	if err := src.Read(bg, rand.New(rand.NewPCG(0, 0)), 3, img, label); err == nil || errors.As(err, &bad) ||
+		!strings.HasPrefix(err.Error(), `key "image": `+filepath.Join(dir, "train/dog/b.jpg")+`: sample "dog/b.jpg", member "b.jpg": `) {
+		t.Errorf("Read of an image cut since Open: %v, want an error of reading it (not a bad sample's) naming its file and its path under the folder", err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "train/dog/notes.txt"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(sp, dir, quiet); err == nil || !strings.Contains(err.Error(), "notes.txt is not a .jpg, .jpeg or .png image") {
+	if _, err := Open(sp, dir, quiet); err == nil || !strings.Contains(err.Error(), "1 file is not a .jpg, .jpeg or .png image: dog/notes.txt; remove them, or set skip_unknown: true") {
 		t.Errorf("Open with notes.txt: %v", err)
 	}
+	var logged bytes.Buffer
+	sp.SkipUnknown = true
+	if skipped, err := Open(sp, dir, slog.New(slog.NewTextHandler(&logged, nil))); err != nil || skipped.Len() != len(want) {
+		t.Errorf("Open with notes.txt and SkipUnknown: %v, want %d samples", err, len(want))
+	} else {
+		skipped.Close()
+	}
+	if !strings.Contains(logged.String(), `skipped=1 first=dog/notes.txt`) {
+		t.Errorf("Open with SkipUnknown logged %q, want the file it skipped", logged.String())
+	}
+	sp.SkipUnknown = false
 	sp.Keys = append(sp.Keys, Key{Name: "depth", Member: "depth.npy", DType: runtime.Float32, Shape: []int{2}})
 	if _, err := Open(sp, dir, quiet); err == nil || !strings.Contains(err.Error(), `key "depth": a folder sample is one image and its class, with no member "depth.npy"`) {
 		t.Errorf("Open with an array key: %v", err)
@@ -390,19 +518,54 @@ func TestArrays(t *testing.T) {
 	}
 }
 
+// TestAlternatives: a key whose member lists alternatives (WebDataset's
+// "jpg;jpeg;png") reads the first of them that each sample holds, its
+// extension case-folded: a.JPEG, b.jpg, c.png, and d's .jpg before its
+// .png. Each extension holds its own colour.
+func TestAlternatives(t *testing.T) {
+	red, green, blue := solidImage(250, 0, 0), solidImage(0, 250, 0), solidImage(0, 0, 250)
+	dir := t.TempDir()
+	writeShard(t, filepath.Join(dir, "s.tar"), []member{
+		{"a.JPEG", testPNG(t, green)}, {"a.cls", []byte("0")},
+		{"b.jpg", testPNG(t, red)}, {"b.cls", []byte("1")},
+		{"c.Png", testPNG(t, blue)}, {"c.cls", []byte("2")},
+		{"d.png", testPNG(t, blue)}, {"d.jpg", testPNG(t, red)}, {"d.cls", []byte("3")},
+	})
+	sp := Spec{Shards: "s.tar", Keys: []Key{
+		{Name: "image", Member: "jpg;jpeg;png", DType: runtime.Uint8, Shape: []int{3, 8, 8}, Image: &images.Transform{Crop: images.Center, Size: 8}},
+		{Name: "label", Member: "cls", DType: runtime.Uint8, Shape: []int{}},
+	}}
+	src, err := Open(sp, dir, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	img, label := make([]byte, 3*8*8), make([]byte, 1)
+	for i, want := range [][3]byte{{0, 250, 0}, {250, 0, 0}, {0, 0, 250}, {250, 0, 0}} {
+		if err := src.Read(bg, rand.New(rand.NewPCG(1, uint64(i))), i, img, label); err != nil {
+			t.Fatal(err)
+		}
+		if got := [3]byte{img[0], img[64], img[128]}; got != want || label[0] != byte(i) {
+			t.Errorf("sample %d: first pixel %v, label %d; want %v, %d", i, got, label[0], want, i)
+		}
+	}
+}
+
+// solidImage is a 12 x 10 image of one colour.
+func solidImage(r, g, b uint8) *image.RGBA {
+	img := image.NewRGBA(image.Rect(0, 0, 12, 10))
+	for i := 0; i < len(img.Pix); i += 4 {
+		img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = r, g, b, 255
+	}
+	return img
+}
+
 // TestNamedImages: a sample holding two images and a mask under NAME.EXT
 // members (WebDataset's 000000.left.jpg, 000000.right.jpg,
 // 000000.disparity.png) gives each key its own member. left.jpg holds a
 // PNG (formats are told by their signatures), so its red is exact.
 func TestNamedImages(t *testing.T) {
-	solid := func(c color.RGBA) *image.RGBA {
-		img := image.NewRGBA(image.Rect(0, 0, 12, 10))
-		for i := 0; i < len(img.Pix); i += 4 {
-			img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = c.R, c.G, c.B, c.A
-		}
-		return img
-	}
-	red, blue := solid(color.RGBA{250, 0, 0, 255}), solid(color.RGBA{0, 0, 250, 255})
+	red, blue := solidImage(250, 0, 0), solidImage(0, 0, 250)
 	disparity := image.NewGray(red.Rect)
 	for i := range disparity.Pix {
 		disparity.Pix[i] = 9

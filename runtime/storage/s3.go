@@ -183,6 +183,15 @@ func (b *bucket) Local() (string, bool) { return "", false }
 // is the process's).
 func (b *bucket) Close() error { return nil }
 
+// checkObject refuses names that would leave the root (checkName), and
+// the empty key: a root at the bucket itself names no object.
+func (b *bucket) checkObject(name string) error {
+	if b.prefix+name == "" {
+		return fmt.Errorf("s3://%s names a bucket, not an object in it: give the object's key after the bucket (s3://%s/path/to/object)", b.name, b.name)
+	}
+	return checkName(name)
+}
+
 // get makes one GetObject of name (rng: its Range header, or ""), whose
 // body's reads put off the attempt's idle deadline.
 func (b *bucket) get(a *attempt, name, rng string) (*s3.GetObjectOutput, error) {
@@ -204,7 +213,7 @@ func (b *bucket) ReadAll(ctx context.Context, name string, buf []byte, max int64
 }
 
 func (b *bucket) readSized(ctx context.Context, name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
-	if err := checkName(name); err != nil {
+	if err := b.checkObject(name); err != nil {
 		return nil, err
 	}
 	var buf []byte
@@ -228,7 +237,7 @@ func (b *bucket) readSized(ctx context.Context, name string, max int64, buffer f
 }
 
 func (b *bucket) ReadAt(ctx context.Context, name string, p []byte, off int64) error {
-	if err := checkName(name); err != nil {
+	if err := b.checkObject(name); err != nil {
 		return err
 	}
 	if len(p) == 0 {
@@ -260,7 +269,7 @@ func (b *bucket) ReadAt(ctx context.Context, name string, p []byte, off int64) e
 }
 
 func (b *bucket) ReadTail(ctx context.Context, name string, p []byte) (int64, error) {
-	if err := checkName(name); err != nil {
+	if err := b.checkObject(name); err != nil {
 		return 0, err
 	}
 	n := int64(len(p))
@@ -292,7 +301,7 @@ func (b *bucket) Size(ctx context.Context, name string) (int64, error) {
 
 // stat returns the size of object name and its version, its ETag.
 func (b *bucket) stat(ctx context.Context, name string) (size int64, version string, err error) {
-	if err := checkName(name); err != nil {
+	if err := b.checkObject(name); err != nil {
 		return 0, "", err
 	}
 	err = b.retry.do(ctx, func(a *attempt) error {

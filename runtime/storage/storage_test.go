@@ -190,6 +190,37 @@ func TestLocations(t *testing.T) {
 	}
 }
 
+// TestBucketWithoutKey: a root at a bucket itself names no object, and a
+// read of it says what is missing before any request (the SDK's words
+// were "input member Key must not be empty"), as does a manifest at
+// s3://bucket, which Split makes the empty name of that root.
+func TestBucketWithoutKey(t *testing.T) {
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL_S3": "http://127.0.0.1:1", "AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_REGION": "us-east-1",
+		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"),
+	} {
+		t.Setenv(k, v)
+	}
+	const want = "s3://bkt names a bucket, not an object in it: give the object's key after the bucket (s3://bkt/path/to/object)"
+	for _, loc := range []string{"s3://bkt", "s3://bkt/"} {
+		root, name := Split(loc)
+		r, err := OpenS3(root, Options{Retry: quick})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, errAll := r.ReadAll(bg, name, nil, big)
+		errAt := r.ReadAt(bg, name, make([]byte, 4), 0)
+		_, errTail := r.ReadTail(bg, name, make([]byte, 4))
+		_, errSize := r.Size(bg, name)
+		for i, err := range []error{errAll, errAt, errTail, errSize} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s, read %d: %v, want %q", loc, i, err, want)
+			}
+		}
+	}
+}
+
 func TestEnvMiB(t *testing.T) {
 	for _, c := range []struct {
 		value string

@@ -397,7 +397,8 @@ func (a *Array) DType() lgruntime.DType { return a.dtype }
 // v3's attributes); "{}" when there are none.
 func (a *Array) Attributes() json.RawMessage { return slices.Clone(a.attrs) }
 
-// ChunkError is a chunk that could not be read or decoded.
+// ChunkError is a chunk that could not be read or decoded; a chunk (or a
+// shard's index) whose codecs fail wraps a *runtime.BadSampleError.
 type ChunkError struct {
 	Array string // the array's directory
 	Chunk string // the chunk's key, e.g. "c/0/1/2"; for an inner chunk of a shard, the shard's key and the inner chunk's grid index
@@ -810,7 +811,9 @@ func (a *Array) decode(c *chain, src, out []byte, have, want span, idx, inner []
 	defer decoders.Put(d)
 	win, err := c.decodeRange(d, out[headroom:], src, have, want, a.unit, a.dtype.Size())
 	if err != nil {
-		return nil, span{}, a.chunkError(idx, inner, err)
+		// The chunk's bytes are bad: a source may skip the sample
+		// (on_error: skip), as it may not a chunk it failed to read.
+		return nil, span{}, a.chunkError(idx, inner, &lgruntime.BadSampleError{Err: err})
 	}
 	return out, win, nil
 }
@@ -875,7 +878,7 @@ func (a *Array) loadIndex(ctx context.Context, shard []int) ([]byte, error) {
 	d := decoders.Get().(*decoder)
 	defer decoders.Put(d)
 	if err := sh.index.decode(d, index, raw, sh.indexShape, 8); err != nil {
-		return nil, a.chunkError(shard, nil, fmt.Errorf("index: %w", err))
+		return nil, a.chunkError(shard, nil, fmt.Errorf("index: %w", &lgruntime.BadSampleError{Err: err}))
 	}
 	for i := range int64(len(index) / 16) {
 		off, n, ok := shardEntry(index, i)
