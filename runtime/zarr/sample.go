@@ -516,157 +516,228 @@ func (s *sampler) chunkAt(v [maxSampledRank]int) (*sampledChunk, error) {
 	return ch, nil
 }
 
+// noChunk is the chunk of a row before its first voxel: it holds none.
+var noChunk = sampledChunk{lo: [3]int{1, 1, 1}}
+
+// The ways nearestRow writes an element: copied as it is (1, 2 or 4
+// bytes), converted through a Conversion's table into 4 bytes, or by put.
+const (
+	putOther = iota
+	putCopy1
+	putCopy2
+	putCopy4
+	putTable4
+)
+
+// putKind is how nearestRow writes s's elements.
+func (s *sampler) putKind() int {
+	switch {
+	case s.conv == nil && s.size == 1:
+		return putCopy1
+	case s.conv == nil && s.size == 2:
+		return putCopy2
+	case s.conv == nil && s.size == 4:
+		return putCopy4
+	case s.conv != nil && s.conv.table != nil && s.elem == 4:
+		return putTable4
+	}
+	return putOther
+}
+
 // nearestRow writes the row of the box whose point at its place
-// g.centre[2] is q, starting at element do of dst: each element is the voxel nearest its point, as
-// the array holds it (converted), or the outside value.
+// g.centre[2] is q, starting at element do of dst: each element is the
+// voxel nearest its point, as the array holds it (converted), or the
+// outside value.
 func (s *sampler) nearestRow(dst []byte, q [3]float64, do int) error {
 	g := &s.g
-	step := g.axes[maxSampledRank-1]
-	ds := s.strides[maxSampledRank-1]
+	step, c2 := g.axes[maxSampledRank-1], g.centre[maxSampledRank-1]
+	ds, elem, kind := s.strides[maxSampledRank-1], s.elem, s.putKind()
 	zmax, ymax, xmax := float64(g.shape[0]-1), float64(g.shape[1]-1), float64(g.shape[2]-1)
-	var cur *sampledChunk
-	elem := s.elem
+	u0, u1, u2 := s.ustr[0], s.ustr[1], s.ustr[2]
+	cur := &noChunk
 	for i := range g.box[maxSampledRank-1] {
-		fi := float64(i) - g.centre[2]
+		fi := float64(i) - c2
 		z, y, x := q[0]+fi*step[0], q[1]+fi*step[1], q[2]+fi*step[2]
-		at := dst[(do+i*ds)*elem : (do+i*ds+1)*elem]
+		o := (do + i*ds) * elem
+		at := dst[o : o+elem]
 		if !(z >= 0 && z <= zmax && y >= 0 && y <= ymax && x >= 0 && x <= xmax) {
 			copy(at, s.outside)
 			continue
 		}
-		v := [maxSampledRank]int{int(z + 0.5), int(y + 0.5), int(x + 0.5)}
-		if cur == nil || v[0] < cur.lo[0] || v[0] >= cur.hi[0] || v[1] < cur.lo[1] || v[1] >= cur.hi[1] || v[2] < cur.lo[2] || v[2] >= cur.hi[2] {
+		vz, vy, vx := int(z+0.5), int(y+0.5), int(x+0.5)
+		if vz < cur.lo[0] || vz >= cur.hi[0] || vy < cur.lo[1] || vy >= cur.hi[1] || vx < cur.lo[2] || vx >= cur.hi[2] {
 			var err error
-			if cur, err = s.chunkAt(v); err != nil {
+			if cur, err = s.chunkAt([3]int{vz, vy, vx}); err != nil {
 				return err
 			}
 		}
-		if cur.data == nil {
+		d := cur.data
+		if d == nil {
 			copy(at, s.fill)
 			continue
 		}
-		o := (v[0]-cur.lo[0])*s.ustr[0] + (v[1]-cur.lo[1])*s.ustr[1] + (v[2]-cur.lo[2])*s.ustr[2]
-		s.put(at, cur.data, o)
+		e := (vz-cur.lo[0])*u0 + (vy-cur.lo[1])*u1 + (vx-cur.lo[2])*u2
+		switch kind {
+		case putCopy1:
+			at[0] = d[e]
+		case putCopy2:
+			binary.LittleEndian.PutUint16(at, binary.LittleEndian.Uint16(d[2*e:]))
+		case putCopy4:
+			binary.LittleEndian.PutUint32(at, binary.LittleEndian.Uint32(d[4*e:]))
+		case putTable4:
+			binary.LittleEndian.PutUint32(at, uint32(s.conv.table[d[e]]))
+		default:
+			s.put(at, d, e)
+		}
 	}
 	return nil
 }
 
-// put writes element o of data (the array's) into at, converted.
-func (s *sampler) put(at, data []byte, o int) {
-	c := s.conv
-	switch {
-	case c == nil:
-		switch s.size {
-		case 1:
-			at[0] = data[o]
-		case 2:
-			binary.LittleEndian.PutUint16(at, binary.LittleEndian.Uint16(data[2*o:]))
-		case 4:
-			binary.LittleEndian.PutUint32(at, binary.LittleEndian.Uint32(data[4*o:]))
-		default:
-			copy(at, data[o*s.size:(o+1)*s.size])
-		}
-	case c.table != nil && s.elem == 4:
-		binary.LittleEndian.PutUint32(at, uint32(c.table[data[o]]))
-	default:
-		c.run(at, 0, 1, data, o, 1, 1)
+// put writes element e of data (the array's) into at, converted: the
+// elements nearestRow has no case of its own for.
+func (s *sampler) put(at, data []byte, e int) {
+	if s.conv == nil {
+		copy(at, data[e*s.size:(e+1)*s.size])
+		return
 	}
+	s.conv.run(at, 0, 1, data, e, 1, 1)
 }
 
 // linearRow writes the row of the box whose point at its place
-// g.centre[2] is q, starting at element do of dst: each element is the interpolation of the voxels
-// around its point, converted, or the outside value.
+// g.centre[2] is q, starting at element do of dst: each element is the
+// interpolation of the voxels around its point, converted, or the outside
+// value.
 func (s *sampler) linearRow(dst []byte, q [3]float64, do int) error {
 	g := &s.g
-	step := g.axes[maxSampledRank-1]
+	step, c2 := g.axes[maxSampledRank-1], g.centre[maxSampledRank-1]
 	n := g.box[maxSampledRank-1]
 	vals, in := s.vals[:n], s.in[:n]
 	zmax, ymax, xmax := float64(g.shape[0]-1), float64(g.shape[1]-1), float64(g.shape[2]-1)
-	var cur *sampledChunk
+	u0, u1, u2 := s.ustr[0], s.ustr[1], s.ustr[2]
+	kind := s.kind
+	// A row whose points all lie in the array, around voxels all in one
+	// chunk (most rows), needs neither check for any of them.
+	cur, whole := s.rowChunk(q, step, c2, n)
 	for i := range n {
-		fi := float64(i) - g.centre[2]
+		fi := float64(i) - c2
 		z, y, x := q[0]+fi*step[0], q[1]+fi*step[1], q[2]+fi*step[2]
-		if in[i] = z >= 0 && z <= zmax && y >= 0 && y <= ymax && x >= 0 && x <= xmax; !in[i] {
-			continue
-		}
-		// The voxel below the point along each axis, how far past it the
-		// point lies, and the step to the voxel above (none when the
-		// point is on the voxel: the one above may be past the array).
-		iz, iy, ix := int(z), int(y), int(x)
-		fz, fy, fx := z-float64(iz), y-float64(iy), x-float64(ix)
-		var dz, dy, dx int
-		if fz != 0 {
-			dz = 1
-		}
-		if fy != 0 {
-			dy = 1
-		}
-		if fx != 0 {
-			dx = 1
-		}
-		var v [8]float64
-		if cur != nil && iz >= cur.lo[0] && iz+dz < cur.hi[0] && iy >= cur.lo[1] && iy+dy < cur.hi[1] && ix >= cur.lo[2] && ix+dx < cur.hi[2] {
-			if cur.data == nil {
-				vals[i] = s.rawFill
+		if !whole {
+			if in[i] = z >= 0 && z <= zmax && y >= 0 && y <= ymax && x >= 0 && x <= xmax; !in[i] {
 				continue
 			}
-			o := (iz-cur.lo[0])*s.ustr[0] + (iy-cur.lo[1])*s.ustr[1] + (ix-cur.lo[2])*s.ustr[2]
-			s.taps(&v, cur.data, o, dz*s.ustr[0], dy*s.ustr[1], dx*s.ustr[2])
-		} else {
-			var err error
-			if cur, err = s.tapsAcross(&v, iz, iy, ix, dz, dy, dx); err != nil {
-				return err
-			}
 		}
-		vals[i] = lerp3(&v, fz, fy, fx)
+		// The voxel below the point along each axis, and how far past it
+		// the point lies.
+		iz, iy, ix := int(z), int(y), int(x)
+		fz, fy, fx := z-float64(iz), y-float64(iy), x-float64(ix)
+		// The steps to the voxels above: in a whole row they lie in the
+		// chunk; elsewhere there are none where the point is on a voxel,
+		// whose neighbour above may lie past the array.
+		oz, oy, ox := u0, u1, u2
+		if !whole {
+			var dz, dy, dx int
+			if fz != 0 {
+				dz = 1
+			}
+			if fy != 0 {
+				dy = 1
+			}
+			if fx != 0 {
+				dx = 1
+			}
+			if iz < cur.lo[0] || iz+dz >= cur.hi[0] || iy < cur.lo[1] || iy+dy >= cur.hi[1] || ix < cur.lo[2] || ix+dx >= cur.hi[2] {
+				// Its voxels lie in more than one chunk, or in another
+				// chunk than the last point's: read them one by one.
+				var v [8]float64
+				var err error
+				if cur, err = s.tapsAcross(&v, iz, iy, ix, dz, dy, dx); err != nil {
+					return err
+				}
+				vals[i] = lerp(lerp(lerp(v[0], v[1], fx), lerp(v[2], v[3], fx), fy), lerp(lerp(v[4], v[5], fx), lerp(v[6], v[7], fx), fy), fz)
+				continue
+			}
+			oz, oy, ox = dz*u0, dy*u1, dx*u2
+		}
+		d := cur.data
+		if d == nil {
+			vals[i] = s.rawFill
+			continue
+		}
+		o := (iz-cur.lo[0])*u0 + (iy-cur.lo[1])*u1 + (ix-cur.lo[2])*u2
+		var v0, v1, v2, v3, v4, v5, v6, v7 float64
+		switch kind {
+		case kindUint8:
+			v0, v1, v2, v3 = float64(d[o]), float64(d[o+ox]), float64(d[o+oy]), float64(d[o+oy+ox])
+			o += oz
+			v4, v5, v6, v7 = float64(d[o]), float64(d[o+ox]), float64(d[o+oy]), float64(d[o+oy+ox])
+		case kindUint16:
+			v0, v1, v2, v3 = u16(d, o), u16(d, o+ox), u16(d, o+oy), u16(d, o+oy+ox)
+			o += oz
+			v4, v5, v6, v7 = u16(d, o), u16(d, o+ox), u16(d, o+oy), u16(d, o+oy+ox)
+		case kindFloat32:
+			v0, v1, v2, v3 = f32(d, o), f32(d, o+ox), f32(d, o+oy), f32(d, o+oy+ox)
+			o += oz
+			v4, v5, v6, v7 = f32(d, o), f32(d, o+ox), f32(d, o+oy), f32(d, o+oy+ox)
+		default:
+			var v [8]float64
+			s.taps(&v, d, o, oz, oy, ox)
+			v0, v1, v2, v3, v4, v5, v6, v7 = v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]
+		}
+		vals[i] = lerp(lerp(lerp(v0, v1, fx), lerp(v2, v3, fx), fy), lerp(lerp(v4, v5, fx), lerp(v6, v7, fx), fy), fz)
+	}
+	if whole {
+		for i := range in {
+			in[i] = true
+		}
 	}
 	s.storeRow(dst, do, vals, in)
 	return nil
 }
 
-// lerp3 interpolates the voxels v (z, then y, then x, lower first) at
-// fractions fz, fy, fx past the lower ones. A fraction of 0 takes the
-// lower voxels as they are, so that a point on a voxel reads its value
-// exactly (even an infinity, or -0).
-func lerp3(v *[8]float64, fz, fy, fx float64) float64 {
-	c00, c01, c10, c11 := v[0], v[2], v[4], v[6]
-	if fx != 0 {
-		c00 += fx * (v[1] - v[0])
-		c01 += fx * (v[3] - v[2])
-		c10 += fx * (v[5] - v[4])
-		c11 += fx * (v[7] - v[6])
+// rowChunk returns the chunk that holds every voxel around the n points
+// of a row (the first at q - c2·step, step apart) and reports true when
+// there is one and every point lies in the array; else noChunk and false.
+// The points' coordinates are monotone along the row, so its ends bound
+// them.
+func (s *sampler) rowChunk(q, step [3]float64, c2 float64, n int) (*sampledChunk, bool) {
+	g := &s.g
+	var lo, hi [maxSampledRank]int
+	for k := range maxSampledRank {
+		a, b := q[k]-c2*step[k], q[k]+(float64(n-1)-c2)*step[k]
+		a, b = min(a, b), max(a, b)
+		if !(a >= 0 && b <= float64(g.shape[k]-1)) {
+			return &noChunk, false
+		}
+		lo[k], hi[k] = int(a), int(b)+1
 	}
-	c0, c1 := c00, c10
-	if fy != 0 {
-		c0 += fy * (c01 - c00)
-		c1 += fy * (c11 - c10)
+	ch, err := s.chunkAt(lo)
+	if err != nil {
+		return &noChunk, false
 	}
-	if fz != 0 {
-		c0 += fz * (c1 - c0)
+	for k := range maxSampledRank {
+		if hi[k] >= ch.hi[k] {
+			return &noChunk, false
+		}
 	}
-	return c0
+	return ch, true
 }
 
-// taps loads the 8 voxels around a point from one chunk's data: element o
-// and those dz, dy, dx elements on (0 where the point lies on a voxel).
+// lerp interpolates a and b at fraction f past a. A fraction of 0 takes a
+// as it is, so that a point on a voxel reads its value exactly (even an
+// infinity, or -0).
+func lerp(a, b, f float64) float64 {
+	if f != 0 {
+		return a + f*(b-a)
+	}
+	return a
+}
+
+// taps loads the 8 voxels around a point from one chunk's data, of a
+// dtype linearRow has no case of its own for: element o and those dz, dy,
+// dx elements on (0 where the point lies on a voxel).
 func (s *sampler) taps(v *[8]float64, d []byte, o, dz, dy, dx int) {
-	switch s.kind {
-	case kindUint8:
-		v[0], v[1], v[2], v[3] = float64(d[o]), float64(d[o+dx]), float64(d[o+dy]), float64(d[o+dy+dx])
-		o += dz
-		v[4], v[5], v[6], v[7] = float64(d[o]), float64(d[o+dx]), float64(d[o+dy]), float64(d[o+dy+dx])
-	case kindUint16:
-		v[0], v[1], v[2], v[3] = u16(d, o), u16(d, o+dx), u16(d, o+dy), u16(d, o+dy+dx)
-		o += dz
-		v[4], v[5], v[6], v[7] = u16(d, o), u16(d, o+dx), u16(d, o+dy), u16(d, o+dy+dx)
-	case kindFloat32:
-		v[0], v[1], v[2], v[3] = f32(d, o), f32(d, o+dx), f32(d, o+dy), f32(d, o+dy+dx)
-		o += dz
-		v[4], v[5], v[6], v[7] = f32(d, o), f32(d, o+dx), f32(d, o+dy), f32(d, o+dy+dx)
-	default:
-		for t, at := range [8]int{o, o + dx, o + dy, o + dy + dx, o + dz, o + dz + dx, o + dz + dy, o + dz + dy + dx} {
-			v[t] = s.a.dtype.Value(d[at*s.size:])
-		}
+	for t, at := range [8]int{o, o + dx, o + dy, o + dy + dx, o + dz, o + dz + dx, o + dz + dy, o + dz + dy + dx} {
+		v[t] = s.a.dtype.Value(d[at*s.size:])
 	}
 }
 
@@ -680,12 +751,22 @@ func f32(d []byte, o int) float64 {
 // different chunks, from voxel (iz, iy, ix) and the ones dz, dy, dx
 // voxels up, and returns the chunk of the first.
 func (s *sampler) tapsAcross(v *[8]float64, iz, iy, ix, dz, dy, dx int) (*sampledChunk, error) {
+	g := &s.g
+	// Along each axis, the lower and upper voxel's chunk in the table and
+	// offset in it.
+	var chunk, off [maxSampledRank][2]int
+	for k, w := range [3][2]int{{iz, iz + dz}, {iy, iy + dy}, {ix, ix + dx}} {
+		for j, at := range w {
+			c := at / g.unit[k]
+			chunk[k][j], off[k][j] = c-g.c0[k], (at-c*g.unit[k])*s.ustr[k]
+		}
+	}
 	var first *sampledChunk
 	for t := range 8 {
-		w := [maxSampledRank]int{iz + dz*(t>>2), iy + dy*(t>>1&1), ix + dx*(t&1)}
-		ch, err := s.chunkAt(w)
-		if err != nil {
-			return nil, err
+		a, b, c := t>>2, t>>1&1, t&1
+		ch := &s.chunks[(chunk[0][a]*s.cn[1]+chunk[1][b])*s.cn[2]+chunk[2][c]]
+		if !ch.read {
+			return nil, errUnread
 		}
 		if t == 0 {
 			first = ch
@@ -694,8 +775,7 @@ func (s *sampler) tapsAcross(v *[8]float64, iz, iy, ix, dz, dy, dx int) (*sample
 			v[t] = s.rawFill
 			continue
 		}
-		o := (w[0]-ch.lo[0])*s.ustr[0] + (w[1]-ch.lo[1])*s.ustr[1] + (w[2]-ch.lo[2])*s.ustr[2]
-		v[t] = s.a.dtype.Value(ch.data[o*s.size:])
+		v[t] = s.a.dtype.Value(ch.data[(off[0][a]+off[1][b]+off[2][c])*s.size:])
 	}
 	return first, nil
 }
