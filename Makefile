@@ -75,7 +75,7 @@ bench:
 codecs:
 	examples/peer/codecs.sh
 
-## peer: the volume loader against PyTorch's DataLoader over zarr-python on the same crops (needs Debian's python3-zarr and python3-torch; about a minute)
+## peer: the volume loader against PyTorch's DataLoader over zarr-python on the same crops, then crops turned by any angle against cellmap-data's method (torch's affine_grid and grid_sample) and the cost of turning and of value augmentations (needs Debian's python3-zarr and python3-torch; several minutes)
 peer:
 	examples/peer/run.sh
 

@@ -7,6 +7,8 @@
 //	peer-bench whole ARRAY                              the whole array decoded on one goroutine: MB/s
 //	peer-bench locality [-cache MiB] [-windows W] DIR   chunk-cache hit rates with and without crop locality
 //	peer-bench rows DIR EPOCHS                          golden/rows' loader over DIR's .npy files: the best epoch's rows/s
+//	peer-bench turned-crops DIR JSON BIN K              the rotated case's crops (examples/peer/turned), and the bytes of the first K
+//	peer-bench turned-epoch DIR turned|flat|augmented   one cold epoch of one of the rotated case's loaders: crops/s
 //
 // boxes reads each box into one buffer per goroutine, or into BUFFERS
 // buffers shared out among the goroutines, each using its share in turn
@@ -54,7 +56,7 @@ func main() {
 	slog.SetDefault(slog.New(slog.DiscardHandler))
 	stderr := log.New(os.Stderr, "", 0)
 	if len(os.Args) < 3 {
-		stderr.Fatal("usage: peer-bench write|crops|epoch|boxes|whole|locality ...")
+		stderr.Fatal("usage: peer-bench write|crops|epoch|boxes|whole|locality|rows|turned-crops|turned-epoch ...")
 	}
 	var err error
 	switch os.Args[1] {
@@ -93,6 +95,20 @@ func main() {
 		err = tableRows(os.Args[2], epochs)
 	case "locality":
 		err = locality(os.Args[2:])
+	case "turned-crops":
+		if len(os.Args) != 6 {
+			stderr.Fatal("usage: peer-bench turned-crops DIR JSON BIN K")
+		}
+		k, kerr := strconv.Atoi(os.Args[5])
+		if kerr != nil || k < 0 {
+			stderr.Fatalf("peer-bench turned-crops: K %q is not a count of crops", os.Args[5])
+		}
+		err = turnedCrops(os.Args[2], os.Args[3], os.Args[4], k)
+	case "turned-epoch":
+		if len(os.Args) != 4 {
+			stderr.Fatal("usage: peer-bench turned-epoch DIR turned|flat|augmented")
+		}
+		err = turnedEpoch(os.Args[2], os.Args[3])
 	case "boxes":
 		buffers := goruntime.GOMAXPROCS(0)
 		if len(os.Args) > 3 {
