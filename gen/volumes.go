@@ -166,7 +166,11 @@ func (g *emitter) volumeType(f *jen.File) {
 	for _, k := range g.keys {
 		fields = append(fields, jen.Id(k.Go).String().Commentf("root holding key %q's array %s", k.Name, k.zarr))
 	}
-	fields = append(fields, jen.Id(schema.VolumeWeight).Float64().Comment("relative sampling weight; 0 means 1"))
+	weight := "relative sampling weight; 0 means 1"
+	if g.ds.Crops.Balance {
+		weight = "0 (or 1): crops.balance picks the volumes"
+	}
+	fields = append(fields, jen.Id(schema.VolumeWeight).Float64().Comment(weight))
 	name := g.n.exported("Volume")
 	f.Commentf("%s is one dataset of %s: the directory holding each key's zarr", name, g.ds.Name)
 	f.Comment("hierarchy (one root for all keys is common) and its sampling weight.")

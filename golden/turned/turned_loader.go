@@ -410,7 +410,7 @@ var turnedVolumeSpec = volume.Spec{
 type TurnedVolume struct {
 	Raw    string  // root holding key "raw"'s array em/raw
 	Labels string  // root holding key "labels"'s array labels/{class}
-	Weight float64 // relative sampling weight; 0 means 1
+	Weight float64 // 0 (or 1): crops.balance picks the volumes
 }
 
 // LoadTurnedVolumes reads a CSV manifest: a header naming a column per key (raw, labels)
