@@ -258,10 +258,10 @@ func gamma(x, g float64) float64 {
 }
 
 // powUnit is x^g for x in (0, 1) and g > 0, as 2^(g·log2 x): log2 x from
-// x's exponent, a table of log2 at 256 points of its mantissa and three
-// terms of log(1+r) past the point; 2^y from a table of 2^(j/256) and four
-// terms of e^u past it. Within 1e-10 of math.Pow relatively, a few times
-// faster.
+// x's exponent, a table of log2 at 256 points of its mantissa and four
+// terms of log(1+r) past the point; 2^y from a table of 2^(j/256) and five
+// terms of e^u past it: within 1e-10 of math.Pow relatively, with no
+// chain of a dozen dependent steps as a polynomial of the whole range has.
 func powUnit(x, g float64) float64 {
 	bits := math.Float64bits(x)
 	e := int(bits>>52&0x7ff) - 1023
