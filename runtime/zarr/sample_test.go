@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/loadergen/loadergen/internal/fixture/pyzarr"
+	"github.com/loadergen/loadergen/internal/testenv/bounded"
 	lgruntime "github.com/loadergen/loadergen/runtime"
 )
 
@@ -436,15 +437,6 @@ var errNotStored = fmt.Errorf("not stored here")
 // with its error, writing nothing.
 func TestReadSampledRefused(t *testing.T) {
 	a := sampleArray(t, ArraySpec{Shape: []int{16, 16}, Chunks: []int{8, 8}, DType: lgruntime.Uint8}, nil)
-	wideDir := filepath.Join(t.TempDir(), "wide")
-	if err := os.MkdirAll(wideDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	meta := `{"zarr_format": 2, "shape": [1048576, 1048576], "chunks": [2, 2], "dtype": "|u1", "compressor": null, "fill_value": 0, "order": "C", "filters": null}`
-	if err := os.WriteFile(filepath.Join(wideDir, ".zarray"), []byte(meta), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	wide := openDir(t, wideDir, 8) // no chunk stored
 	four := sampleArray(t, ArraySpec{Shape: []int{2, 2, 2, 2}, Chunks: []int{2, 2, 2, 2}, DType: lgruntime.Uint8}, nil)
 	off, err := OpenStore(filepath.Dir(a.dir), NewCache(0))
 	if err != nil {
@@ -469,7 +461,6 @@ func TestReadSampledRefused(t *testing.T) {
 		{"box of another rank", a, []int{4}, ok, "a sampled box of shape [4] with 2 coordinates at its centre [1.5 1.5] and 2 axes, for an array of 2 axes"},
 		{"centre of another rank", a, []int{4, 4}, Positions{At: ok.At, Centre: []float64{1}, Axes: ok.Axes}, "a sampled box of shape [4 4] with 2 coordinates at its centre [1] and 2 axes, for an array of 2 axes"},
 		{"four axes", four, []int{2, 2, 2, 2}, ok, "a sampled read has at most 3 axes, the array 4"},
-		{"too many chunks", wide, []int{2, 2}, Positions{At: []float64{0, 0}, Axes: [][]float64{{1000, 1000}, {-1000, 1000}}}, "a sampled box of shape [2 2] spans 503004 chunks, more than the 65536 a sampled read holds at once"},
 		{"no cache", uncached, []int{4, 4}, ok, "a sampled read holds the chunks it reads at once, in the chunk cache, which keeps none of this array's 64-byte chunks (its size: off; raise LOADERGEN_ZARR_CACHE_MB)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -482,6 +473,38 @@ func TestReadSampledRefused(t *testing.T) {
 				t.Fatal("a refused read wrote to its destination")
 			}
 		})
+	}
+}
+
+// TestReadSampledSpan: points spread over an array of 2^38 chunks (whose
+// metadata is all there is) are refused for the chunks the box around them
+// spans, before a table of them is made, in a child held to 1 GB.
+func TestReadSampledSpan(t *testing.T) {
+	if !bounded.Child(t, bounded.HostileRSS) {
+		return
+	}
+	dir := filepath.Join(t.TempDir(), "wide")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	meta := `{"zarr_format": 2, "shape": [1048576, 1048576], "chunks": [2, 2], "dtype": "|u1", "compressor": null, "fill_value": 0, "order": "C", "filters": null}`
+	if err := os.WriteFile(filepath.Join(dir, ".zarray"), []byte(meta), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := openDir(t, dir, 8) // no chunk stored
+	for _, c := range []struct {
+		axes [][]float64
+		want string
+	}{
+		{[][]float64{{1000, 1000}, {-1000, 1000}}, "spans 503004 chunks"},
+		{[][]float64{{1 << 30, 0}, {0, 1 << 30}}, "spans 274877906944 chunks"},
+	} {
+		out := make([]byte, 4)
+		a.ReadAheadSampled([]int{2, 2}, Positions{At: []float64{0, 0}, Axes: c.axes}) // ignored
+		err := a.ReadSampled(bg, out, []int{2, 2}, Positions{At: []float64{0, 0}, Axes: c.axes}, Layout{Strides: []int{2, 1}})
+		if want := "zarr array " + a.dir + ": a sampled box of shape [2 2] " + c.want + ", more than the 65536 a sampled read holds at once"; err == nil || err.Error() != want {
+			t.Errorf("err %v\nwant %s", err, want)
+		}
 	}
 }
 
