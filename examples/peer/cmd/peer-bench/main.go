@@ -71,15 +71,19 @@ func main() {
 			}
 		}
 		err = write(fs.Arg(0), *comp)
-	case "crops":
+	case "crops", "turned-crops":
 		if len(os.Args) != 6 {
-			stderr.Fatal("usage: peer-bench crops DIR JSON BIN K")
+			stderr.Fatalf("usage: peer-bench %s DIR JSON BIN K", os.Args[1])
 		}
 		k, kerr := strconv.Atoi(os.Args[5])
 		if kerr != nil || k < 0 {
-			stderr.Fatalf("peer-bench crops: K %q is not a count of crops", os.Args[5])
+			stderr.Fatalf("peer-bench %s: K %q is not a count of crops", os.Args[1], os.Args[5])
 		}
-		err = crops(os.Args[2], os.Args[3], os.Args[4], k)
+		if os.Args[1] == "crops" {
+			err = crops(os.Args[2], os.Args[3], os.Args[4], k)
+		} else {
+			err = turnedCrops(os.Args[2], os.Args[3], os.Args[4], k)
+		}
 	case "epoch":
 		err = epoch(os.Args[2])
 	case "whole":
@@ -95,15 +99,6 @@ func main() {
 		err = tableRows(os.Args[2], epochs)
 	case "locality":
 		err = locality(os.Args[2:])
-	case "turned-crops":
-		if len(os.Args) != 6 {
-			stderr.Fatal("usage: peer-bench turned-crops DIR JSON BIN K")
-		}
-		k, kerr := strconv.Atoi(os.Args[5])
-		if kerr != nil || k < 0 {
-			stderr.Fatalf("peer-bench turned-crops: K %q is not a count of crops", os.Args[5])
-		}
-		err = turnedCrops(os.Args[2], os.Args[3], os.Args[4], k)
 	case "turned-epoch":
 		if len(os.Args) != 4 {
 			stderr.Fatal("usage: peer-bench turned-epoch DIR turned|flat|augmented")
@@ -213,15 +208,7 @@ func crops(dir, jsonFile, binFile string, k int) error {
 	if err != nil {
 		return err
 	}
-	list := make([]runtime.Crop, src.Len())
-	for i := range list {
-		list[i] = src.Crop(0, i)
-	}
-	js, err := json.Marshal(list)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(jsonFile, js, 0o644); err != nil {
+	if err := writeCrops(jsonFile, src.Len(), src.Crop); err != nil {
 		return err
 	}
 	var out []byte
@@ -236,6 +223,20 @@ func crops(dir, jsonFile, binFile string, k int) error {
 		out = append(append(out, s.Raw...), s.Labels...)
 	}
 	return os.WriteFile(binFile, out, 0o644)
+}
+
+// writeCrops writes epoch 0's n crops, as crop gives them, to jsonFile as
+// runtime.Crop JSON, by index.
+func writeCrops(jsonFile string, n int, crop func(epoch, index int) runtime.Crop) error {
+	list := make([]runtime.Crop, n)
+	for i := range list {
+		list[i] = crop(0, i)
+	}
+	js, err := json.Marshal(list)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(jsonFile, js, 0o644)
 }
 
 // epoch runs epoch 0 of a loader with GOMAXPROCS workers and prints its

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"log/slog"
@@ -28,15 +27,7 @@ func turnedCrops(dir, jsonFile, binFile string, k int) error {
 		return err
 	}
 	defer src.Close()
-	list := make([]runtime.Crop, src.Len())
-	for i := range list {
-		list[i] = src.Crop(0, i)
-	}
-	js, err := json.Marshal(list)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(jsonFile, js, 0o644); err != nil {
+	if err := writeCrops(jsonFile, src.Len(), src.Crop); err != nil {
 		return err
 	}
 	l, err := turned.NewTurnedLoader(src, runtime.Options{Logger: slog.New(slog.DiscardHandler)})
