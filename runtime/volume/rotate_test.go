@@ -438,3 +438,38 @@ func TestSinCosDeg(t *testing.T) {
 		t.Errorf("sinCosDeg(30) = %v, %v", s, c)
 	}
 }
+
+// TestRotate2D: in 2D the turn is of the plane (y, x); by 90 degrees it
+// is numpy's rot90 of the unturned crop, to the bit, and its matrix is
+// 2 x 2.
+func TestRotate2D(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "flat.zarr")
+	shape := []int{30, 34}
+	data := make([]byte, 4*elems(shape))
+	for i := range elems(shape) {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(i%97)/7))
+	}
+	if err := zarr.WriteArray(filepath.Join(root, "img"), zarr.ArraySpec{Shape: shape, Chunks: []int{8, 16}, DType: runtime.Float32}, data); err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Keys: []Key{{Name: "img", Path: "img", DType: runtime.Float32, Shape: []int{10, 10}, Linear: true}}, PerEpoch: 30, Pad: true, Seed: 4}
+	vols := []Volume{{Roots: []string{root}}}
+	base, err := Open(spec, vols, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Rotate = []Rotation{{Plane: [2]int{0, 1}, Min: 90, Max: 90}}
+	s, err := Open(spec, vols, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := readSamples(t, base, 0, 30), readSamples(t, s, 0, 30)
+	for i := range got {
+		if !bytes.Equal(got[i][0], rot90(want[i][0], []int{1, 10, 10}, 4, 1)) {
+			t.Fatalf("sample %d: turned by 90 degrees in 2D is not rot90 of the unturned crop", i)
+		}
+	}
+	if c := s.Crop(0, 0); len(c.Rotation) != 2 || !slices.Equal(c.Rotation[0], []float64{0, -1}) || !slices.Equal(c.Rotation[1], []float64{1, 0}) {
+		t.Errorf("matrix %v, want [[0 -1] [1 0]]", c.Rotation)
+	}
+}
