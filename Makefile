@@ -75,7 +75,7 @@ bench:
 codecs:
 	examples/peer/codecs.sh
 
-## peer: the volume loader against PyTorch's DataLoader over zarr-python on the same crops (needs Debian's python3-zarr and python3-torch; about a minute)
+## peer: the volume loader against PyTorch's DataLoader over zarr-python on the same crops, then crops turned by any angle against cellmap-data's method (torch's affine_grid and grid_sample) and the cost of turning and of value augmentations (needs Debian's python3-zarr and python3-torch; several minutes)
 peer:
 	examples/peer/run.sh
 
@@ -99,15 +99,15 @@ fuzz:
 		$(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME); \
 	done
 
-## zarr-python: install Debian's python3-zarr and python3-numcodecs when missing (as root), else say what to install; runtime/zarr's tests have them read what it writes
+## zarr-python: install Debian's python3-zarr, python3-numcodecs and python3-scipy when missing (as root), else say what to install; runtime/zarr's tests have them read what it writes, and check its sampled reads against scipy.ndimage.map_coordinates
 zarr-python:
-	@if /usr/bin/python3 -c 'import zarr, numcodecs' 2>/dev/null; then exit 0; fi; \
+	@if /usr/bin/python3 -c 'import zarr, numcodecs, scipy.ndimage' 2>/dev/null; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get install -y -qq --no-install-recommends python3-zarr python3-numcodecs >/dev/null 2>&1 || \
-			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-zarr python3-numcodecs >/dev/null 2>&1; }; \
+		apt-get install -y -qq --no-install-recommends python3-zarr python3-numcodecs python3-scipy >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-zarr python3-numcodecs python3-scipy >/dev/null 2>&1; }; \
 	else \
-		echo "runtime/zarr's tests need Debian's python3-zarr: sudo apt-get install python3-zarr python3-numcodecs"; \
+		echo "runtime/zarr's tests need Debian's python3-zarr and python3-scipy: sudo apt-get install python3-zarr python3-numcodecs python3-scipy"; \
 		exit 1; \
 	fi
 

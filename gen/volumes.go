@@ -59,6 +59,8 @@ func (g *emitter) volumes(f *jen.File) {
 //
 // leaving out the fields that are zero, and ArrayDType when it is DType. A
 // key with normalize has Normalize: &zarr.Affine{Div: 255, Mul: 2, Add: -1}.
+// Turned crops, value augmentations and class balance add the fields
+// keyAugment and cropsAugment render.
 func (g *emitter) volumeSpec(f *jen.File) {
 	keys := make([]jen.Code, len(g.keys))
 	for i, k := range g.keys {
@@ -92,7 +94,7 @@ func (g *emitter) volumeSpec(f *jen.File) {
 			}
 			fields = append(fields, field{"Normalize", jen.Op("&").Qual(zarrPath, "Affine").Add(literal(terms...))})
 		}
-		keys[i] = literal(fields...)
+		keys[i] = literal(append(fields, g.keyAugment(k)...)...)
 	}
 	c := g.ds.Crops
 	fields := []field{{"Keys", jen.Index().Qual(volumePath, "Key").Values(keys...)}}
@@ -124,6 +126,7 @@ func (g *emitter) volumeSpec(f *jen.File) {
 	if c.Rot90 != nil {
 		fields = append(fields, field{"Rot90", ints(c.Rot90)})
 	}
+	fields = append(fields, g.cropsAugment()...)
 	fields = append(fields, field{"Seed", jen.Id(g.n.unexported("Plan")).Dot("Loader").Dot("Seed")})
 	name := g.n.unexported("VolumeSpec")
 	f.Commentf("%s is what the schema says of %s's volumes.", name, g.ds.Name)
@@ -163,7 +166,11 @@ func (g *emitter) volumeType(f *jen.File) {
 	for _, k := range g.keys {
 		fields = append(fields, jen.Id(k.Go).String().Commentf("root holding key %q's array %s", k.Name, k.zarr))
 	}
-	fields = append(fields, jen.Id(schema.VolumeWeight).Float64().Comment("relative sampling weight; 0 means 1"))
+	weight := "relative sampling weight; 0 means 1"
+	if g.ds.Crops.Balance {
+		weight = "0 (or 1): crops.balance picks the volumes"
+	}
+	fields = append(fields, jen.Id(schema.VolumeWeight).Float64().Comment(weight))
 	name := g.n.exported("Volume")
 	f.Commentf("%s is one dataset of %s: the directory holding each key's zarr", name, g.ds.Name)
 	f.Comment("hierarchy (one root for all keys is common) and its sampling weight.")
@@ -268,20 +275,23 @@ func (g *emitter) openVolumes(f *jen.File) {
 // ReadAhead and Close of the volume source:
 //
 //	func (v *CellMapVolumes) Read(s *CellMapSample) error {
-//		return v.src.Read(s.Ctx, s.Rand, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
+//		return v.src.Read(s.Ctx, s.Rand, s.Epoch, s.Index, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
 //	}
 func (g *emitter) volumesMethods(f *jen.File) {
 	recv := func() *jen.Statement { return jen.Func().Params(jen.Id("v").Op("*").Id(g.n.exported("Volumes"))) }
 	f.Comment("Len returns the samples in an epoch, the schema's crops.per_epoch.")
 	f.Add(recv()).Id("Len").Params().Int().Block(jen.Return(jen.Id("v").Dot("src").Dot("Len").Call()))
 
-	args := []jen.Code{jen.Id("s").Dot("Ctx"), jen.Id("s").Dot("Rand")}
+	args := []jen.Code{jen.Id("s").Dot("Ctx"), jen.Id("s").Dot("Rand"), jen.Id("s").Dot("Epoch"), jen.Id("s").Dot("Index")}
 	for _, k := range g.keys {
 		args = append(args, g.rt("Bytes").Call(jen.Id("s").Dot(k.Go)))
 	}
 	f.Comment("Read draws sample s's volume, centre and augmentation from s.Rand and")
 	f.Comment("copies every key's box into s, augmented as it is copied; remote reads")
 	f.Comment("stop once s.Ctx is done.")
+	if g.ds.Crops.Balance {
+		f.Comment("The volume is the one crops.balance picks for s.Index in s.Epoch.")
+	}
 	f.Add(recv()).Id("Read").Params(jen.Id("s").Op("*").Id(g.n.exported("Sample"))).Error().Block(
 		jen.Return(jen.Id("v").Dot("src").Dot("Read").Call(args...)))
 

@@ -18,6 +18,17 @@ type Crop struct {
 	Mirror    []bool `json:"mirror"`    // flip each spatial axis (z, y, x) marked true,
 	Transpose []int  `json:"transpose"` // then let output axis j take axis Transpose[j],
 	Rot90     int    `json:"rot90"`     // then turn this many quarter turns in the rot90 plane.
+
+	// Under crops.augment.rotate, the volume is turned about the box's
+	// centre before the augmentation above, alike for every key in
+	// physical space: Rotate holds the angles drawn, in degrees, one per
+	// axis the schema's rotate lists, in its order, and Rotation the matrix
+	// they compose (rows and columns z, y, x, as many as the keys' spatial
+	// axes). The value at offset d from a key's box centre (physical units)
+	// comes from offset Rotation^T·d in the volume. Both are nil without
+	// rotate.
+	Rotate   []float64   `json:"rotate,omitempty"`
+	Rotation [][]float64 `json:"rotation,omitempty"`
 }
 
 // spatialAxes names the spatial axes of a volume key of the most axes.

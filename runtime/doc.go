@@ -21,5 +21,5 @@ type EnforceVersion uint
 // where N is the version they were generated for.
 const (
 	GenVersion    = 5
-	MinGenVersion = 4
+	MinGenVersion = 5
 )

@@ -124,6 +124,13 @@ type Key struct {
 	// Normalize is the map a zarr key's normalize makes of its arrays'
 	// values; nil when it has none (an image key's is in Image).
 	Normalize *zarr.Affine
+	// Linear says a zarr key's turned crops (crops.augment.rotate) are
+	// interpolated, not read nearest: its interpolation, linear for inputs
+	// and nearest for targets unless given.
+	Linear bool
+	// Values are a zarr key's value augmentations: its augment's in the
+	// order written, then its binarize.
+	Values []volume.ValueOp
 }
 
 // Streams are the settings of the stream decision (streams:), each a

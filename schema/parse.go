@@ -25,7 +25,7 @@ const (
 var (
 	topFields = []string{"version", "package", "name", "batch_size", "device", "classes", "inputs", "targets", "records", "crops", "loader", "streams"}
 	keyFields = []string{"shape", "dtype", "file", "class_axis", "zarr", "scale", "fill", "missing", "array_dtype", "ragged", "pad", "offsets", "overflow",
-		"member", "resize", "flip", "normalize", "layout", "geometry"}
+		"member", "resize", "flip", "normalize", "layout", "geometry", "interpolation", "augment", "binarize"}
 	loaderFields = []string{"prefetch", "workers", "shuffle", "seed", "drop_last", "max_staging_mb", "bucket"}
 	streamFields = []string{"min_batch_size", "min_batch_memory_mb", "max_streams", "assign", "priority"}
 )

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -651,5 +652,49 @@ func TestConversion(t *testing.T) {
 				t.Errorf("array dtype %v, normalize %+v; want %v, %+v", k.ArrayDType, k.Normalize, c.array, c.m)
 			}
 		})
+	}
+}
+
+// TestRotateAndValues: crops.augment.rotate keeps the axes in the order
+// written, each turning the plane of the other two (z alone in 2D, the
+// plane y, x), m meaning [-m, m], and allows a plane of two sizes; inputs
+// interpolate unless they say nearest, targets take the nearest unless
+// they say linear; a key's value augmentations keep their order, binarize
+// last; crops.balance: classes sets Balance.
+func TestRotateAndValues(t *testing.T) {
+	const head = "version: 1\npackage: demo\nname: Demo\nbatch_size: 2\nclasses: [mito]\n"
+	ds, err := Parse("d.yaml", []byte(head+"inputs:\n"+
+		"  raw: {shape: [8, 16, 12], dtype: float32, zarr: em/raw, augment: {gamma: [0.8, 1.2], noise: {std: 0.1}, contrast: [0.5, 1.5], blur: {sigma: [0, 1]}}}\n"+
+		"  mask: {shape: [8, 16, 12], dtype: uint8, zarr: em/mask, interpolation: nearest}\n"+
+		"targets:\n"+
+		"  labels: {shape: [4, 8, 6], dtype: float32, zarr: \"labels/{class}\", class_axis: true, binarize: 0.5, augment: {noise: {std: 0.2, mean: 1}}}\n"+
+		"  dist: {shape: [4, 8, 6], dtype: float32, zarr: em/dist, class_axis: false, interpolation: linear}\n"+
+		"crops:\n  per_epoch: 10\n  balance: classes\n  augment: {rotate: {y: [-10, 20], z: 180, x: 0}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []volume.Rotation{{Plane: [2]int{0, 2}, Min: -10, Max: 20}, {Plane: [2]int{1, 2}, Min: -180, Max: 180}, {Plane: [2]int{0, 1}, Min: 0, Max: 0}}
+	if !slices.Equal(ds.Crops.Rotate, want) || !ds.Crops.Balance {
+		t.Errorf("rotate %+v, balance %v; want %+v and true", ds.Crops.Rotate, ds.Crops.Balance, want)
+	}
+	for i, linear := range []bool{true, false, false, true} {
+		if ds.Keys[i].Linear != linear {
+			t.Errorf("key %s: linear %v, want %v", ds.Keys[i].Name, ds.Keys[i].Linear, linear)
+		}
+	}
+	raw := []volume.ValueOp{
+		{Kind: volume.Gamma, Range: [2]float64{0.8, 1.2}}, {Kind: volume.Noise, Std: 0.1},
+		{Kind: volume.Contrast, Range: [2]float64{0.5, 1.5}}, {Kind: volume.Blur, Range: [2]float64{0, 1}},
+	}
+	labels := []volume.ValueOp{{Kind: volume.Noise, Std: 0.2, Mean: 1}, {Kind: volume.Binarize, Threshold: 0.5}}
+	if !slices.Equal(ds.Keys[0].Values, raw) || !slices.Equal(ds.Keys[2].Values, labels) || ds.Keys[1].Values != nil {
+		t.Errorf("values %+v, %+v, %+v", ds.Keys[0].Values, ds.Keys[1].Values, ds.Keys[2].Values)
+	}
+	flat, err := Parse("d.yaml", []byte(head+"inputs:\n  raw: {shape: [16, 12], dtype: float32, zarr: em/raw}\ncrops:\n  per_epoch: 10\n  augment: {rotate: {z: 30}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []volume.Rotation{{Plane: [2]int{0, 1}, Min: -30, Max: 30}}; !slices.Equal(flat.Crops.Rotate, want) {
+		t.Errorf("2D rotate %+v, want %+v", flat.Crops.Rotate, want)
 	}
 }

@@ -17,10 +17,10 @@ import (
 // normalize.
 var (
 	zarrNormalizeFields = []string{"min", "max", "to", "mean", "std"}
-	cropFields          = []string{"per_epoch", "pad", "align", "foreground", "augment", "locality", "on_error"}
+	cropFields          = []string{"per_epoch", "pad", "align", "foreground", "augment", "locality", "on_error", "balance"}
 	localityFields      = []string{"window"}
 	foregroundFields    = []string{"key", "fraction"}
-	augmentFields       = []string{"mirror", "transpose", "rot90"}
+	augmentFields       = []string{"mirror", "transpose", "rot90", "rotate"}
 )
 
 // Crops says how samples are cut out of volumes: the sources of zarr keys
@@ -42,6 +42,12 @@ type Crops struct {
 	// OnError is what a crop that reads a chunk whose codecs fail does:
 	// end the epoch, or be replaced (runtime.OnError).
 	OnError runtime.OnError
+	// Rotate turns crops by angles drawn from ranges, about z, y or x in
+	// the order written (crops.augment.rotate); nil for none.
+	Rotate []volume.Rotation
+	// Balance picks the volumes by the classes they annotate
+	// (crops.balance: classes).
+	Balance bool
 }
 
 // DefaultLocalityWindow is crops.locality's window when the schema says
@@ -64,7 +70,7 @@ const VolumeWeight = "Weight"
 func (p *parser) volumeKey(kp string, f map[string]*yaml.Node, key *Key) error {
 	zn, ok := f["zarr"]
 	if !ok {
-		return p.onlyFor(kp, f, []string{"scale", "fill", "missing", "array_dtype"}, "zarr keys", "zarr:")
+		return p.onlyFor(kp, f, []string{"scale", "fill", "missing", "array_dtype", "interpolation", "augment", "binarize"}, "zarr keys", "zarr:")
 	}
 	if _, ok := f["file"]; ok {
 		return p.errorf(zn, kp+".zarr", "a key reads from file: or from zarr:, not both")
@@ -93,7 +99,10 @@ func (p *parser) volumeKey(kp string, f map[string]*yaml.Node, key *Key) error {
 			return err
 		}
 	}
-	return p.conversion(kp, f, key)
+	if err := p.conversion(kp, f, key); err != nil {
+		return err
+	}
+	return p.valueKey(kp, f, key)
 }
 
 // missing reads a zarr key's missing: "fill" (the default) or "error".
@@ -320,6 +329,7 @@ func (p *parser) crops(n *yaml.Node, rank int) error {
 	readOptional(r, "crops.align", parsed(parseAlign), &c.Align)
 	readOptional(r, "crops.locality", (*parser).locality, &c.Locality)
 	readOptional(r, "crops.on_error", parsed(parseOnError), &c.OnError)
+	readOptional(r, "crops.balance", (*parser).balance, &c.Balance)
 	if r.err != nil {
 		return r.err
 	}
@@ -333,6 +343,9 @@ func (p *parser) crops(n *yaml.Node, rank int) error {
 		if err := p.augment(n, rank, c); err != nil {
 			return err
 		}
+	}
+	if err := p.interpolated(c.Rotate != nil); err != nil {
+		return err
 	}
 	p.ds.Crops = c
 	return nil
@@ -436,6 +449,11 @@ func (p *parser) augment(n *yaml.Node, rank int, c *Crops) error {
 	}
 	if n, ok := f["rot90"]; ok {
 		if c.Rot90, err = p.axisList(path+".rot90", n, axes, 2); err != nil {
+			return err
+		}
+	}
+	if n, ok := f["rotate"]; ok {
+		if c.Rotate, err = p.rotate(path+".rotate", n, rank); err != nil {
 			return err
 		}
 	}

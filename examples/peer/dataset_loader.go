@@ -425,7 +425,7 @@ func (v *PeerVolumes) Len() int {
 // copies every key's box into s, augmented as it is copied; remote reads
 // stop once s.Ctx is done.
 func (v *PeerVolumes) Read(s *PeerSample) error {
-	return v.src.Read(s.Ctx, s.Rand, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
+	return v.src.Read(s.Ctx, s.Rand, s.Epoch, s.Index, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
 }
 
 // Crop returns where sample index of epoch comes from: the volume, each

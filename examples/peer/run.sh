@@ -14,6 +14,15 @@
 # 64 crops and for all 512.
 # Needs Debian's python3-zarr and python3-torch (apt-get install
 # python3-zarr python3-torch). PEER_DIR keeps the stores between runs.
+#
+# Then the rotated case, on the big stores: 256 crops of examples/peer/turned
+# (64^3, turned by z in [-180, 180] and y, x in [-15, 15] degrees, raw
+# trilinear into float32, the class arrays nearest) against cellmap-data's
+# method in torch_turned.py (zarr-python reads the enlarged box, torch's
+# affine_grid and grid_sample turn it), which first checks its crops
+# against the Go loader's; and the Go loader's cost of turning (turned
+# against the same crops unturned, flat) and of the four value
+# augmentations on raw (augmented against flat).
 source "$(dirname "$0")/setup.sh"
 python=/usr/bin/python3
 $python -c 'import zarr, torch' || { echo "make peer needs Debian's python3-zarr and python3-torch"; exit 1; }
@@ -69,3 +78,26 @@ for comp in zstd6 blosc-lz4; do
 	done
 done
 echo "(crops/s of the first crops of a cold epoch in a fresh process, median of 3)"
+
+# turned STORE_LABEL: the rotated case's rows for the big stores.
+turned() {
+	local label=$1
+	for comp in zstd6 blosc-lz4; do
+		store="$work/$label-$comp.zarr"
+		"$work/peer-bench" turned-crops "$store" "$work/turned.json" "$work/turned.bin" 8
+		t0=$(runs $python examples/peer/torch_turned.py "$store" "$work/turned.json" "$work/turned.bin" 0)
+		t2=$(runs $python examples/peer/torch_turned.py "$store" "$work/turned.json" "$work/turned.bin" 2)
+		rot=$(runs "$work/peer-bench" turned-epoch "$store" turned)
+		flat=$(runs "$work/peer-bench" turned-epoch "$store" flat)
+		aug=$(runs "$work/peer-bench" turned-epoch "$store" augmented)
+		awk -v c="$label $comp" -v t0="$t0" -v t2="$t2" -v r="$rot" -v f="$flat" -v a="$aug" 'BEGIN {
+			best = t0 > t2 ? t0 : t2
+			printf "%-16s %10.1f %10.1f %10.1f %10.1f %10.1f %9.2f %9.2f %9.2f\n", c, t0, t2, r, f, a, r / best, f / r, a / f
+		}'
+	done
+}
+
+echo
+printf '%-16s %10s %10s %10s %10s %10s %9s %9s %9s\n' store cellmap_nw0 cellmap_nw2 go_turned go_flat go_augment turned/cm flat/turned aug/flat
+LOADERGEN_ZARR_CACHE_MB=32 turned big
+echo "(crops/s, median of 3 cold epochs each; turned/cm against cellmap-data's method in its better configuration; targets: turned/cm >= 3, flat/turned <= 2.5, aug/flat >= 0.6)"

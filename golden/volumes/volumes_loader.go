@@ -435,7 +435,7 @@ func (v *CellsVolumes) Len() int {
 // copies every key's box into s, augmented as it is copied; remote reads
 // stop once s.Ctx is done.
 func (v *CellsVolumes) Read(s *CellsSample) error {
-	return v.src.Read(s.Ctx, s.Rand, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
+	return v.src.Read(s.Ctx, s.Rand, s.Epoch, s.Index, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
 }
 
 // Crop returns where sample index of epoch comes from: the volume, each

@@ -61,10 +61,10 @@ func TestConvertedCropsAreTheArraysMapped(t *testing.T) {
 	var seen struct{ rawFill, raw, labelFill, one, zero int }
 	for i := range 200 {
 		seed := func() *rand.Rand { return rand.New(rand.NewPCG(uint64(i), 9)) }
-		if err := plain.Read(bg, seed(), pb...); err != nil {
+		if err := plain.Read(bg, seed(), 0, i, pb...); err != nil {
 			t.Fatal(err)
 		}
-		if err := conv.Read(bg, seed(), cb...); err != nil {
+		if err := conv.Read(bg, seed(), 0, i, cb...); err != nil {
 			t.Fatal(err)
 		}
 		raw := runtime.View[float32](cb[0])

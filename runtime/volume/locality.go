@@ -42,35 +42,49 @@ func localityBits(vols []*vol) (axis []int, shift int) {
 }
 
 // LocalityKeys writes into keys[k] the locality key of sample indices[k]
-// of epoch: its volume and the chunk its box starts in (see chunkGrid). It
-// draws each crop's place as Read and Crop do, so the key is a pure
-// function of (seed, epoch, index), and it does not allocate in steady
-// state. A loader groups its crops by these keys (crops.locality).
+// of epoch: its volume and the chunk its box starts in (see chunkGrid; for
+// a turned crop, the box around its points). It draws each crop's place
+// as Read and Crop do, so the key is a pure function of (seed, epoch,
+// index), and it does not allocate in steady state. A loader groups its
+// crops by these keys (crops.locality).
 func (s *Source) LocalityKeys(epoch int, indices []int, keys []uint64) {
-	s.places(epoch, indices, func(k int, c *runtime.Crop) { keys[k] = s.localityKey(c) })
+	s.places(epoch, indices, func(k int, c *runtime.Crop, st *state) { keys[k] = s.localityKey(c, st) })
 }
 
 // places draws the place (volume and box origins) of the crop of each
-// sample indices[k] of epoch, as Read and Crop draw it, and hands it to
-// f with k. The crop is scratch: f must not keep it.
-func (s *Source) places(epoch int, indices []int, f func(k int, c *runtime.Crop)) {
+// sample indices[k] of epoch, as Read and Crop draw it, and its
+// augmentation when crops are turned, and hands it to f with k and the
+// state it was drawn in. The crop and the state are scratch: f must not
+// keep them.
+func (s *Source) places(epoch int, indices []int, f func(k int, c *runtime.Crop, st *state)) {
 	st := s.states.Get().(*state)
 	defer s.states.Put(st)
 	seed := runtime.EpochSeed(s.spec.Seed, epoch)
 	for k, index := range indices {
 		runtime.SeedSample(&st.pcg, seed, index)
-		s.place(st.rng, &st.crop)
-		f(k, &st.crop)
+		if s.spec.Rotate != nil {
+			s.draw(st.rng, &st.crop, epoch, index)
+		} else {
+			s.place(st.rng, &st.crop, epoch, index)
+		}
+		f(k, &st.crop, st)
 	}
 }
 
-// localityKey is crop c's locality key.
-func (s *Source) localityKey(c *runtime.Crop) uint64 {
-	g := &s.vols[c.Volume].starts
+// localityKey is crop c's locality key, with st as scratch.
+func (s *Source) localityKey(c *runtime.Crop, st *state) uint64 {
+	v := s.vols[c.Volume]
+	g := &v.starts
+	var first [runtime.MaxSpatialRank]int
+	copy(first[:], c.Origin[0])
+	if s.spec.Rotate != nil && turned(c) {
+		s.positions(0, c, v, &st.pos[0])
+		firstCorner(&st.pos[0], s.spec.Keys[0].Shape, &first)
+	}
 	var at [runtime.MaxSpatialRank]uint64
 	most := 0
-	for a, o := range c.Origin[0] {
-		at[a] = uint64(min(max(o, 0), g.shape[a]-1) / g.chunk[a])
+	for a := range c.Origin[0] {
+		at[a] = uint64(min(max(first[a], 0), g.shape[a]-1) / g.chunk[a])
 		most = max(most, s.chunkBits[a])
 	}
 	var key uint64
@@ -88,13 +102,22 @@ func (s *Source) localityKey(c *runtime.Crop) uint64 {
 // indices of epoch (a loader calls it through runtime.ReadAheader,
 // batches ahead): their chunk cache keeps the chunks those crops will
 // read, and remote arrays start reading them. It draws each crop's place
-// as Read does and hints each key's box (zarr.Array.ReadAhead).
+// as Read does and hints each key's box (zarr.Array.ReadAhead), or the
+// chunks a turned crop's points read (zarr.Array.ReadAheadSampled).
 func (s *Source) ReadAhead(epoch int, indices []int) {
-	s.places(epoch, indices, func(_ int, c *runtime.Crop) {
+	s.places(epoch, indices, func(_ int, c *runtime.Crop, st *state) {
 		v := s.vols[c.Volume]
+		turn := turned(c)
 		for k, key := range s.spec.Keys {
+			if turn {
+				s.positions(k, c, v, &st.pos[k])
+			}
 			for _, a := range v.arrays[k] {
-				if a != nil {
+				switch {
+				case a == nil:
+				case turn:
+					a.ReadAheadSampled(key.Shape, st.pos[k])
+				default:
 					a.ReadAhead(c.Origin[k], key.Shape)
 				}
 			}

@@ -23,7 +23,8 @@ const WeightColumn = "weight"
 // (s3://bucket/prefix, https://host/path). Relative roots are relative to
 // the manifest's directory, which may itself be a URL (a presigned one
 // too: its query signs the manifest's request, and messages show it
-// without). An empty weight means 1.
+// without). An empty weight means 1. Under spec.Balance a weight column is
+// an error: the balance picks the volumes.
 func LoadManifest(file string, spec Spec) ([]Volume, error) {
 	dir, name := storage.Split(file)
 	shown := storage.Redact(file) // for messages
@@ -63,6 +64,9 @@ func LoadManifest(file string, spec Spec) ([]Volume, error) {
 		default:
 			return nil, fmt.Errorf("%s:1: unknown column %q (the columns are %s)", shown, name, columns(spec))
 		}
+	}
+	if weight >= 0 && spec.Balance {
+		return nil, fmt.Errorf("%s:1: column %q: %w", shown, WeightColumn, errBalanceWeight)
 	}
 	for _, key := range spec.Keys {
 		if _, ok := seen[key.Name]; !ok {

@@ -85,7 +85,7 @@ func TestMissingChunksFill(t *testing.T) {
 		}
 		var pcg rand.PCG
 		runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, 0), i)
-		if err := s.Read(bg, rand.New(&pcg), sampleBufs(s)...); err != nil {
+		if err := s.Read(bg, rand.New(&pcg), 0, i, sampleBufs(s)...); err != nil {
 			t.Fatalf("sample %d: %v", i, err)
 		}
 	}
@@ -131,7 +131,7 @@ func TestMissingChunksError(t *testing.T) {
 		c := s.Crop(0, i)
 		var pcg rand.PCG
 		runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, 0), i)
-		err := s.Read(bg, rand.New(&pcg), sampleBufs(s)...)
+		err := s.Read(bg, rand.New(&pcg), 0, i, sampleBufs(s)...)
 		if !raw.hits(c, spec.Keys[0].Shape) {
 			if err != nil {
 				t.Errorf("sample %d, whose raw box misses the deleted chunk: %v", i, err)

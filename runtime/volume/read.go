@@ -18,8 +18,10 @@ type state struct {
 	prev    []int   // orientation's copy of src
 	prevF   []bool  // and of flip
 	// LocalityKeys' draws: rng over pcg, seeded for each sample.
-	pcg rand.PCG
-	rng *rand.Rand
+	pcg    rand.PCG
+	rng    *rand.Rand
+	pos    []zarr.Positions // per key, the points of a turned crop
+	values valueScratch     // the value augmentations' draws and scratch
 }
 
 func (s *Source) newState() *state {
@@ -30,6 +32,8 @@ func (s *Source) newState() *state {
 		st.strides[k] = make([]int, rank)
 	}
 	st.rng = rand.New(&st.pcg)
+	st.pos = s.newPositions()
+	st.values = s.newValueScratch()
 	return st
 }
 
@@ -38,6 +42,13 @@ func (s *Source) newCrop() runtime.Crop {
 	c := runtime.Crop{Origin: make([][]int, len(s.spec.Keys)), Mirror: make([]bool, rank), Transpose: make([]int, rank)}
 	for k := range c.Origin {
 		c.Origin[k] = make([]int, rank)
+	}
+	if s.spec.Rotate != nil {
+		c.Rotate = make([]float64, len(s.spec.Rotate))
+		c.Rotation = make([][]float64, rank)
+		for a := range c.Rotation {
+			c.Rotation[a] = make([]float64, rank)
+		}
 	}
 	return c
 }
@@ -48,53 +59,63 @@ func (s *Source) Crop(epoch, index int) runtime.Crop {
 	var pcg rand.PCG
 	runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, epoch), index)
 	c := s.newCrop()
-	s.draw(rand.New(&pcg), &c)
+	s.draw(rand.New(&pcg), &c, epoch, index)
 	return c
 }
 
-// Read draws a crop from r, the sample's Rand, and reads every key's box
-// into dst: one buffer per key, in spec order, holding the key's sample
-// ([C, S...] for a key with a class axis). A failed chunk is a
-// *runtime.KeyError naming the key, with the volume, the key's box origin
-// (Crop's), the array and the chunk. Remote reads stop once ctx is done;
-// a nil ctx is never done.
-func (s *Source) Read(ctx context.Context, r *rand.Rand, dst ...[]byte) error {
+// Read draws the crop of sample index of epoch from r, the sample's Rand,
+// and reads every key's box into dst: one buffer per key, in spec order,
+// holding the key's sample ([C, S...] for a key with a class axis), with
+// its value augmentations applied. A failed chunk is a *runtime.KeyError
+// naming the key, with the volume, the key's box origin (Crop's), the
+// array and the chunk. Remote reads stop once ctx is done; a nil ctx is
+// never done.
+func (s *Source) Read(ctx context.Context, r *rand.Rand, epoch, index int, dst ...[]byte) error {
 	if ctx == nil {
 		ctx = context.Background() // a generated sample made by hand
 	}
 	st := s.states.Get().(*state)
 	defer s.states.Put(st)
-	s.draw(r, &st.crop)
+	s.draw(r, &st.crop, epoch, index)
+	s.drawValues(r, &st.values)
 	return s.read(ctx, &st.crop, st, dst)
 }
 
-// draw picks a crop's volume, centre and augmentation from r, in a fixed
-// order of draws: the foreground coin, the volume, the centre (place), the
-// mirrors, the permutation, the quarter turns.
-func (s *Source) draw(r *rand.Rand, c *runtime.Crop) {
-	s.place(r, c)
+// draw picks the volume, centre and augmentation of the crop of sample
+// index of epoch from r, in a fixed order of draws: the foreground coin,
+// the volume, the centre (place), the mirrors, the permutation, the
+// quarter turns, the angles.
+func (s *Source) draw(r *rand.Rand, c *runtime.Crop, epoch, index int) {
+	s.place(r, c, epoch, index)
 	s.augmentation(r, c)
 }
 
-// place draws a crop's volume and centre from r, the first draws of draw:
-// the foreground coin, the volume, the centre. It sets c.Volume,
-// c.Origin and c.Foreground.
-func (s *Source) place(r *rand.Rand, c *runtime.Crop) {
-	c.Foreground = false
-	if fg := s.spec.Foreground; fg != nil && s.fgCum != nil && r.Float64() < fg.Fraction {
+// place draws the volume and centre of the crop of sample index of epoch
+// from r, the first draws of draw: the foreground coin, the volume (none
+// under Balance, which picks it for the epoch), the centre. It sets
+// c.Volume, c.Origin and c.Foreground.
+func (s *Source) place(r *rand.Rand, c *runtime.Crop, epoch, index int) {
+	fg := s.spec.Foreground
+	c.Foreground = fg != nil && s.fgCum != nil && r.Float64() < fg.Fraction
+	switch {
+	case s.balance != nil:
+		c.Volume = s.balance.volume(s.spec.Seed, epoch, index)
+	case c.Foreground:
 		c.Volume = pick(s.fgCum, r.Float64())
-		v := s.vols[c.Volume]
-		v.grid.origins(int64(v.labelled[r.IntN(len(v.labelled))]), c.Origin)
-		c.Foreground = true
-	} else {
+	default:
 		c.Volume = pick(s.cum, r.Float64())
-		v := s.vols[c.Volume]
-		v.grid.origins(r.Int64N(v.grid.count), c.Origin)
 	}
+	v := s.vols[c.Volume]
+	if c.Foreground && len(v.labelled) > 0 {
+		v.grid.origins(int64(v.labelled[r.IntN(len(v.labelled))]), c.Origin)
+		return
+	}
+	c.Foreground = false
+	v.grid.origins(r.Int64N(v.grid.count), c.Origin)
 }
 
 // augmentation draws a crop's augmentation from r, the draws of draw after
-// place's: the mirrors, the permutation, the quarter turns.
+// place's: the mirrors, the permutation, the quarter turns, the angles.
 func (s *Source) augmentation(r *rand.Rand, c *runtime.Crop) {
 	for a := range c.Mirror {
 		c.Mirror[a] = s.spec.Mirror != nil && s.spec.Mirror[a] > 0 && r.Float64() < s.spec.Mirror[a]
@@ -112,6 +133,7 @@ func (s *Source) augmentation(r *rand.Rand, c *runtime.Crop) {
 	if s.spec.Rot90 != nil {
 		c.Rot90 = r.IntN(4)
 	}
+	s.drawRotation(r, c)
 }
 
 // read reads every key's box of crop c into dst, within ctx, with st as
@@ -122,10 +144,14 @@ func (s *Source) read(ctx context.Context, c *runtime.Crop, st *state, dst [][]b
 	}
 	s.orientation(c, st)
 	v := s.vols[c.Volume]
+	turn := turned(c)
 	for k, key := range s.spec.Keys {
 		start, kl := s.layout(k, st), s.keys[k]
 		if want := len(v.arrays[k]) * kl.bytes; len(dst[k]) != want {
 			return fmt.Errorf("key %q: a buffer of %d bytes for a sample of %d", key.Name, len(dst[k]), want)
+		}
+		if turn {
+			s.positions(k, c, v, &st.pos[k])
 		}
 		for ci, a := range v.arrays[k] {
 			buf := dst[k][ci*kl.bytes : (ci+1)*kl.bytes]
@@ -134,10 +160,17 @@ func (s *Source) read(ctx context.Context, c *runtime.Crop, st *state, dst [][]b
 				continue
 			}
 			l := zarr.Layout{Start: start, Strides: st.strides[k], Outside: kl.fill, Missing: v.missing[k][ci], Convert: kl.convert}
-			if err := a.ReadLayout(ctx, buf, c.Origin[k], key.Shape, l); err != nil {
+			var err error
+			if turn {
+				err = a.ReadSampled(ctx, buf, key.Shape, st.pos[k], l)
+			} else {
+				err = a.ReadLayout(ctx, buf, c.Origin[k], key.Shape, l)
+			}
+			if err != nil {
 				return &runtime.KeyError{Key: key.Name, Err: fmt.Errorf("volume %d (%s), box origin %v: %w", c.Volume, v.roots[k], c.Origin[k], err)}
 			}
 		}
+		s.applyValues(k, dst[k], kl.bytes, &st.values)
 	}
 	return nil
 }

@@ -23,7 +23,7 @@ func readSample(s *Source, epoch, index int) ([][]byte, error) {
 	var pcg rand.PCG
 	runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, epoch), index)
 	dst := sampleBufs(s)
-	return dst, s.Read(bg, rand.New(&pcg), dst...)
+	return dst, s.Read(bg, rand.New(&pcg), epoch, index, dst...)
 }
 
 // TestRemoteVolumes: volumes whose manifest and stores are in an S3

@@ -37,6 +37,15 @@ type Spec struct {
 	Rot90      []int     // the plane of quarter turns (two axes); nil for none
 	Seed       uint64    // the schema's loader seed, for Crop
 	Align      Align     // what to do with a key whose box cannot start on a whole voxel
+	// Rotate turns crops by any angle, one turn after the other in this
+	// order, each key's values sampled at the turned points (Key.Linear);
+	// nil for none.
+	Rotate []Rotation
+	// Balance draws each sample's volume as cellmap-data's
+	// ClassBalancedSampler draws crops: the class seen least so far in the
+	// epoch, then a volume that annotates it (crops.balance: classes).
+	// Volumes then have no weights.
+	Balance bool
 }
 
 // Align is what a volume source does with a key whose array's voxel grid
@@ -84,6 +93,12 @@ type Key struct {
 	// Normalize, when not nil, maps the arrays' values as they are
 	// converted; DType is then a float dtype.
 	Normalize *zarr.Affine
+	// Linear interpolates the values of turned crops (Spec.Rotate):
+	// trilinear in 3D, bilinear in 2D; false takes the nearest voxel.
+	Linear bool
+	// Values are the key's value augmentations, applied in order to each
+	// sample once it is read, converted and normalised.
+	Values []ValueOp
 }
 
 // Missing says what a key makes of a chunk inside its array that is not
@@ -173,6 +188,8 @@ type Source struct {
 	// chunkBits and volumeShift lay out the locality key (localityBits).
 	chunkBits   []int
 	volumeShift int
+	// balance picks the samples' volumes under Spec.Balance; nil without.
+	balance *balancer
 	// states holds the scratch of Read (the crop and the layouts) and of
 	// LocalityKeys (a Rand). A state belongs to one call between Get and
 	// Put; Get and Put do not allocate in steady state.
@@ -202,6 +219,7 @@ type vol struct {
 	arrays   [][]*zarr.Array       // per key, per class (one for keys without a class axis); nil for a missing class
 	missing  [][]func(int64) error // per array, its zarr.Layout.Missing (a missingChunks' chunk)
 	grid     *grid
+	scales   [][]float64 // per key, its level's voxel size
 	weight   float64
 	labelled []uint32  // centre numbers whose foreground voxel is labelled
 	starts   chunkGrid // where crops start, for the locality key
@@ -258,6 +276,12 @@ func Open(spec Spec, vols []Volume, log *slog.Logger) (*Source, error) {
 			s.fgCum = append(s.fgCum, c)
 		}
 	}
+	if spec.Balance {
+		if s.balance, err = newBalancer(&s.spec, s.vols); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	s.chunkBits, s.volumeShift = localityBits(s.vols)
 	s.states.New = func() any { return s.newState() }
 	s.logOpened(log, missing)
@@ -272,6 +296,9 @@ func (s *Source) openVolume(i int, v Volume, stores map[string]*zarr.Store, miss
 	}
 	if err := checkWeight(v.Weight); err != nil {
 		return nil, fmt.Errorf("weight %v %w", v.Weight, err)
+	}
+	if s.spec.Balance && v.Weight != 0 && v.Weight != 1 {
+		return nil, fmt.Errorf("weight %v: %w", v.Weight, errBalanceWeight)
 	}
 	ov := &vol{roots: redacted(v.Roots), arrays: make([][]*zarr.Array, len(keys)), missing: make([][]func(int64) error, len(keys)), weight: v.Weight}
 	if ov.weight == 0 {
@@ -302,6 +329,9 @@ func (s *Source) openVolume(i int, v Volume, stores map[string]*zarr.Store, miss
 				missing[key.Name+"/"+class]++
 				continue
 			}
+			if err == nil && s.spec.Rotate != nil {
+				err = a.CanSample()
+			}
 			if err != nil {
 				return nil, fmt.Errorf("key %q: %w", key.Name, err)
 			}
@@ -322,6 +352,9 @@ func (s *Source) openVolume(i int, v Volume, stores map[string]*zarr.Store, miss
 	var err error
 	if ov.grid, err = newGrid(keys, levels, s.spec.Pad, s.spec.Align); err != nil {
 		return nil, err
+	}
+	for k := range keys {
+		ov.scales = append(ov.scales, levels[k].scale)
 	}
 	if fg := s.spec.Foreground; fg != nil {
 		if ov.labelled, err = s.labelled(ov, fg.Key); err != nil {
@@ -441,6 +474,9 @@ func (s *Source) logOpened(log *slog.Logger, missing map[string]int) {
 			parts = append(parts, fmt.Sprintf("%s in %d", n, missing[n]))
 		}
 		attrs = append(attrs, "missing_classes_filled", strings.Join(parts, ", "))
+	}
+	if s.balance != nil {
+		attrs = append(attrs, "class_balance", s.balance.describe())
 	}
 	if s.spec.Align == AlignNearest {
 		attrs = append(attrs, "align", AlignNearest.String(), "largest_offset", s.largestOffset())

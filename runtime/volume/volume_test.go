@@ -139,7 +139,7 @@ func readBoth(t *testing.T, s *Source, epoch, index int) (runtime.Crop, [][]byte
 	var pcg rand.PCG
 	runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, epoch), index)
 	viaRead := sampleBufs(s)
-	if err := s.Read(bg, rand.New(&pcg), viaRead...); err != nil {
+	if err := s.Read(bg, rand.New(&pcg), epoch, index, viaRead...); err != nil {
 		t.Fatal(err)
 	}
 	c := s.Crop(epoch, index)

@@ -3,6 +3,7 @@ package zarr
 import (
 	"fmt"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -289,4 +290,64 @@ func storedRatio(b *testing.B, dir string) float64 {
 		b.Fatal(err)
 	}
 	return float64(stored) / float64(elems(benchShape))
+}
+
+// BenchmarkBoxReadSampled is BenchmarkBoxReadConvert's plain warm read of
+// 64³ boxes of the blosc-lz4 volume into float32 (plain, ReadLayout),
+// against ReadSampled of the same boxes: on their voxels (on-voxels, the
+// sampler's floor), and turned about their centres by a different angle
+// each (z in [-180, 180], y and x in [-15, 15] degrees), interpolated
+// (turned-linear) and nearest (turned-nearest). It reports the float32
+// bytes delivered; turned over plain is what turning costs a warm read.
+func BenchmarkBoxReadSampled(b *testing.B) {
+	root, err := benchVolumes()
+	if err != nil {
+		b.Fatal(err)
+	}
+	conv, err := NewConversion(lgruntime.Uint8, lgruntime.Float32, &Affine{Div: 255, Mul: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const edge = 64
+	boxes := benchBoxes(edge, 64)
+	shape := []int{edge, edge, edge}
+	a := openDir(b, filepath.Join(root, benchCompressors[0].name), 256)
+	if err := a.Read(make([]byte, elems(benchShape)), []int{0, 0, 0}, benchShape); err != nil {
+		b.Fatal(err)
+	}
+	l := Layout{Strides: CStrides(shape), Convert: conv}
+	rng := rand.New(rand.NewPCG(9, 9))
+	deg := math.Pi / 180
+	turns := make([][3][3]float64, len(boxes))
+	for i := range turns {
+		turns[i] = turn((rng.Float64()*2-1)*180*deg, (rng.Float64()*2-1)*15*deg, (rng.Float64()*2-1)*15*deg)
+	}
+	sampled := func(linear, rotate bool) func(dst []byte, origin []int) {
+		return func(dst []byte, origin []int) {
+			r := [3][3]float64{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}
+			if rotate {
+				r = turns[(origin[0]+origin[1]+origin[2])%len(turns)]
+			}
+			if err := a.ReadSampled(bg, dst, shape, turned(origin, shape, r, linear), l); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		read func(dst []byte, origin []int)
+	}{
+		{"plain", func(dst []byte, origin []int) {
+			if err := a.ReadLayout(bg, dst, origin, shape, l); err != nil {
+				b.Fatal(err)
+			}
+		}},
+		{"on-voxels", sampled(true, false)},
+		{"turned-linear", sampled(true, true)},
+		{"turned-nearest", sampled(false, true)},
+	} {
+		b.Run("64/warm-float32/"+c.name, func(b *testing.B) {
+			copyOut(b, boxes, 4*elems(shape), c.read)
+		})
+	}
 }

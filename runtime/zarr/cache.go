@@ -564,6 +564,12 @@ func (c *Cache) extend(ctx context.Context, e *cacheEntry, l loader, want span) 
 	return e, nil
 }
 
+// keeps reports whether the cache keeps a decoded chunk of n bytes, rather
+// than drop it as soon as it is loaded (one larger than its limit).
+func (c *Cache) keeps(n int) bool {
+	return int64(n)+headroom+cacheEntryOverhead <= c.limit
+}
+
 // release ends a reader's use of an entry from get.
 func (c *Cache) release(e *cacheEntry) {
 	c.mu.Lock()
@@ -608,8 +614,9 @@ func (c *Cache) recycle(e *cacheEntry) {
 }
 
 // expect announces a read of each chunk of array from grid index c0 to c1
-// (both included), after those announced before. mu is not held.
-func (c *Cache) expect(array *Array, c0, c1 []int) {
+// (both included) for which read, when not nil, reports true, after those
+// announced before. mu is not held.
+func (c *Cache) expect(array *Array, c0, c1 []int, read func(idx []int) bool) {
 	var idx [maxRank]int
 	n := len(c0)
 	copy(idx[:n], c0)
@@ -620,18 +627,20 @@ func (c *Cache) expect(array *Array, c0, c1 []int) {
 		clear(c.after)
 	}
 	for {
-		c.seq++
-		c.stats.Announced++
-		key := array.chunkEntry(ravel(idx[:n], array.grid))
-		h := c.hints[key]
-		if h.n == 0 {
-			h.next = c.seq
-		} else {
-			c.after[h.last] = c.seq
+		if read == nil || read(idx[:n]) {
+			c.seq++
+			c.stats.Announced++
+			key := array.chunkEntry(ravel(idx[:n], array.grid))
+			h := c.hints[key]
+			if h.n == 0 {
+				h.next = c.seq
+			} else {
+				c.after[h.last] = c.seq
+			}
+			h.n++
+			h.last = c.seq
+			c.hints[key] = h
 		}
-		h.n++
-		h.last = c.seq
-		c.hints[key] = h
 		if !next(idx[:n], c0, c1) {
 			return
 		}

@@ -463,7 +463,7 @@ func TestCacheForgetsUnreadAnnouncements(t *testing.T) {
 	c := NewCache(1)
 	a := &Array{id: arrayIDs.Add(1), grid: []int{4 * maxHints}}
 	for i := range maxHints + 2 {
-		c.expect(a, []int{i}, []int{i})
+		c.expect(a, []int{i}, []int{i}, nil)
 	}
 	c.mu.Lock()
 	n := len(c.hints)

@@ -4,7 +4,8 @@
 // Its files, by job: store.go opens a store and its nodes, metadoc.go
 // reads metadata documents, array.go an array's metadata and its chunks,
 // dtype.go its dtype and fill value, ngff.go multiscales,
-// read.go boxes of an array, cache.go the cache of decoded chunks,
+// read.go boxes of an array, sample.go boxes at any angle (points
+// between voxels, interpolated), cache.go the cache of decoded chunks,
 // memory.go the bound of the memory that decodes take; the
 // codecs are chain.go (a chunk's codec chain and its decoding),
 // v2codec.go, v3codec.go and sharding.go (each format's codec metadata);

@@ -239,7 +239,7 @@ func (a *Array) ReadAhead(origin, shape []int) {
 	if len(origin) != n || len(shape) != n {
 		return
 	}
-	var c0, c1, idx [maxRank]int
+	var c0, c1 [maxRank]int
 	for k := range n {
 		lo, hi := max(origin[k], 0), min(origin[k]+shape[k], a.shape[k])
 		if lo >= hi {
@@ -247,25 +247,33 @@ func (a *Array) ReadAhead(origin, shape []int) {
 		}
 		c0[k], c1[k] = lo/a.unit[k], (hi-1)/a.unit[k]
 	}
-	a.cache.expect(a, c0[:n], c1[:n])
+	a.readAhead(c0[:n], c1[:n], nil)
+}
+
+// readAhead announces a read of the chunks from grid index c0 to c1 (both
+// included) for which read, when not nil, reports true, as ReadAhead does.
+func (a *Array) readAhead(c0, c1 []int, read func(idx []int) bool) {
+	a.cache.expect(a, c0, c1, read)
 	h, ok := a.remote.(storage.Hinter)
 	if !ok {
 		return
 	}
 	if a.chain.shard != nil {
-		a.readAheadShards(h, c0[:n], c1[:n])
+		a.readAheadShards(h, c0, c1, read)
 		return
 	}
 	expect := a.storedMax.Load()
 	if expect == 0 {
 		expect = int64(a.unitBytes)
 	}
-	copy(idx[:n], c0[:n])
+	var idx [maxRank]int
+	n := len(c0)
+	copy(idx[:n], c0)
 	for {
-		if !a.cache.holdsWhole(a.chunkEntry(ravel(idx[:n], a.grid)), a.unitBytes) {
+		if (read == nil || read(idx[:n])) && !a.cache.holdsWhole(a.chunkEntry(ravel(idx[:n], a.grid)), a.unitBytes) {
 			h.Hint(a.key(idx[:n]), expect, a.storedLimit())
 		}
-		if !next(idx[:n], c0[:n], c1[:n]) {
+		if !next(idx[:n], c0, c1) {
 			return
 		}
 	}
@@ -287,14 +295,15 @@ func next(idx, c0, c1 []int) bool {
 }
 
 // readAheadShards hints the inner chunks from grid index c0 to c1 (both
-// included) of a sharded array that the cache neither holds nor is
-// loading, as ranges of their shards. A shard whose index the cache holds
+// included, those read reports true for when it is not nil) of a sharded
+// array that the cache neither holds nor is loading, as ranges of their
+// shards. A shard whose index the cache holds
 // has its inner chunks hinted at once; any other's index is loaded into
 // the cache in the background (the store's: see background), which then
 // hints them.
 // A failed index load hints nothing: the read that needs the shard meets
 // the error and names it.
-func (a *Array) readAheadShards(h storage.Hinter, c0, c1 []int) {
+func (a *Array) readAheadShards(h storage.Hinter, c0, c1 []int, read func(idx []int) bool) {
 	sh := a.chain.shard
 	n := len(c0)
 	var idx, shard [maxRank]int
@@ -302,7 +311,7 @@ func (a *Array) readAheadShards(h storage.Hinter, c0, c1 []int) {
 	units := map[int64][]int64{} // by shard: the units to hint
 	copy(idx[:n], c0)
 	for {
-		if u := ravel(idx[:n], a.grid); !a.cache.has(a.chunkEntry(u)) {
+		if u := ravel(idx[:n], a.grid); (read == nil || read(idx[:n])) && !a.cache.has(a.chunkEntry(u)) {
 			for k := range n {
 				shard[k] = idx[k] / sh.perShard[k]
 			}

@@ -7,6 +7,8 @@
 //	peer-bench whole ARRAY                              the whole array decoded on one goroutine: MB/s
 //	peer-bench locality [-cache MiB] [-windows W] DIR   chunk-cache hit rates with and without crop locality
 //	peer-bench rows DIR EPOCHS                          golden/rows' loader over DIR's .npy files: the best epoch's rows/s
+//	peer-bench turned-crops DIR JSON BIN K              the rotated case's crops (examples/peer/turned), and the bytes of the first K
+//	peer-bench turned-epoch DIR turned|flat|augmented   one cold epoch of one of the rotated case's loaders: crops/s
 //
 // boxes reads each box into one buffer per goroutine, or into BUFFERS
 // buffers shared out among the goroutines, each using its share in turn
@@ -54,7 +56,7 @@ func main() {
 	slog.SetDefault(slog.New(slog.DiscardHandler))
 	stderr := log.New(os.Stderr, "", 0)
 	if len(os.Args) < 3 {
-		stderr.Fatal("usage: peer-bench write|crops|epoch|boxes|whole|locality ...")
+		stderr.Fatal("usage: peer-bench write|crops|epoch|boxes|whole|locality|rows|turned-crops|turned-epoch ...")
 	}
 	var err error
 	switch os.Args[1] {
@@ -69,15 +71,19 @@ func main() {
 			}
 		}
 		err = write(fs.Arg(0), *comp)
-	case "crops":
+	case "crops", "turned-crops":
 		if len(os.Args) != 6 {
-			stderr.Fatal("usage: peer-bench crops DIR JSON BIN K")
+			stderr.Fatalf("usage: peer-bench %s DIR JSON BIN K", os.Args[1])
 		}
 		k, kerr := strconv.Atoi(os.Args[5])
 		if kerr != nil || k < 0 {
-			stderr.Fatalf("peer-bench crops: K %q is not a count of crops", os.Args[5])
+			stderr.Fatalf("peer-bench %s: K %q is not a count of crops", os.Args[1], os.Args[5])
 		}
-		err = crops(os.Args[2], os.Args[3], os.Args[4], k)
+		if os.Args[1] == "crops" {
+			err = crops(os.Args[2], os.Args[3], os.Args[4], k)
+		} else {
+			err = turnedCrops(os.Args[2], os.Args[3], os.Args[4], k)
+		}
 	case "epoch":
 		fs := flag.NewFlagSet("epoch", flag.ExitOnError)
 		n := fs.Int("crops", 0, "stop after the epoch's first N crops (whole batches); 0: the whole epoch")
@@ -99,6 +105,11 @@ func main() {
 		err = tableRows(os.Args[2], epochs)
 	case "locality":
 		err = locality(os.Args[2:])
+	case "turned-epoch":
+		if len(os.Args) != 4 {
+			stderr.Fatal("usage: peer-bench turned-epoch DIR turned|flat|augmented")
+		}
+		err = turnedEpoch(os.Args[2], os.Args[3])
 	case "boxes":
 		buffers := goruntime.GOMAXPROCS(0)
 		if len(os.Args) > 3 {
@@ -207,15 +218,7 @@ func crops(dir, jsonFile, binFile string, k int) error {
 	if err != nil {
 		return err
 	}
-	list := make([]runtime.Crop, len(order))
-	for k, i := range order {
-		list[k] = src.Crop(0, i)
-	}
-	js, err := json.Marshal(list)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(jsonFile, js, 0o644); err != nil {
+	if err := writeCrops(jsonFile, order, src.Crop); err != nil {
 		return err
 	}
 	var out []byte
@@ -230,6 +233,20 @@ func crops(dir, jsonFile, binFile string, k int) error {
 		out = append(append(out, s.Raw...), s.Labels...)
 	}
 	return os.WriteFile(binFile, out, 0o644)
+}
+
+// writeCrops writes the crops of epoch 0's samples order, as crop gives
+// them, to jsonFile as runtime.Crop JSON, in that order.
+func writeCrops(jsonFile string, order []int, crop func(epoch, index int) runtime.Crop) error {
+	list := make([]runtime.Crop, len(order))
+	for k, i := range order {
+		list[k] = crop(0, i)
+	}
+	js, err := json.Marshal(list)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(jsonFile, js, 0o644)
 }
 
 // epoch runs epoch 0 of a loader with GOMAXPROCS workers and prints its

@@ -1,0 +1,381 @@
+package volume
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/loadergen/loadergen/runtime"
+)
+
+// ValueKind names a value augmentation (ValueOp).
+type ValueKind uint8
+
+// The value augmentations, each cellmap-data's formula (docs/VOLUMES.md,
+// "Value augmentations"). All but Binarize need a float dtype.
+const (
+	// Noise adds Gaussian noise of mean Mean and deviation Std to each
+	// value (GaussianNoise).
+	Noise ValueKind = iota + 1
+	// Contrast maps x to r·x + (1-r)·m, clamped to [0, 1] (NaN to 0): r
+	// drawn from Range, m the mean of the values along the sample's first
+	// axis at x's place on the others (RandomContrast).
+	Contrast
+	// Gamma maps x to x^g, clamped to [0, 1] (NaN, and so negative x, to
+	// 0): g drawn from Range (RandomGamma).
+	Gamma
+	// Blur convolves the sample with a Gaussian of deviation s voxels, s
+	// drawn from Range, separable, truncated at 3s (radius ⌊3s⌋ voxels),
+	// normalised to sum 1, the edges' voxels repeated past them
+	// (GaussianBlur).
+	Blur
+	// Binarize maps x to 1 where x > Threshold, else 0; NaN stays NaN
+	// (Binarize).
+	Binarize
+)
+
+// valueNames are the kinds as a schema spells them, by value.
+var valueNames = [...]string{Noise: "noise", Contrast: "contrast", Gamma: "gamma", Blur: "blur", Binarize: "binarize"}
+
+// String returns the schema's name of k: "noise", "contrast", "gamma",
+// "blur" or "binarize".
+func (k ValueKind) String() string {
+	if int(k) < len(valueNames) && valueNames[k] != "" {
+		return valueNames[k]
+	}
+	return fmt.Sprintf("ValueKind(%d)", uint8(k))
+}
+
+// ValueOp is one value augmentation of a key.
+type ValueOp struct {
+	Kind ValueKind
+	// Range is what Contrast's ratio, Gamma's exponent (> 0) and Blur's
+	// deviation (in voxels, 0 to MaxBlurSigma) are drawn from, uniformly:
+	// Range[0] + u·(Range[1] - Range[0]).
+	Range [2]float64
+	// Mean and Std are Noise's.
+	Mean, Std float64
+	// Threshold is Binarize's.
+	Threshold float64
+}
+
+// MaxBlurSigma bounds Blur's deviation, in voxels: its kernel then spans
+// at most 193 voxels.
+const MaxBlurSigma = 32
+
+// valueScratch is a Read's value augmentations: what was drawn for each
+// key's ops, and the scratch that applying them needs.
+type valueScratch struct {
+	draws [][]valueDraw // per key, per op
+	means []float64     // Contrast's mean, at each place along the other axes
+	line  []float64     // Blur's line, padded by its radius at both ends
+	kern  []float64     // Blur's kernel, from its centre out
+	ring  []float64     // Blur's rows kept as they were (blurRows)
+	acc   []float64     // and the row it sums
+	wide  []float32     // a 16-bit float key's values, while augmented
+}
+
+// valueDraw is what one op drew: Contrast's ratio, Gamma's exponent or
+// Blur's deviation (x), or Noise's generator's seed.
+type valueDraw struct {
+	x    float64
+	seed uint64
+}
+
+// newValueScratch returns the scratch the spec's value augmentations need.
+func (s *Source) newValueScratch() valueScratch {
+	var v valueScratch
+	v.draws = make([][]valueDraw, len(s.spec.Keys))
+	for k, key := range s.spec.Keys {
+		v.draws[k] = make([]valueDraw, len(key.Values))
+		n := 1
+		for _, d := range key.Shape {
+			n *= d
+		}
+		for _, op := range key.Values {
+			switch op.Kind {
+			case Contrast:
+				v.means = make([]float64, max(len(v.means), n/max(key.Shape[0], 1)))
+			case Blur:
+				r := blurRadius(op.Range[1])
+				v.kern = make([]float64, max(len(v.kern), r+1))
+				v.line = make([]float64, max(len(v.line), maxOf(key.Shape)+2*r))
+				row := n / max(key.Shape[0], 1) // the longest row blurRows sums
+				v.ring = make([]float64, max(len(v.ring), (r+1)*row))
+				v.acc = make([]float64, max(len(v.acc), row))
+			}
+		}
+		if len(key.Values) > 0 && (key.DType == runtime.Float16 || key.DType == runtime.BFloat16) {
+			v.wide = make([]float32, max(len(v.wide), n))
+		}
+	}
+	return v
+}
+
+func maxOf(v []int) int {
+	m := 0
+	for _, x := range v {
+		m = max(m, x)
+	}
+	return m
+}
+
+// blurRadius is the radius of Blur's kernel for deviation sigma: ⌊3σ⌋.
+func blurRadius(sigma float64) int { return int(3 * sigma) }
+
+// drawValues draws every key's value augmentations from r, after the
+// crop's draws: per key in spec order, per op in order, a uniform draw
+// for Contrast, Gamma and Blur, 64 bits for Noise's generator, nothing for
+// Binarize.
+func (s *Source) drawValues(r *rand.Rand, v *valueScratch) {
+	for k, key := range s.spec.Keys {
+		for i, op := range key.Values {
+			d := &v.draws[k][i]
+			switch op.Kind {
+			case Contrast, Gamma, Blur:
+				d.x = op.Range[0] + r.Float64()*(op.Range[1]-op.Range[0])
+			case Noise:
+				d.seed = r.Uint64()
+			}
+		}
+	}
+}
+
+// applyValues applies key k's value augmentations to its sample buf, one
+// class's box of size bytes at a time, with what drawValues drew.
+func (s *Source) applyValues(k int, buf []byte, size int, v *valueScratch) {
+	key := &s.spec.Keys[k]
+	if len(key.Values) == 0 {
+		return
+	}
+	for at := 0; at+size <= len(buf); at += size {
+		box := buf[at : at+size]
+		switch key.DType {
+		case runtime.Float32:
+			applyOps(runtime.View[float32](box), key, v.draws[k], v)
+		case runtime.Float64:
+			applyOps(runtime.View[float64](box), key, v.draws[k], v)
+		case runtime.Float16, runtime.BFloat16:
+			w, n := v.wide[:len(box)/2], key.DType.Size()
+			for i := range w {
+				w[i] = float32(key.DType.Value(box[i*n:]))
+			}
+			applyOps(w, key, v.draws[k], v)
+			for i, x := range w {
+				key.DType.Put(box[i*n:], float64(x))
+			}
+		default: // Binarize only, on integers and bools
+			n := key.DType.Size()
+			for i := 0; i+n <= len(box); i += n {
+				x := key.DType.Value(box[i:])
+				for _, op := range key.Values {
+					x = binarize(x, op.Threshold)
+				}
+				key.DType.Put(box[i:], x)
+			}
+		}
+	}
+}
+
+// applyOps applies key's ops to one box of its values x, in order.
+func applyOps[T float32 | float64](x []T, key *Key, draws []valueDraw, v *valueScratch) {
+	for i, op := range key.Values {
+		d := draws[i]
+		switch op.Kind {
+		case Noise:
+			addNoise(x, op.Mean, op.Std, d.seed)
+		case Contrast:
+			contrast(x, key.Shape, d.x, v.means)
+		case Gamma:
+			for j, y := range x {
+				x[j] = T(gamma(float64(y), d.x))
+			}
+		case Blur:
+			blur(x, key.Shape, d.x, v)
+		case Binarize:
+			for j, y := range x {
+				x[j] = T(binarize(float64(y), op.Threshold))
+			}
+		}
+	}
+}
+
+// binarize is 1 where x > t, else 0, and NaN where x is.
+func binarize(x, t float64) float64 {
+	switch {
+	case x != x:
+		return x
+	case x > t:
+		return 1
+	}
+	return 0
+}
+
+// contrast maps x to r·x + (1-r)·m as Contrast says, m the mean along the
+// first axis of a box of the given shape (means: scratch).
+func contrast[T float32 | float64](x []T, shape []int, r float64, means []float64) {
+	n0 := max(shape[0], 1)
+	m := means[:len(x)/n0]
+	clear(m)
+	for i := range n0 {
+		for j, y := range x[i*len(m) : (i+1)*len(m)] {
+			m[j] += float64(y)
+		}
+	}
+	for j := range m {
+		m[j] /= float64(n0)
+	}
+	for i := range n0 {
+		row := x[i*len(m) : (i+1)*len(m)]
+		for j, y := range row {
+			row[j] = T(unit(r*float64(y) + (1-r)*m[j]))
+		}
+	}
+}
+
+// unit clamps y to [0, 1], and NaN to 0: torch's clamp(0, 1) then
+// nan_to_num, as RandomContrast and RandomGamma end.
+func unit(y float64) float64 {
+	switch {
+	case y != y || y <= 0:
+		return 0
+	case y >= 1:
+		return 1
+	}
+	return y
+}
+
+// gamma is x^g clamped to [0, 1] as Gamma says: 0 for x ≤ 0 and NaN (a
+// negative x to a fractional power is NaN, made 0), 1 for x ≥ 1.
+func gamma(x, g float64) float64 {
+	switch {
+	case !(x > 0):
+		return 0
+	case x >= 1:
+		return 1
+	}
+	return powUnit(x, g)
+}
+
+// powUnit is x^g for x in (0, 1) and g > 0, as 2^(g·log2 x): log2 x from
+// x's exponent, a table of log2 at 256 points of its mantissa and four
+// terms of log(1+r) past the point; 2^y from a table of 2^(j/256) and five
+// terms of e^u past it: within 1e-10 of math.Pow relatively, with no
+// chain of a dozen dependent steps as a polynomial of the whole range has.
+func powUnit(x, g float64) float64 {
+	bits := math.Float64bits(x)
+	e := int(bits>>52&0x7ff) - 1023
+	if e == -1023 { // subnormal
+		return math.Pow(x, g)
+	}
+	j := bits >> 44 & 0xff // the mantissa's top 8 bits: x = 2^e·(1 + j/256 + ...)
+	m := math.Float64frombits(bits&(1<<52-1) | 1023<<52)
+	r := m*powTables.inv[j] - 1 // in [0, 1/256)
+	ln := r * (1 - r*(1.0/2-r*(1.0/3-r*(1.0/4))))
+	y := g * (float64(e) + powTables.log2[j] + ln*math.Log2E)
+	k := int(y * 256) // y < 0: rounds up, then down by one unless whole
+	if float64(k) > y*256 {
+		k--
+	}
+	if k < -1022*256 {
+		return math.Pow(x, g)
+	}
+	u := (y - float64(k)/256) * math.Ln2 // in [0, ln2/256)
+	p := 1 + u*(1+u*(1.0/2+u*(1.0/6+u*(1.0/24))))
+	return p * powTables.exp2[k&0xff] * math.Float64frombits(uint64(k>>8+1023)<<52)
+}
+
+// powTables are powUnit's: 1/c and log2 c at c = 1 + j/256, and 2^(j/256).
+var powTables = func() (t struct{ inv, log2, exp2 [256]float64 }) {
+	for j := range 256 {
+		c := 1 + float64(j)/256
+		t.inv[j], t.log2[j], t.exp2[j] = 1/c, math.Log2(c), math.Exp2(float64(j)/256)
+	}
+	return t
+}()
+
+// blur convolves a box of the given shape with Blur's kernel of deviation
+// sigma, one axis at a time: the last along its lines, each other a row
+// (the values of the axes after it) at a time.
+func blur[T float32 | float64](x []T, shape []int, sigma float64, v *valueScratch) {
+	r := blurRadius(sigma)
+	if r == 0 {
+		return
+	}
+	k := v.kern[:r+1]
+	sum := 0.0
+	for d := range k {
+		k[d] = math.Exp(-float64(d*d) / (2 * sigma * sigma))
+		sum += k[d]
+		if d > 0 {
+			sum += k[d]
+		}
+	}
+	for d := range k {
+		k[d] /= sum
+	}
+	last := shape[len(shape)-1]
+	for at := 0; at < len(x); at += last {
+		blurLine(x[at:at+last], k, v.line[:last+2*r])
+	}
+	row := last
+	for a := len(shape) - 2; a >= 0; a-- {
+		slab := shape[a] * row
+		for at := 0; at < len(x); at += slab {
+			blurRows(x[at:at+slab], shape[a], row, k, v)
+		}
+		row = slab
+	}
+}
+
+// blurLine convolves the values x with the kernel k (from its centre
+// out), the first and last repeated past the ends, through line.
+func blurLine[T float32 | float64](x []T, k, line []float64) {
+	r, n := len(k)-1, len(x)
+	for i := range r {
+		line[i], line[r+n+i] = float64(x[0]), float64(x[n-1])
+	}
+	for i, y := range x {
+		line[r+i] = float64(y)
+	}
+	for i := range x {
+		acc := k[0] * line[r+i]
+		for d := 1; d <= r; d++ {
+			acc += k[d] * (line[r+i-d] + line[r+i+d])
+		}
+		x[i] = T(acc)
+	}
+}
+
+// blurRows convolves the n rows of b values of x along their axis with
+// the kernel k, the first and last rows repeated past the ends: row i is
+// written once the rows it needs are read, those before it kept as they
+// were in a ring of r+1 rows (v.ring), those after it still in x.
+func blurRows[T float32 | float64](x []T, n, b int, k []float64, v *valueScratch) {
+	r := len(k) - 1
+	ring, acc := v.ring[:(r+1)*b], v.acc[:b]
+	kept := func(j int) []float64 { return ring[j%(r+1)*b:][:b] } // row j, as it was
+	for i := range n {
+		for c, y := range x[i*b : (i+1)*b] {
+			kept(i)[c] = float64(y)
+		}
+		for c, y := range kept(i) {
+			acc[c] = k[0] * y
+		}
+		for d := 1; d <= r; d++ {
+			lo := kept(max(i-d, 0))
+			if j := min(i+d, n-1); j == i {
+				for c, y := range kept(i) {
+					acc[c] += k[d] * (lo[c] + y)
+				}
+			} else {
+				for c, y := range x[j*b : (j+1)*b] {
+					acc[c] += k[d] * (lo[c] + float64(y))
+				}
+			}
+		}
+		for c, y := range acc {
+			x[i*b+c] = T(y)
+		}
+	}
+}
