@@ -20,6 +20,10 @@ type Plane struct {
 	Stride     int
 	W, H       int
 	SubX, SubY int
+	// x0 and y0 are the pixel that Pix[0] holds: (0, 0) but for the
+	// planes that toRGB converts, which hold a rectangle of their W x H
+	// image.
+	x0, y0 int
 }
 
 // Colour is what a decoded image's planes hold.
@@ -49,6 +53,16 @@ func (d *Decoded) planes() int {
 	return 3
 }
 
+// full says whether every plane of d is at full size.
+func (d *Decoded) full() bool {
+	for _, p := range d.Planes[:d.planes()] {
+		if p.SubX != 1 || p.SubY != 1 {
+			return false
+		}
+	}
+	return true
+}
+
 // ErrFormat is wrapped by the errors for data that is neither a JPEG nor
 // a PNG.
 var ErrFormat = errors.New("not a JPEG or PNG image")
@@ -64,6 +78,11 @@ type Scratch struct {
 	cols    []int      // nearest's column table
 	jpeg    jpegState  // the JPEG decoder's own state (decode_*.go)
 	decoded Decoded
+	// rgb, rgbPlanes and rows are toRGB's: the converted planes and a row
+	// of each plane upsampled.
+	rgb       [3][]uint8
+	rgbPlanes [3]Plane
+	rows      [3][]uint8
 	// needs holds the decoded bytes of the last shrinkWindow images, the
 	// next to be written at needs[next] (note); settle reads them.
 	needs [shrinkWindow]int

@@ -26,13 +26,14 @@ func (st *jpegState) release() { st.dec.Release() }
 
 // drawWindow refuses an image of more pixels than allowed, else draws the
 // crop once the decoder knows the image's size and returns the region it
-// reads: only that region's blocks are decoded.
+// reads, and a pixel around it: the chroma samples that upsampling its
+// edge pixels reads (upsamplings). Only that window's blocks are decoded.
 func (st *jpegState) drawWindow(w, h int) (image.Rectangle, error) {
 	if err := checkPixels(w, h); err != nil {
 		return image.Rectangle{}, err
 	}
 	st.crop = st.draw.Draw(w, h)
-	return st.crop.Region, nil
+	return st.crop.Region.Inset(-1), nil
 }
 
 // decodeJPEG decodes the blocks of a JPEG that the crop reads into the
