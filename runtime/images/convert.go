@@ -2,7 +2,8 @@ package images
 
 // PIL converts a JPEG to RGB at full resolution, clamping each pixel, and
 // resizes after: libjpeg (inside PIL) upsamples the chroma planes with its
-// triangle filter and converts YCbCr to RGB. Resampling the planes first and
+// triangle filter, converts YCbCr to RGB (or YCCK to CMYK), and PIL turns
+// Adobe's inverted CMYK into RGB. Resampling the planes first and
 // converting after is not the same where a pixel's colour leaves 0..255,
 // at the edges of saturated colours: averaging then clamping is not
 // clamping then averaging (PIL's own resize of skimage's coffee.png at
@@ -19,10 +20,12 @@ const (
 	half16                     = 1 << 15
 )
 
-// toRGB converts the pixels sp of image d (YCbCr, or RGB of subsampled
-// planes) to red, green and blue planes in s.rgb, as PIL's convert("RGB")
-// of the image that libjpeg decodes: each plane upsampled as libjpeg does
-// it (upsampleRow), YCbCr to RGB by libjpeg's fixed point (ycbcrRow).
+// toRGB converts the pixels sp of image d (YCbCr, CMYK, YCCK, or RGB of
+// subsampled planes) to red, green and blue planes in s.rgb, as PIL's
+// convert("RGB") of the image that libjpeg decodes: each plane upsampled
+// as libjpeg does it (upsampleRow), YCbCr to RGB by libjpeg's fixed point
+// (ycbcrRow), YCCK to CMYK by libjpeg's (ycckRow), and Adobe's inverted
+// CMYK to RGB by PIL's (cmykRow).
 // The planes are the image's but hold sp alone: their origin is sp's
 // corner. Their buffers, as the upsampled rows', are sized for the whole
 // image, whatever sp: the first image of a dataset's size grows them once
@@ -36,7 +39,7 @@ func (s *Scratch) toRGB(d *Decoded, sp rect) *[3]Plane {
 		s.rgbPlanes[p] = Plane{Pix: s.rgb[p], Stride: w, W: d.W, H: d.H, SubX: 1, SubY: 1, x0: sp.x0, y0: sp.y0}
 	}
 	n := d.planes()
-	var in [3][]uint8 // a row of each plane, upsampled
+	var in [4][]uint8 // a row of each plane, upsampled
 	for y := range h {
 		for p := range n {
 			in[p] = s.upsampleRow(p, &d.Planes[p], sp.y0+y, sp.x0, w)
@@ -49,6 +52,11 @@ func (s *Scratch) toRGB(d *Decoded, sp rect) *[3]Plane {
 			copy(b, in[2])
 		case YCbCr:
 			ycbcrRow(r, g, b, in[0], in[1], in[2])
+		case YCCK:
+			ycbcrRow(r, g, b, in[0], in[1], in[2])
+			ycckRow(r, g, b, in[3])
+		case CMYK:
+			cmykRow(r, g, b, in[0], in[1], in[2], in[3])
 		}
 	}
 	return &s.rgbPlanes
@@ -156,3 +164,34 @@ func ycbcrRow(r, g, b, y, cb, cr []uint8) {
 
 // clamp8 is v clamped to 0..255.
 func clamp8(v int32) uint8 { return uint8(min(max(v, 0), 255)) }
+
+// ycckRow turns red, green and blue converted from a YCCK image's Y, Cb
+// and Cr, with its K row k, into the image's RGB in place: libjpeg's
+// ycck_cmyk_convert stores 255 less each as the C, M and Y that cmykRow
+// reads, which leaves their ink the converted values.
+func ycckRow(r, g, b, k []uint8) {
+	g, b, k = g[:len(r)], b[:len(r)], k[:len(r)]
+	for i := range r {
+		r[i], g[i], b[i] = fromInk(r[i], k[i]), fromInk(g[i], k[i]), fromInk(b[i], k[i])
+	}
+}
+
+// cmykRow converts a row of CMYK as an Adobe JPEG stores it, inverted
+// (255 is no ink), to red, green and blue, as PIL does: its JPEG plugin
+// reads the bytes inverted ("CMYK;I"), so that a channel's ink is 255
+// less the byte, and convert("RGB") takes each (fromInk).
+func cmykRow(r, g, b, c, m, y, k []uint8) {
+	g, b, c, m, y, k = g[:len(r)], b[:len(r)], c[:len(r)], m[:len(r)], y[:len(r)], k[:len(r)]
+	for i := range r {
+		r[i], g[i], b[i] = fromInk(255-c[i], k[i]), fromInk(255-m[i], k[i]), fromInk(255-y[i], k[i])
+	}
+}
+
+// fromInk is the value PIL's cmyk2rgb (Convert.c) gives a channel of ink
+// ink (255: full) under black stored as k (Adobe's inverted byte,
+// 255 - K): 255 - K less ink times (255 - K) / 255, the product rounded
+// by MULDIV255. It never leaves 0..255, to which PIL clamps.
+func fromInk(ink, k uint8) uint8 {
+	t := int32(ink)*int32(k) + 128
+	return k - uint8((t>>8+t)>>8)
+}

@@ -37,7 +37,7 @@ func (st *jpegState) drawWindow(w, h int) (image.Rectangle, error) {
 }
 
 // decodeJPEG decodes the blocks of a JPEG that the crop reads into the
-// decoder's planes: Y, Cb and Cr (or grey, or RGB).
+// decoder's planes: Y, Cb and Cr (or grey, RGB, CMYK or YCCK).
 func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
 	st := &s.jpeg
 	if st.window == nil {
@@ -54,16 +54,17 @@ func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
 	switch {
 	case m.Comps == 1:
 		d.Colour = Grey
+	case m.Comps == 4 && m.YCCK:
+		d.Colour = YCCK
+	case m.Comps == 4:
+		d.Colour = CMYK
 	case m.RGB:
 		d.Colour = RGB
 	default:
 		d.Colour = YCbCr
 	}
 	for i := range m.Comps {
-		sx, sy := 1, 1
-		if i > 0 {
-			sx, sy = m.SubX, m.SubY
-		}
+		sx, sy := m.SubX[i], m.SubY[i]
 		d.Planes[i] = Plane{Pix: m.Planes[i], Stride: m.Strides[i], W: ceilDiv(m.Width, sx), H: ceilDiv(m.Height, sy), SubX: sx, SubY: sy}
 	}
 	return d, st.crop, nil

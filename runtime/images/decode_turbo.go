@@ -13,37 +13,44 @@ import (
 // into, reused.
 type jpegState struct {
 	dec    *turbojpeg.Decoder
-	planes [3][]byte
+	planes [4][]byte
 }
 
 // held returns the bytes of the planes kept for the next image (libjpeg
 // keeps nothing of an image past it).
-func (st *jpegState) held() int { return cap(st.planes[0]) + cap(st.planes[1]) + cap(st.planes[2]) }
+func (st *jpegState) held() int {
+	n := 0
+	for _, p := range st.planes {
+		n += cap(p)
+	}
+	return n
+}
 
 // release drops the planes.
-func (st *jpegState) release() { st.planes = [3][]byte{} }
+func (st *jpegState) release() { st.planes = [4][]byte{} }
 
 // libjpeg's memory, past which it refuses to decode an image (its
 // max_memory_to_use), is libjpegBytesPerPixel for each pixel MaxPixels
-// allows and libjpegSlack more: what a progressive image of 3 components
-// at full resolution keeps, 2 bytes per coefficient, and its tables and
-// row buffers. MaxPixels refuses larger images from their headers first;
-// this bound holds libjpeg to it should its needs be otherwise.
+// allows and libjpegSlack more: what a progressive image of 4 components
+// (CMYK) at full resolution keeps, 2 bytes per coefficient, and its
+// tables and row buffers. MaxPixels refuses larger images from their
+// headers first; this bound holds libjpeg to it should its needs be
+// otherwise.
 const (
-	libjpegBytesPerPixel = 6
+	libjpegBytesPerPixel = 8
 	libjpegSlack         = 64 << 20
 )
 
 // decodeJPEG reads the header, refuses an image of more pixels than
-// allowed, draws the crop, and decodes the Y, Cb and Cr planes at the
-// smallest DCT scale n/8 at which the crop still covers 3 times the key's
-// pixels (scaleFor), down to the row below the crop's last (whose chroma
-// upsampling the last row reads) and no further (the rows above it are
-// decoded: a JPEG's blocks are coded one after the other). It decodes the
-// whole width: cutting the crop's window out first (tjTransform)
-// Huffman-decodes the whole image as well and re-encodes the window,
-// which measured slower than decoding all of it for every crop size
-// (commit fda9501's BenchmarkWindow).
+// allowed, draws the crop, and decodes its planes (Y, Cb and Cr; grey,
+// RGB, CMYK or YCCK) at the smallest DCT scale n/8 at which the crop
+// still covers 3 times the key's pixels (scaleFor), down to the row below
+// the crop's last (whose chroma upsampling the last row reads) and no
+// further (the rows above it are decoded: a JPEG's blocks are coded one
+// after the other). It decodes the whole width: cutting the crop's window
+// out first (tjTransform) Huffman-decodes the whole image as well and
+// re-encodes the window, which measured slower than decoding all of it
+// for every crop size (commit fda9501's BenchmarkWindow).
 func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
 	st := &s.jpeg
 	if st.dec == nil {
@@ -64,12 +71,8 @@ func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
 	st.dec.SetMaxMemory(libjpegBytesPerPixel*min(limit, (math.MaxInt64-libjpegSlack)/libjpegBytesPerPixel) + libjpegSlack)
 	c := draw.Draw(hd.Width, hd.Height)
 	num := scaleFor(c)
-	n := 3
-	if hd.Grey {
-		n = 1
-	}
 	stride, rows := turbojpeg.Bound(hd, num)
-	for i := range n {
+	for i := range hd.Comps {
 		st.planes[i] = grow(st.planes[i], stride*rows)
 	}
 	w, h := turbojpeg.Scaled(hd.Width, num), turbojpeg.Scaled(hd.Height, num)
@@ -81,12 +84,16 @@ func (s *Scratch) decodeJPEG(data []byte, draw Drawer) (*Decoded, Crop, error) {
 	d := &s.decoded
 	*d = Decoded{Colour: YCbCr, W: out.W, H: out.H}
 	switch {
-	case hd.Grey:
+	case hd.Comps == 1:
 		d.Colour = Grey
+	case hd.Comps == 4 && hd.YCCK:
+		d.Colour = YCCK
+	case hd.Comps == 4:
+		d.Colour = CMYK
 	case hd.RGB:
 		d.Colour = RGB
 	}
-	for i := range n {
+	for i := range hd.Comps {
 		p := out.Planes[i]
 		d.Planes[i] = Plane{Pix: st.planes[i], Stride: stride, W: p.W, H: p.H, SubX: p.SubX, SubY: p.SubY}
 	}

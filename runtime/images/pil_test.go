@@ -295,9 +295,9 @@ func againstPIL(t *testing.T, files []string, tr Transform, outW, outH, c, seeds
 	return res
 }
 
-// fidelityCrops are the crops that TestChromaAgainstPIL compares: the
-// validation transform, random-resized crops of 224 and small ones
-// enlarged.
+// fidelityCrops are the crops that TestChromaAgainstPIL and
+// TestCMYKAgainstPIL compare: the validation transform, random-resized
+// crops of 224 and small ones enlarged.
 var fidelityCrops = []struct {
 	name       string
 	tr         Transform
@@ -378,13 +378,61 @@ func TestChromaAgainstPIL(t *testing.T) {
 	checkFidelity(t, kinds, 3)
 }
 
+// TestCMYKAgainstPIL: CMYK and YCCK JPEGs (testdata of runtime/internal/jpeg,
+// libjpeg's: Adobe's inverted CMYK, YCCK sampled 2 x 2 for Y and K and
+// progressive), one without its Adobe marker (libjpeg, and PIL, read it
+// as CMYK) and one whose marker says transform 1 (libjpeg warns and reads
+// YCCK), are within 48 dB of PIL's pixels and 10 levels of each, as RGB
+// and as grey, for fidelityCrops.
+func TestCMYKAgainstPIL(t *testing.T) {
+	needPIL(t)
+	dir := t.TempDir()
+	kinds := map[string]string{}
+	for _, name := range []string{"cmyk444.jpg", "ycck420.jpg", "ycck444_progressive.jpg"} {
+		file, err := filepath.Abs(filepath.Join("../internal/jpeg/testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds[file] = strings.TrimSuffix(name, ".jpg")
+	}
+	variants := []struct {
+		from, name string
+		change     func(app14 []byte) []byte // the APP14 segment's bytes, marker on
+	}{
+		{"cmyk444.jpg", "cmyk444_noadobe.jpg", func([]byte) []byte { return nil }},
+		{"ycck420.jpg", "ycck420_transform1.jpg", func(seg []byte) []byte {
+			seg = slices.Clone(seg)
+			seg[4+11] = 1 // Adobe's transform, after the length and "Adobe", version and flags
+			return seg
+		}},
+	}
+	for _, v := range variants {
+		data, err := os.ReadFile(filepath.Join("../internal/jpeg/testdata", v.from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := bytes.Index(data, []byte{0xff, 0xee})
+		if at < 0 || !bytes.HasPrefix(data[at+4:], []byte("Adobe")) {
+			t.Fatalf("%s has no Adobe marker first", v.from)
+		}
+		end := at + 2 + int(data[at+2])<<8 + int(data[at+3])
+		file := filepath.Join(dir, v.name)
+		if err := os.WriteFile(file, slices.Concat(data[:at], v.change(data[at:end]), data[end:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		kinds[file] = strings.TrimSuffix(v.name, ".jpg")
+	}
+	checkFidelity(t, kinds, 3)
+	checkFidelity(t, kinds, 1)
+}
+
 // TestToRGBAgainstPIL: a colour JPEG converted to RGB whole (toRGB) is
 // PIL's convert("RGB") of it: with libjpeg-turbo's planes (-tags
 // turbojpeg, decoded at full scale as PIL decodes them) every byte, which
 // pins the upsampling and conversions to libjpeg's and PIL's arithmetic;
 // with the default build's (whose inverse DCT rounds otherwise) within 4
 // levels. The JPEGs are 4:4:4, 4:2:2 (h2v1), 4:2:0 (h2v2), 4:4:0 (h1v2)
-// and 4:1:1 (repeated samples).
+// and 4:1:1 (repeated samples), CMYK and YCCK.
 func TestToRGBAgainstPIL(t *testing.T) {
 	files := []string{filepath.Join(skimageData, "retina.jpg"), filepath.Join(skimageData, "rocket.jpg")}
 	needPIL(t, append(files, filepath.Join(skimageData, "chelsea.png"))...)
@@ -395,7 +443,7 @@ func TestToRGBAgainstPIL(t *testing.T) {
 		jobs, files = append(jobs, pilJPEG{Src: filepath.Join(skimageData, "chelsea.png"), Dst: dst, Quality: 90, Subsampling: sub}), append(files, dst)
 	}
 	writeJPEGs(t, jobs)
-	for _, name := range []string{"ycc440.jpg", "ycc411.jpg"} {
+	for _, name := range []string{"ycc440.jpg", "ycc411.jpg", "cmyk444.jpg", "ycck420.jpg", "ycck444_progressive.jpg"} {
 		file, err := filepath.Abs(filepath.Join("../internal/jpeg/testdata", name))
 		if err != nil {
 			t.Fatal(err)

@@ -57,7 +57,7 @@ func (s *Scratch) release() {
 	s.jpeg.release()
 	s.rs = resampler{}
 	s.out, s.cols = [3][]uint8{}, nil
-	s.rgb, s.rgbPlanes, s.rows = [3][]uint8{}, [3]Plane{}, [3][]uint8{}
+	s.rgb, s.rgbPlanes, s.rows = [3][]uint8{}, [3]Plane{}, [4][]uint8{}
 }
 
 // held returns the bytes of the resampler's buffers: 8 a word.
