@@ -20,6 +20,10 @@ type Plane struct {
 	Stride     int
 	W, H       int
 	SubX, SubY int
+	// x0 and y0 are the pixel that Pix[0] holds: (0, 0) but for the
+	// planes that toRGB converts, which hold a rectangle of their W x H
+	// image.
+	x0, y0 int
 }
 
 // Colour is what a decoded image's planes hold.
@@ -31,22 +35,37 @@ const (
 	YCbCr               // JPEG's Y, Cb and Cr planes (chroma possibly subsampled)
 	RGB                 // red, green and blue planes
 	Index               // one plane of palette indices (a paletted PNG read as a mask)
+	CMYK                // a JPEG's C, M, Y and K planes as Adobe stores them, inverted (255: no ink)
+	YCCK                // a JPEG's Y, Cb, Cr and K planes: Adobe's CMYK with C, M and Y transformed as RGB to YCbCr
 )
 
 // Decoded is an image as planes, in a Scratch's buffers or the decoder's
 // own: valid until the Scratch decodes again.
 type Decoded struct {
 	Colour Colour
-	Planes [3]Plane // Planes[:1] for Grey and Index, Planes[:3] else
+	Planes [4]Plane // Planes[:1] for Grey and Index, Planes[:4] for CMYK and YCCK, Planes[:3] else
 	W, H   int      // size in pixels
 }
 
 // planes returns how many planes d holds.
 func (d *Decoded) planes() int {
-	if d.Colour == Grey || d.Colour == Index {
+	switch d.Colour {
+	case Grey, Index:
 		return 1
+	case CMYK, YCCK:
+		return 4
 	}
 	return 3
+}
+
+// full says whether every plane of d is at full size.
+func (d *Decoded) full() bool {
+	for _, p := range d.Planes[:d.planes()] {
+		if p.SubX != 1 || p.SubY != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // ErrFormat is wrapped by the errors for data that is neither a JPEG nor
@@ -64,6 +83,11 @@ type Scratch struct {
 	cols    []int      // nearest's column table
 	jpeg    jpegState  // the JPEG decoder's own state (decode_*.go)
 	decoded Decoded
+	// rgb, rgbPlanes and rows are toRGB's: the converted planes and a row
+	// of each plane upsampled.
+	rgb       [3][]uint8
+	rgbPlanes [3]Plane
+	rows      [4][]uint8
 	// needs holds the decoded bytes of the last shrinkWindow images, the
 	// next to be written at needs[next] (note); settle reads them.
 	needs [shrinkWindow]int

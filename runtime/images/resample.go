@@ -31,6 +31,7 @@ type axis struct {
 	// its Cb plane's, and prepare then has nothing to do.
 	of           axisOf
 	start, count []int
+	lo, hi       int // the pixels any tap reads, [lo, hi)
 	coef         []uint64
 	size         int  // weights per output pixel
 	padded       bool // every pixel reads size inputs, within the span
@@ -124,6 +125,10 @@ func (a *axis) prepare(lo, hi int, b0, b1 float64, out int) {
 		}
 		a.start[i], a.count[i] = lo+xmin, n
 	}
+	a.lo, a.hi = a.start[0], 0
+	for i, st := range a.start {
+		a.lo, a.hi = min(a.lo, st), max(a.hi, st+a.count[i])
+	}
 	a.spreadSIMD(lo)
 }
 
@@ -146,15 +151,23 @@ type resampler struct {
 	acc    []uint64 // the vertical pass's sums of one output row
 }
 
-// resample writes into dst (outW x outH, packed) plane p's box
-// [x0, x1) x [y0, y1) of its region r, both in the plane's pixels.
-func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float64, outW, outH int) {
+// prepare prepares the weights of both axes for resampling the box
+// [x0, x1) x [y0, y1) of region r to outW x outH pixels, in the image's
+// pixels.
+func (s *resampler) prepare(r rect, x0, y0, x1, y1 float64, outW, outH int) {
 	s.h.prepare(r.x0, r.x1, x0-float64(r.x0), x1-float64(r.x0), outW)
 	s.v.prepare(r.y0, r.y1, y0-float64(r.y0), y1-float64(r.y0), outH)
-	first, last := s.v.start[0], 0
-	for y := range outH {
-		last = max(last, s.v.start[y]+s.v.count[y])
-	}
+}
+
+// reads returns the pixels that the prepared weights read.
+func (s *resampler) reads() rect { return rect{s.h.lo, s.v.lo, s.h.hi, s.v.hi} }
+
+// resample writes into dst (outW x outH, packed) the box [x0, x1) x
+// [y0, y1) of region r of plane p, a plane at full size, all in the
+// image's pixels. p need hold only the pixels that the weights read.
+func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float64, outW, outH int) {
+	s.prepare(r, x0, y0, x1, y1, outW, outH)
+	first, last := s.v.lo, s.v.hi
 	words := (outW + lanes - 1) / lanes
 	groups := (last - first + lanes - 1) / lanes
 	// Sized for the plane's height and width, whatever the crop's: the
@@ -165,7 +178,7 @@ func (s *resampler) resample(dst []uint8, p *Plane, r rect, x0, y0, x1, y1 float
 	clear(s.cols[outW:]) // the last word's lanes past the row's end
 	for g := range groups {
 		y := first + g*lanes
-		s.horizontalRows(p, r.x0, r.x1, [lanes]int{y, min(y+1, last-1), min(y+2, last-1), min(y+3, last-1)}, s.tmp[g*lanes*words:][:lanes*words])
+		s.horizontalRows(p, s.h.lo, s.h.hi, [lanes]int{y, min(y+1, last-1), min(y+2, last-1), min(y+3, last-1)}, s.tmp[g*lanes*words:][:lanes*words])
 	}
 	s.acc = grow(s.acc, words)
 	for y := range outH {
@@ -184,14 +197,14 @@ func (s *resampler) horizontalRows(p *Plane, x0, x1 int, ys [lanes]int, rows []u
 	}
 }
 
-// horizontal resamples the four plane rows ys (a row may repeat, past
-// the region's end) along s.h into s.cols, a word per output column. It
-// returns from: horizontalSIMD wrote the columns before it straight into
-// rows, as horizontalRows lays them out, and s.cols holds only those after
-// it.
+// horizontal resamples the columns [x0, x1) (those the taps read) of the
+// four plane rows ys (a row may repeat, past the region's end) along s.h
+// into s.cols, a word per output column. It returns from: horizontalSIMD
+// wrote the columns before it straight into rows, as horizontalRows lays
+// them out, and s.cols holds only those after it.
 func (s *resampler) horizontal(p *Plane, x0, x1 int, ys [lanes]int, rows []uint64) (from int) {
-	r0, r1 := p.Pix[ys[0]*p.Stride:][x0:x1], p.Pix[ys[1]*p.Stride:][x0:x1]
-	r2, r3 := p.Pix[ys[2]*p.Stride:][x0:x1], p.Pix[ys[3]*p.Stride:][x0:x1]
+	row := func(y int) []uint8 { return p.Pix[(y-p.y0)*p.Stride:][x0-p.x0 : x1-p.x0] }
+	r0, r1, r2, r3 := row(ys[0]), row(ys[1]), row(ys[2]), row(ys[3])
 	r1, r2, r3 = r1[:len(r0)], r2[:len(r0)], r3[:len(r0)]
 	in := s.packed[:len(r0)]
 	for x := packSIMD(in, r0, r1, r2, r3); x < len(in); x++ {

@@ -10,8 +10,9 @@ import "slices"
 // the largest of its last shrinkWindow images, and shrinkSlack bytes more.
 // The next image allocates anew what it needs. shrinkRatio stays above
 // what buffers hold for the images they were sized for: a progressive
-// JPEG's coefficients are 4 bytes a sample against its planes' 1, and a
-// mask's planes come on top of its image's.
+// JPEG's coefficients are 4 bytes a sample against its planes' 1, toRGB's
+// planes 3 bytes a pixel (a progressive 4:2:0 JPEG holds 7 times its
+// planes' bytes), and a mask's planes come on top of its image's.
 const (
 	shrinkWindow = 8
 	shrinkRatio  = 8
@@ -39,11 +40,13 @@ func (s *Scratch) note(d *Decoded) {
 }
 
 // held returns the bytes of the buffers s keeps between images: the
-// decoders', the resampler's and the output planes.
+// decoders', the resampler's, toRGB's and the output planes.
 func (s *Scratch) held() int {
 	n := s.png.Held() + s.jpeg.held() + s.rs.held() + 8*cap(s.cols)
-	for _, o := range s.out {
-		n += cap(o)
+	for _, bufs := range [][][]uint8{s.out[:], s.rgb[:], s.rows[:]} {
+		for _, b := range bufs {
+			n += cap(b)
+		}
 	}
 	return n
 }
@@ -54,6 +57,7 @@ func (s *Scratch) release() {
 	s.jpeg.release()
 	s.rs = resampler{}
 	s.out, s.cols = [3][]uint8{}, nil
+	s.rgb, s.rgbPlanes, s.rows = [3][]uint8{}, [3]Plane{}, [4][]uint8{}
 }
 
 // held returns the bytes of the resampler's buffers: 8 a word.

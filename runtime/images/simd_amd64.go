@@ -9,14 +9,13 @@ import "golang.org/x/sys/cpu"
 // write it (simdModes), to time the Go loops, while nothing else runs.
 var hasAVX2 = cpu.X86.HasAVX2
 
-// ycbcrAVX2 converts n pixels (a multiple of 8) of the rows y, cb and cr
-// to normalised red, green and blue floats, 8 at a time, and stores block
-// j's 8 floats of each channel at red, green and blue plus j*step bytes,
-// mirrored when step is negative. norm holds the key's float32 means, then
-// its stds.
+// floatsAVX2 converts n bytes (a multiple of 8) of src to normalised
+// floats, 8 at a time, and stores block j's 8 floats at dst plus j*step
+// bytes, mirrored when step is negative: each v/255, less mean, divided
+// by std.
 //
 //go:noescape
-func ycbcrAVX2(red, green, blue *float32, y, cb, cr *uint8, n, step int, norm *[2][3]float32)
+func floatsAVX2(dst *float32, src *uint8, n, step int, mean, std *float32)
 
 // verticalAVX2 writes n output bytes (a multiple of 16): the sums of taps
 // rows of 16-bit lanes, the first at rows and each next stride bytes on,
@@ -26,19 +25,20 @@ func ycbcrAVX2(red, green, blue *float32, y, cb, cr *uint8, n, step int, norm *[
 //go:noescape
 func verticalAVX2(out *uint8, n int, rows *uint64, stride int, coef *uint64, taps int)
 
-// ycbcrSIMD writes the first pixels of a CHW row (see storeYCbCr) with
-// AVX2 where the CPU has it, a multiple of 8 of them, and returns how many.
-func (o *Output) ycbcrSIMD(red, green, blue []float32, lum, cb, cr []uint8, flip bool) int {
-	n := len(lum) &^ 7
+// floatsSIMD writes the floats of the first bytes of src, channel ch of
+// a CHW row (see write), with AVX2 where the CPU has it, a multiple of 8
+// of them, and returns how many.
+func (o *Output) floatsSIMD(row []float32, src []uint8, ch int, flip bool) int {
+	n := len(src) &^ 7
 	if !hasAVX2 || n == 0 {
 		return 0
 	}
-	red, green, blue, cb, cr = red[:len(lum)], green[:len(lum)], blue[:len(lum)], cb[:len(lum)], cr[:len(lum)]
+	row = row[:len(src)]
 	at, step := 0, 32
 	if flip {
-		at, step = len(lum)-8, -32
+		at, step = len(src)-8, -32
 	}
-	ycbcrAVX2(&red[at], &green[at], &blue[at], &lum[0], &cb[0], &cr[0], n, step, &o.norm)
+	floatsAVX2(&row[at], &src[0], n, step, &o.norm[0][ch], &o.norm[1][ch])
 	return n
 }
 
@@ -125,5 +125,59 @@ func horizontalSIMD(rows, in []uint64, a *axis, x0 int) int {
 	words := len(rows) / lanes
 	_, _ = rows[3*words+n/lanes-1], in[a.start[n-1]-x0+a.slots-1] // the starts only grow
 	horizontalAVX2(&rows[0], 8*words, n, &in[0], &a.start[0], x0, &a.spread[0], a.slots)
+	return n
+}
+
+// fancyAVX2 writes the 2n pixels of n samples (a multiple of 16) of a row
+// upsampled 2 across (see fancyRow), from the sample at near and far,
+// whose neighbours on both sides it reads: each sample's column sum 3
+// near + far, weighed 3 and 1 with its left neighbour's plus even for its
+// left pixel, with its right neighbour's plus odd for its right, shifted
+// down by 4, in 16-bit lanes (4 * 1020 + 8 fits).
+//
+//go:noescape
+func fancyAVX2(dst, near, far *uint8, n int, even, odd int32)
+
+// fancySIMD writes the pixels of the samples from .. to-1 (see fancyRow),
+// each of whose neighbours is in the row, with AVX2 where the CPU has it
+// and there are 16 or more, and returns how many it wrote: blocks of 16,
+// the last ending at to (overlapping the one before; it writes the same
+// bytes again).
+func fancySIMD(dst, near, far []uint8, from, to int, even, odd int32) int {
+	n := to - from
+	if !hasAVX2 || n < 16 {
+		return 0
+	}
+	_, _, _ = dst[2*n-1], near[to], far[to]
+	fancyAVX2(&dst[0], &near[from], &far[from], n&^15, even, odd)
+	if tail := n - 16; n%16 != 0 {
+		fancyAVX2(&dst[2*tail], &near[from+tail], &far[from+tail], 16, even, odd)
+	}
+	return n
+}
+
+// ycbcrRGBAVX2 converts n pixels (a multiple of 16) of rows y, cb and cr
+// to rows of red, green and blue bytes, as ycbcrRow does: 32-bit lanes, the
+// sums of its fixed point, shifted down and clamped by packing with
+// saturation.
+//
+//go:noescape
+func ycbcrRGBAVX2(red, green, blue, y, cb, cr *uint8, n int)
+
+// ycbcrSIMD converts a row (see ycbcrRow; r, g and b overlap none of y,
+// cb and cr) with AVX2 where the CPU has it and the row has 16 pixels or
+// more, and returns how many it converted: blocks of 16, the last ending
+// at the row's end (overlapping the one before; it writes the same bytes
+// again).
+func ycbcrSIMD(r, g, b, y, cb, cr []uint8) int {
+	n := len(r)
+	if !hasAVX2 || n < 16 {
+		return 0
+	}
+	_, _, _, _, _ = g[n-1], b[n-1], y[n-1], cb[n-1], cr[n-1]
+	ycbcrRGBAVX2(&r[0], &g[0], &b[0], &y[0], &cb[0], &cr[0], n&^15)
+	if t := n - 16; n%16 != 0 {
+		ycbcrRGBAVX2(&r[t], &g[t], &b[t], &y[t], &cb[t], &cr[t], 16)
+	}
 	return n
 }

@@ -2,103 +2,51 @@
 
 #include "textflag.h"
 
-// The constants of image/color's YCbCrToRGB in 16.16 fixed point (write.go),
-// the clamp's bounds, 255 as a float32, and the lane order that mirrors
-// 8 lanes.
-DATA ycbcrK<>+0(SB)/4, $128
-DATA ycbcrK<>+4(SB)/4, $91881  // crToR
-DATA ycbcrK<>+8(SB)/4, $22554  // cbToG
-DATA ycbcrK<>+12(SB)/4, $46802 // crToG
-DATA ycbcrK<>+16(SB)/4, $116130 // cbToB
-DATA ycbcrK<>+20(SB)/4, $0x10101
-DATA ycbcrK<>+24(SB)/4, $255
-DATA ycbcrK<>+28(SB)/4, $0x437f0000 // float32(255)
-DATA ycbcrK<>+32(SB)/8, $0x0000000600000007 // lanes 7, 6
-DATA ycbcrK<>+40(SB)/8, $0x0000000400000005
-DATA ycbcrK<>+48(SB)/8, $0x0000000200000003
-DATA ycbcrK<>+56(SB)/8, $0x0000000000000001
-GLOBL ycbcrK<>(SB), RODATA|NOPTR, $64
+// 255 as a float32, and the lane order that mirrors 8 lanes.
+DATA floatsK<>+0(SB)/4, $0x437f0000 // float32(255)
+DATA floatsK<>+4(SB)/4, $0
+DATA floatsK<>+8(SB)/8, $0x0000000600000007 // lanes 7, 6
+DATA floatsK<>+16(SB)/8, $0x0000000400000005
+DATA floatsK<>+24(SB)/8, $0x0000000200000003
+DATA floatsK<>+32(SB)/8, $0x0000000000000001
+GLOBL floatsK<>(SB), RODATA|NOPTR, $40
 
-// CHANNEL turns the 16.16 sums of one channel in sum into its normalised
-// floats and stores them at dst: the integer part clamped to 0..255 (as
-// clamp16: a negative sum gives 0, one of 256 or more 255), converted to
-// float32 (exact), divided by 255, less the channel's mean at off(R11),
-// divided by its std at 12+off(R11). VCVTDQ2PS, VDIVPS and VSUBPS round
-// each result to the nearest float32 as Go's float32 conversion, division
-// and subtraction do, and in the same order as NewOutput's lut, so each
-// float is the lut's bit for bit.
-#define CHANNEL(sum, off, dst) \
-	VPSRAD       $16, sum, sum; \
-	VPMAXSD      Y9, sum, sum; \
-	VPMINSD      Y8, sum, sum; \
-	VCVTDQ2PS    sum, sum; \
-	VDIVPS       Y7, sum, sum; \
-	VBROADCASTSS off(R11), Y0; \
-	VSUBPS       Y0, sum, sum; \
-	VBROADCASTSS 12+off(R11), Y1; \
-	VDIVPS       Y1, sum, sum; \
-	VMOVUPS      sum, (dst)
-
-// func ycbcrAVX2(red, green, blue *float32, y, cb, cr *uint8, n, step int, norm *[2][3]float32)
+// func floatsAVX2(dst *float32, src *uint8, n, step int, mean, std *float32)
 //
-// Eight pixels a block: Y, Cb and Cr zero-extended to 32-bit lanes, their
-// sums as ycbcrToRGB computes them (int32 products and sums, which never
-// overflow), mirrored across the lanes when step is negative, then
-// CHANNEL's clamp and normalisation.
-TEXT ·ycbcrAVX2(SB), NOSPLIT, $0-72
-	MOVQ red+0(FP), AX
-	MOVQ green+8(FP), BX
-	MOVQ blue+16(FP), CX
-	MOVQ y+24(FP), SI
-	MOVQ cb+32(FP), DI
-	MOVQ cr+40(FP), R8
-	MOVQ n+48(FP), R9
-	MOVQ step+56(FP), R10
-	MOVQ norm+64(FP), R11
-	VPBROADCASTD ycbcrK<>+0(SB), Y15
-	VPBROADCASTD ycbcrK<>+4(SB), Y14
-	VPBROADCASTD ycbcrK<>+8(SB), Y13
-	VPBROADCASTD ycbcrK<>+12(SB), Y12
-	VPBROADCASTD ycbcrK<>+16(SB), Y11
-	VPBROADCASTD ycbcrK<>+20(SB), Y10
-	VPXOR        Y9, Y9, Y9
-	VPBROADCASTD ycbcrK<>+24(SB), Y8
-	VPBROADCASTD ycbcrK<>+28(SB), Y7
-	VMOVDQU      ycbcrK<>+32(SB), Y6
+// Eight bytes a block, zero-extended to 32-bit lanes, mirrored across the
+// lanes when step is negative, converted to float32 (exact), divided by
+// 255, less the mean, divided by the std. VCVTDQ2PS, VDIVPS and VSUBPS
+// round each result to the nearest float32 as Go's float32 conversion,
+// division and subtraction do, and in the same order as NewOutput's lut,
+// so each float is the lut's bit for bit.
+TEXT ·floatsAVX2(SB), NOSPLIT, $0-48
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVQ         step+24(FP), DX
+	MOVQ         mean+32(FP), AX
+	MOVQ         std+40(FP), BX
+	VBROADCASTSS floatsK<>+0(SB), Y7
+	VBROADCASTSS (AX), Y6
+	VBROADCASTSS (BX), Y5
+	VMOVDQU      floatsK<>+8(SB), Y4
 
 block:
 	VPMOVZXBD (SI), Y0
-	VPMOVZXBD (DI), Y1
-	VPMOVZXBD (R8), Y2
-	TESTQ     R10, R10
-	JNS       sums
-	VPERMD    Y0, Y6, Y0
-	VPERMD    Y1, Y6, Y1
-	VPERMD    Y2, Y6, Y2
+	TESTQ     DX, DX
+	JNS       floats
+	VPERMD    Y0, Y4, Y0
 
-sums:
-	VPMULLD Y10, Y0, Y0 // yy = Y * 0x10101
-	VPSUBD  Y15, Y1, Y1 // Cb - 128
-	VPSUBD  Y15, Y2, Y2 // Cr - 128
-	VPMULLD Y14, Y2, Y3
-	VPADDD  Y0, Y3, Y3  // red: yy + crToR * (Cr-128)
-	VPMULLD Y13, Y1, Y4
-	VPSUBD  Y4, Y0, Y4
-	VPMULLD Y12, Y2, Y5
-	VPSUBD  Y5, Y4, Y4  // green: yy - cbToG * (Cb-128) - crToG * (Cr-128)
-	VPMULLD Y11, Y1, Y5
-	VPADDD  Y0, Y5, Y5  // blue: yy + cbToB * (Cb-128)
-	CHANNEL(Y3, 0, AX)
-	CHANNEL(Y4, 4, BX)
-	CHANNEL(Y5, 8, CX)
-	ADDQ    $8, SI
-	ADDQ    $8, DI
-	ADDQ    $8, R8
-	ADDQ    R10, AX
-	ADDQ    R10, BX
-	ADDQ    R10, CX
-	SUBQ    $8, R9
-	JNZ     block
+floats:
+	VCVTDQ2PS Y0, Y0
+	VDIVPS    Y7, Y0, Y0
+	VSUBPS    Y6, Y0, Y0
+	VDIVPS    Y5, Y0, Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $8, SI
+	ADDQ      DX, DI
+	SUBQ      $8, CX
+	JNZ       block
 	VZEROUPPER
 	RET
 
@@ -283,5 +231,152 @@ sum:
 	ADDQ $8, DI
 	SUBQ $4, CX
 	JNZ  block
+	VZEROUPPER
+	RET
+
+// SUM3 is the column sums 3 near + far of the 16 samples at off(SI) and
+// off(DX), in 16-bit lanes of reg (tmp is scratch).
+#define SUM3(off, reg, tmp) \
+	VPMOVZXBW off(SI), reg; \
+	VPMOVZXBW off(DX), tmp; \
+	VPADDW    reg, tmp, tmp; \
+	VPSLLW    $1, reg, reg; \
+	VPADDW    tmp, reg, reg
+
+// func fancyAVX2(dst, near, far *uint8, n int, even, odd int32)
+//
+// Sixteen samples a block: the column sums of their left neighbours, of
+// themselves and of their right neighbours (three loads each, one sample
+// apart), then each sample's left pixel 3 * its sum + its left
+// neighbour's + even and its right pixel 3 * its sum + its right
+// neighbour's + odd, shifted down by 4: bytes, which the left pixel's low
+// byte and the right pixel's high byte of a lane store in order.
+TEXT ·fancyAVX2(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), DI
+	MOVQ         near+8(FP), SI
+	MOVQ         far+16(FP), DX
+	MOVQ         n+24(FP), CX
+	MOVL         even+32(FP), AX
+	VMOVD        AX, X14
+	VPBROADCASTW X14, Y14
+	MOVL         odd+36(FP), AX
+	VMOVD        AX, X13
+	VPBROADCASTW X13, Y13
+
+block:
+	SUM3(-1, Y0, Y4)
+	SUM3(0, Y1, Y4)
+	SUM3(1, Y2, Y4)
+	VPSLLW  $1, Y1, Y3
+	VPADDW  Y1, Y3, Y3   // 3 * the samples' sums
+	VPADDW  Y3, Y0, Y0
+	VPADDW  Y14, Y0, Y0
+	VPSRLW  $4, Y0, Y0   // left pixels
+	VPADDW  Y3, Y2, Y2
+	VPADDW  Y13, Y2, Y2
+	VPSRLW  $4, Y2, Y2
+	VPSLLW  $8, Y2, Y2   // right pixels, in the high bytes
+	VPOR    Y2, Y0, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ    $16, SI
+	ADDQ    $16, DX
+	ADDQ    $32, DI
+	SUBQ    $16, CX
+	JNZ     block
+	VZEROUPPER
+	RET
+
+// The constants of ycbcrRGBAVX2: 128 and 2 as words, then pairs of words
+// that VPMADDWD weighs a pair (v, 2) or (Cb-128, Cr-128) by, then the
+// rounding half of 16.16.
+DATA rgbK<>+0(SB)/2, $128
+DATA rgbK<>+2(SB)/2, $2
+DATA rgbK<>+4(SB)/2, $26345  // crToR - 65536
+DATA rgbK<>+6(SB)/2, $16384  // times 2: the half
+DATA rgbK<>+8(SB)/2, $-14942 // cbToB - 131072
+DATA rgbK<>+10(SB)/2, $16384
+DATA rgbK<>+12(SB)/2, $-22554 // -cbToG
+DATA rgbK<>+14(SB)/2, $18734  // 65536 - crToG
+DATA rgbK<>+16(SB)/4, $32768
+GLOBL rgbK<>(SB), RODATA|NOPTR, $20
+
+// PAIRS weighs the 16 (lo, hi) pairs of words by the pair of words k,
+// into the 32-bit sums in Y8 (pairs 0-3 and 8-11) and Y9 (4-7, 12-15):
+// VPUNPCKLWD and VPUNPCKHWD interleave within each 128-bit half.
+#define PAIRS(lo, hi, k) \
+	VPUNPCKLWD hi, lo, Y8; \
+	VPUNPCKHWD hi, lo, Y9; \
+	VPMADDWD   k, Y8, Y8; \
+	VPMADDWD   k, Y9, Y9
+
+// SHIFT16 shifts PAIRS' sums down by 16 and packs them to words in sum,
+// in the pairs' order: VPACKSSDW interleaves the halves as the unpacking
+// did.
+#define SHIFT16(sum) \
+	VPSRAD    $16, Y8, Y8; \
+	VPSRAD    $16, Y9, Y9; \
+	VPACKSSDW Y9, Y8, sum
+
+// func ycbcrRGBAVX2(red, green, blue, y, cb, cr *uint8, n int)
+//
+// Sixteen pixels a block, in 16-bit lanes: ycbcrRow's sums less the
+// whole multiples of 65536 in its constants, which VPMADDWD's signed
+// 16-bit operands cannot hold and which add whole multiples of Cb-128 or
+// Cr-128 after the shift: red = Y + (Cr-128) + ((26345 (Cr-128) + 32768)
+// >> 16), green = Y - (Cr-128) + ((-22554 (Cb-128) + 18734 (Cr-128) +
+// 32768) >> 16), blue = Y + 2 (Cb-128) + ((-14942 (Cb-128) + 32768) >>
+// 16), the same integers as the 32-bit sums; packed to bytes with
+// unsigned saturation, the clamp to 0..255.
+TEXT ·ycbcrRGBAVX2(SB), NOSPLIT, $0-56
+	MOVQ         red+0(FP), AX
+	MOVQ         green+8(FP), BX
+	MOVQ         blue+16(FP), CX
+	MOVQ         y+24(FP), R9
+	MOVQ         cb+32(FP), R10
+	MOVQ         cr+40(FP), R11
+	MOVQ         n+48(FP), DX
+	VPBROADCASTW rgbK<>+0(SB), Y15
+	VPBROADCASTW rgbK<>+2(SB), Y14
+	VPBROADCASTD rgbK<>+4(SB), Y13
+	VPBROADCASTD rgbK<>+8(SB), Y12
+	VPBROADCASTD rgbK<>+12(SB), Y11
+	VPBROADCASTD rgbK<>+16(SB), Y10
+
+block:
+	VPMOVZXBW  (R9), Y0
+	VPMOVZXBW  (R10), Y1
+	VPSUBW     Y15, Y1, Y1 // Cb-128
+	VPMOVZXBW  (R11), Y2
+	VPSUBW     Y15, Y2, Y2 // Cr-128
+	PAIRS(Y2, Y14, Y13)
+	SHIFT16(Y3)
+	VPADDW     Y2, Y3, Y3
+	VPADDW     Y0, Y3, Y3  // red
+	PAIRS(Y1, Y2, Y11)
+	VPADDD     Y10, Y8, Y8
+	VPADDD     Y10, Y9, Y9
+	SHIFT16(Y4)
+	VPSUBW     Y2, Y4, Y4
+	VPADDW     Y0, Y4, Y4  // green
+	PAIRS(Y1, Y14, Y12)
+	SHIFT16(Y5)
+	VPADDW     Y1, Y5, Y5
+	VPADDW     Y1, Y5, Y5
+	VPADDW     Y0, Y5, Y5  // blue
+	VPACKUSWB  Y4, Y3, Y3  // red 0-7, green 0-7 | red 8-15, green 8-15
+	VPERMQ     $0xd8, Y3, Y3
+	VMOVDQU    X3, (AX)
+	VEXTRACTI128 $1, Y3, (BX)
+	VPACKUSWB  Y5, Y5, Y5
+	VPERMQ     $0x08, Y5, Y5
+	VMOVDQU    X5, (CX)
+	ADDQ       $16, R9
+	ADDQ       $16, R10
+	ADDQ       $16, R11
+	ADDQ       $16, AX
+	ADDQ       $16, BX
+	ADDQ       $16, CX
+	SUBQ       $16, DX
+	JNZ        block
 	VZEROUPPER
 	RET

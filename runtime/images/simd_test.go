@@ -16,91 +16,89 @@ var norms = []struct{ mean, std []float64 }{
 	{[]float64{0.5, 1, -0.25}, []float64{0.01, 3, 0.7}},
 }
 
-// TestYCbCrSIMDEveryTriple: the assembly converts every (Y, Cb, Cr) byte
-// triple to the bits of ycbcrWide, the Go loop it stands in for, mirrored
-// or not.
-func TestYCbCrSIMDEveryTriple(t *testing.T) {
+// TestYCbCrRGBSIMD: the assembly converts every (Y, Cb, Cr) byte triple
+// to the red, green and blue bytes of ycbcrRow's Go loop, and rows of
+// widths around its blocks of 16 alike (below 16, the Go loop's alone).
+func TestYCbCrRGBSIMD(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("this build or CPU runs no AVX2 assembly")
 	}
 	const n = 1 << 16 // every (Cb, Cr) pair
-	lum, cb, cr := make([]uint8, n), make([]uint8, n), make([]uint8, n)
+	y, cb, cr := make([]uint8, n), make([]uint8, n), make([]uint8, n)
 	for i := range n {
 		cb[i], cr[i] = uint8(i), uint8(i>>8)
 	}
-	var got, want [3][]float32
+	var got, want [3][]uint8
 	for ch := range 3 {
-		got[ch], want[ch] = make([]float32, n), make([]float32, n)
+		got[ch], want[ch] = make([]uint8, n), make([]uint8, n)
 	}
-	for _, nm := range norms {
-		o := NewOutput(&Transform{Mean: nm.mean, Std: nm.std}, 1, n, 3, true)
-		for _, flip := range []bool{false, true} {
-			for v := range 256 {
-				for i := range lum {
-					lum[i] = uint8(v)
-					at := i
-					if flip {
-						at = n - 1 - i
-					}
-					want[0][at], want[1][at], want[2][at] = ycbcrWide(o.wide, lum[i], cb[i], cr[i])
-				}
-				if done := o.ycbcrSIMD(got[0], got[1], got[2], lum, cb, cr, flip); done != n {
-					t.Fatalf("the assembly wrote %d pixels of %d", done, n)
-				}
-				for ch := range 3 {
-					if i := firstDiff(got[ch], want[ch]); i >= 0 {
-						px := i
-						if flip {
-							px = n - 1 - i
-						}
-						t.Fatalf("%v, flip %v: Y %d Cb %d Cr %d channel %d: %g, Go %g", nm, flip, v, cb[px], cr[px], ch, got[ch][i], want[ch][i])
-					}
-				}
+	for v := range 256 {
+		for i := range y {
+			y[i] = uint8(v)
+		}
+		ycbcrRow(got[0], got[1], got[2], y, cb, cr)
+		restore := simdOff()
+		ycbcrRow(want[0], want[1], want[2], y, cb, cr)
+		restore()
+		for ch := range 3 {
+			if !slices.Equal(got[ch], want[ch]) {
+				t.Fatalf("Y %d: channel %d differs from the Go loop's", v, ch)
+			}
+		}
+	}
+	for _, w := range []int{1, 15, 16, 17, 31, 32, 33, 224, 227} {
+		for ch := range 3 {
+			got[ch], want[ch] = got[ch][:w], want[ch][:w]
+		}
+		ycbcrRow(got[0], got[1], got[2], y[n-w:], cb[n-w:], cr[n-w:])
+		restore := simdOff()
+		ycbcrRow(want[0], want[1], want[2], y[n-w:], cb[n-w:], cr[n-w:])
+		restore()
+		for ch := range 3 {
+			if !slices.Equal(got[ch], want[ch]) {
+				t.Fatalf("width %d: channel %d differs from the Go loop's", w, ch)
 			}
 		}
 	}
 }
 
-// firstDiff is the first index where a and b differ in bits, or -1.
-func firstDiff(a, b []float32) int {
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return i
-		}
-	}
-	return -1
-}
+// simdOff runs the Go loops alone until the function it returns is
+// called.
+func simdOff() (restore func()) { return simdModes()[0].set() }
 
-// TestYCbCrSIMDRows: a float CHW key of 3 channels writes each row, the
-// assembly's pixels and the Go tail's, with the bits of ycbcrToRGB and the
-// byte look-up, for widths around the assembly's blocks of 8 and rows of
-// random bytes, of 0, of 255 and of the corners of the YCbCr cube.
-func TestYCbCrSIMDRows(t *testing.T) {
+// TestFloatsSIMD: the assembly writes each byte's float of a CHW row, for
+// every byte and widths around its blocks of 8, mirrored or not, for each
+// of norms, with the lut's bits.
+func TestFloatsSIMD(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("this build or CPU runs no AVX2 assembly")
+	}
 	r := rand.New(rand.NewPCG(7, 8))
-	fills := map[string]func(p, i int) uint8{
-		"random":  func(p, i int) uint8 { return uint8(r.IntN(256)) },
-		"zero":    func(p, i int) uint8 { return 0 },
-		"255":     func(p, i int) uint8 { return 255 },
-		"corners": func(p, i int) uint8 { return 255 * uint8(i>>p&1) },
-	}
-	const h = 3
-	for _, w := range []int{1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 224, 227} {
-		for name, fill := range fills {
-			var planes [3][]uint8
-			for p := range planes {
-				planes[p] = make([]uint8, w*h)
-				for i := range planes[p] {
-					planes[p][i] = fill(p, i)
-				}
+	for _, w := range []int{1, 7, 8, 9, 15, 16, 17, 224, 227, 256} {
+		src := make([]uint8, w)
+		for i := range src {
+			src[i] = uint8(r.IntN(256))
+			if w == 256 {
+				src[i] = uint8(i)
 			}
-			for _, nm := range norms {
-				for _, flip := range []bool{false, true} {
-					o := NewOutput(&Transform{Layout: CHW, Mean: nm.mean, Std: nm.std}, h, w, 3, true)
-					plain := *o
-					plain.wide = nil
-					got, want := writePlanes(o, planes, flip), writePlanes(&plain, planes, flip)
-					if !slices.Equal(got, want) {
-						t.Errorf("width %d, %s rows, %v, flip %v: the floats differ from ycbcrToRGB's", w, name, nm, flip)
+		}
+		for _, nm := range norms {
+			o := NewOutput(&Transform{Mean: nm.mean, Std: nm.std}, 1, w, 3, true)
+			for _, flip := range []bool{false, true} {
+				for ch := range 3 {
+					got := make([]float32, w)
+					done := o.floatsSIMD(got, src, ch, flip)
+					if done != w&^7 {
+						t.Fatalf("the assembly wrote %d floats of %d", done, w)
+					}
+					for x := range done {
+						at := x
+						if flip {
+							at = w - 1 - x
+						}
+						if want := o.lut[ch][src[x]]; math.Float32bits(got[at]) != math.Float32bits(want) {
+							t.Fatalf("width %d, %v, flip %v, channel %d: byte %d gives %g, the lut %g", w, nm, flip, ch, src[x], got[at], want)
+						}
 					}
 				}
 			}
@@ -108,15 +106,39 @@ func TestYCbCrSIMDRows(t *testing.T) {
 	}
 }
 
-// writePlanes writes YCbCr planes through o's write, into a new sample.
-func writePlanes(o *Output, planes [3][]uint8, flip bool) []byte {
-	var s Scratch
-	for p := range planes {
-		s.out[p] = slices.Clone(planes[p])
+// TestFancySIMD: the assembly upsamples rows as fancyRow's Go loop does,
+// for both roundings (h2v1's and h2v2's), sample ranges from the row's
+// start or inside it to its end or short of it, rows of random bytes and
+// of 255 (the largest sums).
+func TestFancySIMD(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("this build or CPU runs no AVX2 assembly")
 	}
-	dst := make([]byte, 4*3*o.W*o.H)
-	o.write(&s, dst, YCbCr, 3, flip)
-	return dst
+	r := rand.New(rand.NewPCG(17, 18))
+	for _, w := range []int{3, 17, 18, 19, 33, 40, 250} {
+		near, far := make([]uint8, w), make([]uint8, w)
+		for _, white := range []bool{false, true} {
+			for i := range near {
+				near[i], far[i] = 255, 255
+				if !white {
+					near[i], far[i] = uint8(r.IntN(256)), uint8(r.IntN(256))
+				}
+			}
+			for _, k := range [][2]int{{0, w}, {1, w}, {0, w - 1}, {w / 3, w - w/4}, {2, 19}} {
+				k0, k1 := k[0], min(k[1], w)
+				for _, bias := range [][2]int32{{8, 7}, {4, 8}} {
+					got, want := make([]uint8, 2*(k1-k0)), make([]uint8, 2*(k1-k0))
+					fancyRow(got, near, far, k0, k1, bias[0], bias[1])
+					restore := simdOff()
+					fancyRow(want, near, far, k0, k1, bias[0], bias[1])
+					restore()
+					if !slices.Equal(got, want) {
+						t.Fatalf("width %d, samples [%d, %d), rounding %v, white %v: the pixels differ from the Go loop's", w, k0, k1, bias, white)
+					}
+				}
+			}
+		}
+	}
 }
 
 // TestVerticalSIMD: the assembly's vertical sums are the plain ones, for

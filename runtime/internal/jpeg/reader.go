@@ -6,7 +6,8 @@
 // 1.26, BSD-licensed: LICENSE), changed for the image loader: a Decoder
 // keeps its planes, tables and coefficients from one image to the next,
 // so that decoding allocates nothing once they have grown; it returns the
-// components' planes as they are (grey, YCbCr or RGB; CMYK is refused);
+// components' planes as they are (grey, YCbCr, RGB, CMYK or YCCK, not
+// converted);
 // and it reconstructs (dequantises, inverse-transforms and stores) only
 // the blocks of a window that the caller chooses once it knows the
 // image's size. Every block is still Huffman-decoded, so a truncated or
@@ -121,8 +122,8 @@ type decoder struct {
 
 	// pix and stride are each component's samples, whole MCUs of them,
 	// reused from image to image; made is set once this image's are sized.
-	pix    [3][]byte
-	stride [3]int
+	pix    [maxComponents][]byte
+	stride [maxComponents]int
 	made   bool
 	// window is the part of the image, in pixels, whose blocks are
 	// reconstructed; the planes hold stale samples elsewhere.
@@ -318,8 +319,8 @@ func (d *decoder) processSOF(n int) error {
 		d.nComp = 1
 	case 6 + 3*3: // YCbCr or RGB image.
 		d.nComp = 3
-	case 6 + 3*4: // YCbCrK or CMYK image: refused, unlike image/jpeg.
-		return UnsupportedError("CMYK images")
+	case 6 + 3*4: // YCbCrK or CMYK image.
+		d.nComp = 4
 	default:
 		return UnsupportedError("number of components")
 	}
@@ -400,6 +401,25 @@ func (d *decoder) processSOF(n int) error {
 				}
 			}
 
+		case 4:
+			// For CMYK and YCCK images, as image/jpeg, we only support the
+			// two hv vectors in use, [0x11 0x11 0x11 0x11] and [0x22 0x11
+			// 0x11 0x22]: K (and C or Y) full, the other two subsampled 2 x
+			// 2 or not.
+			switch i {
+			case 0:
+				if hv != 0x11 && hv != 0x22 {
+					return errUnsupportedSubsamplingRatio
+				}
+			case 1, 2:
+				if hv != 0x11 {
+					return errUnsupportedSubsamplingRatio
+				}
+			case 3:
+				if d.comp[0].h != h || d.comp[0].v != v {
+					return errUnsupportedSubsamplingRatio
+				}
+			}
 		}
 
 		d.comp[i].h = h
@@ -653,16 +673,19 @@ type Decoder struct {
 
 // Image is a decoded JPEG: its components' planes, valid until the
 // Decoder decodes again. Plane i holds component i's samples at
-// Planes[i][y*Strides[i]+x]; the chroma planes (1 and 2 of YCbCr) hold
-// one sample per SubX x SubY pixels. Only the window's samples are
-// decoded; the rest are stale.
+// Planes[i][y*Strides[i]+x], one sample per SubX[i] x SubY[i] pixels.
+// Only the window's samples are decoded; the rest are stale.
 type Image struct {
 	Width, Height int
-	Comps         int  // 1 (grey) or 3
+	Comps         int  // 1 (grey), 3 or 4
 	RGB           bool // the three components are red, green and blue, not Y, Cb and Cr
-	SubX, SubY    int  // pixels per chroma sample across and down (1 for grey and RGB)
-	Planes        [3][]byte
-	Strides       [3]int
+	// YCCK says the four components are Y, Cb, Cr and K (Adobe's
+	// transform of CMYK), not C, M, Y and K: an Adobe marker says a
+	// transform other than none, as libjpeg reads it.
+	YCCK       bool
+	SubX, SubY [maxComponents]int // pixels per sample across and down, by component
+	Planes     [maxComponents][]byte
+	Strides    [maxComponents]int
 }
 
 // Decode decodes data. window is called once the image's size is known
@@ -681,13 +704,18 @@ func (dd *Decoder) Decode(data []byte, window func(w, h int) (image.Rectangle, e
 	if err := d.decode(&dd.src); err != nil {
 		return Image{}, err
 	}
-	m := Image{Width: d.width, Height: d.height, Comps: d.nComp, SubX: 1, SubY: 1, Planes: d.pix, Strides: d.stride}
-	if d.nComp == 3 {
+	m := Image{Width: d.width, Height: d.height, Comps: d.nComp, Planes: d.pix, Strides: d.stride}
+	for i := range d.nComp {
+		m.SubX[i], m.SubY[i] = d.comp[0].h/d.comp[i].h, d.comp[0].v/d.comp[i].v
+	}
+	switch d.nComp {
+	case 3:
 		m.RGB = d.isRGB()
-		m.SubX, m.SubY = d.comp[0].h/d.comp[1].h, d.comp[0].v/d.comp[1].v
-		if m.RGB && (m.SubX != 1 || m.SubY != 1) {
+		if m.RGB && (m.SubX[1] != 1 || m.SubY[1] != 1) {
 			return Image{}, UnsupportedError("subsampled RGB")
 		}
+	case 4:
+		m.YCCK = d.adobeTransformValid && d.adobeTransform != adobeTransformUnknown
 	}
 	return m, nil
 }
@@ -709,7 +737,7 @@ func (dd *Decoder) Held() int {
 // Release drops the decoder's planes and coefficients: the next image
 // allocates them anew, at its size. The last Image's planes stay valid.
 func (dd *Decoder) Release() {
-	dd.d.pix, dd.d.stride, dd.d.progCoeffs = [3][]byte{}, [3]int{}, [maxComponents][]block{}
+	dd.d.pix, dd.d.stride, dd.d.progCoeffs = [maxComponents][]byte{}, [maxComponents]int{}, [maxComponents][]block{}
 }
 
 // reset prepares d for the next image: its buffers stay, its tables are

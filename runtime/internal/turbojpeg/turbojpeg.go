@@ -2,9 +2,9 @@
 
 // Package turbojpeg is this project's small cgo binding to libjpeg-turbo
 // through its libjpeg API (Debian's libjpeg62-turbo-dev): a JPEG's header,
-// and its Y, Cb and Cr (or R, G and B) planes as stored (raw, chroma not
-// upsampled), decoded at a DCT scaling factor of n/8 down to a given row
-// and no further.
+// and its planes as stored (raw: grey; Y, Cb and Cr; R, G and B; C, M, Y
+// and K; or Y, Cb, Cr and K; none upsampled or converted), decoded at a
+// DCT scaling factor of n/8 down to a given row and no further.
 package turbojpeg
 
 /*
@@ -13,10 +13,13 @@ package turbojpeg
 #include <stdlib.h>
 #include <setjmp.h>
 #include <jpeglib.h>
+#include <jerror.h>
 
 // lgErr turns libjpeg's fatal errors into a longjmp back to the call that
 // began the work, and remembers the first warning (corrupt or truncated
-// data, which libjpeg would decode past) to report it as an error.
+// data, which libjpeg would decode past) to report it as an error; but
+// for an Adobe marker's unknown transform, for which libjpeg assumes
+// YCbCr (or YCCK) and decodes on, as image/jpeg does.
 typedef struct {
 	struct jpeg_error_mgr pub;
 	jmp_buf jump;
@@ -37,7 +40,7 @@ static void lgExit(j_common_ptr c) {
 
 static void lgMessage(j_common_ptr c, int level) {
 	lgErr *e = (lgErr *)c->err;
-	if (level < 0 && !e->warned) {
+	if (level < 0 && !e->warned && c->err->msg_code != JWRN_ADOBE_XFORM) {
 		(*c->err->format_message)(c, e->msg);
 		e->warned = 1;
 	}
@@ -66,7 +69,7 @@ static void lgFree(lgDec *p) {
 
 typedef struct {
 	int rc, w, h, comps, cs, maxh, maxv;
-	int hs[3], vs[3];
+	int hs[4], vs[4];
 } lgHeader;
 
 static lgHeader lgReadHeader(lgDec *p, const unsigned char *data, unsigned long n) {
@@ -85,7 +88,7 @@ static lgHeader lgReadHeader(lgDec *p, const unsigned char *data, unsigned long 
 	r.cs = p->d.jpeg_color_space;
 	r.maxh = p->d.max_h_samp_factor;
 	r.maxv = p->d.max_v_samp_factor;
-	for (int c = 0; c < r.comps && c < 3; c++) {
+	for (int c = 0; c < r.comps && c < 4; c++) {
 		r.hs[c] = p->d.comp_info[c].h_samp_factor;
 		r.vs[c] = p->d.comp_info[c].v_samp_factor;
 	}
@@ -95,18 +98,19 @@ static lgHeader lgReadHeader(lgDec *p, const unsigned char *data, unsigned long 
 
 typedef struct {
 	int rc, w, h;                         // rc: 0; -1: libjpeg's error or warning (msg); -2: planes too small; -3: a sampling not a whole multiple
-	int pw[3], ph[3], subx[3], suby[3];   // each plane's size and the image pixels one of its pixels covers
+	int pw[4], ph[4], subx[4], suby[4];   // each plane's size and the image pixels one of its pixels covers
 } lgPlanes;
 
-// lgDecode decodes data at scale num/8 into the planes (stride bytes a
-// row, rows rows each), iMCU row by iMCU row until at least upto image
-// rows are out, and stops there unless whole is set.
+// lgDecode decodes data at scale num/8 into the planes p0 .. p3, as many
+// as it has components (stride bytes a row, rows rows each), iMCU row by
+// iMCU row until at least upto image rows are out, and stops there unless
+// whole is set.
 static lgPlanes lgDecode(lgDec *p, const unsigned char *data, unsigned long n, int num,
-		unsigned char *y, unsigned char *cb, unsigned char *cr, int stride, int rows, int upto, int whole) {
+		unsigned char *p0, unsigned char *p1, unsigned char *p2, unsigned char *p3, int stride, int rows, int upto, int whole) {
 	lgPlanes r = {0};
-	unsigned char *planes[3] = {y, cb, cr};
-	JSAMPROW ptrs[3][4 * DCTSIZE];
-	JSAMPARRAY arrays[3] = {ptrs[0], ptrs[1], ptrs[2]};
+	unsigned char *planes[4] = {p0, p1, p2, p3};
+	JSAMPROW ptrs[4][4 * DCTSIZE];
+	JSAMPARRAY arrays[4] = {ptrs[0], ptrs[1], ptrs[2], ptrs[3]};
 	p->e.warned = 0;
 	if (setjmp(p->e.jump)) {
 		jpeg_abort_decompress(&p->d);
@@ -130,7 +134,7 @@ static lgPlanes lgDecode(lgDec *p, const unsigned char *data, unsigned long n, i
 	for (int c = 0; c < comps; c++) {
 		jpeg_component_info *ci = &p->d.comp_info[c];
 		int ssize = ci->DCT_scaled_size;
-		if (c >= 3 || (int)ci->width_in_blocks * ssize > stride ||
+		if (c >= 4 || (int)ci->width_in_blocks * ssize > stride ||
 				(int)p->d.total_iMCU_rows * ci->v_samp_factor * ssize > rows ||
 				ci->v_samp_factor * ssize > 4 * DCTSIZE) {
 			jpeg_abort_decompress(&p->d);
@@ -213,18 +217,22 @@ func (d *Decoder) SetMaxMemory(n int64) {
 // Header is what a JPEG's header says.
 type Header struct {
 	Width, Height int
-	// SubX and SubY are the pixels one chroma sample covers across and
-	// down at full scale; Grey images have no chroma.
+	// SubX and SubY are the pixels one sample of the second component
+	// (chroma) covers across and down at full scale; grey images have
+	// none.
 	SubX, SubY int
-	Grey       bool
+	Comps      int // 1 (grey), 3 or 4
 	// RGB says the three components are red, green and blue (an Adobe
-	// marker's or the components' IDs say so), not Y, Cb and Cr.
-	RGB        bool
+	// marker's or the components' IDs say so), not Y, Cb and Cr. YCCK
+	// says the four are Y, Cb, Cr and K (an Adobe marker's transform), not
+	// C, M, Y and K, as Adobe stores them, inverted.
+	RGB, YCCK  bool
 	maxH, maxV int // the largest sampling factors: an iMCU is 8*maxH x 8*maxV pixels
 }
 
-// Header reads data's header. Images of other than 1 or 3 components
-// (CMYK, YCCK) are refused.
+// Header reads data's header. Images of other than 1, 3 or 4 components
+// are refused, and so are colour spaces libjpeg does not name (3
+// components neither YCbCr nor RGB, 4 neither CMYK nor YCCK).
 func (d *Decoder) Header(data []byte) (Header, error) {
 	if len(data) == 0 {
 		return Header{}, errors.New("jpeg: header: no data")
@@ -234,14 +242,16 @@ func (d *Decoder) Header(data []byte) (Header, error) {
 		return Header{}, d.fail("header")
 	}
 	switch {
-	case r.cs == C.JCS_CMYK || r.cs == C.JCS_YCCK || (r.comps != 1 && r.comps != 3):
-		return Header{}, fmt.Errorf("jpeg: %d components: CMYK images are not supported", r.comps)
+	case r.comps != 1 && r.comps != 3 && r.comps != 4:
+		return Header{}, fmt.Errorf("jpeg: %d components, not 1, 3 or 4", r.comps)
 	case r.comps == 3 && r.cs != C.JCS_YCbCr && r.cs != C.JCS_RGB:
 		return Header{}, fmt.Errorf("jpeg: 3 components of colour space %d, neither YCbCr nor RGB", int(r.cs))
+	case r.comps == 4 && r.cs != C.JCS_CMYK && r.cs != C.JCS_YCCK:
+		return Header{}, fmt.Errorf("jpeg: 4 components of colour space %d, neither CMYK nor YCCK", int(r.cs))
 	}
-	hd := Header{Width: int(r.w), Height: int(r.h), SubX: 1, SubY: 1, Grey: r.comps == 1, RGB: r.cs == C.JCS_RGB,
-		maxH: int(r.maxh), maxV: int(r.maxv)}
-	if !hd.Grey {
+	hd := Header{Width: int(r.w), Height: int(r.h), SubX: 1, SubY: 1, Comps: int(r.comps), RGB: r.cs == C.JCS_RGB,
+		YCCK: r.cs == C.JCS_YCCK, maxH: int(r.maxh), maxV: int(r.maxv)}
+	if hd.Comps > 1 {
 		hd.SubX, hd.SubY = int(r.maxh/r.hs[1]), int(r.maxv/r.vs[1])
 	}
 	return hd, nil
@@ -267,25 +277,20 @@ type Plane struct{ W, H, SubX, SubY int }
 // its planes'.
 type Decoded struct {
 	W, H   int
-	Planes [3]Plane
+	Planes [4]Plane
 }
 
-// DecodePlanes decodes data at scale num/8 (1 to 8) into planes: Y, and
-// Cb and Cr unless hd is grey, each of Bound's stride and at least its
-// rows. It decodes whole iMCU rows until at least upto rows of the scaled
+// DecodePlanes decodes data at scale num/8 (1 to 8) into planes, one per
+// component (hd.Comps), each of Bound's stride and at least its rows. It decodes whole iMCU rows until at least upto rows of the scaled
 // image are out and stops there, leaving the planes' rows below
 // unwritten; unless data does not end with an EOI marker, as a truncated
 // JPEG does not, which it decodes whole so that the truncation is found.
 // Data libjpeg finds corrupt or truncated is an error, as its fatal
 // errors are.
-func (d *Decoder) DecodePlanes(data []byte, hd Header, num int, planes [3][]byte, upto int) (Decoded, error) {
+func (d *Decoder) DecodePlanes(data []byte, hd Header, num int, planes [4][]byte, upto int) (Decoded, error) {
 	stride, rows := Bound(hd, num)
-	n := 3
-	if hd.Grey {
-		n = 1
-	}
-	var ptrs [3]*C.uchar
-	for i := range n {
+	var ptrs [4]*C.uchar
+	for i := range hd.Comps {
 		if len(planes[i]) < stride*rows {
 			return Decoded{}, fmt.Errorf("turbojpeg: plane %d of %d bytes cannot hold %d rows of %d", i, len(planes[i]), rows, stride)
 		}
@@ -299,7 +304,7 @@ func (d *Decoder) DecodePlanes(data []byte, hd Header, num int, planes [3][]byte
 		whole = 1
 	}
 	r := C.lgDecode(d.h.p, (*C.uchar)(unsafe.Pointer(&data[0])), C.ulong(len(data)), C.int(num),
-		ptrs[0], ptrs[1], ptrs[2], C.int(stride), C.int(rows), C.int(upto), whole)
+		ptrs[0], ptrs[1], ptrs[2], ptrs[3], C.int(stride), C.int(rows), C.int(upto), whole)
 	switch r.rc {
 	case -1:
 		return Decoded{}, d.fail("decode")
@@ -309,7 +314,7 @@ func (d *Decoder) DecodePlanes(data []byte, hd Header, num int, planes [3][]byte
 		return Decoded{}, errors.New("jpeg: decode: a component's sampling factor does not divide the largest (not supported)")
 	}
 	out := Decoded{W: int(r.w), H: int(r.h)}
-	for i := range n {
+	for i := range hd.Comps {
 		out.Planes[i] = Plane{W: int(r.pw[i]), H: int(r.ph[i]), SubX: int(r.subx[i]), SubY: int(r.suby[i])}
 	}
 	return out, nil

@@ -7,6 +7,8 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/loadergen/loadergen/internal/fixture/bombs"
@@ -61,10 +63,10 @@ func header(t testing.TB, data []byte) (*Decoder, Header) {
 
 // decodeAll decodes data whole at scale 8/8 into new planes, returning
 // them, their stride and what DecodePlanes said.
-func decodeAll(t *testing.T, d *Decoder, data []byte, hd Header, upto int) ([3][]byte, int, Decoded, error) {
+func decodeAll(t *testing.T, d *Decoder, data []byte, hd Header, upto int) ([4][]byte, int, Decoded, error) {
 	t.Helper()
 	stride, rows := Bound(hd, 8)
-	var planes [3][]byte
+	var planes [4][]byte
 	for i := range planes {
 		planes[i] = bytes.Repeat([]byte{0xa5}, stride*rows)
 	}
@@ -82,14 +84,14 @@ func TestDecodePlanes(t *testing.T) {
 	}{{64, 48, false}, {75, 33, false}, {40, 17, true}} {
 		data, ref := photo(t, tc.w, tc.h, tc.grey)
 		d, hd := header(t, data)
-		if hd.Width != tc.w || hd.Height != tc.h || hd.Grey != tc.grey || (!tc.grey && (hd.SubX != 2 || hd.SubY != 2)) {
+		if hd.Width != tc.w || hd.Height != tc.h || (hd.Comps == 1) != tc.grey || (!tc.grey && (hd.SubX != 2 || hd.SubY != 2)) {
 			t.Fatalf("%dx%d: header %+v", tc.w, tc.h, hd)
 		}
 		planes, stride, out, err := decodeAll(t, d, data, hd, tc.h)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := Decoded{W: tc.w, H: tc.h, Planes: [3]Plane{{tc.w, tc.h, 1, 1}}}
+		want := Decoded{W: tc.w, H: tc.h, Planes: [4]Plane{{tc.w, tc.h, 1, 1}}}
 		if !tc.grey {
 			cw, ch := (tc.w+1)/2, (tc.h+1)/2
 			want.Planes[1], want.Planes[2] = Plane{cw, ch, 2, 2}, Plane{cw, ch, 2, 2}
@@ -162,7 +164,7 @@ func TestErrors(t *testing.T) {
 		t.Error("a truncated JPEG decoded")
 	}
 	stride, rows := Bound(hd, 8)
-	small := [3][]byte{make([]byte, stride*rows-1), make([]byte, stride*rows), make([]byte, stride*rows)}
+	small := [4][]byte{make([]byte, stride*rows-1), make([]byte, stride*rows), make([]byte, stride*rows)}
 	if _, err := d.DecodePlanes(data, hd, 8, small, 48); err == nil {
 		t.Error("a plane too small was accepted")
 	}
@@ -234,7 +236,7 @@ func TestRGB(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, hd = header(t, rgb)
-	if !hd.RGB || hd.Grey {
+	if !hd.RGB || hd.Comps != 3 {
 		t.Fatalf("components named R, G, B: header %+v, want RGB", hd)
 	}
 	got, _, _, err := decodeAll(t, d, rgb, hd, 48)
@@ -244,6 +246,69 @@ func TestRGB(t *testing.T) {
 	for i := range got {
 		if !bytes.Equal(got[i], want[i]) {
 			t.Errorf("plane %d of the RGB JPEG differs from the same data's as YCbCr", i)
+		}
+	}
+}
+
+// TestCMYK: Adobe's CMYK and YCCK JPEGs (runtime/internal/jpeg's testdata,
+// written by libjpeg) decode to their four planes as stored, within 2 of
+// image/jpeg's (which inverts them, and converts YCCK's Y, Cb and Cr: K
+// alone is compared there), each plane of its size and sampling; and one
+// whose Adobe marker says an unknown transform (1) reads as YCCK, as
+// libjpeg and PIL read it, its warning no error.
+func TestCMYK(t *testing.T) {
+	const w, h = 163, 121
+	full, half := Plane{w, h, 1, 1}, Plane{(w + 1) / 2, (h + 1) / 2, 2, 2}
+	for _, tc := range []struct {
+		file   string
+		ycck   bool
+		planes [4]Plane
+	}{
+		{"cmyk444.jpg", false, [4]Plane{full, full, full, full}},
+		{"ycck420.jpg", true, [4]Plane{full, half, half, full}},
+		{"ycck444_progressive.jpg", true, [4]Plane{full, full, full, full}},
+	} {
+		data, err := os.ReadFile(filepath.Join("../jpeg/testdata", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		variants := map[string][]byte{tc.file: data}
+		if tc.ycck {
+			at := bytes.Index(data, []byte("Adobe"))
+			unknown := bytes.Clone(data)
+			unknown[at+11] = 1
+			variants[tc.file+" (transform 1)"] = unknown
+		}
+		ref, err := jpeg.Decode(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmyk := ref.(*image.CMYK)
+		for name, data := range variants {
+			d, hd := header(t, data)
+			if hd.Comps != 4 || hd.YCCK != tc.ycck || hd.RGB {
+				t.Fatalf("%s: header %+v", name, hd)
+			}
+			planes, stride, out, err := decodeAll(t, d, data, hd, h)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if want := (Decoded{w, h, tc.planes}); out != want {
+				t.Fatalf("%s: decoded %+v, want %+v", name, out, want)
+			}
+			for i, p := range out.Planes {
+				if tc.ycck && i < 3 {
+					continue
+				}
+				for y := range p.H {
+					for x := range p.W {
+						want := 255 - int(cmyk.Pix[cmyk.PixOffset(x*p.SubX, y*p.SubY)+i])
+						if got := int(planes[i][y*stride+x]); got+2 < want || want+2 < got {
+							t.Fatalf("%s: plane %d at (%d, %d) = %d, image/jpeg's %d", name, i, x, y, got, want)
+						}
+					}
+				}
+			}
 		}
 	}
 }
@@ -267,8 +332,8 @@ func BenchmarkHeaderAndDecode(b *testing.B) {
 	})
 	b.Run("planes", func(b *testing.B) {
 		stride, rows := Bound(hd, 8)
-		var planes [3][]byte
-		for i := range planes {
+		var planes [4][]byte
+		for i := range hd.Comps {
 			planes[i] = make([]byte, stride*rows)
 		}
 		for range b.N {

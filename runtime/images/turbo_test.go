@@ -1,0 +1,6 @@
+//go:build turbojpeg
+
+package images
+
+// turbo says the JPEG decoder is libjpeg-turbo's (-tags turbojpeg).
+const turbo = true
