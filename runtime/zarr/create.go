@@ -72,7 +72,7 @@ func CreateArray(ctx context.Context, root storage.Writable, p string, spec Arra
 	name, found, err := w.node(ctx)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("zarr: create %s: %w", w.where(), err)
+		return nil, fmt.Errorf("zarr: create %s: %w", w.URL(), err)
 	case !found:
 	case mode == Resume && name == w.metadataName():
 		old, err := root.ReadAll(ctx, w.file(name), nil, int64(len(meta))+1)
@@ -80,15 +80,15 @@ func CreateArray(ctx context.Context, root storage.Writable, p string, spec Arra
 			return w, nil
 		}
 		if err != nil && !errors.Is(err, storage.ErrTooLarge) {
-			return nil, fmt.Errorf("zarr: create %s: %w", w.where(), err)
+			return nil, fmt.Errorf("zarr: create %s: %w", w.URL(), err)
 		}
-		return nil, fmt.Errorf("zarr: resume %s: its %s is not this array's (it is a group, or an array of another shape, chunking, dtype, codec or attributes): overwrite it or write elsewhere", w.where(), name)
+		return nil, fmt.Errorf("zarr: resume %s: its %s is not this array's (it is a group, or an array of another shape, chunking, dtype, codec or attributes): overwrite it or write elsewhere", w.URL(), name)
 	case mode == Overwrite:
 		if err := w.remove(ctx); err != nil {
 			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("zarr: create %s: it holds a %s already (overwrite it, or resume an interrupted write of the same array)", w.where(), name)
+		return nil, fmt.Errorf("zarr: create %s: it holds a %s already (overwrite it, or resume an interrupted write of the same array)", w.URL(), name)
 	}
 	if err := w.putMetadata(ctx, meta); err != nil {
 		return nil, err
@@ -123,7 +123,7 @@ func newArrayWriter(root storage.Writable, p string, spec ArraySpec) (*ArrayWrit
 	w := &ArrayWriter{root: root, path: p, spec: spec}
 	var err error
 	if w.sizes, err = w.spec.check(); err != nil {
-		return nil, fmt.Errorf("zarr: create %s: %w", w.where(), err)
+		return nil, fmt.Errorf("zarr: create %s: %w", w.URL(), err)
 	}
 	w.object = w.spec.Chunks
 	if w.spec.Shards != nil {
@@ -139,8 +139,8 @@ func newArrayWriter(root storage.Writable, p string, spec ArraySpec) (*ArrayWrit
 	return w, nil
 }
 
-// where names the array for messages.
-func (w *ArrayWriter) where() string { return w.root.URL(w.path) }
+// URL names the array for messages: its directory, or its URL.
+func (w *ArrayWriter) URL() string { return w.root.URL(w.path) }
 
 // file returns the name of file name of the array in its root.
 func (w *ArrayWriter) file(name string) string { return path.Join(w.path, name) }
@@ -171,7 +171,7 @@ func (w *ArrayWriter) node(ctx context.Context) (name string, found bool, err er
 // remove removes the array's node and everything under it.
 func (w *ArrayWriter) remove(ctx context.Context) error {
 	if w.path == "" {
-		return fmt.Errorf("zarr: overwrite %s: the array is the root itself; remove it by hand", w.where())
+		return fmt.Errorf("zarr: overwrite %s: the array is the root itself; remove it by hand", w.URL())
 	}
 	if err := w.root.RemoveAll(ctx, w.path); err != nil {
 		return fmt.Errorf("zarr: overwrite: %w", err)
@@ -248,15 +248,15 @@ func (w *ArrayWriter) parseKey(name string, idx []int) bool {
 // never read), and puts it.
 func (w *ArrayWriter) WriteChunk(ctx context.Context, idx []int, data []byte) error {
 	if len(idx) != len(w.grid) {
-		return fmt.Errorf("zarr: write %s: chunk index %v for %d axes", w.where(), idx, len(w.grid))
+		return fmt.Errorf("zarr: write %s: chunk index %v for %d axes", w.URL(), idx, len(w.grid))
 	}
 	for k, i := range idx {
 		if i < 0 || i >= w.grid[k] {
-			return fmt.Errorf("zarr: write %s: chunk index %v outside the grid %v", w.where(), idx, w.grid)
+			return fmt.Errorf("zarr: write %s: chunk index %v outside the grid %v", w.URL(), idx, w.grid)
 		}
 	}
 	if len(data) != w.objectBytes {
-		return fmt.Errorf("zarr: write %s: chunk %v of %d bytes, want %d", w.where(), idx, len(data), w.objectBytes)
+		return fmt.Errorf("zarr: write %s: chunk %v of %d bytes, want %d", w.URL(), idx, len(data), w.objectBytes)
 	}
 	e := w.encoders.Get().(*encoder)
 	defer w.encoders.Put(e)
@@ -268,7 +268,7 @@ func (w *ArrayWriter) WriteChunk(ctx context.Context, idx []int, data []byte) er
 		e.out = enc[:0] // kept for the next chunk; data itself is the caller's
 	}
 	if err != nil {
-		return fmt.Errorf("zarr: write %s: chunk %v: %w", w.where(), idx, err)
+		return fmt.Errorf("zarr: write %s: chunk %v: %w", w.URL(), idx, err)
 	}
 	if err := w.root.Put(ctx, w.file(w.Key(idx)), enc); err != nil {
 		return fmt.Errorf("zarr: %w", err)

@@ -233,7 +233,7 @@ func (w *ArrayWriter) writeFrom(ctx context.Context, data []byte, c int64, buf [
 	elem := w.spec.DType.Size()
 	chunk, err := strided.New(buf, elem, 0, w.object, objectStrides[:rank])
 	if err != nil {
-		return fmt.Errorf("zarr: write %s: chunk %v: %w", w.where(), idx[:rank], err)
+		return fmt.Errorf("zarr: write %s: chunk %v: %w", w.URL(), idx[:rank], err)
 	}
 	first, edge := 0, false
 	for k := range rank {
@@ -247,11 +247,11 @@ func (w *ArrayWriter) writeFrom(ctx context.Context, data []byte, c int64, buf [
 	}
 	to, err := chunk.Sub(corner[:rank], part[:rank])
 	if err != nil {
-		return fmt.Errorf("zarr: write %s: chunk %v: %w", w.where(), idx[:rank], err)
+		return fmt.Errorf("zarr: write %s: chunk %v: %w", w.URL(), idx[:rank], err)
 	}
 	from, err := strided.New(data, elem, first, part[:rank], arrayStrides[:rank])
 	if err != nil {
-		return fmt.Errorf("zarr: write %s: chunk %v of the array's data: %w", w.where(), idx[:rank], err)
+		return fmt.Errorf("zarr: write %s: chunk %v of the array's data: %w", w.URL(), idx[:rank], err)
 	}
 	copyBox(&to, &from)
 	return w.WriteChunk(ctx, idx[:rank], buf)
