@@ -3,6 +3,7 @@ package volume
 import (
 	"bytes"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -247,5 +248,54 @@ func TestTilesOnly(t *testing.T) {
 	}
 	if err := src.Only(nil); err == nil {
 		t.Error("Only after the source was read was accepted")
+	}
+}
+
+// TestLoadTileManifest: an output key's column may be left out, or a row's
+// root for it empty; an input's may not.
+func TestLoadTileManifest(t *testing.T) {
+	dir := t.TempDir()
+	spec, ts := labelSpec(), TileSpec{Outputs: []int{1}}
+	for _, tt := range []struct {
+		text string
+		want [][]string
+		err  string
+	}{
+		{"raw\na.zarr\n", [][]string{{"a.zarr", ""}}, ""},
+		{"raw,labels\na.zarr,\nb.zarr,b.zarr/crop\n", [][]string{{"a.zarr", ""}, {"b.zarr", "b.zarr/crop"}}, ""},
+		{"labels\nb\n", nil, `m.csv:1: no column for key "raw"`},
+		{"raw,labels\n,b\n", nil, `m.csv:2: no root for key "raw"`},
+	} {
+		f := filepath.Join(dir, "m.csv")
+		if err := os.WriteFile(f, []byte(tt.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		vols, err := LoadTileManifest(f, spec, ts)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("manifest %q: %v, want %q", tt.text, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, row := range tt.want {
+			for k, r := range row {
+				if r != "" {
+					row[k] = filepath.Join(dir, r)
+				}
+			}
+			if !slices.Equal(vols[i].Roots, row) {
+				t.Errorf("manifest %q: row %d roots %q, want %q", tt.text, i, vols[i].Roots, row)
+			}
+		}
+	}
+	f := filepath.Join(dir, "crops.csv")
+	if err := os.WriteFile(f, []byte("raw,labels\na,\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadManifest(f, spec); err == nil || !strings.Contains(err.Error(), `no root for key "labels"`) {
+		t.Errorf("a crop manifest with a row without labels: %v", err)
 	}
 }
