@@ -6,7 +6,7 @@ GO ?= go
 # 1.27); a count sets no deadline. 100000 inputs take 2 to 10 s a target here.
 FUZZTIME ?= 100000x
 
-.PHONY: build test versitygw remote-bench peer-python fmt-check demo demo-images peer-images demo-test bench codecs peer golden fuzz zarr-python image-python turbojpeg-dev turbojpeg-test zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
+.PHONY: build test versitygw remote-bench peer-python fmt-check demo demo-predict demo-images peer-images demo-test bench codecs peer golden fuzz zarr-python image-python turbojpeg-dev turbojpeg-test zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
 
 build:
 	$(GO) build ./...
@@ -44,6 +44,12 @@ demo:
 	$(GO) run ./cmd/loadergen plan examples/cellmap/dataset.yaml
 	$(GO) -C $(DEMO_MODULE) build -o $(CURDIR)/.demo-data/cellmap-demo .
 	.demo-data/cellmap-demo -data .demo-data/cellmap -epochs 5 -trace .demo-data/trace.json
+
+## demo-predict: the predict step: a stand-in model (a threshold of the raw) over the tiles of the synthetic volume, its predictions written as OME-NGFF zarr beside it, then checked against numpy with python3-zarr
+demo-predict:
+	$(GO) -C $(DEMO_MODULE) build -o $(CURDIR)/.demo-data/cellmap-demo .
+	.demo-data/cellmap-demo -data .demo-data/cellmap -predict .demo-data/cellmap/predictions.zarr
+	/usr/bin/python3 examples/cellmap/check_predictions.py .demo-data/cellmap
 
 ## demo-images: write synthetic WebDataset shards of JPEG photos if absent, run the generated image loader (random-resized crops 224, flips, normalised float32) for 3 epochs and print img/s
 demo-images:
