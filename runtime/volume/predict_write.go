@@ -193,7 +193,7 @@ func (p *Predictions) reserve(tiles []int64) ([][]*partial, error) {
 	}
 	p.mu.Unlock()
 	for _, pt := range made {
-		pt.arr.initChunk(pt.buf)
+		pt.arr.initChunk(pt)
 		pt.mu.Unlock()
 	}
 	return parts, nil
@@ -361,14 +361,21 @@ func (p *Predictions) Stats() PredictStats {
 	return st
 }
 
-// initChunk sets up a new chunk's buffer: the fill value, which tiles
-// overwrite but past the array's end, or zero sums when blended.
-func (a *outArray) initChunk(buf []byte) {
+// initChunk sets up the buffer of a new chunk, pt's: zero sums when
+// blended; else, for a chunk reaching past the array's end, the fill
+// value, which its tiles overwrite inside the array. Inside, every voxel
+// is written by a tile, so a chunk there is left as it is.
+func (a *outArray) initChunk(pt *partial) {
 	if a.blend {
-		clear(buf)
+		clear(pt.buf)
 		return
 	}
-	zarr.Repeat(buf, a.w.Fill())
+	for ax, m := range pt.idx[:len(a.grid)] {
+		if (m+1)*a.chunk[ax] > a.out.Shape[ax] {
+			zarr.Repeat(pt.buf, a.w.Fill())
+			return
+		}
+	}
 }
 
 // copyTile writes tile c's values (its class's box, in C order) into the
