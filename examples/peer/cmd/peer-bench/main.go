@@ -7,6 +7,9 @@
 //	peer-bench whole ARRAY                              the whole array decoded on one goroutine: MB/s
 //	peer-bench locality [-cache MiB] [-windows W] DIR   chunk-cache hit rates with and without crop locality
 //	peer-bench rows DIR EPOCHS                          golden/rows' loader over DIR's .npy files: the best epoch's rows/s
+//	peer-bench warm DIR                                 the loader's second epoch of crops (cached chunks): crops/s
+//	peer-bench tiles DIR                                two passes of the loader over the tiles: cold and warm tiles/s
+//	peer-bench predict [-dtype D] [-codec C] DIR OUT    predictions of every tile written: MB/s, partial and RSS peaks in MiB
 //
 // boxes reads each box into one buffer per goroutine, or into BUFFERS
 // buffers shared out among the goroutines, each using its share in turn
@@ -54,7 +57,7 @@ func main() {
 	slog.SetDefault(slog.New(slog.DiscardHandler))
 	stderr := log.New(os.Stderr, "", 0)
 	if len(os.Args) < 3 {
-		stderr.Fatal("usage: peer-bench write|crops|epoch|boxes|whole|locality ...")
+		stderr.Fatal("usage: peer-bench write|crops|epoch|boxes|whole|locality|rows|tiles|predict ...")
 	}
 	var err error
 	switch os.Args[1] {
@@ -93,6 +96,12 @@ func main() {
 		err = tableRows(os.Args[2], epochs)
 	case "locality":
 		err = locality(os.Args[2:])
+	case "tiles":
+		err = tiles(os.Args[2])
+	case "warm":
+		err = warm(os.Args[2])
+	case "predict":
+		err = predict(os.Args[2:])
 	case "boxes":
 		buffers := goruntime.GOMAXPROCS(0)
 		if len(os.Args) > 3 {
