@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/loadergen/loadergen/internal/envlimit"
+	"github.com/loadergen/loadergen/internal/sizes"
 	lgruntime "github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/storage"
 	"github.com/loadergen/loadergen/runtime/zarr"
@@ -184,7 +185,7 @@ func createPredictions(w storage.Writable, t *Tiles, opts PredictOptions) (*Pred
 		log = slog.Default()
 	}
 	p := &Predictions{tiles: t, where: w.URL(""), bound: bound, log: log, ctx: context.Background(),
-		written: make([]uint64, (t.Count()+63)/64), partials: map[partialKey]*partial{}, spare: map[int][][]byte{}}
+		partials: map[partialKey]*partial{}, spare: map[int][][]byte{}}
 	p.cond = sync.NewCond(&p.mu)
 	p.stats.PartialBound = bound
 	spec, ts := t.Spec()
@@ -204,6 +205,11 @@ func createPredictions(w storage.Writable, t *Tiles, opts PredictOptions) (*Pred
 			return nil, fmt.Errorf("predictions: key %q: blend average of overlapping tiles needs a numeric dtype, not %v (use blend: last)", key.Name, key.DType)
 		}
 	}
+	if need, ok := p.bookkeeping(opts); !ok || need > bound {
+		return nil, fmt.Errorf("predictions: keeping account of %d tiles and of their arrays' chunks takes %s, more than the bound of %d bytes (MaxPartialMB or %s): check the units of tiles.bounds, or raise the bound",
+			t.Count(), bytesText(need, ok), bound, PartialEnv)
+	}
+	p.written = make([]uint64, (t.Count()+63)/64)
 	mode := zarr.CreateNew
 	switch {
 	case opts.Overwrite:
@@ -234,6 +240,59 @@ func createPredictions(w storage.Writable, t *Tiles, opts PredictOptions) (*Pred
 		go p.flush()
 	}
 	return p, nil
+}
+
+// bookkeeping returns the bytes the writer's accounts take (they grow
+// with the tiles and the arrays, not with the chunks held): a bit per
+// tile written, with Resume the tiles left and a flag per chunk stored,
+// and per array and axis each tile's extent, each chunk's count of tiles
+// and (blended) each voxel's weight. ok is false when they overflow.
+func (p *Predictions) bookkeeping(opts PredictOptions) (int64, bool) {
+	t := p.tiles
+	n, ok := (t.Count()+63)/64*8, true
+	if opts.Resume {
+		left, lok := sizes.Mul(t.Count(), 8, true)
+		n, ok = sizes.Add(n, left)
+		ok = ok && lok
+	}
+	for v := range t.Volumes() {
+		for o := range p.outs {
+			out := t.Output(v, o)
+			object := opts.Chunks
+			if opts.Shards != nil {
+				object = opts.Shards
+			}
+			if object == nil || len(object) != len(out.Shape) {
+				object = out.Step
+			}
+			arrays := int64(p.classes[o])
+			chunks := int64(1)
+			var axes int64
+			for a, size := range out.Shape {
+				grid := int64((size + object[a] - 1) / object[a])
+				chunks, ok = sizes.Mul(chunks, grid, ok)
+				axes += 16*int64(out.Tiles[a]) + 8*grid
+				if p.blended[o] {
+					axes += 8 * int64(size)
+				}
+			}
+			if opts.Resume {
+				axes, ok = sizes.Add(axes, chunks)
+			}
+			per, pok := sizes.Mul(axes, arrays, ok)
+			n, ok = sizes.Add(n, per)
+			ok = ok && pok
+		}
+	}
+	return n, ok
+}
+
+// bytesText says n bytes, or more than an int64 holds when !ok.
+func bytesText(n int64, ok bool) string {
+	if !ok {
+		return "more bytes than an int64 counts"
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // checkPredictOptions checks opts and fills in the defaults, the

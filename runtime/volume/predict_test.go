@@ -19,6 +19,7 @@ import (
 
 	"github.com/loadergen/loadergen/internal/fixture/emvolume"
 	"github.com/loadergen/loadergen/internal/fixture/pyzarr"
+	"github.com/loadergen/loadergen/internal/testenv/bounded"
 	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/npy"
@@ -853,5 +854,38 @@ func TestPredictionsBlend(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPredictionsHugeBounds: bounds in the wrong units (nanometres taken
+// for micrometres) make a grid of billions of tiles, which the writer's
+// accounts would take far more memory for than its bound: refused at
+// Create, in a child held to 1 GB, before anything is written; bounds past
+// any voxel index are refused at open.
+func TestPredictionsHugeBounds(t *testing.T) {
+	if !bounded.Child(t, bounded.HostileRSS) {
+		return
+	}
+	root := emVolume(t, zarr.Zstd(1))
+	vols := []Volume{{Roots: []string{root, ""}}}
+	huge := [][2]float64{{0, 1e12}, {0, 1e6}, {0, 1e6}}
+	src, err := OpenTiles(labelSpec(), TileSpec{Outputs: []int{1}, Bounds: huge}, vols, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dir := t.TempDir()
+	for _, opts := range []PredictOptions{{}, {Resume: true}, {Chunks: []int{1, 1, 1}}} {
+		_, err = CreatePredictions(dir, src, opts)
+		if err == nil || !strings.Contains(err.Error(), "more than the bound of 1073741824 bytes (MaxPartialMB or LOADERGEN_PREDICT_PARTIAL_MB): check the units of tiles.bounds") {
+			t.Fatalf("predictions over %d tiles (%+v): %v", src.Count(), opts, err)
+		}
+	}
+	if names, _ := storage.Local(dir).Walk(context.Background(), ""); len(names) != 0 {
+		t.Fatalf("a refused writer wrote %q", names)
+	}
+	_, err = OpenTiles(labelSpec(), TileSpec{Outputs: []int{1}, Bounds: [][2]float64{{0, 1e300}, {0, 1}, {0, 1}}}, vols, nil)
+	if err == nil || !strings.Contains(err.Error(), "along z the bounds [0, 1e+300) lie more than 1099511627776 voxels") {
+		t.Fatalf("bounds past any voxel: %v", err)
 	}
 }

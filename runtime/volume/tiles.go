@@ -313,23 +313,30 @@ func extent(l level) [][2]float64 {
 	return out
 }
 
+// maxVoxel bounds the voxel indices bounds may reach: far past any
+// array, well within an int and a float64's whole numbers.
+const maxVoxel = 1 << 40
+
 // voxelRange returns the voxels of level l along axis a whose centres lie
-// in [lo, hi): first and last, last < first when none.
-func voxelRange(l level, a int, lo, hi float64) (first, last int) {
+// in [lo, hi): first and last, last < first when none. ok is false when
+// either lies past maxVoxel voxels from voxel 0.
+func voxelRange(l level, a int, lo, hi float64) (first, last int, ok bool) {
 	s, t := l.scale[a], l.translation[a]
-	x := (lo - t) / s
+	x, y := (lo-t)/s, (hi-t)/s
+	if math.Abs(x) > maxVoxel || math.Abs(y) > maxVoxel {
+		return 0, 0, false
+	}
 	if n, ok := near(x); ok {
 		first = n
 	} else {
 		first = int(math.Ceil(x))
 	}
-	x = (hi - t) / s
-	if n, ok := near(x); ok {
+	if n, ok := near(y); ok {
 		last = n - 1
 	} else {
-		last = int(math.Floor(x))
+		last = int(math.Floor(y))
 	}
-	return first, last
+	return first, last, true
 }
 
 // layout places the volume's grid of tiles of step (in the output key's
@@ -344,7 +351,10 @@ func (tv *tileVol) layout(keys []Key, levels []level, ts TileSpec, step []int, b
 			return fmt.Errorf("along %s the tiles' step, %d voxels of key %q, is not a whole number of voxels of every key (it must be a multiple of %d)",
 				axes[a], step[a], keys[o].Name, tv.step[o][a])
 		}
-		first, last := voxelRange(levels[o], a, bounds[a][0], bounds[a][1])
+		first, last, ok := voxelRange(levels[o], a, bounds[a][0], bounds[a][1])
+		if !ok {
+			return fmt.Errorf("along %s the bounds [%g, %g) lie more than %d voxels of key %q from its voxel 0", axes[a], bounds[a][0], bounds[a][1], maxVoxel, keys[o].Name)
+		}
 		if last < first {
 			return fmt.Errorf("along %s the bounds [%g, %g) hold no voxel centre of key %q (voxel size %g, offset %g)",
 				axes[a], bounds[a][0], bounds[a][1], keys[o].Name, levels[o].scale[a], levels[o].translation[a])
@@ -365,7 +375,10 @@ func (tv *tileVol) layout(keys []Key, levels []level, ts TileSpec, step []int, b
 			start := tv.base[k][a] + tv.j0[a]*tv.step[k][a]
 			out.Step[a] = tv.jstep[a] * tv.step[k][a]
 			end := start + (tv.tiles[a]-1)*out.Step[a] + keys[k].Shape[a] // past the last tile
-			first, last := voxelRange(levels[k], a, bounds[a][0], bounds[a][1])
+			first, last, ok := voxelRange(levels[k], a, bounds[a][0], bounds[a][1])
+			if !ok {
+				return fmt.Errorf("along %s the bounds [%g, %g) lie more than %d voxels of key %q from its voxel 0", axes[a], bounds[a][0], bounds[a][1], maxVoxel, keys[k].Name)
+			}
 			first, last = max(first, start), min(last, end-1)
 			if last < first {
 				return fmt.Errorf("along %s the bounds [%g, %g) hold no voxel centre of key %q that its tiles cover",
