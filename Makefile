@@ -6,7 +6,7 @@ GO ?= go
 # 1.27); a count sets no deadline. 100000 inputs take 2 to 10 s a target here.
 FUZZTIME ?= 100000x
 
-.PHONY: build test torch-python python-cuda-test versitygw remote-bench peer-python fmt-check demo demo-images peer-images demo-test bench codecs peer golden fuzz zarr-python image-python turbojpeg-dev turbojpeg-test zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
+.PHONY: build test torch-python python-cuda-test versitygw remote-bench peer-python fmt-check demo demo-predict demo-images peer-images demo-test bench codecs peer predict-bench golden fuzz zarr-python image-python turbojpeg-dev turbojpeg-test zarr-fixtures cudastub cuda-headers cuda-build cuda-emu-test cuda-emu-bench cuda-mutations cuda-test gpu-suite
 
 build:
 	$(GO) build ./...
@@ -45,6 +45,12 @@ demo:
 	$(GO) -C $(DEMO_MODULE) build -o $(CURDIR)/.demo-data/cellmap-demo .
 	.demo-data/cellmap-demo -data .demo-data/cellmap -epochs 5 -trace .demo-data/trace.json
 
+## demo-predict: the predict step: a stand-in model (a threshold of the raw) over the tiles of the synthetic volume, its predictions written as OME-NGFF zarr beside it, then checked against numpy with python3-zarr
+demo-predict:
+	$(GO) -C $(DEMO_MODULE) build -o $(CURDIR)/.demo-data/cellmap-demo .
+	.demo-data/cellmap-demo -data .demo-data/cellmap -predict .demo-data/cellmap/predictions.zarr
+	/usr/bin/python3 examples/cellmap/check_predictions.py .demo-data/cellmap
+
 ## demo-images: write synthetic WebDataset shards of JPEG photos if absent, run the generated image loader (random-resized crops 224, flips, normalised float32) for 3 epochs and print img/s
 demo-images:
 	$(GO) run ./examples/imagenet/cmd/imagenet-demo -data .demo-data/imagenet -epochs 3
@@ -78,6 +84,10 @@ codecs:
 ## peer: the volume loader against PyTorch's DataLoader over zarr-python on the same crops, then crops turned by any angle against cellmap-data's method (torch's affine_grid and grid_sample) and the cost of turning and of value augmentations (needs Debian's python3-zarr and python3-torch; several minutes)
 peer:
 	examples/peer/run.sh
+
+## predict-bench: predicting over whole volumes on make peer's store: the loader's tiles/s against its crops/s (cold and warm), and the prediction writer against zarr-python 2.13 writing the same predictions tile by tile (zstd-6 and blosc-lz4, float32 and uint8), with the writer's memory against the partial chunks it reports (needs Debian's python3-zarr; SHAPE=z,y,x for another store, RUNS=n; a few minutes)
+predict-bench:
+	SHAPE=$(SHAPE) RUNS=$(RUNS) examples/peer/predict.sh
 
 ## peer-python: the generated loaders from Python (loadergen python; keys taken with torch.from_dlpack) against the same loaders from Go and PyTorch's DataLoader, on make peer's big stores, make peer-images' JPEGs and tabular rows, and the Python side's cost per key (needs Debian's python3-zarr, python3-torch, python3-torchvision; several minutes)
 peer-python:

@@ -2,6 +2,8 @@ package gen
 
 import (
 	"github.com/dave/jennifer/jen"
+
+	"github.com/loadergen/loadergen/schema"
 )
 
 // keyAugment renders the fields of a volume key's spec literal that turned
@@ -18,7 +20,7 @@ import (
 func (g *emitter) keyAugment(k emitKey) []field {
 	sk := g.schemaKey(k.Name)
 	var fields []field
-	if g.ds.Crops.Rotate != nil && sk.Linear {
+	if g.ds.Crops != nil && g.ds.Crops.Rotate != nil && sk.Linear {
 		fields = append(fields, field{"Linear", jen.True()})
 	}
 	if len(sk.Values) == 0 {
@@ -49,8 +51,7 @@ func (g *emitter) keyAugment(k emitKey) []field {
 //		Max:   180,
 //	}},
 //	Balance: true,
-func (g *emitter) cropsAugment() []field {
-	c := g.ds.Crops
+func (g *emitter) cropsAugment(c *schema.Crops) []field {
 	var fields []field
 	if c.Rotate != nil {
 		turns := make([]jen.Code, len(c.Rotate))

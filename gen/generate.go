@@ -82,6 +82,9 @@ func Generate(p *Plan, source string) ([]byte, error) {
 	if g.ds.Crops != nil {
 		g.volumes(f)
 	}
+	if g.ds.Tiles != nil {
+		g.tiles(f)
+	}
 	if g.ds.Records != nil {
 		g.records(f)
 	}

@@ -95,31 +95,61 @@ func (g *emitter) newLoader(f *jen.File) {
 //		keys = k.LocalityKeys
 //	}
 //	e, err := runtime.NewLocalityEngine(cellMapPlan, src.Len(), keys, opts, fill)
+//
+// and with tiles, one of these unless the source is read in its order:
+//
+//	var e *runtime.Engine
+//	var err error
+//	if _, ok := src.(runtime.Sequential); ok {
+//		e, err = runtime.NewSequentialEngine(cellMapPlan, src.Len(), opts, fill)
+//	} else {
+//		... // as above, e, err = ...
+//	}
 func (g *emitter) startEngine() jen.Code {
 	plan, n := jen.Id(g.n.unexported("Plan")), jen.Id("src").Dot("Len").Call()
 	call := g.rt("NewEngine").Call(plan, n, jen.Id("opts"), jen.Id("fill"))
+	var start []jen.Code // statements, then the call that sets e and err
 	switch k := g.bucketKey(); {
 	case k != nil:
 		call = g.rt("NewBucketEngine").Call(plan, n, jen.Id("src").Dot(rowsMethod(*k)), jen.Id("opts"), jen.Id("fill"))
 	case g.ds.Crops != nil:
-		return jen.Null().
-			Var().Id("keys").Add(g.rt("LocalityFunc")).Line().
-			If(jen.List(jen.Id("k"), jen.Id("ok")).Op(":=").Id("src").Assert(g.rt("LocalityKeyer")), jen.Id("ok")).Block(
-			jen.Id("keys").Op("=").Id("k").Dot("LocalityKeys"),
-		).Line().
-			List(jen.Id("e"), jen.Err()).Op(":=").Add(g.rt("NewLocalityEngine").Call(plan, n, jen.Id("keys"), jen.Id("opts"), jen.Id("fill")))
+		start = []jen.Code{
+			jen.Var().Id("keys").Add(g.rt("LocalityFunc")),
+			jen.If(jen.List(jen.Id("k"), jen.Id("ok")).Op(":=").Id("src").Assert(g.rt("LocalityKeyer")), jen.Id("ok")).Block(
+				jen.Id("keys").Op("=").Id("k").Dot("LocalityKeys"),
+			),
+		}
+		call = g.rt("NewLocalityEngine").Call(plan, n, jen.Id("keys"), jen.Id("opts"), jen.Id("fill"))
 	}
-	return jen.List(jen.Id("e"), jen.Err()).Op(":=").Add(call)
+	if g.ds.Tiles == nil {
+		return jen.Null().Add(lines(start)...).List(jen.Id("e"), jen.Err()).Op(":=").Add(call)
+	}
+	return jen.Null().
+		Var().Id("e").Op("*").Add(g.rt("Engine")).Line().
+		Var().Err().Error().Line().
+		If(jen.List(jen.Id("_"), jen.Id("ok")).Op(":=").Id("src").Assert(g.rt("Sequential")), jen.Id("ok")).Block(
+		jen.List(jen.Id("e"), jen.Err()).Op("=").Add(g.rt("NewSequentialEngine").Call(plan, n, jen.Id("opts"), jen.Id("fill"))),
+	).Else().Block(append(start, jen.List(jen.Id("e"), jen.Err()).Op("=").Add(call))...)
 }
 
-// countMissing renders, for a volume source, the engine's count of the
+// lines renders statements one per line, each followed by a newline,
+// before what comes next in the same statement.
+func lines(stmts []jen.Code) []jen.Code {
+	var out []jen.Code
+	for _, s := range stmts {
+		out = append(out, s, jen.Line())
+	}
+	return out
+}
+
+// countMissing renders, for a volume or tile source, the engine's count of the
 // chunks the source found not stored (Stats.MissingChunks):
 //
 //	if m, ok := src.(runtime.MissingCounter); ok {
 //		e.CountMissing(m.MissingChunks)
 //	}
 func (g *emitter) countMissing() jen.Code {
-	if g.ds.Crops == nil {
+	if g.ds.Crops == nil && g.ds.Tiles == nil {
 		return jen.Null()
 	}
 	return jen.If(jen.List(jen.Id("m"), jen.Id("ok")).Op(":=").Id("src").Assert(g.rt("MissingCounter")), jen.Id("ok")).Block(

@@ -34,8 +34,9 @@ func Fingerprint(p *Plan) string {
 
 // PythonSource is the keyword of the Python class's constructor that
 // names p's source, as the generated Go opener takes it: "files",
-// "volumes" or "records". A dataset whose keys name no file:, zarr: or
-// member: has no generated source, and no Python class.
+// "volumes" (crops), "tiles" (a schema with tiles and no crops) or
+// "records". A dataset whose keys name no file:, zarr: or member: has no
+// generated source, and no Python class.
 func PythonSource(p *Plan) (string, error) {
 	g := newEmitter(p)
 	switch {
@@ -43,6 +44,8 @@ func PythonSource(p *Plan) (string, error) {
 		return "files", nil
 	case g.ds.Crops != nil:
 		return "volumes", nil
+	case g.ds.Tiles != nil:
+		return "tiles", nil
 	case g.ds.Records != nil:
 		return "records", nil
 	}
@@ -96,6 +99,9 @@ func PythonModule(p *Plan, importPath, schemaFile string) ([]byte, error) {
 	case "volumes":
 		m.SourceDoc = "zarr volumes: volumes= is the manifest (a CSV path or URL), as Load" + n.exported("Volumes") + " reads it"
 		m.Crop, m.CropDoc = true, "Where sample index of epoch comes from: its volume, each key's box origin and the augmentation (runtime.Crop)."
+	case "tiles":
+		m.SourceDoc = "the tiles of zarr volumes: tiles= is the manifest (a CSV path or URL), as Open" + n.exported("Tiles") + " reads it"
+		m.Crop, m.CropDoc = true, "Where tile index comes from: its volume and each key's box origin (runtime.Crop)."
 	case "records":
 		m.SourceDoc = "image records: records= is the data root (a directory or URL) holding the schema's shards or class folders"
 		m.Crop, m.CropDoc = true, "The crop rectangle and flip drawn for sample index of epoch, one per key (images.Crop)."
@@ -209,6 +215,9 @@ func registration(d Bridged) (jen.Code, error) {
 	case "volumes":
 		open = append([]jen.Code{jen.List(jen.Id("vols"), jen.Err()).Op(":=").Add(pkg("Load" + n.exported("Volumes"))).Call(jen.Id("loc")), check},
 			opened("Open"+n.exported("Volumes"), jen.Id("vols"))...)
+		crop = cropFunc(jen.Return(jen.Id("src").Dot("Crop").Call(jen.Id("epoch"), jen.Id("index")), jen.Nil()))
+	case "tiles":
+		open = opened("Open"+n.exported("Tiles"), jen.Id("loc"))
 		crop = cropFunc(jen.Return(jen.Id("src").Dot("Crop").Call(jen.Id("epoch"), jen.Id("index")), jen.Nil()))
 	case "records":
 		open = opened("Open"+n.exported("Records"), jen.Id("loc"))

@@ -105,7 +105,11 @@ func (g *emitter) volumeSpec(f *jen.File) {
 		}
 		fields = append(fields, field{"Classes", jen.Index().String().Values(classes...)})
 	}
-	fields = append(fields, field{"PerEpoch", jen.Lit(c.PerEpoch)})
+	if c == nil { // tiles only: no crops
+		c = &schema.Crops{}
+	} else {
+		fields = append(fields, field{"PerEpoch", jen.Lit(c.PerEpoch)})
+	}
 	if c.Pad {
 		fields = append(fields, field{"Pad", jen.True()})
 	}
@@ -126,7 +130,7 @@ func (g *emitter) volumeSpec(f *jen.File) {
 	if c.Rot90 != nil {
 		fields = append(fields, field{"Rot90", ints(c.Rot90)})
 	}
-	fields = append(fields, g.cropsAugment()...)
+	fields = append(fields, g.cropsAugment(c)...)
 	fields = append(fields, field{"Seed", jen.Id(g.n.unexported("Plan")).Dot("Loader").Dot("Seed")})
 	name := g.n.unexported("VolumeSpec")
 	f.Commentf("%s is what the schema says of %s's volumes.", name, g.ds.Name)
@@ -282,10 +286,7 @@ func (g *emitter) volumesMethods(f *jen.File) {
 	f.Comment("Len returns the samples in an epoch, the schema's crops.per_epoch.")
 	f.Add(recv()).Id("Len").Params().Int().Block(jen.Return(jen.Id("v").Dot("src").Dot("Len").Call()))
 
-	args := []jen.Code{jen.Id("s").Dot("Ctx"), jen.Id("s").Dot("Rand"), jen.Id("s").Dot("Epoch"), jen.Id("s").Dot("Index")}
-	for _, k := range g.keys {
-		args = append(args, g.rt("Bytes").Call(jen.Id("s").Dot(k.Go)))
-	}
+	args := g.readArgs(jen.Id("s").Dot("Ctx"), jen.Id("s").Dot("Rand"), jen.Id("s").Dot("Epoch"), jen.Id("s").Dot("Index"))
 	f.Comment("Read draws sample s's volume, centre and augmentation from s.Rand and")
 	f.Comment("copies every key's box into s, augmented as it is copied; remote reads")
 	f.Comment("stop once s.Ctx is done.")
@@ -323,6 +324,15 @@ func (g *emitter) volumesMethods(f *jen.File) {
 
 	f.Comment("Close releases the source.")
 	f.Add(recv()).Id("Close").Params().Error().Block(jen.Return(jen.Id("v").Dot("src").Dot("Close").Call()))
+}
+
+// readArgs returns the arguments of a volume source's Read of sample s:
+// first, then every key's bytes, runtime.Bytes(s.Raw).
+func (g *emitter) readArgs(first ...jen.Code) []jen.Code {
+	for _, k := range g.keys {
+		first = append(first, g.rt("Bytes").Call(jen.Id("s").Dot(k.Go)))
+	}
+	return first
 }
 
 // floats renders []float64{8, 8, 8}.

@@ -18,10 +18,24 @@ type Sampler struct {
 	Rank      int    // this rank, in [0, WorldSize)
 	WorldSize int    // number of ranks, >= 1
 	DropLast  bool   // truncate the shard remainder and the short last batch
+	// Blocks splits the order into contiguous runs instead, one per rank:
+	// rank r takes positions [r·N/W, (r+1)·N/W), without padding, so the
+	// ranks' counts differ by at most one (a Sequential source's split).
+	Blocks bool
+}
+
+// block returns the positions [lo, hi) of the order that Blocks gives
+// this rank.
+func (s Sampler) block() (lo, hi int) {
+	return s.Rank * s.N / s.WorldSize, (s.Rank + 1) * s.N / s.WorldSize
 }
 
 // Samples is the number of samples this rank visits per epoch.
 func (s Sampler) Samples() int {
+	if s.Blocks {
+		lo, hi := s.block()
+		return hi - lo
+	}
 	if s.DropLast {
 		return s.N / s.WorldSize
 	}
@@ -52,6 +66,10 @@ func (s Sampler) Order(epoch int, buf []int) ([]int, error) {
 	}
 	if s.Shuffle {
 		shuffle(perm, rand.NewPCG(s.Seed, uint64(epoch)))
+	}
+	if s.Blocks {
+		lo, hi := s.block()
+		return out[:copy(out, perm[lo:hi])], nil
 	}
 	for i := range out {
 		// Position i*WorldSize+Rank of the padded (or truncated) order; the

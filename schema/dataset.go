@@ -24,7 +24,8 @@ type Dataset struct {
 	Device    Device   // cpu, cuda or cuda:N
 	Classes   []string // optional; targets get a leading class axis
 	Keys      []Key    // inputs then targets, in file order
-	Crops     *Crops   // how samples are cut from volumes; nil unless the keys read zarr arrays
+	Crops     *Crops   // how samples are cut from volumes; nil unless the keys read zarr arrays and say so
+	Tiles     *Tiles   // how volumes are tiled to predict over; nil unless the keys read zarr arrays and say so
 	Records   *Records // where record keys' samples come from; nil unless the keys read members
 	Loader    runtime.LoaderDefaults
 	Streams   Streams

@@ -23,7 +23,7 @@ const (
 
 // The fields of each mapping of a schema, in documentation order.
 var (
-	topFields = []string{"version", "package", "name", "batch_size", "device", "classes", "inputs", "targets", "records", "crops", "loader", "streams"}
+	topFields = []string{"version", "package", "name", "batch_size", "device", "classes", "inputs", "targets", "records", "crops", "tiles", "loader", "streams"}
 	keyFields = []string{"shape", "dtype", "file", "class_axis", "zarr", "scale", "fill", "missing", "array_dtype", "ragged", "pad", "offsets", "overflow",
 		"member", "resize", "flip", "normalize", "layout", "geometry", "interpolation", "augment", "binarize"}
 	loaderFields = []string{"prefetch", "workers", "shuffle", "seed", "drop_last", "max_staging_mb", "bucket"}

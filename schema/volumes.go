@@ -269,7 +269,8 @@ func (p *parser) scale(path string, n *yaml.Node, rank int) ([]float64, error) {
 
 // volumes checks that keys read from one kind of source (zarr arrays,
 // record members, or files and your own Source), that zarr keys
-// share their spatial rank, and that crops is there exactly when they are.
+// share their spatial rank, and that crops or tiles (or both) are there
+// exactly when they are.
 func (p *parser) volumes(vals map[string]*yaml.Node) error {
 	var first *Key
 	for i := range p.ds.Keys {
@@ -292,16 +293,7 @@ func (p *parser) volumes(vals map[string]*yaml.Node) error {
 			return p.errorAt(k.Pos, "", "key %s has Go name %s, which the generated Volume struct's own %s field takes", quote(k.Name), VolumeWeight, VolumeWeight)
 		}
 	}
-	cn, hasCrops := vals["crops"]
-	switch {
-	case first != nil && first.Zarr != "" && !hasCrops:
-		return p.errorAt(first.Pos, "", "zarr keys need a crops: section (at least per_epoch) saying how samples are cut from the volumes")
-	case hasCrops && (first == nil || first.Zarr == ""):
-		return p.errorf(cn, "crops", "applies to zarr keys only (no key has zarr:)")
-	case !hasCrops:
-		return nil
-	}
-	return p.crops(cn, len(first.Shape))
+	return p.tilesOrCrops(vals, first)
 }
 
 // sourceKind names where key k reads from, for messages.

@@ -42,7 +42,7 @@ type PythonModule struct {
 	Schema      string // its schema file, for the header
 	Name        string // the schema's name: the classes' prefix
 	Fingerprint string // the plan's, which the library holds too
-	Source      string // the constructor's source keyword: files, volumes or records
+	Source      string // the constructor's source keyword: files, volumes, tiles or records
 	SourceDoc   string // what that keyword names
 	Crop        bool   // the source says where a sample comes from
 	CropDoc     string

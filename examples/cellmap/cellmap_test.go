@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
@@ -20,7 +21,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/loadergen/loadergen/internal/fixture/emvolume"
+	"github.com/loadergen/loadergen/internal/fixture/pyzarr"
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/volume"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
@@ -261,4 +264,27 @@ func boxArrays(b *testing.B) [][]*zarr.Array {
 		}
 	}
 	return out
+}
+
+// TestPredictMatchesNumpy runs the predict step over the synthetic volume
+// and has check_predictions.py recompute the stand-in model with numpy
+// over the raw, which python3-zarr reads, and compare it with the
+// predictions where their OME-NGFF metadata places them.
+func TestPredictMatchesNumpy(t *testing.T) {
+	python := pyzarr.Require(t)
+	if err := written(); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "predictions.zarr")
+	rep, err := Predict(context.Background(), dataRoot, out, runtime.Options{Device: "cpu", Logger: quiet}, volume.PredictOptions{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Tiles != 3*4*4 || rep.Writer.Chunks != 3*rep.Writer.Tiles {
+		t.Fatalf("report %+v, want 48 tiles of 3 chunks each", rep)
+	}
+	res, err := exec.Command(python, "check_predictions.py", dataRoot, out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("check_predictions.py: %v\n%s", err, res)
+	}
 }

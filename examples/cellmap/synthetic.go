@@ -32,7 +32,8 @@ func synthetic(seed uint64) emvolume.Volume {
 }
 
 // WriteSynthetic writes the synthetic dataset under root: the volume in
-// root/synthetic.zarr and a manifest with one row per labelled crop. The
+// root/synthetic.zarr, a manifest with one row per labelled crop, and one
+// of the raw volume alone to predict over (PredictManifest). The
 // same seed gives the same bytes.
 func WriteSynthetic(root string, seed uint64) error {
 	v := synthetic(seed)
@@ -43,7 +44,10 @@ func WriteSynthetic(root string, seed uint64) error {
 	for _, c := range v.Crops {
 		manifest += fmt.Sprintf("synthetic.zarr,synthetic.zarr/%s\n", c.Dir)
 	}
-	return os.WriteFile(filepath.Join(root, Manifest), []byte(manifest), 0o644)
+	if err := os.WriteFile(filepath.Join(root, Manifest), []byte(manifest), 0o644); err != nil {
+		return err
+	}
+	return writePredictManifest(root)
 }
 
 // EnsureSynthetic makes sure root holds a dataset that OpenCellMapVolumes

@@ -216,11 +216,17 @@ func NewPeerLoader(src PeerSource, opts runtime.Options) (*PeerLoader, error) {
 	case PeerSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	var keys runtime.LocalityFunc
-	if k, ok := src.(runtime.LocalityKeyer); ok {
-		keys = k.LocalityKeys
+	var e *runtime.Engine
+	var err error
+	if _, ok := src.(runtime.Sequential); ok {
+		e, err = runtime.NewSequentialEngine(peerPlan, src.Len(), opts, fill)
+	} else {
+		var keys runtime.LocalityFunc
+		if k, ok := src.(runtime.LocalityKeyer); ok {
+			keys = k.LocalityKeys
+		}
+		e, err = runtime.NewLocalityEngine(peerPlan, src.Len(), keys, opts, fill)
 	}
-	e, err := runtime.NewLocalityEngine(peerPlan, src.Len(), keys, opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("peer: NewPeerLoader: %w", err)
 	}
@@ -462,4 +468,123 @@ func (v *PeerVolumes) ReadAhead(epoch int, indices []int) {
 // Close releases the source.
 func (v *PeerVolumes) Close() error {
 	return v.src.Close()
+}
+
+// peerTileSpec is what the schema says of Peer's tiles: the targets are the
+// outputs, the first sets the grid.
+var peerTileSpec = volume.TileSpec{
+	Outputs: []int{1},
+}
+
+// PeerTiles reads a fixed grid of tiles of zarr volumes, in order, to predict
+// over: each tile a box of every key, the outputs' abutting or overlapping, the
+// inputs' around them. It implements PeerSource, read in its order
+// (runtime.Sequential): a loader over it neither shuffles nor regroups it.
+type PeerTiles struct {
+	src *volume.Tiles
+}
+
+// OpenPeerTiles reads the CSV manifest of volumes (a column per key, as for
+// crops; the targets' (labels) may be left out or empty) and opens every array
+// of every volume. The tiles cover the schema's tiles.bounds, or each volume's
+// first target's array, or where a volume has none its first key's. It logs
+// what it opened with slog's default logger.
+func OpenPeerTiles(manifest string) (*PeerTiles, error) {
+	rows, err := volume.LoadTileManifest(manifest, peerVolumeSpec, peerTileSpec)
+	if err != nil {
+		return nil, fmt.Errorf("peer: OpenPeerTiles: %w", err)
+	}
+	src, err := volume.OpenTiles(peerVolumeSpec, peerTileSpec, rows, slog.Default())
+	if err != nil {
+		return nil, fmt.Errorf("peer: OpenPeerTiles: %w", err)
+	}
+	return &PeerTiles{src: src}, nil
+}
+
+// Len returns the number of tiles: every tile of every volume, or those a
+// resumed prediction left to write.
+func (t *PeerTiles) Len() int {
+	return t.src.Len()
+}
+
+// Read copies every key's box of tile s.Index into s; outside an array, and
+// for a target a volume lacks, a key reads as its fill. Remote reads stop
+// once s.Ctx is done.
+func (t *PeerTiles) Read(s *PeerSample) error {
+	return t.src.Read(s.Ctx, s.Index, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
+}
+
+// Crop returns where tile index comes from: its volume and each key's box
+// origin at its level (tiles are not augmented; the epoch does not matter).
+func (t *PeerTiles) Crop(epoch, index int) runtime.Crop {
+	return t.src.Crop(epoch, index)
+}
+
+// MissingChunks returns how many chunks the source's reads found not stored.
+func (t *PeerTiles) MissingChunks() int64 {
+	return t.src.MissingChunks()
+}
+
+// ReadAhead announces the chunks the tiles indices will read.
+func (t *PeerTiles) ReadAhead(epoch int, indices []int) {
+	t.src.ReadAhead(epoch, indices)
+}
+
+// Sequential marks the tiles as read in their order (runtime.Sequential).
+func (t *PeerTiles) Sequential() {}
+
+// Close releases the source.
+func (t *PeerTiles) Close() error {
+	return t.src.Close()
+}
+
+// PeerPredictions writes a model's predictions for PeerTiles into zarr arrays
+// beside the raw: at each target's path (labels/{class}), an OME-NGFF group whose
+// level s0 puts every voxel where its tile came from. Write takes batches in
+// any order from any goroutine; a chunk is stored whole once its tiles are in.
+type PeerPredictions struct {
+	w *volume.Predictions
+}
+
+// CreatePeerPredictions starts writing predictions for tiles at root (a directory or
+// s3://bucket/prefix; with several volumes, volume i's under root/volume<i>):
+// it writes the arrays' metadata first, so that a run stopped halfway leaves
+// readable arrays of whole chunks. With opts.Resume it keeps the chunks there
+// and narrows tiles to those left to write: make the loader after it.
+func CreatePeerPredictions(root string, tiles *PeerTiles, opts volume.PredictOptions) (*PeerPredictions, error) {
+	w, err := volume.CreatePredictions(root, tiles.src, opts)
+	if err != nil {
+		return nil, fmt.Errorf("peer: CreatePeerPredictions: %w", err)
+	}
+	return &PeerPredictions{w: w}, nil
+}
+
+// Write writes the predictions of tiles indices (a batch's Indices), one slice
+// per target in C order (labels: len(indices) x [2 64 64 64] uint8), copying them: the
+// slices may be reused once it returns. A tile written twice, slices of
+// another length, and a Write after Close are errors that write nothing.
+func (p *PeerPredictions) Write(indices []int, labels []uint8) error {
+	return p.w.Write(indices, runtime.Tensor{
+		DType: runtime.Uint8,
+		Data:  runtime.Bytes(labels),
+		Shape: []int{len(indices), 2, 64, 64, 64},
+	})
+}
+
+// WriteTensors is Write of tensors whose dtype and shape are checked against
+// the targets': [len(indices), (C,) S...], as a model's output holds them.
+func (p *PeerPredictions) WriteTensors(indices []int, labels runtime.Tensor) error {
+	return p.w.Write(indices, labels)
+}
+
+// Stats returns the writer's totals: tiles, chunks written, and the peak of
+// the chunks held partly written against its bound.
+func (p *PeerPredictions) Stats() volume.PredictStats {
+	return p.w.Stats()
+}
+
+// Close waits for the writes under way and stores the chunks left; chunks
+// whose tiles were not all written are left out, and reported.
+func (p *PeerPredictions) Close() error {
+	return p.w.Close()
 }

@@ -319,21 +319,31 @@ func (b *bucket) stat(ctx context.Context, name string) (size int64, version str
 }
 
 func (b *bucket) List(ctx context.Context, dir string) ([]string, error) {
+	names, err := b.list(ctx, dir, true)
+	slices.Sort(names)
+	return names, err
+}
+
+// list returns the names under directory dir, relative to it: with
+// delimit, the objects and directories directly in it; else every
+// object at any depth, in S3's order (by key).
+func (b *bucket) list(ctx context.Context, dir string, delimit bool) ([]string, error) {
 	if err := checkName(dir); err != nil {
 		return nil, err
 	}
-	prefix := b.prefix
+	in := &s3.ListObjectsV2Input{Bucket: &b.name, Prefix: aws.String(b.prefix)}
 	if d := strings.Trim(dir, "/"); d != "" {
-		prefix += d + "/"
+		in.Prefix = aws.String(b.prefix + d + "/")
+	}
+	if delimit {
+		in.Delimiter = aws.String("/")
 	}
 	var names []string
-	var token *string
 	for {
 		var out *s3.ListObjectsV2Output
 		err := b.retry.do(ctx, func(a *attempt) error {
 			var err error
-			out, err = b.client.ListObjectsV2(a.ctx, &s3.ListObjectsV2Input{Bucket: &b.name, Prefix: &prefix,
-				Delimiter: aws.String("/"), ContinuationToken: token})
+			out, err = b.client.ListObjectsV2(a.ctx, in)
 			if err != nil {
 				return b.fail(dir, err)
 			}
@@ -343,18 +353,16 @@ func (b *bucket) List(ctx context.Context, dir string) ([]string, error) {
 			return nil, fmt.Errorf("list %s: %w", b.URL(dir), err)
 		}
 		for _, o := range out.Contents {
-			names = append(names, strings.TrimPrefix(aws.ToString(o.Key), prefix))
+			names = append(names, strings.TrimPrefix(aws.ToString(o.Key), *in.Prefix))
 		}
 		for _, p := range out.CommonPrefixes {
-			names = append(names, strings.TrimPrefix(aws.ToString(p.Prefix), prefix))
+			names = append(names, strings.TrimPrefix(aws.ToString(p.Prefix), *in.Prefix))
 		}
 		if !aws.ToBool(out.IsTruncated) {
-			break
+			return names, nil
 		}
-		token = out.NextContinuationToken
+		in.ContinuationToken = out.NextContinuationToken
 	}
-	slices.Sort(names)
-	return names, nil
 }
 
 // fail turns an S3 client error into a StatusError when the server

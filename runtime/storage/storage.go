@@ -1,7 +1,8 @@
 // Package storage reads the objects a dataset is made of, whole or by byte
 // range, from where they live: a local directory, an S3 bucket
-// (s3://bucket/prefix) or a web server (https://host/path). Every root is
-// read-only. Remote reads are retried with backoff on throttling, server
+// (s3://bucket/prefix) or a web server (https://host/path); local and S3
+// roots can be written too (OpenWritable: whole objects, atomically).
+// Remote reads are retried with backoff on throttling, server
 // errors, timeouts and dropped connections (see Retry), can be read ahead
 // (Hinter) and kept in a bounded cache on disk (CacheDirEnv); errors name
 // the object's URL.

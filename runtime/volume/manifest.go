@@ -26,6 +26,20 @@ const WeightColumn = "weight"
 // without). An empty weight means 1. Under spec.Balance a weight column is
 // an error: the balance picks the volumes.
 func LoadManifest(file string, spec Spec) ([]Volume, error) {
+	return loadManifest(file, spec, func(int) bool { return false })
+}
+
+// LoadTileManifest reads a manifest of volumes to tile (OpenTiles) as
+// LoadManifest reads one, but that the output keys' columns may be left
+// out or empty: a volume without its output key's arrays (a raw volume
+// to predict over whole).
+func LoadTileManifest(file string, spec Spec, ts TileSpec) ([]Volume, error) {
+	return loadManifest(file, spec, ts.isOutput)
+}
+
+// loadManifest reads manifest file for spec's keys; the columns of the
+// keys optional says are may be left out, or empty.
+func loadManifest(file string, spec Spec, optional func(k int) bool) ([]Volume, error) {
 	dir, name := storage.Split(file)
 	shown := storage.Redact(file) // for messages
 	root, err := storage.Open(dir)
@@ -46,7 +60,10 @@ func LoadManifest(file string, spec Spec) ([]Volume, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", shown, err)
 	}
-	col := make([]int, len(spec.Keys)) // column of each key
+	col := make([]int, len(spec.Keys)) // column of each key; -1 for none
+	for k := range col {
+		col[k] = -1
+	}
 	weight := -1
 	seen := map[string]int{}
 	for i, name := range header {
@@ -68,8 +85,8 @@ func LoadManifest(file string, spec Spec) ([]Volume, error) {
 	if weight >= 0 && spec.Balance {
 		return nil, fmt.Errorf("%s:1: column %q: %w", shown, WeightColumn, errBalanceWeight)
 	}
-	for _, key := range spec.Keys {
-		if _, ok := seen[key.Name]; !ok {
+	for k, key := range spec.Keys {
+		if _, ok := seen[key.Name]; !ok && !optional(k) {
 			return nil, fmt.Errorf("%s:1: no column for key %q (the columns are %s)", shown, key.Name, columns(spec))
 		}
 	}
@@ -85,11 +102,16 @@ func LoadManifest(file string, spec Spec) ([]Volume, error) {
 		line, _ := r.FieldPos(0)
 		v := Volume{Roots: make([]string, len(spec.Keys))}
 		for k, key := range spec.Keys {
-			root := strings.TrimSpace(rec[col[k]])
-			if root == "" {
+			root := ""
+			if col[k] >= 0 {
+				root = strings.TrimSpace(rec[col[k]])
+			}
+			switch {
+			case root != "":
+				v.Roots[k] = storage.Join(dir, root)
+			case !optional(k):
 				return nil, fmt.Errorf("%s:%d: no root for key %q", shown, line, key.Name)
 			}
-			v.Roots[k] = storage.Join(dir, root)
 		}
 		if weight >= 0 {
 			if w := strings.TrimSpace(rec[weight]); w != "" {

@@ -211,6 +211,31 @@ type keyLayout struct {
 	convert *zarr.Conversion // from the arrays' dtype to the key's; nil for none
 }
 
+// prepare returns what opening vols for spec starts from: the chunk
+// cache and each key's layout.
+func prepare(spec Spec, vols []Volume) (*zarr.Cache, []keyLayout, error) {
+	if len(vols) == 0 {
+		return nil, nil, errors.New("no volumes")
+	}
+	cache, err := zarr.SharedCache()
+	if err != nil {
+		return nil, nil, err
+	}
+	keys := make([]keyLayout, len(spec.Keys))
+	for k, key := range spec.Keys {
+		bytes, _, ok := runtime.KeyBytes(key.DType, key.Shape, 1)
+		if !ok {
+			return nil, nil, fmt.Errorf("key %q: the byte size of a %v box of %v overflows int64", key.Name, key.Shape, key.DType)
+		}
+		conv, err := zarr.NewConversion(key.arrayDType(), key.DType, key.Normalize)
+		if err != nil {
+			return nil, nil, fmt.Errorf("key %q: %w", key.Name, err)
+		}
+		keys[k] = keyLayout{fill: key.DType.Encode(key.Fill), strides: zarr.CStrides(key.Shape), bytes: int(bytes), convert: conv}
+	}
+	return cache, keys, nil
+}
+
 // vol is an opened volume; Open writes it, Reads only read it. Its
 // arrays share the decoded chunks of the cache their stores were opened
 // with, which guards itself.
@@ -236,25 +261,11 @@ type vol struct {
 // first chunk of each array that is not stored and reads as the fill
 // value (MissingFill).
 func Open(spec Spec, vols []Volume, log *slog.Logger) (*Source, error) {
-	if len(vols) == 0 {
-		return nil, errors.New("no volumes")
-	}
-	cache, err := zarr.SharedCache()
+	cache, keys, err := prepare(spec, vols)
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{spec: spec, keys: make([]keyLayout, len(spec.Keys)), log: log, cache: cache}
-	for k, key := range spec.Keys {
-		bytes, _, ok := runtime.KeyBytes(key.DType, key.Shape, 1)
-		if !ok {
-			return nil, fmt.Errorf("key %q: the byte size of a %v box of %v overflows int64", key.Name, key.Shape, key.DType)
-		}
-		conv, err := zarr.NewConversion(key.arrayDType(), key.DType, key.Normalize)
-		if err != nil {
-			return nil, fmt.Errorf("key %q: %w", key.Name, err)
-		}
-		s.keys[k] = keyLayout{fill: key.DType.Encode(key.Fill), strides: zarr.CStrides(key.Shape), bytes: int(bytes), convert: conv}
-	}
+	s := &Source{spec: spec, keys: keys, log: log, cache: cache}
 	stores := map[string]*zarr.Store{}
 	missing := map[string]int{} // "key/class" -> volumes without it
 	var total, fgTotal float64
@@ -340,7 +351,7 @@ func (s *Source) openVolume(i int, v Volume, stores map[string]*zarr.Store, miss
 					key.Name, class, lvl.shape, lvl.scale, lvl.translation, classes[found], levels[k].shape, levels[k].scale, levels[k].translation)
 			}
 			ov.arrays[k][c], levels[k], found = a, lvl, c
-			ov.missing[k][c] = (&missingChunks{s: s, key: k, volume: i, array: a}).chunk
+			ov.missing[k][c] = (&missingChunks{count: &s.missing, log: s.log, key: key, volume: i, array: a}).chunk
 			if k == 0 && ov.starts.chunk == nil {
 				ov.starts = chunkGrid{shape: a.Shape(), chunk: a.ChunkShape()}
 			}
@@ -515,8 +526,9 @@ func (s *Source) largestOffset() string {
 // missingChunks answers for the chunks of one array of a volume that reads
 // find not stored (zarr.Layout.Missing), as its key's Missing says.
 type missingChunks struct {
-	s      *Source
-	key    int // in the spec
+	count  *atomic.Int64 // the source's count of chunks found not stored
+	log    *slog.Logger  // where the first is logged; nil for nowhere
+	key    Key
 	volume int
 	array  *zarr.Array
 	// logged is set by the first read to find a chunk of the array not
@@ -528,13 +540,13 @@ type missingChunks struct {
 // MissingChunks; under MissingError it refuses it, under MissingFill it
 // logs it if it is the array's first and lets it read as the fill value.
 func (m *missingChunks) chunk(chunk int64) error {
-	m.s.missing.Add(1)
-	key := m.s.spec.Keys[m.key]
+	m.count.Add(1)
+	key := m.key
 	if key.Missing == MissingError {
 		return ErrMissingChunk
 	}
-	if m.s.log != nil && !m.logged.Load() && m.logged.CompareAndSwap(false, true) {
-		m.s.log.Warn("volume source: a chunk is not stored and reads as the array's fill value (missing: fill); further missing chunks of this array are counted in Stats().MissingChunks, not logged",
+	if m.log != nil && !m.logged.Load() && m.logged.CompareAndSwap(false, true) {
+		m.log.Warn("volume source: a chunk is not stored and reads as the array's fill value (missing: fill); further missing chunks of this array are counted in Stats().MissingChunks, not logged",
 			"key", key.Name, "volume", m.volume, "array", m.array.Dir(), "chunk", m.array.ChunkName(chunk))
 	}
 	return nil

@@ -17,6 +17,15 @@ func unshuffle(dst, src []byte, typeSize int) {
 // shuffle is unshuffle's inverse.
 func shuffle(dst, src []byte, typeSize int) {
 	n := len(src) / typeSize
+	if typeSize == 4 { // float32 and 32-bit integers: a word at a time
+		p0, p1, p2, p3 := dst[:n], dst[n:2*n], dst[2*n:3*n], dst[3*n:4*n]
+		for i := range p0 {
+			w := src[4*i : 4*i+4 : 4*i+4]
+			p0[i], p1[i], p2[i], p3[i] = w[0], w[1], w[2], w[3]
+		}
+		copy(dst[4*n:], src[4*n:])
+		return
+	}
 	for b := range typeSize {
 		plane := dst[b*n : (b+1)*n]
 		for i := range plane {

@@ -42,3 +42,19 @@ func TestPlainOutputWithoutTerminal(t *testing.T) {
 		t.Errorf("stdout says %q, but the loader's start-up log does not say backend=%s:\n%s", strings.TrimSpace(backend), name, stderr.String())
 	}
 }
+
+// TestPredictStep: -predict writes the data if absent, predicts over its
+// tiles and says so in one line, without warnings.
+func TestPredictStep(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	dir := t.TempDir()
+	if err := predictStep(dir, dir+"/predictions.zarr", 2, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(stdout.String(), "predicted 48 tiles in ") || !strings.Contains(stdout.String(), "wrote 144 chunks") {
+		t.Errorf("stdout is not the predict step's line:\n%s", stdout.String())
+	}
+	if strings.Contains(stderr.String(), "level=WARN") || strings.Contains(stderr.String(), "level=ERROR") {
+		t.Errorf("the predict step warns:\n%s", stderr.String())
+	}
+}

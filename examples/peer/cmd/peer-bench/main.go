@@ -9,6 +9,9 @@
 //	peer-bench rows DIR EPOCHS                          golden/rows' loader over DIR's .npy files: the best epoch's rows/s
 //	peer-bench turned-crops DIR JSON BIN K              the rotated case's crops (examples/peer/turned), and the bytes of the first K
 //	peer-bench turned-epoch DIR turned|flat|augmented   one cold epoch of one of the rotated case's loaders: crops/s
+//	peer-bench warm DIR                                 the loader's second epoch of crops (cached chunks): crops/s
+//	peer-bench tiles DIR                                two passes of the loader over the tiles: cold and warm tiles/s
+//	peer-bench predict [-dtype D] [-codec C] DIR OUT    predictions of every tile written: MB/s, partial and RSS peaks in MiB
 //
 // boxes reads each box into one buffer per goroutine, or into BUFFERS
 // buffers shared out among the goroutines, each using its share in turn
@@ -56,7 +59,7 @@ func main() {
 	slog.SetDefault(slog.New(slog.DiscardHandler))
 	stderr := log.New(os.Stderr, "", 0)
 	if len(os.Args) < 3 {
-		stderr.Fatal("usage: peer-bench write|crops|epoch|boxes|whole|locality|rows|turned-crops|turned-epoch ...")
+		stderr.Fatal("usage: peer-bench write|crops|epoch|boxes|whole|locality|rows|turned-crops|turned-epoch|warm|tiles|predict ...")
 	}
 	var err error
 	switch os.Args[1] {
@@ -110,6 +113,12 @@ func main() {
 			stderr.Fatal("usage: peer-bench turned-epoch DIR turned|flat|augmented")
 		}
 		err = turnedEpoch(os.Args[2], os.Args[3])
+	case "tiles":
+		err = tiles(os.Args[2])
+	case "warm":
+		err = warm(os.Args[2])
+	case "predict":
+		err = predict(os.Args[2:])
 	case "boxes":
 		buffers := goruntime.GOMAXPROCS(0)
 		if len(os.Args) > 3 {

@@ -5,8 +5,9 @@
 // from its header, before anything is decoded. ZstdRange, GzipRange and ZlibRange decode only
 // a range of a stream's bytes and stop once its end is out; a stream
 // stopped before its end cannot have its checksum verified (readRange).
+// ZstdEncode encodes the frames zarr writers store.
 //
-// zstd decodes through libzstd (github.com/DataDog/zstd, which bundles
+// zstd decodes and encodes through libzstd (github.com/DataDog/zstd, which bundles
 // zstd's C sources) where cgo is available, and through
 // github.com/klauspost/compress with -tags purego or CGO_ENABLED=0; the
 // other formats come from github.com/klauspost/compress (zlib, gzip,
