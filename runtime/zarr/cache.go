@@ -54,9 +54,10 @@ const CacheEnv = "LOADERGEN_ZARR_CACHE_MB"
 // whole chunk, charged as a decoded one, and eviction ends the lend.
 //
 // The cache grows as its reads show reuse: it holds at most target bytes,
-// which starts at GrowFromMiB and grows toward limit by a chunk's size each
-// time a read misses a chunk evicted lately (a ghost: one a cache larger
-// by the bytes evicted since would still hold). Memory new to the process
+// which starts at GrowFromMiB and grows toward limit each time a read
+// misses a chunk evicted lately (a ghost: one a cache larger by the bytes
+// evicted since would still hold), by the chunk's size or a sixteenth of
+// target, the larger. Memory new to the process
 // costs a page fault per page when first written, so a cache that every
 // read fills with fresh buffers pays far more for a cold epoch than one
 // that decodes into the buffers of the chunks it evicts; a cache whose
@@ -228,6 +229,11 @@ type loader interface {
 // as an uncompressed Blosc frame is read straight into its buffer, header
 // first, so that its data needs no copy.
 const headroom = blosc.HeaderSize
+
+// growStep makes a ghost hit grow a cache by at least target/growStep, so
+// that a working set a little larger than the cache is reached in a few
+// misses, not one chunk's worth each.
+const growStep = 16
 
 // GrowFromMiB is what a cache holds at most until its reads come back to
 // chunks it evicted (see Cache): 32 MiB, 32 chunks of 1 MiB, as many as
@@ -429,12 +435,12 @@ func (c *Cache) fetch(ctx context.Context, key cacheKey, l loader, want span, wa
 }
 
 // begin enters the entry of key, which the caller is about to load, held
-// by the caller; a ghost of key grows the cache by its size. mu is held.
+// by the caller; a ghost of key grows the cache. mu is held.
 func (c *Cache) begin(key cacheKey) *cacheEntry {
 	if g, ok := c.ghosts[key]; ok {
 		delete(c.ghosts, key)
 		c.ghostBytes -= g.size
-		c.target = min(c.limit, c.target+g.size)
+		c.target = min(c.limit, c.target+max(g.size, c.target/growStep))
 		c.stats.Grows++
 		c.trimGhosts()
 	}

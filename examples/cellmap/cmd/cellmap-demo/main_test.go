@@ -13,17 +13,17 @@ import (
 // writes plain lines, no progress-bar frames.
 func TestPlainOutputWithoutTerminal(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if err := run(t.TempDir(), 2, 2, "", &stdout, &stderr, false); err != nil {
+	if err := run(t.TempDir(), 3, 2, "", &stdout, &stderr, false); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(stderr.String(), "\r") || strings.Contains(stdout.String(), "\r") {
 		t.Errorf("carriage returns in the output:\nstdout %q\nstderr %q", stdout.String(), stderr.String())
 	}
-	if n := strings.Count(stdout.String(), "\nepoch "); n != 2 || !strings.HasPrefix(stdout.String(), "wrote a synthetic CellMap-like zarr store") {
+	if n := strings.Count(stdout.String(), "\nepoch "); n != 3 || !strings.HasPrefix(stdout.String(), "wrote a synthetic CellMap-like zarr store") {
 		t.Errorf("stdout is not the data line and one line per epoch:\n%s", stdout.String())
 	}
 	// Its figures come from a store the chunk cache holds whole: they say so.
-	if want := "evicted none, so after each chunk's first read the figures above are of a store in memory"; !strings.Contains(stdout.String(), want) {
+	if want := "the last epoch loaded none, so its figures are of a store in memory"; !strings.Contains(stdout.String(), want) {
 		t.Errorf("stdout does not label the figures as those of a store in memory (%q):\n%s", want, stdout.String())
 	}
 	// The main job's first screen must not look like a failure.
