@@ -135,6 +135,9 @@ func PythonModule(p *Plan, importPath, schemaFile string) ([]byte, error) {
 			pk.Doc += "; " + pk.Note
 		}
 		m.Keys = append(m.Keys, pk)
+		if ds.Tiles != nil && k.Role == runtime.Target {
+			m.Outputs = append(m.Outputs, pk)
+		}
 	}
 	return templates.RenderPythonModule(m)
 }
@@ -165,6 +168,7 @@ func PythonLibrary(datasets []Bridged) ([]byte, error) {
 	f.HeaderComment(PythonHeader)
 	f.ImportName(rtPath, "runtime")
 	f.ImportName(pythonPath, "python")
+	f.ImportName(volumePath, "volume")
 	var modules []string
 	var regs []jen.Code
 	for _, d := range datasets {
@@ -172,6 +176,11 @@ func PythonLibrary(datasets []Bridged) ([]byte, error) {
 			return nil, fmt.Errorf("%s: two packages are named %s, and Python would import both as %s: rename one", d.ImportPath, d.Plan.Dataset.Package, d.Plan.Dataset.Package)
 		}
 		modules = append(modules, d.Plan.Dataset.Package)
+		if name := d.Plan.Dataset.Package; slices.Contains(glueNames, name) {
+			f.ImportAlias(d.ImportPath, name+"pkg") // not shadowed by a local of the same name
+		} else {
+			f.ImportName(d.ImportPath, name)
+		}
 		r, err := registration(d)
 		if err != nil {
 			return nil, err
@@ -189,6 +198,12 @@ func PythonLibrary(datasets []Bridged) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// glueNames are the identifiers the library's main package declares in
+// its functions, and the packages it imports: a dataset's package of one
+// of these names is imported under another.
+var glueNames = []string{"src", "vols", "l", "err", "o", "loc", "epoch", "index", "tiles", "p", "manifest", "root", "v", "indices",
+	"python", "runtime", "volume", "errors"}
 
 // registration renders python.Register of d's dataset, whose opener
 // opens the generated source at loc and starts the loader over it.
@@ -229,13 +244,59 @@ func registration(d Bridged) (jen.Code, error) {
 		jen.Return(jen.Qual(pythonPath, "Wrap").Call(jen.Id("l"), jen.Id("src"), crop), jen.Nil()),
 	)
 	opener := jen.Func().Params(jen.Id("loc").String(), jen.Id("o").Qual(rtPath, "Options")).Params(jen.Qual(pythonPath, "Loader"), jen.Error()).Block(open...)
-	return jen.Qual(pythonPath, "Register").Call(jen.Qual(pythonPath, "Dataset").Values(jen.Dict{
+	fields := jen.Dict{
 		jen.Id("Module"):      jen.Lit(d.Plan.Dataset.Package),
 		jen.Id("Fingerprint"): jen.Lit(Fingerprint(d.Plan)),
 		jen.Id("Sources"): jen.Map(jen.String()).Func().Params(jen.String(), jen.Qual(rtPath, "Options")).Params(jen.Qual(pythonPath, "Loader"), jen.Error()).Values(jen.Dict{
 			jen.Lit(source): opener,
 		}),
-	})), nil
+	}
+	if d.Plan.Dataset.Tiles != nil {
+		fields[jen.Id("Predict")] = predictOpener(d, pkg, check)
+	}
+	return jen.Qual(pythonPath, "Register").Call(jen.Qual(pythonPath, "Dataset").Values(fields)), nil
+}
+
+// predictOpener renders the Predict of a dataset with tiles: its own
+// tiles, the writer over them, and the loader Python reads them with.
+//
+//	func(manifest, root string, o volume.PredictOptions) (*python.Prediction, error) {
+//		tiles, err := cellmap.OpenCellMapTiles(manifest)
+//		...
+//		p, err := cellmap.CreateCellMapPredictions(root, tiles, o)
+//		...
+//		return &python.Prediction{Write: ..., Stats: p.Stats, Loader: ..., Close: ...}, nil
+//	}
+func predictOpener(d Bridged, pkg func(string) *jen.Statement, check jen.Code) jen.Code {
+	n := newNames(d.Plan.Dataset)
+	var outputs []jen.Code
+	for _, k := range d.Plan.Runtime.Keys {
+		if k.Role == runtime.Target {
+			outputs = append(outputs, jen.Id("v").Index(jen.Lit(len(outputs))))
+		}
+	}
+	write := jen.Func().Params(jen.Id("indices").Index().Int(), jen.Id("v").Index().Qual(rtPath, "Tensor")).Error().Block(
+		jen.Return(jen.Id("p").Dot("WriteTensors").Call(append([]jen.Code{jen.Id("indices")}, outputs...)...)))
+	loader := jen.Func().Params(jen.Id("o").Qual(rtPath, "Options")).Params(jen.Qual(pythonPath, "Loader"), jen.Error()).Block(
+		jen.List(jen.Id("l"), jen.Err()).Op(":=").Add(pkg("New"+n.exported("Loader"))).Call(jen.Id("tiles"), jen.Id("o")),
+		check,
+		jen.Return(jen.Qual(pythonPath, "Wrap").Call(jen.Id("l"), jen.Nil(),
+			jen.Func().Params(jen.List(jen.Id("epoch"), jen.Id("index")).Int()).Params(jen.Any(), jen.Error()).Block(
+				jen.Return(jen.Id("tiles").Dot("Crop").Call(jen.Id("epoch"), jen.Id("index")), jen.Nil()))), jen.Nil()),
+	)
+	return jen.Func().Params(jen.List(jen.Id("manifest"), jen.Id("root")).String(), jen.Id("o").Qual(volumePath, "PredictOptions")).Params(jen.Op("*").Qual(pythonPath, "Prediction"), jen.Error()).Block(
+		jen.List(jen.Id("tiles"), jen.Err()).Op(":=").Add(pkg("Open"+n.exported("Tiles"))).Call(jen.Id("manifest")),
+		check,
+		jen.List(jen.Id("p"), jen.Err()).Op(":=").Add(pkg("Create"+n.exported("Predictions"))).Call(jen.Id("root"), jen.Id("tiles"), jen.Id("o")),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Qual("errors", "Join").Call(jen.Err(), jen.Id("tiles").Dot("Close").Call()))),
+		jen.Return(jen.Op("&").Qual(pythonPath, "Prediction").Values(jen.Dict{
+			jen.Id("Write"):  write,
+			jen.Id("Stats"):  jen.Id("p").Dot("Stats"),
+			jen.Id("Loader"): loader,
+			jen.Id("Close"): jen.Func().Params().Error().Block(
+				jen.Return(jen.Qual("errors", "Join").Call(jen.Id("p").Dot("Close").Call(), jen.Id("tiles").Dot("Close").Call()))),
+		}), jen.Nil()),
+	)
 }
 
 // errNoDatasets is PythonLibrary's error for an empty list.

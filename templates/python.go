@@ -55,6 +55,29 @@ type PythonModule struct {
 	Seed        uint64
 	Classes     []string
 	Keys        []PythonKey
+	// Outputs are the keys a Predictions class writes, for a dataset with
+	// tiles; nil for one without, which has no such class.
+	Outputs []PythonKey
+}
+
+// OutputArgs is the outputs' attributes as the tuple of Predictions.write's
+// arguments: (labels,).
+func (m PythonModule) OutputArgs() string {
+	a := make([]string, len(m.Outputs))
+	for i, k := range m.Outputs {
+		a[i] = k.Attr
+	}
+	return pyTuple(a)
+}
+
+// OutputSpecs is the outputs as Predictions' _outputs: (("labels",
+// "float32", (3, 32, 32, 32)),).
+func (m PythonModule) OutputSpecs() string {
+	a := make([]string, len(m.Outputs))
+	for i, k := range m.Outputs {
+		a[i] = fmt.Sprintf("(%q, %q, %s)", k.Attr, k.DType, tuple(k.Shape))
+	}
+	return pyTuple(a)
 }
 
 // Attrs are the keys' attributes, in plan order.

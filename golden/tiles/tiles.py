@@ -20,6 +20,7 @@ from _loadergen import BusyError, ClosedError, ForkedError, LoaderError, ReadErr
 __all__ = [
     "SegBatch",
     "SegLoader",
+    "SegPredictions",
     "BusyError",
     "ClosedError",
     "ForkedError",
@@ -100,3 +101,65 @@ class SegLoader(_core.Loader):
     def crop(self, epoch, index):
         """Where tile index comes from: its volume and each key's box origin (runtime.Crop)."""
         return self._info("crop", epoch, index)
+
+
+class SegPredictions(_core.Predictions):
+    """Writes a model's predictions for the tiles of Seg into zarr arrays
+    beside the raw, as CreateSegPredictions does: at each target's path, an
+    OME-NGFF group whose level s0 puts every voxel where its tile came from.
+    It opens the tiles of tiles= (the manifest, a CSV path or URL) itself;
+    loader() reads them. write() takes a batch of that loader, or its
+    indices, and each output as a numpy array or torch tensor of the batch's
+    length:
+
+    labels: float32 [n, 2, 4, 4, 4]
+
+    Keywords are volume.PredictOptions in snake case: format (2 or 3), codec
+    ("zstd", "blosc-lz4" or "none"), zstd_level, chunks and shards (voxel
+    shapes), overwrite, resume (keep the chunks there and read only the
+    tiles left), max_partial_mb, rank and world_size.
+
+        with SegPredictions("predictions.zarr", tiles="predict.csv") as out:
+            with out.loader(workers=2) as loader:
+                for b in loader.epoch(0):
+                    out.write(b, labels=model(b))
+    """
+
+    _module = "tiles"
+    _loader = SegLoader
+    _outputs = (("labels", "float32", (2, 4, 4, 4)),)
+
+    def __init__(
+        self,
+        root,
+        *,
+        tiles,
+        format=2,
+        codec="zstd",
+        zstd_level=0,
+        chunks=None,
+        shards=None,
+        overwrite=False,
+        resume=False,
+        max_partial_mb=0,
+        rank=0,
+        world_size=0,
+    ):
+        super().__init__(
+            tiles,
+            root,
+            format=format,
+            codec=codec,
+            zstd_level=zstd_level,
+            chunks=chunks,
+            shards=shards,
+            overwrite=overwrite,
+            resume=resume,
+            max_partial_mb=max_partial_mb,
+            rank=rank,
+            world_size=world_size,
+        )
+
+    def write(self, tiles, labels):
+        """Writes the predictions of tiles (a batch of loader(), or its indices)."""
+        self._write(tiles, (labels,))

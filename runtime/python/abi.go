@@ -137,6 +137,71 @@ func lg_info(h C.int64_t, what *C.char, a, b C.int64_t, errOut **C.char) *C.char
 	return C.CString(string(js))
 }
 
+//export lg_predict
+func lg_predict(module, manifest, root, options *C.char, errOut **C.char) C.int64_t {
+	w, err := predict(C.GoString(module), C.GoString(manifest), C.GoString(root), []byte(C.GoString(options)))
+	if err != nil {
+		setErr(errOut, err)
+		return 0
+	}
+	return C.int64_t(w.id)
+}
+
+//export lg_predict_loader
+func lg_predict_loader(w C.int64_t, options *C.char, errOut **C.char) C.int64_t {
+	wr, err := writerOf(int64(w))
+	var h *handle
+	if err == nil {
+		h, err = wr.loader([]byte(C.GoString(options)))
+	}
+	if err != nil {
+		setErr(errOut, err)
+		return 0
+	}
+	return C.int64_t(h.id)
+}
+
+//export lg_predict_write
+func lg_predict_write(w C.int64_t, indices *C.int64_t, n C.int64_t, values *unsafe.Pointer, nbytes *C.int64_t, outputs C.int64_t, errOut **C.char) C.int {
+	wr, err := writerOf(int64(w))
+	if err == nil {
+		idx := make([]int, n)
+		for i, v := range unsafe.Slice((*int64)(unsafe.Pointer(indices)), n) {
+			idx[i] = int(v)
+		}
+		err = wr.write(idx, unsafe.Slice(values, outputs), unsafe.Slice((*int64)(unsafe.Pointer(nbytes)), outputs))
+	}
+	if err != nil {
+		setErr(errOut, err)
+		return C.LG_ERROR
+	}
+	return C.LG_OK
+}
+
+//export lg_predict_close
+func lg_predict_close(w C.int64_t, errOut **C.char) C.int {
+	wr, err := writerOf(int64(w))
+	if err == nil {
+		err = wr.close()
+	}
+	if err != nil {
+		setErr(errOut, err)
+		return C.LG_ERROR
+	}
+	return C.LG_OK
+}
+
+//export lg_predict_stats
+func lg_predict_stats(w C.int64_t, errOut **C.char) *C.char {
+	wr, err := writerOf(int64(w))
+	if err != nil {
+		setErr(errOut, err)
+		return nil
+	}
+	js, _ := json.Marshal(predictStats(wr.p.Stats()))
+	return C.CString(string(js))
+}
+
 //export lg_logs
 func lg_logs() *C.char { return C.CString(string(takeLogs())) }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/internal/hostmem"
+	"github.com/loadergen/loadergen/runtime/volume"
 )
 
 // Dataset is one generated loader as the library serves it.
@@ -35,6 +36,9 @@ type Dataset struct {
 	// "volumes", "records"), each with its opener: the loader over the
 	// source at location loc (a path or URL), with options o.
 	Sources map[string]func(loc string, o runtime.Options) (Loader, error)
+	// Predict, for a dataset with tiles, opens the tiles of manifest and a
+	// writer of their predictions at root (a path or URL); nil otherwise.
+	Predict func(manifest, root string, o volume.PredictOptions) (*Prediction, error)
 }
 
 // Loader is a generated loader over its source, as the bridge drives it.
@@ -63,7 +67,8 @@ type Generated interface {
 }
 
 // Wrap makes the Loader of generated loader l over source src, which it
-// closes after l; crop is the source's Crop, or nil when it has none.
+// closes after l (nil: one the loader does not own, such as a Prediction's
+// tiles); crop is the source's Crop, or nil when it has none.
 func Wrap(l Generated, src io.Closer, crop func(epoch, index int) (any, error)) Loader {
 	return &wrapped{Generated: l, src: src, crop: crop}
 }
@@ -83,6 +88,9 @@ func (w *wrapped) Crop(epoch, index int) (any, error) {
 
 func (w *wrapped) Close() error {
 	err := w.Generated.Close()
+	if w.src == nil {
+		return err
+	}
 	if cerr := w.src.Close(); err == nil {
 		err = cerr
 	}
@@ -147,4 +155,16 @@ func fingerprints() map[string]string {
 		m[name] = d.Fingerprint
 	}
 	return m
+}
+
+// Prediction is a writer of a model's predictions for the tiles of a
+// dataset with tiles: (Create<Name>Predictions over its own tile source,
+// Open<Name>Tiles), and the loader over those tiles that Python reads.
+type Prediction struct {
+	// Write takes the predictions of tiles indices: one tensor per output
+	// (the dataset's targets, in plan order).
+	Write  func(indices []int, values []runtime.Tensor) error
+	Stats  func() volume.PredictStats
+	Loader func(o runtime.Options) (Loader, error) // a loader over the tiles, which the writer owns
+	Close  func() error                            // the writer, then the tiles: close the loader first
 }

@@ -9,6 +9,7 @@ package python
 import "C"
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -115,10 +116,14 @@ func open(module, source, location string, opts []byte) (*handle, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s has no %s= source", module, source)
 	}
+	return start(module, opts, func(o runtime.Options) (Loader, error) { return openSource(location, o) })
+}
+
+// start starts a loader of module with start, under the options opts (the
+// Python constructor's keywords, as JSON), and holds it as a new handle.
+func start(module string, opts []byte, start func(runtime.Options) (Loader, error)) (*handle, error) {
 	var o options
-	dec := json.NewDecoder(strings.NewReader(string(opts)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&o); err != nil {
+	if err := decodeStrict(opts, &o); err != nil {
 		return nil, fmt.Errorf("%s: options: %w", module, err)
 	}
 	syncEnv(o.Env)
@@ -130,13 +135,14 @@ func open(module, source, location string, opts []byte) (*handle, error) {
 		Logger: logger(module),
 	}
 	h := &handle{module: module}
+	var err error
 	if o.Trace != "" {
 		if h.trace, err = os.Create(o.Trace); err != nil {
 			return nil, fmt.Errorf("%s: trace: %w", module, err)
 		}
 		ro.Trace = h.trace
 	}
-	if h.loader, err = openSource(location, ro); err != nil {
+	if h.loader, err = start(ro); err != nil {
 		if h.trace != nil {
 			h.trace.Close()
 			os.Remove(o.Trace)
@@ -153,6 +159,13 @@ func open(module, source, location string, opts []byte) (*handle, error) {
 	h.id = handles.next
 	handles.m[h.id] = h
 	return h, nil
+}
+
+// decodeStrict decodes JSON js into v, refusing fields v does not have.
+func decodeStrict(js []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // close stops the epoch and closes the loader and its source. The handle

@@ -27,6 +27,7 @@ import (
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/npy"
 	"github.com/loadergen/loadergen/runtime/python"
+	"github.com/loadergen/loadergen/runtime/volume"
 )
 
 // python3 is Debian's interpreter, whose packages (numpy, torch, pytest)
@@ -234,7 +235,12 @@ func cellmapData(t *testing.T, root string) dataset {
 	for i := range crops {
 		crops[i] = src.Crop(1, i)
 	}
-	meta, err := json.Marshal(map[string]any{"crops_epoch_1": crops})
+	// The Go side's predictions, which Python's must equal.
+	predictions := filepath.Join(root, "go-predictions.zarr")
+	if _, err := cellmap.Predict(context.Background(), root, predictions, runtime.Options{Workers: workers, Logger: quiet}, volume.PredictOptions{Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := json.Marshal(map[string]any{"crops_epoch_1": crops, "go_predictions": predictions, "predict_manifest": filepath.Join(root, cellmap.PredictManifest)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import threading
 
 __all__ = [
     "Batch",
+    "Predictions",
     "BusyError",
     "ClosedError",
     "Epoch",
@@ -147,6 +148,11 @@ for _f, _args, _res in [
     ("lg_stop", [_i64, ctypes.c_int], None),
     ("lg_info", [_i64, ctypes.c_char_p, _i64, _i64, _err], ctypes.c_void_p),
     ("lg_logs", [], ctypes.c_void_p),
+    ("lg_predict", [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, _err], _i64),
+    ("lg_predict_loader", [_i64, ctypes.c_char_p, _err], _i64),
+    ("lg_predict_write", [_i64, ctypes.POINTER(_i64), _i64, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(_i64), _i64, _err], ctypes.c_int),
+    ("lg_predict_close", [_i64, _err], ctypes.c_int),
+    ("lg_predict_stats", [_i64, _err], ctypes.c_void_p),
     ("lg_datasets", [], ctypes.c_void_p),
     ("lg_free", [ctypes.c_void_p], None),
 ]:
@@ -375,7 +381,43 @@ class Epoch:
             _drain_logs()
 
 
-class Loader:
+class _Closable:
+    """What a loader and a writer share: a with block closes them, and so
+    does garbage collection."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _end(close, id):
+    """Closes loader or writer id with the library's close, once."""
+    if not id or _forked:
+        return
+    err = ctypes.c_void_p()
+    st = close(id, ctypes.byref(err))
+    _drain_logs()
+    if st != _OK:
+        raise _error(err)
+
+
+def _options(options):
+    """A loader's keywords as the library takes them: JSON, with the
+    "loadergen" logger's level and the environment."""
+    options = dict(options, log_level=_log.getEffectiveLevel(), env=dict(os.environ))
+    options["trace"] = "" if options.get("trace") is None else os.fspath(options["trace"])
+    return json.dumps(options).encode()
+
+
+class Loader(_Closable):
     """A generated loader; each dataset's module subclasses it."""
 
     _module = None  # set by the subclass: the Go package's name
@@ -385,17 +427,14 @@ class Loader:
     def __init__(self, source, location, **options):
         _check_forked()
         self._h = 0
-        self._lock = threading.Lock()
-        options["log_level"] = _log.getEffectiveLevel()
-        options["env"] = dict(os.environ)
-        if options.get("trace") is not None:
-            options["trace"] = os.fspath(options["trace"])
-        else:
-            options["trace"] = ""
         err = ctypes.c_void_p()
-        h = _lib.lg_open(
-            self._module.encode(), source.encode(), os.fspath(location).encode(), json.dumps(options).encode(), ctypes.byref(err)
-        )
+        h = _lib.lg_open(self._module.encode(), source.encode(), os.fspath(location).encode(), _options(options), ctypes.byref(err))
+        self._attach(h, err)
+
+    def _attach(self, h, err):
+        """Holds loader h, or raises the error of a loader that did not open."""
+        self._h = 0
+        self._lock = threading.Lock()
         _drain_logs()
         if not h:
             raise _error(err)
@@ -441,22 +480,83 @@ class Loader:
         valid; their staging is released with the last of them."""
         with self._lock:
             h, self._h = self._h, 0
-        if not h or _forked:
-            return
+        _end(_lib.lg_close, h)
+
+
+class Predictions(_Closable):
+    """A writer of a model's predictions for the tiles of a dataset with
+    tiles; each such dataset's module subclasses it. It opens the tiles
+    itself (Open<Name>Tiles) and the writer over them
+    (Create<Name>Predictions); loader() reads those tiles. Close the
+    loaders before the writer: a with block for each does."""
+
+    _module = None
+    _loader = None  # the dataset's Loader subclass
+    _outputs = ()  # (name, dtype, sample shape) of each output, in plan order
+
+    def __init__(self, tiles, root, **options):
+        _check_forked()
+        self._w = 0
         err = ctypes.c_void_p()
-        st = _lib.lg_close(h, ctypes.byref(err))
+        w = _lib.lg_predict(
+            self._module.encode(), os.fspath(tiles).encode(), os.fspath(root).encode(), json.dumps(options).encode(), ctypes.byref(err)
+        )
         _drain_logs()
+        if not w:
+            raise _error(err)
+        self._w = w
+
+    def _writer(self):
+        _check_forked()
+        if not self._w:
+            raise ClosedError("predictions are closed")
+        return self._w
+
+    def loader(self, **options):
+        """A loader over the writer's tiles, with the loader's keywords
+        (workers, prefetch, device, ...)."""
+        err = ctypes.c_void_p()
+        h = _lib.lg_predict_loader(self._writer(), _options(options), ctypes.byref(err))
+        loader = self._loader.__new__(self._loader)
+        loader._attach(h, err)
+        return loader
+
+    def _write(self, tiles, values):
+        """Writes the predictions values (one per output) of tiles: a batch
+        of the tiles' loader, or its indices."""
+        import numpy
+
+        indices = numpy.ascontiguousarray(tiles.indices if isinstance(tiles, Batch) else tiles, dtype=numpy.int64)
+        arrays = []
+        for (name, dtype, shape), v in zip(self._outputs, values):
+            if hasattr(v, "detach"):  # a torch tensor, wherever it is
+                v = v.detach().cpu().numpy()
+            a = numpy.ascontiguousarray(v)
+            want = (len(indices),) + tuple(shape)
+            if a.dtype != numpy.dtype(dtype) or a.shape != want:
+                raise ValueError(f"{name}: {a.dtype} {list(a.shape)}, want {dtype} {list(want)}")
+            arrays.append(a)
+        n = len(arrays)
+        data = (ctypes.c_void_p * n)(*[a.ctypes.data for a in arrays])
+        sizes = (ctypes.c_int64 * n)(*[a.nbytes for a in arrays])
+        err = ctypes.c_void_p()
+        st = _lib.lg_predict_write(
+            self._writer(), indices.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)), len(indices), data, sizes, n, ctypes.byref(err)
+        )
         if st != _OK:
             raise _error(err)
 
-    def __enter__(self):
-        return self
+    def stats(self):
+        """The writer's totals: tiles, chunks written and skipped, and the
+        bound and peak of the chunks held partly written."""
+        err = ctypes.c_void_p()
+        ptr = _lib.lg_predict_stats(self._writer(), ctypes.byref(err))
+        if not ptr:
+            raise _error(err)
+        return json.loads(_string(ptr))
 
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
+    def close(self):
+        """Stores the chunks left and closes the tiles; chunks whose tiles
+        were not all written are left out, and reported."""
+        w, self._w = self._w, 0
+        _end(_lib.lg_predict_close, w)

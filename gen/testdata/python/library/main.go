@@ -8,19 +8,20 @@ package main
 import (
 	"errors"
 
-	classes "github.com/loadergen/loadergen/golden/classes"
-	folders "github.com/loadergen/loadergen/golden/folders"
-	photos "github.com/loadergen/loadergen/golden/photos"
-	rows "github.com/loadergen/loadergen/golden/rows"
-	scenes "github.com/loadergen/loadergen/golden/scenes"
-	tiles "github.com/loadergen/loadergen/golden/tiles"
-	tokens "github.com/loadergen/loadergen/golden/tokens"
-	truncate "github.com/loadergen/loadergen/golden/truncate"
-	turned "github.com/loadergen/loadergen/golden/turned"
-	values "github.com/loadergen/loadergen/golden/values"
-	volumes "github.com/loadergen/loadergen/golden/volumes"
+	"github.com/loadergen/loadergen/golden/classes"
+	"github.com/loadergen/loadergen/golden/folders"
+	"github.com/loadergen/loadergen/golden/photos"
+	"github.com/loadergen/loadergen/golden/rows"
+	"github.com/loadergen/loadergen/golden/scenes"
+	tilespkg "github.com/loadergen/loadergen/golden/tiles"
+	"github.com/loadergen/loadergen/golden/tokens"
+	"github.com/loadergen/loadergen/golden/truncate"
+	"github.com/loadergen/loadergen/golden/turned"
+	"github.com/loadergen/loadergen/golden/values"
+	"github.com/loadergen/loadergen/golden/volumes"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/python"
+	"github.com/loadergen/loadergen/runtime/volume"
 )
 
 func init() {
@@ -108,12 +109,40 @@ func init() {
 	python.Register(python.Dataset{
 		Fingerprint: "955c162c3657191a",
 		Module:      "tiles",
-		Sources: map[string]func(string, runtime.Options) (python.Loader, error){"tiles": func(loc string, o runtime.Options) (python.Loader, error) {
-			src, err := tiles.OpenSegTiles(loc)
+		Predict: func(manifest, root string, o volume.PredictOptions) (*python.Prediction, error) {
+			tiles, err := tilespkg.OpenSegTiles(manifest)
 			if err != nil {
 				return nil, err
 			}
-			l, err := tiles.NewSegLoader(src, o)
+			p, err := tilespkg.CreateSegPredictions(root, tiles, o)
+			if err != nil {
+				return nil, errors.Join(err, tiles.Close())
+			}
+			return &python.Prediction{
+				Close: func() error {
+					return errors.Join(p.Close(), tiles.Close())
+				},
+				Loader: func(o runtime.Options) (python.Loader, error) {
+					l, err := tilespkg.NewSegLoader(tiles, o)
+					if err != nil {
+						return nil, err
+					}
+					return python.Wrap(l, nil, func(epoch, index int) (any, error) {
+						return tiles.Crop(epoch, index), nil
+					}), nil
+				},
+				Stats: p.Stats,
+				Write: func(indices []int, v []runtime.Tensor) error {
+					return p.WriteTensors(indices, v[0])
+				},
+			}, nil
+		},
+		Sources: map[string]func(string, runtime.Options) (python.Loader, error){"tiles": func(loc string, o runtime.Options) (python.Loader, error) {
+			src, err := tilespkg.OpenSegTiles(loc)
+			if err != nil {
+				return nil, err
+			}
+			l, err := tilespkg.NewSegLoader(src, o)
 			if err != nil {
 				return nil, errors.Join(err, src.Close())
 			}
