@@ -12,7 +12,7 @@ const (
 )
 
 // records renders the records source of a schema whose keys read members
-// of WebDataset shards or class folders (DESIGN section 12): its spec,
+// of WebDataset shards or class folders (docs/IMAGES.md): its spec,
 // Open<Name>Records and its methods.
 func (g *emitter) records(f *jen.File) {
 	g.recordSpec(f)

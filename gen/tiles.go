@@ -11,9 +11,10 @@ import (
 )
 
 // tiles renders the tile source and the prediction writer of a schema
-// with tiles: (DESIGN section 16): its tile spec, Open<Name>Tiles with its
-// methods, and Create<Name>Predictions with its methods. A schema without
-// crops: gets its volume spec here.
+// with tiles: (docs/VOLUMES.md, "Predicting over whole volumes"): its
+// tile spec, Open<Name>Tiles with its methods, and
+// Create<Name>Predictions with its methods. A schema without crops: gets
+// its volume spec here.
 func (g *emitter) tiles(f *jen.File) {
 	if g.ds.Crops == nil {
 		g.volumeSpec(f)

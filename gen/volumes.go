@@ -18,7 +18,7 @@ const (
 )
 
 // volumes renders the volume source of a schema whose keys read zarr
-// arrays (DESIGN section 9): its spec, the Volume row, the manifest reader,
+// arrays (docs/VOLUMES.md): its spec, the Volume row, the manifest reader,
 // and Open<Name>Volumes with its methods.
 func (g *emitter) volumes(f *jen.File) {
 	g.volumeSpec(f)

@@ -19,8 +19,8 @@ import (
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
-// designSchema is the example schema of the README and DESIGN.md, with
-// its comments (testdata/design.yaml, which the CLI's tests use too).
+// designSchema is testdata/design.yaml, an example schema with a comment
+// on each field, which the CLI's tests use too.
 var designSchema = func() string {
 	b, err := os.ReadFile("../testdata/design.yaml")
 	if err != nil {

@@ -43,7 +43,7 @@ const (
 var memberNames = []string{MemberJPG, MemberJPEG, MemberPNG, MemberCls, MemberNPY}
 
 // Records says where the samples of record keys (member:) come from
-// (DESIGN section 12): WebDataset tar shards or class folders.
+// (docs/IMAGES.md): WebDataset tar shards or class folders.
 type Records struct {
 	// Shards is a brace pattern of tar files relative to the data root,
 	// "train-{000000..001023}.tar"; "" with Folder.

@@ -154,7 +154,7 @@ func parseFloat(s string) (float64, error) {
 // Assign is how keys are spread over the CUDA streams: streams.assign.
 type Assign uint8
 
-// The assignments (DESIGN section 4).
+// The assignments (docs/SCHEMA.md, "The plan").
 const (
 	RoundRobin Assign = iota // the i-th key goes to stream i % num_streams
 	Balanced                 // keys by batch bytes, each to the stream with the fewest bytes so far

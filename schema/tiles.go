@@ -15,8 +15,9 @@ import (
 var tileFields = []string{"bounds", "step", "blend"}
 
 // Tiles says how whole volumes are cut into a fixed grid of tiles to
-// predict over (DESIGN section 16): the output key, the first target,
-// tiles the region; inputs larger than it give context.
+// predict over (docs/VOLUMES.md, "Predicting over whole volumes"): the
+// output key, the first target, tiles the region; inputs larger than it
+// give context.
 type Tiles struct {
 	// Bounds is the region per spatial axis, [lo, hi) in physical units;
 	// nil when the schema leaves it to each volume's arrays.

@@ -24,7 +24,7 @@ var (
 )
 
 // Crops says how samples are cut out of volumes: the sources of zarr keys
-// (DESIGN section 9).
+// (docs/VOLUMES.md).
 type Crops struct {
 	PerEpoch   int          // samples in an epoch: the source's Len
 	Pad        bool         // crops may reach past an array's edge (its fill)

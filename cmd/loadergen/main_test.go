@@ -17,8 +17,8 @@ import (
 	"github.com/loadergen/loadergen/schema"
 )
 
-// designSchema is the README's example schema (testdata/design.yaml, the
-// schema package's tests read it too).
+// designSchema is testdata/design.yaml, an example schema with a comment
+// on each field (the schema package's tests read it too).
 var designSchema = func() string {
 	b, err := os.ReadFile("../../testdata/design.yaml")
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 	"github.com/loadergen/loadergen/runtime/storage"
 )
 
-// Spec is what a schema says of a dataset of records (DESIGN section 12).
+// Spec is what a schema says of a dataset of records (docs/IMAGES.md).
 type Spec struct {
 	Shards string // a brace pattern of tar shards relative to the root; "" with Folder
 	Folder string // a directory of class folders relative to the root; "" with Shards

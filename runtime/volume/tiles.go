@@ -16,11 +16,12 @@ import (
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
-// TileSpec is what a schema's tiles: says (DESIGN section 16): a fixed
-// grid of tiles over a region of every volume, for predicting over whole
-// volumes. Each tile is a box of every key, sharing a centre as a crop's
-// do; the output keys' boxes tile the region, and inputs larger than them
-// give context around each tile.
+// TileSpec is what a schema's tiles: says: a fixed grid of tiles over a
+// region of every volume, for predicting over whole volumes
+// (docs/VOLUMES.md, "Predicting over whole volumes"). Each tile is a box
+// of every key, sharing a centre as a crop's do; the output keys' boxes
+// tile the region, and inputs larger than them give context around each
+// tile.
 type TileSpec struct {
 	// Outputs are the indices in Spec.Keys of the keys predictions are
 	// written for (the schema's targets); the first is the output key,
