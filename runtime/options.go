@@ -47,8 +47,8 @@ type Options struct {
 	RequireGPU bool
 	// CUDAGraphs launches each full batch's copies to the GPU as one CUDA
 	// graph per stream, which the CUDA backend builds once per slot, instead
-	// of issuing them call by call. Off by default: on an H100 (issue 26;
-	// driver 580, 2026-11-25) graphs did not lower the host's cost per batch
+	// of issuing them call by call. Off by default: on an H100 (driver 580;
+	// docs/PERFORMANCE.md) graphs did not lower the host's cost per batch
 	// (28-54 us against 23-60 us call by call). The environment variable
 	// LOADERGEN_CUDA_GRAPHS=1 turns them on for every loader of a process,
 	// and =0 off, whatever Options say.

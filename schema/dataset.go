@@ -45,8 +45,8 @@ func Defaults() Dataset {
 			Prefetch:     runtime.PrefetchAuto,
 			MaxStagingMB: 16 << 10, // 16 GiB
 		},
-		// One stream: on an H100 (issue 26, 2026-11-25) four streams copied a
-		// 256 MiB batch to the device at 34-36 GB/s, one at 36-38 GB/s.
+		// One stream: on an H100 four streams copied a 256 MiB batch to the
+		// device at 34-36 GB/s, one at 36-38 GB/s (docs/PERFORMANCE.md).
 		Streams: Streams{MinBatchSize: 8, MinBatchMemoryMB: 100, MaxStreams: 1, Assign: RoundRobin},
 	}
 }
