@@ -716,9 +716,9 @@ func TestRates(t *testing.T) {
 // TestInLoader: Stats.InLoader is the loop's time inside the iterator,
 // filling included. A loop that does nothing but iterate a loader whose one
 // worker is slow spends nearly all of its time in the loader, much of it
-// filling samples itself (a count of blocked time alone, the earlier
-// "waited", put such loops at a third or less); a loop whose own work is
-// the slow part spends little.
+// filling samples itself (a count of blocked time alone would put such
+// loops at a third or less); a loop whose own work is the slow part spends
+// little.
 func TestInLoader(t *testing.T) {
 	slowFill := func(key, index int) error {
 		if key == 0 {

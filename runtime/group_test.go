@@ -191,8 +191,7 @@ func TestGroupAllocs(t *testing.T) {
 // reordered in place; the scratch a caller keeps for the next epoch (as
 // the engine does) holds nothing of it, so grouping the next epoch leaves
 // the last one's order as it was, and a used scratch groups as a fresh
-// one does. (Group used to return its scratch, which the engine kept as
-// "grouping", for the next call to overwrite.)
+// one does.
 func TestGroupScratchHoldsNothing(t *testing.T) {
 	s := Sampler{N: 5000, Shuffle: true, WorldSize: 1}
 	for _, g := range groupers {

@@ -32,8 +32,8 @@ func TestReadLayoutHostile(t *testing.T) {
 	}{
 		{"run stride overflows", line, 5, []int{0}, []int{5}, Layout{Strides: []int{i64(1<<62 + 1)}},
 			"destination layout: strides [4611686018427387905] over box [5]: offsets overflow an int at axis 0 (5 elements, stride 4611686018427387905)"},
-		// 7 x 2635249153387078803 wraps to 5: the old corner check of the
-		// transpose passed, and its blocks in between went anywhere.
+		// 7 x 2635249153387078803 wraps to 5: a check of the transpose's
+		// corners alone passes, and its blocks in between go anywhere.
 		{"transpose stride wraps", plane, 64, []int{0, 0}, []int{8, 8}, Layout{Strides: []int{1, i64((1<<64 + 5) / 7)}},
 			"destination layout: strides [1 2635249153387078803] over box [8 8]: offsets overflow an int at axis 1 (8 elements, stride 2635249153387078803)"},
 		{"most negative stride", line, 5, []int{0}, []int{2}, Layout{Start: 4, Strides: []int{math.MinInt}},
