@@ -1,10 +1,3 @@
-// Command loadergen turns a YAML dataset schema into a Go data loader
-// specialised for that dataset. Run it through go generate:
-//
-//	//go:generate go tool loadergen generate dataset.yaml
-//
-// loadergen help lists its commands and the flags that override the
-// schema's settings; loadergen COMMAND -h describes a command's flags.
 package main
 
 import (
