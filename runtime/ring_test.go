@@ -234,7 +234,7 @@ func TestRingStaysFixed(t *testing.T) {
 // BenchmarkRingDepth: 16 workers fill batches of 8 samples of 1 ms, one in
 // eight taking 9 ms: 2 ms a sample on average, so the workers' rate is
 // 8000 samples/s when no worker idles. of_ideal is the rate against that;
-// the target for the default (auto) is 0.8 (docs/PERFORMANCE.md).
+// the target for the default (auto) is 0.8 (docs/PERFORMANCE.md, "Ring depth").
 func BenchmarkRingDepth(b *testing.B) {
 	for _, bb := range []struct {
 		name     string

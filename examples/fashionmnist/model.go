@@ -58,7 +58,7 @@ func dense(ctx *context.Context, x *graph.Node, out int) *graph.Node {
 // multiplication and a sum over an [n, in, out] intermediate (103 MB per
 // step for the hidden layer here), which the simplego backend runs as
 // written. BenchmarkTrainStep compares the training steps of this layer
-// and of layers.Dense; docs/PERFORMANCE.md gives its figures.
+// and of layers.Dense; docs/PERFORMANCE.md, "GoMLX", gives its figures.
 // gomlx/gomlx#428, merged after v0.26.0, builds Dot's own gradients as
 // matrix products; layers.Dense with it was not measured here.
 //

@@ -14,7 +14,7 @@ import (
 // chunks or neighbouring ones: sorting by the key puts those that share
 // chunks next to each other, and the z-order keeps neighbours along every
 // axis close, where C order would split them along z and y. (Measured on
-// the peer store: docs/PERFORMANCE.md, "Crop locality".)
+// the peer store: docs/PERFORMANCE-LOG.md, "Crop locality".)
 
 // chunkGrid is where a volume's crops start, for the locality key: the
 // first key's array shape and chunk shape (its first class's).

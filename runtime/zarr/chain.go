@@ -276,8 +276,8 @@ func (c *chain) decodeStream(d *decoder, out, src, buf []byte, comp codecKind, f
 		// costs a whole decode more. Past half the chunk the whole is the
 		// better bet (one cold epoch of the big store, zstd-6: 1.09 x the
 		// crops/s of whole decodes with this half, 0.98 x with three
-		// quarters; docs/PERFORMANCE.md, "Decoding only what a box needs",
-		// gives the commands and the machine); it also verifies the
+		// quarters; docs/PERFORMANCE-LOG.md, "Decoding only what a box
+		// needs", gives the commands and the machine); it also verifies the
 		// stream's checksum.
 		return span{0, len(out)}, c.decode(d, out, src, shape, elem)
 	}
