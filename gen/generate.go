@@ -9,8 +9,8 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/volume"
-	"github.com/loadergen/loadergen/runtime/zarr"
+	"github.com/loadergen/loadergen/runtime/volume/volumespec"
+	"github.com/loadergen/loadergen/runtime/zarr/zarrspec"
 	"github.com/loadergen/loadergen/schema"
 )
 
@@ -126,9 +126,9 @@ type emitKey struct {
 	spatial    []int
 	scale      []float64
 	fill       float64
-	missing    volume.Missing
+	missing    volumespec.Missing
 	arrayDType runtime.DType
-	normalize  *zarr.Affine
+	normalize  *zarrspec.Affine
 	// A ragged key's padding, CSR offsets file, and the names of its
 	// lengths key.
 	pad     float64

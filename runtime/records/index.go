@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/loadergen/loadergen/runtime/records/recordspec"
 	"github.com/loadergen/loadergen/runtime/storage"
 )
 
@@ -173,7 +174,7 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 	part := &index{members: ix.members}
 	wanted := make([][]string, len(ix.members)) // each member's alternatives
 	for j, m := range ix.members {
-		wanted[j] = Alternatives(m)
+		wanted[j] = recordspec.Alternatives(m)
 	}
 	tr := tar.NewReader(f)
 	var cur *shardSample
@@ -197,7 +198,7 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 		if err != nil {
 			if last == "" {
 				if c := compressed(f); c != "" {
-					return nil, fmt.Errorf("shard %s is compressed (%s), not a tar: %w", name, c, ErrCompressed)
+					return nil, fmt.Errorf("shard %s is compressed (%s), not a tar: %w", name, c, recordspec.ErrCompressed)
 				}
 				return nil, fmt.Errorf("shard %s: %w", name, err)
 			}
@@ -259,9 +260,6 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 	return part, nil
 }
 
-// ErrCompressed says why compressed shards are refused.
-var ErrCompressed = errors.New("a shard is indexed and read by seeking to its members (by ranged reads when it is remote), which a compressed stream does not allow; store the shards as plain .tar files (decompress them, with gunzip for .tar.gz: JPEG and PNG members gain little from compression)")
-
 // compressions are the signatures of the compressed streams a shard may
 // wrongly be.
 var compressions = []struct{ name, magic string }{
@@ -322,16 +320,16 @@ func (ix *index) finish(name string, c *shardSample) error {
 // want but has images under other extensions (have): "; member:
 // \"jpg;jpeg\" reads either".
 func otherImages(want string, have []string) string {
-	alts := Alternatives(want)
-	if !slices.ContainsFunc(alts, ImageMember) {
+	alts := recordspec.Alternatives(want)
+	if !slices.ContainsFunc(alts, recordspec.ImageMember) {
 		return ""
 	}
 	for _, ext := range have {
-		if ImageMember(ext) && !slices.Contains(alts, ext) {
+		if recordspec.ImageMember(ext) && !slices.Contains(alts, ext) {
 			alts = append(alts, ext)
 		}
 	}
-	if len(alts) == len(Alternatives(want)) {
+	if len(alts) == len(recordspec.Alternatives(want)) {
 		return ""
 	}
 	return fmt.Sprintf("; member: %q reads either", strings.Join(alts, ";"))

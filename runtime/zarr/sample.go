@@ -801,7 +801,7 @@ func (s *sampler) storeRow(dst []byte, do int, vals []float64, in []bool) {
 		} else {
 			run := vals[i:j]
 			if affine != nil {
-				affine.apply(run)
+				affine.Apply(run)
 			}
 			if round {
 				for k, x := range run {
