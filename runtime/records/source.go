@@ -224,7 +224,7 @@ func (s *Source) prepareShards(r storage.Root, names, files, members []string, l
 	default:
 		s.ix, err = indexShards(files, members, remoteShards(r, names))
 		if err == nil {
-			err = s.ix.checkSpans()
+			err = s.ix.checkExtents()
 		}
 		s.remote, s.names = r, names
 		return err
@@ -401,7 +401,7 @@ func (s *Source) load(ctx context.Context, st *state, index int) error {
 		if s.direct[j] {
 			continue
 		}
-		sp := s.ix.spans[index*len(s.ix.members)+j]
+		sp := s.ix.extents[index*len(s.ix.members)+j]
 		st.data[j] = slices.Grow(st.data[j][:0], int(sp.size))[:sp.size]
 		var err error
 		if s.shards != nil {
@@ -421,7 +421,7 @@ func (s *Source) load(ctx context.Context, st *state, index int) error {
 // shard into st.held, by one ranged request (served by the read-ahead when
 // ReadAhead was told of the sample), and points st.data at the members.
 func (s *Source) loadRemote(ctx context.Context, st *state, index int) error {
-	ext := s.ix.extent(index)
+	ext := s.ix.sampleExtent(index)
 	st.held = slices.Grow(st.held[:0], int(ext.size))[:ext.size]
 	if err := s.remote.ReadAt(ctx, s.names[s.ix.samples[index].file], st.held, ext.off); err != nil {
 		st.held = st.held[:0]
@@ -430,7 +430,7 @@ func (s *Source) loadRemote(ctx context.Context, st *state, index int) error {
 		return &runtime.KeyError{Key: s.spec.Keys[0].Name, Err: se}
 	}
 	for j := range s.ix.members {
-		sp := s.ix.spans[index*len(s.ix.members)+j]
+		sp := s.ix.extents[index*len(s.ix.members)+j]
 		st.data[j] = st.held[sp.off-ext.off : sp.off-ext.off+sp.size]
 	}
 	return nil
@@ -447,7 +447,7 @@ func (s *Source) ReadAhead(epoch int, indices []int) {
 		return
 	}
 	for _, i := range indices {
-		ext := s.ix.extent(i)
+		ext := s.ix.sampleExtent(i)
 		h.HintRange(s.names[s.ix.samples[i].file], ext.off, ext.size)
 	}
 }
@@ -495,7 +495,7 @@ func (s *Source) write(st *state, r *rand.Rand, index, i int, dst []byte) error 
 		}
 		return s.masks[i].Write(&st.scratch, dst, d, st.crops[s.geom[i]])
 	case s.arrays[i] != nil:
-		sp := s.ix.spans[index*len(s.ix.members)+s.member[i]]
+		sp := s.ix.extents[index*len(s.ix.members)+s.member[i]]
 		if s.remote != nil { // the member is in memory, at st.data
 			st.mem.Reset(st.data[s.member[i]])
 			return st.arrays[i].ReadAt(&st.mem, 0, sp.size, dst)

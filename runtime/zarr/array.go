@@ -490,7 +490,7 @@ func (a *Array) indexEntry(shard int64) cacheKey {
 // load returns the lent frame whole, and lent, which ends the lend. charge
 // is the decode memory (decoding) that buf holds, which the cache gives
 // back.
-func (a *Array) load(ctx context.Context, key cacheKey, want span) (buf []byte, win span, lent func(), charge int64, err error) {
+func (a *Array) load(ctx context.Context, key cacheKey, want window) (buf []byte, win window, lent func(), charge int64, err error) {
 	if key.kind == shardIndex {
 		var shard [maxRank]int
 		n := len(a.shape)
@@ -498,29 +498,29 @@ func (a *Array) load(ctx context.Context, key cacheKey, want span) (buf []byte, 
 		sh := a.chain.shard
 		need := int64(sh.indexLen) + sh.index.scratch(sh.indexLen, false, false)
 		if err := decoding.acquire(need); err != nil {
-			return nil, span{}, nil, 0, a.chunkError(shard[:n], nil, fmt.Errorf("index: %w", err))
+			return nil, window{}, nil, 0, a.chunkError(shard[:n], nil, fmt.Errorf("index: %w", err))
 		}
 		buf, err := a.loadIndex(ctx, shard[:n])
 		if buf != nil {
 			charge = int64(sh.indexLen)
 		}
 		decoding.release(need - charge)
-		return buf, span{0, sh.indexLen}, nil, charge, err
+		return buf, window{0, sh.indexLen}, nil, charge, err
 	}
-	return a.loadUnit(ctx, key.n, nil, span{}, want)
+	return a.loadUnit(ctx, key.n, nil, window{}, want)
 }
 
 // extend decodes the bytes of want that a decoded chunk's buffer buf
 // lacks, which holds the window have of it already (Cache.get's protocol).
-func (a *Array) extend(ctx context.Context, key cacheKey, buf []byte, have, want span) (span, error) {
+func (a *Array) extend(ctx context.Context, key cacheKey, buf []byte, have, want window) (window, error) {
 	if key.kind != decodedChunk || buf == nil {
-		return span{}, fmt.Errorf("zarr array %s: extending entry %+v (a bug)", a.dir, key)
+		return window{}, fmt.Errorf("zarr array %s: extending entry %+v (a bug)", a.dir, key)
 	}
 	out, win, _, _, err := a.loadUnit(ctx, key.n, buf, have, want)
 	if err == nil && out == nil {
 		var idx [maxRank]int
 		unravel(key.n, a.grid, idx[:len(a.shape)])
-		return span{}, a.chunkError(idx[:len(a.shape)], nil, errors.New("the chunk's file is gone since it was first read"))
+		return window{}, a.chunkError(idx[:len(a.shape)], nil, errors.New("the chunk's file is gone since it was first read"))
 	}
 	return win, err
 }
@@ -534,9 +534,9 @@ func (a *Array) extend(ctx context.Context, key cacheKey, buf []byte, have, want
 // decoder's scratch need before either is allocated, and a chunk that
 // needs more than the bound is an error; charge is what the new buffer
 // holds of it when one is returned.
-func (a *Array) loadUnit(ctx context.Context, unit int64, out []byte, have, want span) (buf []byte, win span, lent func(), charge int64, err error) {
+func (a *Array) loadUnit(ctx context.Context, unit int64, out []byte, have, want window) (buf []byte, win window, lent func(), charge int64, err error) {
 	if !a.partial {
-		want = span{0, a.unitBytes}
+		want = window{0, a.unitBytes}
 	}
 	n := len(a.shape)
 	var idx [maxRank]int
@@ -548,7 +548,7 @@ func (a *Array) loadUnit(ctx context.Context, unit int64, out []byte, have, want
 		// while this load holds none.
 		c = &sh.inner
 		if place, err = a.locate(ctx, idx[:n]); err != nil || !place.stored {
-			return nil, span{}, nil, 0, err // not stored: an empty inner chunk, or a shard not written
+			return nil, window{}, nil, 0, err // not stored: an empty inner chunk, or a shard not written
 		}
 	}
 	extending := have.lo < have.hi
@@ -557,7 +557,7 @@ func (a *Array) loadUnit(ctx context.Context, unit int64, out []byte, have, want
 		need += int64(a.unitBytes)
 	}
 	if err := decoding.acquire(need); err != nil {
-		return nil, span{}, nil, 0, &ChunkError{Array: a.dir, Chunk: a.ChunkName(unit), Err: err}
+		return nil, window{}, nil, 0, &ChunkError{Array: a.dir, Chunk: a.ChunkName(unit), Err: err}
 	}
 	fresh := out == nil
 	switch {
@@ -592,7 +592,7 @@ func (a *Array) locate(ctx context.Context, idx []int) (innerPlace, error) {
 	for k := range n {
 		p.shard[k], p.inner[k] = idx[k]/sh.perShard[k], idx[k]%sh.perShard[k]
 	}
-	ie, err := a.cache.get(ctx, a.indexEntry(ravel(p.shard[:n], a.shards)), a, span{0, sh.indexLen})
+	ie, err := a.cache.get(ctx, a.indexEntry(ravel(p.shard[:n], a.shards)), a, window{0, sh.indexLen})
 	if err != nil {
 		return p, err
 	}
@@ -603,12 +603,12 @@ func (a *Array) locate(ctx context.Context, idx []int) (innerPlace, error) {
 
 // loadInner is loadUnit for the inner chunk of a sharded array at place p
 // (locate), which is stored: it reads and decodes it.
-func (a *Array) loadInner(ctx context.Context, p innerPlace, out []byte, have, want span) ([]byte, span, error) {
+func (a *Array) loadInner(ctx context.Context, p innerPlace, out []byte, have, want window) ([]byte, window, error) {
 	n := len(a.shape)
 	sh := a.chain.shard
 	shard, inner, off, size := p.shard, p.inner, p.off, p.size
 	if size > a.storedLimit() {
-		return nil, span{}, a.chunkError(shard[:n], inner[:n], a.errStoredSize(size))
+		return nil, window{}, a.chunkError(shard[:n], inner[:n], a.errStoredSize(size))
 	}
 	key := a.key(shard[:n])
 	if l, ok := a.remote.(storage.Lender); ok {
@@ -617,7 +617,7 @@ func (a *Array) loadInner(ctx context.Context, p innerPlace, out []byte, have, w
 			defer release()
 		}
 		if err != nil {
-			return nil, span{}, a.chunkError(shard[:n], inner[:n], err)
+			return nil, window{}, a.chunkError(shard[:n], inner[:n], err)
 		}
 		if release != nil {
 			return a.decode(&sh.inner, raw, out, have, want, shard[:n], inner[:n])
@@ -627,7 +627,7 @@ func (a *Array) loadInner(ctx context.Context, p innerPlace, out []byte, have, w
 	defer raws.Put(buf)
 	var err error
 	if *buf, err = a.readRange(ctx, key, *buf, off, size); err != nil {
-		return nil, span{}, a.chunkError(shard[:n], inner[:n], err)
+		return nil, window{}, a.chunkError(shard[:n], inner[:n], err)
 	}
 	return a.decode(&sh.inner, *buf, out, have, want, shard[:n], inner[:n])
 }
@@ -640,14 +640,14 @@ func (a *Array) loadInner(ctx context.Context, p innerPlace, out []byte, have, w
 // buffer, and only the bytes of want outside have: a box that crosses a
 // chunk boundary reads the suffix it needs of the first chunk, not the
 // chunk up to that suffix's end.
-func (a *Array) loadChunk(idx []int, out []byte, have, want span) ([]byte, span, error) {
+func (a *Array) loadChunk(idx []int, out []byte, have, want window) ([]byte, window, error) {
 	f, size, err := a.openStored(idx)
 	if f == nil {
-		return nil, span{}, err
+		return nil, window{}, err
 	}
 	defer f.Close()
 	if size > a.storedLimit() {
-		return nil, span{}, a.chunkError(idx, nil, a.errStoredSize(size))
+		return nil, window{}, a.chunkError(idx, nil, a.errStoredSize(size))
 	}
 	if skip, ok := a.chain.storedAsIs(size, a.unitBytes); ok {
 		if out == nil {
@@ -655,7 +655,7 @@ func (a *Array) loadChunk(idx []int, out []byte, have, want span) ([]byte, span,
 		}
 		win, ok, err := readStored(f, out, skip, have, want)
 		if err != nil {
-			return nil, span{}, a.chunkError(idx, nil, readError(err, size))
+			return nil, window{}, a.chunkError(idx, nil, readError(err, size))
 		}
 		if ok {
 			return out, win, nil
@@ -664,7 +664,7 @@ func (a *Array) loadChunk(idx []int, out []byte, have, want span) ([]byte, span,
 	buf := raws.Get().(*[]byte)
 	defer raws.Put(buf)
 	if *buf, err = readAt(f, *buf, 0, size); err != nil {
-		return nil, span{}, a.chunkError(idx, nil, err)
+		return nil, window{}, a.chunkError(idx, nil, err)
 	}
 	return a.decode(&a.chain, *buf, out, have, want, idx, nil)
 }
@@ -675,26 +675,26 @@ func (a *Array) loadChunk(idx []int, out []byte, have, want span) ([]byte, span,
 // first read (have empty) reads the header into the headroom, where later
 // ones find it. ok is false, with nothing read but the header, when the
 // header is not a stored frame's: the chunk must be decoded.
-func readStored(f *os.File, out []byte, skip int, have, want span) (win span, ok bool, err error) {
+func readStored(f *os.File, out []byte, skip int, have, want window) (win window, ok bool, err error) {
 	if have.lo >= have.hi {
 		if skip > 0 {
 			if _, err := f.ReadAt(out[headroom-skip:headroom], 0); err != nil {
-				return span{}, false, err
+				return window{}, false, err
 			}
 		}
-		have = span{want.lo, want.lo}
+		have = window{want.lo, want.lo}
 	}
 	if skip > 0 && !isStoredFrame(out, len(out)-headroom) {
-		return span{}, false, nil
+		return window{}, false, nil
 	}
-	for _, r := range []span{{want.lo, have.lo}, {have.hi, want.hi}} {
+	for _, r := range []window{{want.lo, have.lo}, {have.hi, want.hi}} {
 		if r.lo < r.hi {
 			if _, err := f.ReadAt(out[headroom+r.lo:headroom+r.hi], int64(skip+r.lo)); err != nil {
-				return span{}, false, err
+				return window{}, false, err
 			}
 		}
 	}
-	return span{min(have.lo, want.lo), max(have.hi, want.hi)}, true, nil
+	return window{min(have.lo, want.lo), max(have.hi, want.hi)}, true, nil
 }
 
 // loadRemoteChunk is loadChunk for a remote array: one request reads the
@@ -704,13 +704,13 @@ func readStored(f *os.File, out []byte, skip int, have, want span) (win span, ok
 // first load (out nil) of a lent chunk stored as an uncompressed Blosc
 // frame returns the frame itself, whose header takes the headroom's
 // place, and lent, which ends the lend: the cache holds it as it is.
-func (a *Array) loadRemoteChunk(ctx context.Context, idx []int, out []byte, have, want span) ([]byte, span, func(), error) {
+func (a *Array) loadRemoteChunk(ctx context.Context, idx []int, out []byte, have, want window) ([]byte, window, func(), error) {
 	key := a.key(idx)
 	if l, ok := a.remote.(storage.Lender); ok {
 		raw, release, err := l.Lend(ctx, key)
 		if release != nil && out == nil && a.storedFrame(raw) {
 			a.noteStored(len(raw))
-			return raw, span{0, a.unitBytes}, release, nil
+			return raw, window{0, a.unitBytes}, release, nil
 		}
 		if release != nil {
 			defer release()
@@ -739,12 +739,12 @@ func (a *Array) storedFrame(raw []byte) bool {
 
 // decodeRemote decodes the stored bytes raw of remote chunk idx, read with
 // error err, as loadChunk does, and notes their size for ReadAhead.
-func (a *Array) decodeRemote(idx []int, raw []byte, err error, out []byte, have, want span) ([]byte, span, error) {
+func (a *Array) decodeRemote(idx []int, raw []byte, err error, out []byte, have, want window) ([]byte, window, error) {
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, span{}, nil // never written: the fill value
+		return nil, window{}, nil // never written: the fill value
 	}
 	if err != nil {
-		return nil, span{}, a.chunkError(idx, nil, err)
+		return nil, window{}, a.chunkError(idx, nil, err)
 	}
 	a.noteStored(len(raw))
 	return a.decode(&a.chain, raw, out, have, want, idx, nil)
@@ -803,7 +803,7 @@ func isStoredFrame(out []byte, n int) bool {
 // decode decodes the bytes of want that out lacks (it holds have; nil: a
 // new buffer from the cache) of a chunk from its stored bytes src with c,
 // and returns out and the window it then holds.
-func (a *Array) decode(c *chain, src, out []byte, have, want span, idx, inner []int) ([]byte, span, error) {
+func (a *Array) decode(c *chain, src, out []byte, have, want window, idx, inner []int) ([]byte, window, error) {
 	if out == nil {
 		out = a.cache.buffer(a.unitBytes)
 	}
@@ -813,7 +813,7 @@ func (a *Array) decode(c *chain, src, out []byte, have, want span, idx, inner []
 	if err != nil {
 		// The chunk's bytes are bad: a source may skip the sample
 		// (on_error: skip), as it may not a chunk it failed to read.
-		return nil, span{}, a.chunkError(idx, inner, &lgruntime.BadSampleError{Err: err})
+		return nil, window{}, a.chunkError(idx, inner, &lgruntime.BadSampleError{Err: err})
 	}
 	return out, win, nil
 }
