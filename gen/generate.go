@@ -9,8 +9,8 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/volume"
-	"github.com/loadergen/loadergen/runtime/zarr"
+	"github.com/loadergen/loadergen/runtime/volume/volumespec"
+	"github.com/loadergen/loadergen/runtime/zarr/zarrspec"
 	"github.com/loadergen/loadergen/schema"
 )
 
@@ -88,12 +88,31 @@ func Generate(p *Plan, source string) ([]byte, error) {
 	if g.ds.Records != nil {
 		g.records(f)
 	}
+	if g.filesBacked() || g.ds.Crops != nil || g.ds.Tiles != nil || g.ds.Records != nil {
+		storageDrivers(f)
+	}
 	out, err := render(f)
 	if err != nil {
 		return nil, fmt.Errorf("render %s loader: %w", g.ds.Name, err)
 	}
 	return out, nil
 }
+
+// The storage drivers a loader that opens data roots links, so that each
+// of its roots may be an s3:// or https:// URL (docs/REMOTE.md).
+const (
+	s3DriverPath    = "github.com/loadergen/loadergen/runtime/storage/s3"
+	httpsDriverPath = "github.com/loadergen/loadergen/runtime/storage/https"
+)
+
+// storageDrivers renders the imports that link the storage drivers into
+// the program:
+//
+//	import (
+//		_ "github.com/loadergen/loadergen/runtime/storage/https"
+//		_ "github.com/loadergen/loadergen/runtime/storage/s3"
+//	)
+func storageDrivers(f *jen.File) { f.Anon(httpsDriverPath, s3DriverPath) }
 
 // render returns f's gofmt'd source, imports grouped as goimports groups
 // them.
@@ -126,9 +145,9 @@ type emitKey struct {
 	spatial    []int
 	scale      []float64
 	fill       float64
-	missing    volume.Missing
+	missing    volumespec.Missing
 	arrayDType runtime.DType
-	normalize  *zarr.Affine
+	normalize  *zarrspec.Affine
 	// A ragged key's padding, CSR offsets file, and the names of its
 	// lengths key.
 	pad     float64

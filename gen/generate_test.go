@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/volume"
+	"github.com/loadergen/loadergen/runtime/volume/volumespec"
 )
 
 // TestRuntimeConsts: every dtype, role and priority a plan holds, a ragged
@@ -33,7 +33,7 @@ func TestRuntimeConsts(t *testing.T) {
 			t.Errorf("overflow %v is generated as runtime.%s, which runtime does not declare", o, name)
 		}
 	}
-	for _, a := range []volume.Align{volume.AlignExact, volume.AlignNearest} {
+	for _, a := range []volumespec.Align{volumespec.AlignExact, volumespec.AlignNearest} {
 		if name := constName("Align", a); !inVolume[name] {
 			t.Errorf("align %v is generated as volume.%s, which runtime/volume does not declare", a, name)
 		}

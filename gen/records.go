@@ -3,7 +3,7 @@ package gen
 import (
 	"github.com/dave/jennifer/jen"
 
-	"github.com/loadergen/loadergen/runtime/images"
+	"github.com/loadergen/loadergen/runtime/images/imagespec"
 )
 
 const (
@@ -80,18 +80,18 @@ func (g *emitter) recordSpec(f *jen.File) {
 
 // transform renders an image key's transform as a literal, leaving out
 // the fields that are zero.
-func transform(t *images.Transform) *jen.Statement {
+func transform(t *imagespec.Transform) *jen.Statement {
 	var fields []field
-	if t.Layout != images.CHW {
+	if t.Layout != imagespec.CHW {
 		fields = append(fields, field{"Layout", jen.Qual(imagesPath, "HWC")})
 	}
 	switch t.Crop {
-	case images.RandomResized:
+	case imagespec.RandomResized:
 		fields = append(fields,
 			field{"Crop", jen.Qual(imagesPath, "RandomResized")},
 			field{"Scale", pair(t.Scale)},
 			field{"Ratio", pair(t.Ratio)})
-	case images.Center:
+	case imagespec.Center:
 		fields = append(fields,
 			field{"Crop", jen.Qual(imagesPath, "Center")},
 			field{"Size", jen.Lit(t.Size)})

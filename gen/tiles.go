@@ -7,7 +7,7 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/volume"
+	"github.com/loadergen/loadergen/runtime/volume/volumespec"
 )
 
 // tiles renders the tile source and the prediction writer of a schema
@@ -51,7 +51,7 @@ func (g *emitter) outputs() []emitKey {
 //
 // leaving out the fields the schema leaves out.
 func (g *emitter) tileSpec(f *jen.File) {
-	ts := g.ds.TileSpec()
+	ts := g.ds.Tiles
 	fields := []field{{"Outputs", ints(ts.Outputs)}}
 	if ts.Bounds != nil {
 		axes := make([]jen.Code, len(ts.Bounds))
@@ -63,7 +63,7 @@ func (g *emitter) tileSpec(f *jen.File) {
 	if ts.Step != nil {
 		fields = append(fields, field{"Step", ints(ts.Step)})
 	}
-	if ts.Blend != volume.BlendAverage {
+	if ts.Blend != volumespec.BlendAverage {
 		fields = append(fields, field{"Blend", jen.Qual(volumePath, constName("Blend", ts.Blend))})
 	}
 	name := g.n.unexported("TileSpec")

@@ -8,7 +8,7 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/volume"
+	"github.com/loadergen/loadergen/runtime/volume/volumespec"
 	"github.com/loadergen/loadergen/schema"
 )
 
@@ -79,7 +79,7 @@ func (g *emitter) volumeSpec(f *jen.File) {
 		if k.classAxis {
 			fields = append(fields, field{"ClassAxis", jen.True()})
 		}
-		if k.missing == volume.MissingError {
+		if k.missing == volumespec.MissingError {
 			fields = append(fields, field{"Missing", jen.Qual(volumePath, "MissingError")})
 		}
 		if k.arrayDType != k.DType {
@@ -113,7 +113,7 @@ func (g *emitter) volumeSpec(f *jen.File) {
 	if c.Pad {
 		fields = append(fields, field{"Pad", jen.True()})
 	}
-	if c.Align != volume.AlignExact {
+	if c.Align != volumespec.AlignExact {
 		fields = append(fields, field{"Align", jen.Qual(volumePath, constName("Align", c.Align))})
 	}
 	if fg := c.Foreground; fg != nil {
@@ -210,7 +210,7 @@ func (g *emitter) loadVolumes(f *jen.File) {
 		keys[i] = k.Name
 	}
 	f.Commentf("Load%ss reads a CSV manifest: a header naming a column per key (%s)", name, strings.Join(keys, ", "))
-	f.Commentf("and optionally %q, then a row per volume. Relative roots are", volume.WeightColumn)
+	f.Commentf("and optionally %q, then a row per volume. Relative roots are", volumespec.WeightColumn)
 	f.Comment("relative to the manifest's directory.")
 	f.Func().Id("Load"+name+"s").Params(jen.Id("manifest").String()).Params(jen.Index().Id(name), jen.Error()).Block(
 		jen.List(jen.Id("rows"), jen.Err()).Op(":=").Qual(volumePath, "LoadManifest").Call(jen.Id("manifest"), jen.Id(g.n.unexported("VolumeSpec"))),

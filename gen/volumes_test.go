@@ -84,7 +84,7 @@ func TestAlignSpec(t *testing.T) {
 		src := generateSchema(t, "p.yaml", []byte("version: 1\npackage: p\nname: P\nbatch_size: 2\ninputs:\n"+
 			"  raw: {shape: [8, 8], dtype: uint8, zarr: em/raw}\ncrops:\n  per_epoch: 10\n"+c.line))
 		if has := regexp.MustCompile(`\bAlign: +volume\.AlignNearest,`).Match(src); has != c.want {
-			t.Errorf("%q: the spec has Align: volume.AlignNearest: %v, want %v", c.line, has, c.want)
+			t.Errorf("%q: the spec has Align: volumespec.AlignNearest: %v, want %v", c.line, has, c.want)
 		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/volume"
+	"github.com/loadergen/loadergen/runtime/volume/volumespec"
 )
 
 // The fields of a zarr key's value augmentations and of its blur, and the
@@ -59,7 +59,7 @@ func (p *parser) valueKey(kp string, f map[string]*yaml.Node, key *Key) error {
 	if err != nil {
 		return err
 	}
-	key.Values = append(key.Values, volume.ValueOp{Kind: volume.Binarize, Threshold: t})
+	key.Values = append(key.Values, volumespec.ValueOp{Kind: volumespec.Binarize, Threshold: t})
 	return nil
 }
 
@@ -85,19 +85,19 @@ func (p *parser) valueAugments(path string, n *yaml.Node, key *Key) error {
 			return p.errorf(r.m.Content[i], fp, "needs a float dtype, and key %s is %v (read its arrays into float32 with dtype: float32, array_dtype: %v)",
 				quote(key.Name), key.DType, key.DType)
 		}
-		op := volume.ValueOp{}
+		op := volumespec.ValueOp{}
 		switch name {
 		case "noise":
-			op.Kind = volume.Noise
+			op.Kind = volumespec.Noise
 			err = p.noise(fp, vn, &op)
 		case "contrast":
-			op.Kind = volume.Contrast
+			op.Kind = volumespec.Contrast
 			op.Range, err = p.valueRange(fp, vn, false, "a ratio")
 		case "gamma":
-			op.Kind = volume.Gamma
+			op.Kind = volumespec.Gamma
 			op.Range, err = p.valueRange(fp, vn, true, "an exponent")
 		case "blur":
-			op.Kind = volume.Blur
+			op.Kind = volumespec.Blur
 			err = p.blur(fp, vn, &op)
 		}
 		if err != nil {
@@ -122,7 +122,7 @@ func (p *parser) valueRange(path string, n *yaml.Node, positive bool, what strin
 }
 
 // noise reads {std, mean}: std >= 0, mean 0 unless given.
-func (p *parser) noise(path string, n *yaml.Node, op *volume.ValueOp) error {
+func (p *parser) noise(path string, n *yaml.Node, op *volumespec.ValueOp) error {
 	r, err := p.mappingOf(path, n, noiseFields)
 	if err != nil {
 		return err
@@ -135,8 +135,8 @@ func (p *parser) noise(path string, n *yaml.Node, op *volume.ValueOp) error {
 	return r.err
 }
 
-// blur reads {sigma: [lo, hi]}, 0 <= lo <= hi <= volume.MaxBlurSigma.
-func (p *parser) blur(path string, n *yaml.Node, op *volume.ValueOp) error {
+// blur reads {sigma: [lo, hi]}, 0 <= lo <= hi <= volumespec.MaxBlurSigma.
+func (p *parser) blur(path string, n *yaml.Node, op *volumespec.ValueOp) error {
 	r, err := p.mappingOf(path, n, blurFields)
 	if err != nil {
 		return err
@@ -149,8 +149,8 @@ func (p *parser) blur(path string, n *yaml.Node, op *volume.ValueOp) error {
 		return r.err
 	case op.Range[0] < 0:
 		return p.errorf(sn, path+".sigma", "a deviation is >= 0, got %s", formatFloat(op.Range[0]))
-	case op.Range[1] > volume.MaxBlurSigma:
-		return p.errorf(sn, path+".sigma", "at most %d voxels (a kernel of %d), got %s", volume.MaxBlurSigma, 6*volume.MaxBlurSigma+1, formatFloat(op.Range[1]))
+	case op.Range[1] > volumespec.MaxBlurSigma:
+		return p.errorf(sn, path+".sigma", "at most %d voxels (a kernel of %d), got %s", volumespec.MaxBlurSigma, 6*volumespec.MaxBlurSigma+1, formatFloat(op.Range[1]))
 	}
 	return nil
 }
@@ -158,7 +158,7 @@ func (p *parser) blur(path string, n *yaml.Node, op *volume.ValueOp) error {
 // rotate reads crops.augment.rotate: per axis named (z, y or x; z alone
 // in 2D, the turn of the plane y, x), in the order written, degrees m
 // (meaning [-m, m]) or [lo, hi].
-func (p *parser) rotate(path string, n *yaml.Node, rank int) ([]volume.Rotation, error) {
+func (p *parser) rotate(path string, n *yaml.Node, rank int) ([]volumespec.Rotation, error) {
 	m, err := p.mapping(path, n)
 	if err != nil {
 		return nil, err
@@ -166,7 +166,7 @@ func (p *parser) rotate(path string, n *yaml.Node, rank int) ([]volume.Rotation,
 	if rank < 2 {
 		return nil, p.errorf(n, path, "turns a plane, and the keys have 1 spatial axis (%s)", runtime.SpatialAxes(rank)[0])
 	}
-	var out []volume.Rotation
+	var out []volumespec.Rotation
 	seen := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		an, vn := m.Content[i], m.Content[i+1]
@@ -186,7 +186,7 @@ func (p *parser) rotate(path string, n *yaml.Node, rank int) ([]volume.Rotation,
 		if rank == 2 && a != 0 {
 			return nil, p.errorf(an, ap, "the keys have the axes y and x, whose plane turns about z alone")
 		}
-		var turn volume.Rotation
+		var turn volumespec.Rotation
 		if rank == 2 {
 			turn.Plane = [2]int{0, 1}
 		} else {

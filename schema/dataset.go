@@ -7,9 +7,9 @@ import (
 	"strconv"
 
 	"github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/images"
-	"github.com/loadergen/loadergen/runtime/volume"
-	"github.com/loadergen/loadergen/runtime/zarr"
+	"github.com/loadergen/loadergen/runtime/images/imagespec"
+	"github.com/loadergen/loadergen/runtime/volume/volumespec"
+	"github.com/loadergen/loadergen/runtime/zarr/zarrspec"
 )
 
 // Version is the only schema version this loadergen reads.
@@ -98,40 +98,40 @@ func (d Device) String() string {
 
 // Key is one named array of a sample.
 type Key struct {
-	Name      string            // as written in the schema
-	GoName    string            // CamelCase form: em_raw -> EmRaw
-	Role      runtime.Role      // input or target
-	Shape     []int             // sample shape S, without the class axis; empty for a scalar
-	ClassAxis bool              // the sample has a leading axis of len(classes): [C, S...]
-	DType     runtime.DType     // element type
-	File      string            // optional .npy path, relative to the data root
-	Zarr      string            // optional zarr path, relative to a volume's root; may hold {class}
-	Scale     []float64         // a zarr key's voxel size along each spatial axis; nil when not given
-	Fill      float64           // a zarr key's value outside its array or for a missing class (NaN for nan), of DType, not normalised
-	Missing   volume.Missing    // a zarr key's missing: what a chunk that is not stored reads as
-	Ragged    bool              // the first axis of Shape is a maximum: samples have up to Shape[0] rows
-	Pad       float64           // a ragged key's value for the rows past a sample's own (NaN for nan)
-	Offsets   string            // a ragged file key's .npy of int64 row offsets (CSR, N+1 entries)
-	Overflow  runtime.Overflow  // what a ragged key does with a sample of more rows than Shape[0]
-	Member    string            // a record key's member: jpg, jpeg, png, cls or npy, all but cls also as NAME.EXT (lower case)
-	Image     *images.Transform // an image key's layout, crop, flip and normalisation; nil for others
-	Geometry  string            // a mask key's image key, whose crop and flip it takes (nearest)
-	Priority  runtime.Priority  // stream priority from streams.priority
-	Pos       Pos               // where the key is declared
+	Name      string               // as written in the schema
+	GoName    string               // CamelCase form: em_raw -> EmRaw
+	Role      runtime.Role         // input or target
+	Shape     []int                // sample shape S, without the class axis; empty for a scalar
+	ClassAxis bool                 // the sample has a leading axis of len(classes): [C, S...]
+	DType     runtime.DType        // element type
+	File      string               // optional .npy path, relative to the data root
+	Zarr      string               // optional zarr path, relative to a volume's root; may hold {class}
+	Scale     []float64            // a zarr key's voxel size along each spatial axis; nil when not given
+	Fill      float64              // a zarr key's value outside its array or for a missing class (NaN for nan), of DType, not normalised
+	Missing   volumespec.Missing   // a zarr key's missing: what a chunk that is not stored reads as
+	Ragged    bool                 // the first axis of Shape is a maximum: samples have up to Shape[0] rows
+	Pad       float64              // a ragged key's value for the rows past a sample's own (NaN for nan)
+	Offsets   string               // a ragged file key's .npy of int64 row offsets (CSR, N+1 entries)
+	Overflow  runtime.Overflow     // what a ragged key does with a sample of more rows than Shape[0]
+	Member    string               // a record key's member: jpg, jpeg, png, cls or npy, all but cls also as NAME.EXT (lower case)
+	Image     *imagespec.Transform // an image key's layout, crop, flip and normalisation; nil for others
+	Geometry  string               // a mask key's image key, whose crop and flip it takes (nearest)
+	Priority  runtime.Priority     // stream priority from streams.priority
+	Pos       Pos                  // where the key is declared
 	// ArrayDType is the dtype of a zarr key's arrays: DType unless
 	// array_dtype names another, which is converted to DType as crops are
-	// read (zarr.NewConversion's rule); 0 for other keys.
+	// read (zarrspec.CheckConversion's rule); 0 for other keys.
 	ArrayDType runtime.DType
 	// Normalize is the map a zarr key's normalize makes of its arrays'
 	// values; nil when it has none (an image key's is in Image).
-	Normalize *zarr.Affine
+	Normalize *zarrspec.Affine
 	// Linear says a zarr key's turned crops (crops.augment.rotate) are
 	// interpolated, not read nearest: its interpolation, linear for inputs
 	// and nearest for targets unless given.
 	Linear bool
 	// Values are a zarr key's value augmentations: its augment's in the
 	// order written, then its binarize.
-	Values []volume.ValueOp
+	Values []volumespec.ValueOp
 }
 
 // Streams are the settings of the stream decision (streams:), each a

@@ -14,9 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/images"
-	"github.com/loadergen/loadergen/runtime/volume"
-	"github.com/loadergen/loadergen/runtime/zarr"
+	"github.com/loadergen/loadergen/runtime/images/imagespec"
+	"github.com/loadergen/loadergen/runtime/volume/volumespec"
+	"github.com/loadergen/loadergen/runtime/zarr/zarrspec"
 )
 
 // designSchema is testdata/design.yaml, an example schema with a comment
@@ -307,7 +307,7 @@ targets:
 				Records: &Records{Shards: "train-{00..02}.tar"},
 				Keys: []Key{
 					{Name: "image", GoName: "Image", Role: runtime.Input, Shape: []int{3, 16, 16}, DType: runtime.Float32, Member: "jpg",
-						Image: &images.Transform{Crop: images.RandomResized, Scale: [2]float64{0.25, 1}, Ratio: [2]float64{0.5, 2}, Flip: 0.5,
+						Image: &imagespec.Transform{Crop: imagespec.RandomResized, Scale: [2]float64{0.25, 1}, Ratio: [2]float64{0.5, 2}, Flip: 0.5,
 							Mean: []float64{0.485, 0.456, 0.406}, Std: []float64{0.229, 0.224, 0.225}},
 						Pos: Pos{Line: 7, Col: 3}},
 					{Name: "mask", GoName: "Mask", Role: runtime.Target, Shape: []int{16, 16}, DType: runtime.Int64, Member: "png", Geometry: "image", Pos: Pos{Line: 15, Col: 3}},
@@ -334,7 +334,7 @@ targets:
 				Records: &Records{Shards: "scenes-{0..1}.tar"},
 				Keys: []Key{
 					{Name: "image", GoName: "Image", Role: runtime.Input, Shape: []int{3, 16, 16}, DType: runtime.Uint8, Member: "jpg;jpeg;png",
-						Image: &images.Transform{}, Pos: Pos{Line: 7, Col: 3}},
+						Image: &imagespec.Transform{}, Pos: Pos{Line: 7, Col: 3}},
 					{Name: "depth", GoName: "Depth", Role: runtime.Input, Shape: []int{6, 8}, DType: runtime.Float32, Member: "depth.npy", Pos: Pos{Line: 8, Col: 3}},
 					{Name: "pose", GoName: "Pose", Role: runtime.Target, Shape: []int{3}, DType: runtime.Int16, Member: "npy", Pos: Pos{Line: 10, Col: 3}},
 				},
@@ -359,9 +359,9 @@ targets:
 				Records: &Records{Shards: "pairs-{0..1}.tar"},
 				Keys: []Key{
 					{Name: "left", GoName: "Left", Role: runtime.Input, Shape: []int{3, 16, 16}, DType: runtime.Uint8, Member: "left.jpg",
-						Image: &images.Transform{Crop: images.Center, Size: 16}, Pos: Pos{Line: 7, Col: 3}},
+						Image: &imagespec.Transform{Crop: imagespec.Center, Size: 16}, Pos: Pos{Line: 7, Col: 3}},
 					{Name: "right", GoName: "Right", Role: runtime.Input, Shape: []int{3, 16, 16}, DType: runtime.Uint8, Member: "right.jpeg",
-						Image: &images.Transform{Crop: images.Center, Size: 16}, Pos: Pos{Line: 8, Col: 3}},
+						Image: &imagespec.Transform{Crop: imagespec.Center, Size: 16}, Pos: Pos{Line: 8, Col: 3}},
 					{Name: "disparity", GoName: "Disparity", Role: runtime.Target, Shape: []int{16, 16}, DType: runtime.Uint8, Member: "disparity.png", Geometry: "left", Pos: Pos{Line: 10, Col: 3}},
 				},
 				Loader: defaultLoader, Streams: defaultStreams,
@@ -383,7 +383,7 @@ inputs:
 				Records: &Records{Folder: "val", SkipUnknown: true},
 				Keys: []Key{
 					{Name: "image", GoName: "Image", Role: runtime.Input, Shape: []int{24, 32, 1}, DType: runtime.Uint8, Member: "jpeg",
-						Image: &images.Transform{Layout: images.HWC, Crop: images.Center, Size: 32}, Pos: Pos{Line: 7, Col: 3}},
+						Image: &imagespec.Transform{Layout: imagespec.HWC, Crop: imagespec.Center, Size: 32}, Pos: Pos{Line: 7, Col: 3}},
 					{Name: "default_crop", GoName: "DefaultCrop", Role: runtime.Input, Shape: []int{}, DType: runtime.Uint8, Member: "cls", Pos: Pos{Line: 8, Col: 3}},
 				},
 				Loader: defaultLoader, Streams: defaultStreams,
@@ -579,11 +579,11 @@ func TestCropsAlign(t *testing.T) {
 		"  raw: {shape: [8, 8], dtype: uint8, zarr: em/raw}\ncrops:\n  per_epoch: 10\n"
 	for _, c := range []struct {
 		line string
-		want volume.Align
+		want volumespec.Align
 	}{
-		{"", volume.AlignExact},
-		{"  align: exact\n", volume.AlignExact},
-		{"  align: nearest\n", volume.AlignNearest},
+		{"", volumespec.AlignExact},
+		{"  align: exact\n", volumespec.AlignExact},
+		{"  align: nearest\n", volumespec.AlignNearest},
 	} {
 		ds, err := Parse("d.yaml", []byte(schema+c.line))
 		if err != nil {
@@ -607,7 +607,7 @@ func TestZarrMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []volume.Missing{volume.MissingError, volume.MissingFill, volume.MissingFill}
+	want := []volumespec.Missing{volumespec.MissingError, volumespec.MissingFill, volumespec.MissingFill}
 	for i, k := range ds.Keys {
 		if k.Missing != want[i] {
 			t.Errorf("key %s: missing %v, want %v", k.Name, k.Missing, want[i])
@@ -624,20 +624,20 @@ func TestConversion(t *testing.T) {
 	for _, c := range []struct {
 		name, keys string
 		array      runtime.DType
-		m          *zarr.Affine
+		m          *zarrspec.Affine
 	}{
 		{"same dtype", "inputs:\n  raw: {shape: [8], dtype: uint8, zarr: em/raw}\n" + crops, runtime.Uint8, nil},
 		{"uint8 into float32", "inputs:\n  raw: {shape: [8], dtype: float32, zarr: em/raw, array_dtype: uint8}\n" + crops, runtime.Uint8, nil},
 		{"min max", "inputs:\n  raw: {shape: [8], dtype: float32, zarr: em/raw, array_dtype: uint8, normalize: {min: 0, max: 255}}\n" + crops,
-			runtime.Uint8, &zarr.Affine{Sub: 0, Div: 255, Mul: 1}},
+			runtime.Uint8, &zarrspec.Affine{Sub: 0, Div: 255, Mul: 1}},
 		{"min max to", "inputs:\n  raw: {shape: [8], dtype: float16, zarr: em/raw, array_dtype: uint16, normalize: {min: 1000, max: 3000, to: [-1, 1]}}\n" + crops,
-			runtime.Uint16, &zarr.Affine{Sub: 1000, Div: 2000, Mul: 2, Add: -1}},
+			runtime.Uint16, &zarrspec.Affine{Sub: 1000, Div: 2000, Mul: 2, Add: -1}},
 		{"reversed", "inputs:\n  raw: {shape: [8], dtype: float32, zarr: em/raw, array_dtype: uint8, normalize: {min: 0, max: 255, to: [1, 0]}}\n" + crops,
-			runtime.Uint8, &zarr.Affine{Sub: 0, Div: 255, Mul: -1, Add: 1}},
+			runtime.Uint8, &zarrspec.Affine{Sub: 0, Div: 255, Mul: -1, Add: 1}},
 		{"mean std", "inputs:\n  raw: {shape: [8], dtype: float32, zarr: em/raw, array_dtype: int16, normalize: {mean: 128.5, std: 40}}\n" + crops,
-			runtime.Int16, &zarr.Affine{Sub: 128.5, Div: 40, Mul: 1}},
+			runtime.Int16, &zarrspec.Affine{Sub: 128.5, Div: 40, Mul: 1}},
 		{"float in place", "inputs:\n  raw: {shape: [8], dtype: float32, zarr: em/raw, normalize: {mean: 0.5, std: 0.25}}\n" + crops,
-			runtime.Float32, &zarr.Affine{Sub: 0.5, Div: 0.25, Mul: 1}},
+			runtime.Float32, &zarrspec.Affine{Sub: 0.5, Div: 0.25, Mul: 1}},
 		{"labels", "targets:\n  labels: {shape: [8], dtype: float32, zarr: \"labels/{class}\", array_dtype: uint8, fill: nan}\n" + crops, runtime.Uint8, nil},
 		{"widening", "targets:\n  labels: {shape: [8], dtype: int16, zarr: \"labels/{class}\", array_dtype: uint8, fill: -1}\n" + crops, runtime.Uint8, nil},
 		{"file key", "inputs:\n  raw: {shape: [8], dtype: uint8, file: raw.npy}\n", 0, nil},
@@ -673,7 +673,7 @@ func TestRotateAndValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []volume.Rotation{{Plane: [2]int{0, 2}, Min: -10, Max: 20}, {Plane: [2]int{1, 2}, Min: -180, Max: 180}, {Plane: [2]int{0, 1}, Min: 0, Max: 0}}
+	want := []volumespec.Rotation{{Plane: [2]int{0, 2}, Min: -10, Max: 20}, {Plane: [2]int{1, 2}, Min: -180, Max: 180}, {Plane: [2]int{0, 1}, Min: 0, Max: 0}}
 	if !slices.Equal(ds.Crops.Rotate, want) || !ds.Crops.Balance {
 		t.Errorf("rotate %+v, balance %v; want %+v and true", ds.Crops.Rotate, ds.Crops.Balance, want)
 	}
@@ -682,11 +682,11 @@ func TestRotateAndValues(t *testing.T) {
 			t.Errorf("key %s: linear %v, want %v", ds.Keys[i].Name, ds.Keys[i].Linear, linear)
 		}
 	}
-	raw := []volume.ValueOp{
-		{Kind: volume.Gamma, Range: [2]float64{0.8, 1.2}}, {Kind: volume.Noise, Std: 0.1},
-		{Kind: volume.Contrast, Range: [2]float64{0.5, 1.5}}, {Kind: volume.Blur, Range: [2]float64{0, 1}},
+	raw := []volumespec.ValueOp{
+		{Kind: volumespec.Gamma, Range: [2]float64{0.8, 1.2}}, {Kind: volumespec.Noise, Std: 0.1},
+		{Kind: volumespec.Contrast, Range: [2]float64{0.5, 1.5}}, {Kind: volumespec.Blur, Range: [2]float64{0, 1}},
 	}
-	labels := []volume.ValueOp{{Kind: volume.Noise, Std: 0.2, Mean: 1}, {Kind: volume.Binarize, Threshold: 0.5}}
+	labels := []volumespec.ValueOp{{Kind: volumespec.Noise, Std: 0.2, Mean: 1}, {Kind: volumespec.Binarize, Threshold: 0.5}}
 	if !slices.Equal(ds.Keys[0].Values, raw) || !slices.Equal(ds.Keys[2].Values, labels) || ds.Keys[1].Values != nil {
 		t.Errorf("values %+v, %+v, %+v", ds.Keys[0].Values, ds.Keys[1].Values, ds.Keys[2].Values)
 	}
@@ -694,7 +694,7 @@ func TestRotateAndValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []volume.Rotation{{Plane: [2]int{0, 1}, Min: -30, Max: 30}}; !slices.Equal(flat.Crops.Rotate, want) {
+	if want := []volumespec.Rotation{{Plane: [2]int{0, 1}, Min: -30, Max: 30}}; !slices.Equal(flat.Crops.Rotate, want) {
 		t.Errorf("2D rotate %+v, want %+v", flat.Crops.Rotate, want)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/images"
-	"github.com/loadergen/loadergen/runtime/records"
+	"github.com/loadergen/loadergen/runtime/images/imagespec"
+	"github.com/loadergen/loadergen/runtime/records/recordspec"
 )
 
 // The fields of the records section and of a record key's parts.
@@ -38,7 +38,7 @@ const (
 
 // Every member but cls may also be named NAME.EXT (left.jpg, depth.npy:
 // WebDataset's 000042.left.jpg), so that a sample holds several of one
-// kind (records.SplitMember).
+// kind (recordspec.SplitMember).
 
 var memberNames = []string{MemberJPG, MemberJPEG, MemberPNG, MemberCls, MemberNPY}
 
@@ -81,16 +81,16 @@ func (p *parser) recordKey(kp string, f map[string]*yaml.Node, key *Key) error {
 		return err
 	}
 	key.Member = strings.ToLower(s)
-	alts := strings.Split(s, ";") // as written, for messages; records.Alternatives splits key.Member alike
+	alts := strings.Split(s, ";") // as written, for messages; recordspec.Alternatives splits key.Member alike
 	for _, alt := range alts {
 		if err := p.member(mn, path, s, alt, len(alts) > 1); err != nil {
 			return err
 		}
 	}
-	if i := repeated(records.Alternatives(key.Member)); i > 0 {
+	if i := repeated(recordspec.Alternatives(key.Member)); i > 0 {
 		return p.errorf(mn, path, "member %s lists %s twice", quote(s), quote(alts[i]))
 	}
-	array := records.ArrayMember(key.Member)
+	array := recordspec.ArrayMember(key.Member)
 	switch {
 	case key.ClassAxis:
 		return p.errorf(mn, path, "a record key has no class axis, but classes gives this target one; set class_axis: false")
@@ -110,7 +110,7 @@ func (p *parser) recordKey(kp string, f map[string]*yaml.Node, key *Key) error {
 // with a NAME that is not empty, holds no slash or control character and
 // is not a cls's; an image, when there are alternatives.
 func (p *parser) member(n *yaml.Node, path, s, alt string, alts bool) error {
-	name, ext, named := records.SplitMember(strings.ToLower(alt))
+	name, ext, named := recordspec.SplitMember(strings.ToLower(alt))
 	switch {
 	case alts && alt == "":
 		return p.errorf(n, path, "member %s has an empty alternative: alternatives are image members between semicolons (%q)", quote(s), "jpg;jpeg;png")
@@ -122,7 +122,7 @@ func (p *parser) member(n *yaml.Node, path, s, alt string, alts bool) error {
 		return p.errorf(n, path, "member %s has an empty NAME: a member is EXT or NAME.EXT (%s or left.%s)", quote(alt), ext, ext)
 	case named && ext == MemberCls:
 		return p.errorf(n, path, "a cls member has no NAME. prefix (%s): NAME.EXT names images and arrays", quote(alt))
-	case alts && !records.ImageMember(strings.ToLower(alt)):
+	case alts && !recordspec.ImageMember(strings.ToLower(alt)):
 		return p.errorf(n, path, "member %s: alternatives are images (jpg, jpeg, png, or NAME. of them), and %s is not", quote(s), quote(alt))
 	}
 	return nil
@@ -181,9 +181,9 @@ func (p *parser) maskKey(kp string, f map[string]*yaml.Node, gn *yaml.Node, key 
 
 // imageKey reads an image key's layout, resize, flip and normalize.
 func (p *parser) imageKey(kp string, f map[string]*yaml.Node, key *Key) error {
-	t := &images.Transform{}
+	t := &imagespec.Transform{}
 	r := &mappingReader{p: p, vals: f}
-	readOptional(r, kp+".layout", parsed(images.ParseLayout), &t.Layout)
+	readOptional(r, kp+".layout", parsed(imagespec.ParseLayout), &t.Layout)
 	readOptional(r, kp+".flip", probability, &t.Flip)
 	if r.err != nil {
 		return r.err
@@ -220,16 +220,16 @@ func (p *parser) imageKey(kp string, f map[string]*yaml.Node, key *Key) error {
 }
 
 // layoutShape names the axes of an image key's shape in layout l.
-func layoutShape(l images.Layout) string {
-	if l == images.HWC {
+func layoutShape(l imagespec.Layout) string {
+	if l == imagespec.HWC {
 		return "[H, W, C]"
 	}
 	return "[C, H, W]"
 }
 
 // Channels is the number of channels of image key k in layout l.
-func Channels(k Key, l images.Layout) int {
-	if l == images.HWC {
+func Channels(k Key, l imagespec.Layout) int {
+	if l == imagespec.HWC {
 		return k.Shape[2]
 	}
 	return k.Shape[0]
@@ -237,8 +237,8 @@ func Channels(k Key, l images.Layout) int {
 
 // ImageSize is the height and width of image key k in layout l, or of a
 // mask ([H, W]).
-func ImageSize(k Key, l images.Layout) (h, w int) {
-	if len(k.Shape) == 2 || l == images.HWC {
+func ImageSize(k Key, l imagespec.Layout) (h, w int) {
+	if len(k.Shape) == 2 || l == imagespec.HWC {
 		return k.Shape[0], k.Shape[1]
 	}
 	return k.Shape[1], k.Shape[2]
@@ -302,18 +302,18 @@ func (p *parser) numbers(path string, n *yaml.Node, want int, positive bool, wha
 
 // resize reads an image key's resize: {crop: random_resized, scale,
 // ratio} or {crop: center, size}, for a key of h x w pixels.
-func (p *parser) resize(path string, n *yaml.Node, h, w int, t *images.Transform) error {
+func (p *parser) resize(path string, n *yaml.Node, h, w int, t *imagespec.Transform) error {
 	r, err := p.mappingOf(path, n, resizeFields)
 	if err != nil {
 		return err
 	}
-	readRequired(r, path+".crop", parsed(images.ParseCropMode), &t.Crop)
+	readRequired(r, path+".crop", parsed(imagespec.ParseCropMode), &t.Crop)
 	if r.err != nil {
 		return r.err
 	}
 	f := r.vals
-	if t.Crop == images.Center {
-		if err := p.onlyForCrop(path, f, []string{"scale", "ratio"}, images.RandomResized); err != nil {
+	if t.Crop == imagespec.Center {
+		if err := p.onlyForCrop(path, f, []string{"scale", "ratio"}, imagespec.RandomResized); err != nil {
 			return err
 		}
 		t.Size = max(h, w)
@@ -327,10 +327,10 @@ func (p *parser) resize(path string, n *yaml.Node, h, w int, t *images.Transform
 		}
 		return nil
 	}
-	if err := p.onlyForCrop(path, f, []string{"size"}, images.Center); err != nil {
+	if err := p.onlyForCrop(path, f, []string{"size"}, imagespec.Center); err != nil {
 		return err
 	}
-	t.Scale, t.Ratio = images.DefaultScale, images.DefaultRatio
+	t.Scale, t.Ratio = imagespec.DefaultScale, imagespec.DefaultRatio
 	if sn, ok := f["scale"]; ok {
 		if t.Scale, err = p.interval(path+".scale", sn, 1); err != nil {
 			return err
@@ -346,7 +346,7 @@ func (p *parser) resize(path string, n *yaml.Node, h, w int, t *images.Transform
 
 // onlyForCrop returns an error at the first of the resize fields names
 // (f holds the resize's fields) that only crop mode m reads.
-func (p *parser) onlyForCrop(path string, f map[string]*yaml.Node, names []string, m images.CropMode) error {
+func (p *parser) onlyForCrop(path string, f map[string]*yaml.Node, names []string, m imagespec.CropMode) error {
 	for _, name := range names {
 		if n, ok := f[name]; ok {
 			return p.errorf(n, path+"."+name, "applies to crop: %s only", m)
@@ -444,7 +444,7 @@ func (p *parser) checkGeometry(k Key) error {
 
 // namedMember reports whether member is named NAME.EXT.
 func namedMember(member string) bool {
-	_, _, named := records.SplitMember(member)
+	_, _, named := recordspec.SplitMember(member)
 	return named
 }
 
@@ -457,7 +457,7 @@ func (p *parser) folderKeys(n *yaml.Node) error {
 		switch {
 		case k.Geometry != "":
 			return p.errorAt(k.Pos, "", "key %s is a mask, but a folder sample is one image file and its class; masks need shards:", quote(k.Name))
-		case records.ArrayMember(k.Member):
+		case recordspec.ArrayMember(k.Member):
 			return p.errorAt(k.Pos, "", "key %s reads an array (member %s), but a folder sample is one image file and its class; arrays need shards:", quote(k.Name), quote(k.Member))
 		case namedMember(k.Member):
 			return p.errorAt(k.Pos, "", "key %s reads member %s, but a folder sample is one image file and its class, whose members have no names; NAME.EXT needs shards:", quote(k.Name), quote(k.Member))
@@ -472,7 +472,7 @@ func (p *parser) folderKeys(n *yaml.Node) error {
 }
 
 // shardPattern reads records.shards: a slashPath holding a brace pattern
-// (records.ExpandShards) whose every name is a local path.
+// (recordspec.ExpandShards) whose every name is a local path.
 func shardPattern(p *parser, path string, n *yaml.Node) (string, error) {
 	s, err := p.slashPath(path, n)
 	if err != nil {
@@ -484,7 +484,7 @@ func shardPattern(p *parser, path string, n *yaml.Node) (string, error) {
 	case strings.Contains(s, "://"):
 		return "", p.errorf(n, path, "%s is a URL; shards are read from the local file system only (mount remote storage)", quote(s))
 	}
-	names, err := records.ExpandShards(s)
+	names, err := recordspec.ExpandShards(s)
 	if err != nil {
 		return "", p.errorf(n, path, "%v", err)
 	}
@@ -493,7 +493,7 @@ func shardPattern(p *parser, path string, n *yaml.Node) (string, error) {
 			return "", p.errorf(n, path, "shard %s is not a local path (relative, inside the data root)", quote(name))
 		}
 		if ext := compressedExt(name); ext != "" {
-			return "", p.errorf(n, path, "shard %s is compressed (%s): %v", quote(name), ext, records.ErrCompressed)
+			return "", p.errorf(n, path, "shard %s is compressed (%s): %v", quote(name), ext, recordspec.ErrCompressed)
 		}
 	}
 	return s, nil

@@ -8,7 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/volume"
+	"github.com/loadergen/loadergen/runtime/volume/volumespec"
 )
 
 // tileFields are the fields of the tiles section.
@@ -19,18 +19,22 @@ var tileFields = []string{"bounds", "step", "blend"}
 // output key, the first target, tiles the region; inputs larger than it
 // give context.
 type Tiles struct {
+	// Outputs are the indices in Dataset.Keys of the keys predictions are
+	// written for: the targets, in plan order (inputs, then targets); the
+	// first is the output key, whose boxes set the grid.
+	Outputs []int
 	// Bounds is the region per spatial axis, [lo, hi) in physical units;
 	// nil when the schema leaves it to each volume's arrays.
 	Bounds [][2]float64
 	// Step is the grid's step in the output key's voxels; nil means its
 	// shape.
 	Step  []int
-	Blend volume.Blend
+	Blend volumespec.Blend
 }
 
-// parseBlend reads tiles.blend as volume.Blend spells it: "average" or
+// parseBlend reads tiles.blend as volumespec.Blend spells it: "average" or
 // "last".
-var parseBlend = named("blend", volume.BlendAverage, volume.BlendLast)
+var parseBlend = named("blend", volumespec.BlendAverage, volumespec.BlendLast)
 
 // tiles reads the tiles section for zarr keys of the given spatial rank.
 func (p *parser) tiles(n *yaml.Node, rank int) error {
@@ -43,6 +47,11 @@ func (p *parser) tiles(n *yaml.Node, rank int) error {
 		return p.errorf(n, "tiles", "needs a target: the output key, whose boxes the tiles cut and whose predictions are written")
 	}
 	t := &Tiles{}
+	for i, k := range p.ds.Keys {
+		if k.Role == runtime.Target {
+			t.Outputs = append(t.Outputs, i)
+		}
+	}
 	readOptional(r, "tiles.blend", parsed(parseBlend), &t.Blend)
 	if r.err != nil {
 		return r.err
@@ -71,7 +80,7 @@ func (p *parser) tiles(n *yaml.Node, rank int) error {
 	if err := p.tileGrid(n, f["step"], out, t.Step); err != nil {
 		return err
 	}
-	if t.Step != nil && !slices.Equal(t.Step, ok.Shape) && t.Blend == volume.BlendAverage {
+	if t.Step != nil && !slices.Equal(t.Step, ok.Shape) && t.Blend == volumespec.BlendAverage {
 		for _, k := range p.ds.Keys {
 			if k.Role == runtime.Target && k.DType == runtime.Bool {
 				return p.errorf(n, "tiles", "overlapping tiles are averaged (blend: average), which target %s, of bool, cannot be: set blend: last", quote(k.Name))
@@ -190,17 +199,4 @@ func (p *parser) tilesOrCrops(vals map[string]*yaml.Node, first *Key) error {
 		return p.tiles(tn, rank)
 	}
 	return nil
-}
-
-// TileSpec returns the runtime's description of the tiles: the targets
-// are the outputs, in plan order (inputs, then targets).
-func (ds *Dataset) TileSpec() volume.TileSpec {
-	t := ds.Tiles
-	ts := volume.TileSpec{Bounds: t.Bounds, Step: t.Step, Blend: t.Blend}
-	for i, k := range ds.Keys {
-		if k.Role == runtime.Target {
-			ts.Outputs = append(ts.Outputs, i)
-		}
-	}
-	return ts
 }

@@ -9,8 +9,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/volume"
-	"github.com/loadergen/loadergen/runtime/zarr"
+	"github.com/loadergen/loadergen/runtime/volume/volumespec"
+	"github.com/loadergen/loadergen/runtime/zarr/zarrspec"
 )
 
 // The fields of the crops section and its parts, and of a zarr key's
@@ -26,10 +26,10 @@ var (
 // Crops says how samples are cut out of volumes: the sources of zarr keys
 // (docs/VOLUMES.md).
 type Crops struct {
-	PerEpoch   int          // samples in an epoch: the source's Len
-	Pad        bool         // crops may reach past an array's edge (its fill)
-	Align      volume.Align // what to do with a key whose voxel grid is off the common grid
-	Foreground *Foreground  // optional: crops centred on a labelled voxel
+	PerEpoch   int              // samples in an epoch: the source's Len
+	Pad        bool             // crops may reach past an array's edge (its fill)
+	Align      volumespec.Align // what to do with a key whose voxel grid is off the common grid
+	Foreground *Foreground      // optional: crops centred on a labelled voxel
 	// Mirror is each spatial axis' probability of being flipped; nil when
 	// the schema asks for none.
 	Mirror []float64
@@ -44,7 +44,7 @@ type Crops struct {
 	OnError runtime.OnError
 	// Rotate turns crops by angles drawn from ranges, about z, y or x in
 	// the order written (crops.augment.rotate); nil for none.
-	Rotate []volume.Rotation
+	Rotate []volumespec.Rotation
 	// Balance picks the volumes by the classes they annotate
 	// (crops.balance: classes).
 	Balance bool
@@ -106,13 +106,13 @@ func (p *parser) volumeKey(kp string, f map[string]*yaml.Node, key *Key) error {
 }
 
 // missing reads a zarr key's missing: "fill" (the default) or "error".
-func (p *parser) missing(path string, n *yaml.Node) (volume.Missing, error) {
+func (p *parser) missing(path string, n *yaml.Node) (volumespec.Missing, error) {
 	s, err := p.str(path, n)
 	if err != nil {
 		return 0, err
 	}
-	names := make([]string, len(volume.MissingModes))
-	for i, m := range volume.MissingModes {
+	names := make([]string, len(volumespec.MissingModes))
+	for i, m := range volumespec.MissingModes {
 		if s == m.String() {
 			return m, nil
 		}
@@ -123,7 +123,7 @@ func (p *parser) missing(path string, n *yaml.Node) (volume.Missing, error) {
 
 // conversion reads a zarr key's array_dtype and normalize into key: the
 // arrays' dtype (the key's own when left out), and the map of their values;
-// zarr.NewConversion says which conversions there are.
+// zarrspec.CheckConversion says which conversions there are.
 func (p *parser) conversion(kp string, f map[string]*yaml.Node, key *Key) error {
 	key.ArrayDType = key.DType
 	if n, ok := f["array_dtype"]; ok {
@@ -131,7 +131,7 @@ func (p *parser) conversion(kp string, f map[string]*yaml.Node, key *Key) error 
 		if key.ArrayDType, err = p.dtype(kp+".array_dtype", n); err != nil {
 			return err
 		}
-		if _, err := zarr.NewConversion(key.ArrayDType, key.DType, nil); err != nil {
+		if err := zarrspec.CheckConversion(key.ArrayDType, key.DType, nil); err != nil {
 			return p.errorf(n, kp+".array_dtype", "%v", err)
 		}
 	}
@@ -143,7 +143,7 @@ func (p *parser) conversion(kp string, f map[string]*yaml.Node, key *Key) error 
 	if key.Normalize, err = p.zarrNormalize(kp+".normalize", n); err != nil {
 		return err
 	}
-	if _, err := zarr.NewConversion(key.ArrayDType, key.DType, key.Normalize); err != nil {
+	if err := zarrspec.CheckConversion(key.ArrayDType, key.DType, key.Normalize); err != nil {
 		return p.errorf(n, kp+".normalize", "%v", err)
 	}
 	return nil
@@ -153,7 +153,7 @@ func (p *parser) conversion(kp string, f map[string]*yaml.Node, key *Key) error 
 // max} maps [min, max] onto [0, 1], or onto to: [lo, hi] when given;
 // {mean, std} maps x to (x - mean) / std. (An image key's normalize is
 // per channel: records.go.)
-func (p *parser) zarrNormalize(path string, n *yaml.Node) (*zarr.Affine, error) {
+func (p *parser) zarrNormalize(path string, n *yaml.Node) (*zarrspec.Affine, error) {
 	r, err := p.mappingOf(path, n, zarrNormalizeFields)
 	if err != nil {
 		return nil, err
@@ -180,7 +180,7 @@ func (p *parser) zarrNormalize(path string, n *yaml.Node) (*zarr.Affine, error) 
 		if r.err == nil && std <= 0 {
 			return nil, p.errorf(f["std"], path+".std", "must be > 0, got %s", literal(deref(f["std"]).Value))
 		}
-		return &zarr.Affine{Sub: mean, Div: std, Mul: 1}, r.err
+		return &zarrspec.Affine{Sub: mean, Div: std, Mul: 1}, r.err
 	}
 	var lo, hi float64
 	to := [2]float64{0, 1}
@@ -197,7 +197,7 @@ func (p *parser) zarrNormalize(path string, n *yaml.Node) (*zarr.Affine, error) 
 	case math.IsInf(to[1]-to[0], 0):
 		return nil, p.errorf(f["to"], path+".to", "hi - lo overflows a float64")
 	}
-	return &zarr.Affine{Sub: lo, Div: hi - lo, Mul: to[1] - to[0], Add: to[0]}, nil
+	return &zarrspec.Affine{Sub: lo, Div: hi - lo, Mul: to[1] - to[0], Add: to[0]}, nil
 }
 
 // targetRange reads normalize's to: [lo, hi], two numbers that differ,
@@ -214,7 +214,7 @@ func (p *parser) targetRange(path string, n *yaml.Node) ([2]float64, error) {
 }
 
 // zarrPath reads a key's zarr path, relative to a volume's root: a path
-// zarr.CheckPath accepts (what a Store opens), for every class, spelled
+// zarrspec.CheckPath accepts (what a Store opens), for every class, spelled
 // as a schema must: a slashPath, naming an array (not empty, the root),
 // without a slash at either end (which CheckPath ignores, but which reads
 // as an absolute path or a directory). Targets with a class axis name one
@@ -227,7 +227,7 @@ func (p *parser) zarrPath(path string, n *yaml.Node, classAxis bool) (string, er
 	switch has := strings.Contains(s, runtime.ClassPlaceholder); {
 	case s == "":
 		return "", p.errorf(n, path, "must not be empty")
-	case strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") || zarr.CheckPath(strings.ReplaceAll(s, runtime.ClassPlaceholder, "c")) != nil:
+	case strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") || zarrspec.CheckPath(strings.ReplaceAll(s, runtime.ClassPlaceholder, "c")) != nil:
 		return "", p.errorf(n, path, "%s is not a plain relative path inside a volume's root", quote(s))
 	case classAxis && !has:
 		return "", p.errorf(n, path, "this target has a class axis, so its path must hold %s (one array per class, e.g. \"labels/%s\")", runtime.ClassPlaceholder, runtime.ClassPlaceholder)
@@ -237,7 +237,7 @@ func (p *parser) zarrPath(path string, n *yaml.Node, classAxis bool) (string, er
 	if classAxis {
 		// Each class's path is what the volume source opens.
 		for _, class := range p.ds.Classes {
-			if cp := strings.ReplaceAll(s, runtime.ClassPlaceholder, class); zarr.CheckPath(cp) != nil {
+			if cp := strings.ReplaceAll(s, runtime.ClassPlaceholder, class); zarrspec.CheckPath(cp) != nil {
 				return "", p.errorf(n, path, "%s for class %s is %s, not a plain relative path inside a volume's root", quote(s), quote(class), quote(cp))
 			}
 		}
@@ -347,9 +347,9 @@ func (p *parser) crops(n *yaml.Node, rank int) error {
 // crops.on_error) as runtime.OnError spells it: "error" or "skip".
 var parseOnError = named("on_error", runtime.OnErrorModes...)
 
-// parseAlign reads crops.align as volume.Align spells it: "exact" or
+// parseAlign reads crops.align as volumespec.Align spells it: "exact" or
 // "nearest".
-var parseAlign = named("align", volume.AlignExact, volume.AlignNearest)
+var parseAlign = named("align", volumespec.AlignExact, volumespec.AlignNearest)
 
 // locality reads crops.locality: "off" (0), or a mapping with the window
 // in batches, at least 1 (DefaultLocalityWindow when left out).

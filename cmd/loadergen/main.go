@@ -352,12 +352,14 @@ func scaffoldData(dir, name, pkg string) (templates.Data, error) {
 }
 
 // nextStep says what to run after init: go generate, after adding the tool
-// to the module when its go.mod lacks the tool directive. loadergen is not
+// to the module when its go.mod lacks the tool directive, then go mod
+// tidy, which adds what the loader imports and the generator does not
+// (the runtime's codecs and storage drivers). loadergen is not
 // published (go get of it answers 403), so the tool comes from a clone,
 // as generate.go's comment and the README show.
 func nextStep(dir string) string {
 	const (
-		edit = "edit dataset.yaml, then go generate ./..."
+		edit = "edit dataset.yaml, then go generate ./... and go mod tidy (the loader imports the runtime)"
 		tool = "add loadergen from a clone as the module's tool (go mod edit -tool=" + toolPath +
 			" with -require and -replace, then go mod tidy: see generate.go), "
 	)

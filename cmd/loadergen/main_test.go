@@ -508,9 +508,9 @@ func TestInitMessages(t *testing.T) {
 	for _, tt := range []struct {
 		gomod, want string
 	}{
-		{"", "next: create a module (go mod init), add loadergen from a clone as the module's tool (go mod edit -tool=github.com/loadergen/loadergen/cmd/loadergen with -require and -replace, then go mod tidy: see generate.go), edit dataset.yaml, then go generate ./...\n"},
-		{"module m\n\ngo 1.24\n", "next: add loadergen from a clone as the module's tool (go mod edit -tool=github.com/loadergen/loadergen/cmd/loadergen with -require and -replace, then go mod tidy: see generate.go), edit dataset.yaml, then go generate ./...\n"},
-		{"module m\n\ngo 1.24\n\ntool (\n\tgithub.com/loadergen/loadergen/cmd/loadergen\n)\n", "next: edit dataset.yaml, then go generate ./...\n"},
+		{"", "next: create a module (go mod init), add loadergen from a clone as the module's tool (go mod edit -tool=github.com/loadergen/loadergen/cmd/loadergen with -require and -replace, then go mod tidy: see generate.go), edit dataset.yaml, then go generate ./... and go mod tidy (the loader imports the runtime)\n"},
+		{"module m\n\ngo 1.24\n", "next: add loadergen from a clone as the module's tool (go mod edit -tool=github.com/loadergen/loadergen/cmd/loadergen with -require and -replace, then go mod tidy: see generate.go), edit dataset.yaml, then go generate ./... and go mod tidy (the loader imports the runtime)\n"},
+		{"module m\n\ngo 1.24\n\ntool (\n\tgithub.com/loadergen/loadergen/cmd/loadergen\n)\n", "next: edit dataset.yaml, then go generate ./... and go mod tidy (the loader imports the runtime)\n"},
 	} {
 		mod := t.TempDir()
 		if tt.gomod != "" {

@@ -16,6 +16,8 @@ import (
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/images"
 	"github.com/loadergen/loadergen/runtime/records"
+	_ "github.com/loadergen/loadergen/runtime/storage/https"
+	_ "github.com/loadergen/loadergen/runtime/storage/s3"
 )
 
 // These fail to compile when this file and the runtime disagree; the

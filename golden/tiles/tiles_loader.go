@@ -15,6 +15,8 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	_ "github.com/loadergen/loadergen/runtime/storage/https"
+	_ "github.com/loadergen/loadergen/runtime/storage/s3"
 	"github.com/loadergen/loadergen/runtime/volume"
 )
 

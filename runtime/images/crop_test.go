@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/images/imagespec"
 )
 
 // TestRandomResized: torchvision's draws: a crop inside the image whose
@@ -18,15 +19,15 @@ func TestRandomResized(t *testing.T) {
 		fallback     bool // every draw falls back to the centre crop
 		wantW, wantH int  // the fallback's size
 	}{
-		{w: 640, h: 427, scale: DefaultScale, ratio: DefaultRatio},
+		{w: 640, h: 427, scale: imagespec.DefaultScale, ratio: imagespec.DefaultRatio},
 		{w: 300, h: 50, scale: [2]float64{0.1, 0.5}, ratio: [2]float64{0.5, 2}},
 		// No crop of area >= 0.5 and ratio >= 0.5 fits 50 x 300: the fallback
 		// keeps the width and cuts the height to width / 0.5.
 		{w: 50, h: 300, scale: [2]float64{0.5, 1}, ratio: [2]float64{0.5, 2}, fallback: true, wantW: 50, wantH: 100},
 		// Too wide for any crop of ratio <= 4/3 and area >= 0.9: the
 		// fallback keeps the height and cuts the width to 4/3 of it.
-		{w: 1000, h: 30, scale: [2]float64{0.9, 1}, ratio: DefaultRatio, fallback: true, wantW: 40, wantH: 30},
-		{w: 30, h: 1000, scale: [2]float64{0.9, 1}, ratio: DefaultRatio, fallback: true, wantW: 30, wantH: 40},
+		{w: 1000, h: 30, scale: [2]float64{0.9, 1}, ratio: imagespec.DefaultRatio, fallback: true, wantW: 40, wantH: 30},
+		{w: 30, h: 1000, scale: [2]float64{0.9, 1}, ratio: imagespec.DefaultRatio, fallback: true, wantW: 30, wantH: 40},
 	}
 	for _, tt := range tests {
 		r := rand.New(rand.NewPCG(1, 2))

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/images/imagespec"
 )
 
 // Debian's photos: python3-sklearn's two JPEGs and python3-skimage's.
@@ -142,7 +143,7 @@ func TestAgainstPIL(t *testing.T) {
 		outW, outH int
 		c          int
 	}{
-		{Transform{Crop: RandomResized, Scale: DefaultScale, Ratio: DefaultRatio, Flip: 0.5}, 224, 224, 3},
+		{Transform{Crop: RandomResized, Scale: imagespec.DefaultScale, Ratio: imagespec.DefaultRatio, Flip: 0.5}, 224, 224, 3},
 		{Transform{Crop: RandomResized, Scale: [2]float64{0.01, 0.05}, Ratio: [2]float64{0.5, 2}, Flip: 0.5}, 64, 48, 3},
 		{Transform{Crop: Center, Size: 256}, 224, 224, 3},
 		{Transform{Crop: Center, Size: 80}, 64, 80, 1},
@@ -305,7 +306,7 @@ var fidelityCrops = []struct {
 	seeds      int
 }{
 	{"Resize(256)+CenterCrop(224)", Transform{Crop: Center, Size: 256}, 224, 224, 1},
-	{"RandomResizedCrop(224)", Transform{Crop: RandomResized, Scale: DefaultScale, Ratio: DefaultRatio, Flip: 0.5}, 224, 224, 4},
+	{"RandomResizedCrop(224)", Transform{Crop: RandomResized, Scale: imagespec.DefaultScale, Ratio: imagespec.DefaultRatio, Flip: 0.5}, 224, 224, 4},
 	{"RandomResizedCrop(64x48, scale 0.01-0.05)", Transform{Crop: RandomResized, Scale: [2]float64{0.01, 0.05}, Ratio: [2]float64{0.5, 2}}, 64, 48, 4},
 }
 

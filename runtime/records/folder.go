@@ -211,7 +211,7 @@ func (ix *index) addClass(dir string, info os.FileInfo, label int32, up []visite
 			p := filepath.Join(fl.dir, n)
 			ix.samples = append(ix.samples, sample{file: int32(len(ix.files)), label: label})
 			ix.files = append(ix.files, p)
-			ix.spans = append(ix.spans, span{size: fl.sizes[i]})
+			ix.extents = append(ix.extents, extent{size: fl.sizes[i]})
 		}
 	}
 	return nil

@@ -14,11 +14,13 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/loadergen/loadergen/runtime/records/recordspec"
 	"github.com/loadergen/loadergen/runtime/storage"
 )
 
-// span is where one member's bytes lie in a file.
-type span struct{ off, size int64 }
+// extent is where bytes lie in a file: size bytes from offset off (a
+// member's, or a sample's members').
+type extent struct{ off, size int64 }
 
 // sample is one sample of an index: the file holding it, its key (the
 // WebDataset key, or a folder image's path under the folder, with '/')
@@ -35,7 +37,7 @@ type index struct {
 	files   []string // the shards or the folder's images, as messages name them (a URL for a remote shard)
 	members []string // the members each sample has, in the order asked: each as a key names it (Alternatives)
 	samples []sample
-	spans   []span
+	extents []extent
 }
 
 // indexParallel is how many shards are indexed at once.
@@ -73,7 +75,7 @@ func indexShards(files, members []string, open shardOpener) (*index, error) {
 			return nil, errs[i]
 		}
 		ix.samples = append(ix.samples, part.samples...)
-		ix.spans = append(ix.spans, part.spans...)
+		ix.extents = append(ix.extents, part.extents...)
 	}
 	return ix, nil
 }
@@ -104,30 +106,30 @@ func remoteShards(r storage.Root, names []string) shardOpener {
 	}
 }
 
-// extent returns the bytes of its shard that sample index's members span,
+// sampleExtent returns the bytes of its shard that sample index's members span,
 // from the first byte of the first to the last byte of the last (with the
 // tar headers between them, and any members not read).
-func (ix *index) extent(index int) span {
-	spans := ix.spans[index*len(ix.members) : (index+1)*len(ix.members)]
-	lo, hi := spans[0].off, spans[0].off+spans[0].size
-	for _, sp := range spans[1:] {
+func (ix *index) sampleExtent(index int) extent {
+	extents := ix.extents[index*len(ix.members) : (index+1)*len(ix.members)]
+	lo, hi := extents[0].off, extents[0].off+extents[0].size
+	for _, sp := range extents[1:] {
 		lo, hi = min(lo, sp.off), max(hi, sp.off+sp.size)
 	}
-	return span{off: lo, size: hi - lo}
+	return extent{off: lo, size: hi - lo}
 }
 
 // The bound of the bytes a sample read in place from a remote shard may
-// span (see checkSpans), in MiB, and the variable that sets it.
+// span (see checkExtents), in MiB, and the variable that sets it.
 const (
 	MaxSampleEnv        = "LOADERGEN_MAX_SAMPLE_MB"
 	DefaultMaxSampleMiB = 1024
 )
 
-// maxSample is the bound of checkSpans in bytes, read from the
+// maxSample is the bound of checkExtents in bytes, read from the
 // environment once.
 var maxSample = sync.OnceValues(func() (int64, error) { return sampleBound(os.Getenv) })
 
-// sampleBound reads the bound of checkSpans, in bytes, from the
+// sampleBound reads the bound of checkExtents, in bytes, from the
 // environment through getenv.
 func sampleBound(getenv func(string) string) (int64, error) {
 	v := getenv(MaxSampleEnv)
@@ -141,19 +143,19 @@ func sampleBound(getenv func(string) string) (int64, error) {
 	return n << 20, nil
 }
 
-// checkSpans refuses an index of remote shards read in place in which a
+// checkExtents refuses an index of remote shards read in place in which a
 // sample's members span more than maxSample bytes: such a sample is read
 // into memory whole, by one request, and its size comes from tar headers
 // and a server's word, which may lie (a shard said to hold 1 TiB, a
 // member said to hold 64 GiB). It runs before any member's bytes are
 // fetched.
-func (ix *index) checkSpans() error {
+func (ix *index) checkExtents() error {
 	most, err := maxSample()
 	if err != nil {
 		return err
 	}
 	for i, sm := range ix.samples {
-		if ext := ix.extent(i); ext.size > most {
+		if ext := ix.sampleExtent(i); ext.size > most {
 			return fmt.Errorf("shard %s: sample %q: its members span %d bytes from offset %d, more than the %d a sample read in place may (%s)",
 				ix.files[sm.file], sm.key, ext.size, ext.off, most, MaxSampleEnv)
 		}
@@ -173,7 +175,7 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 	part := &index{members: ix.members}
 	wanted := make([][]string, len(ix.members)) // each member's alternatives
 	for j, m := range ix.members {
-		wanted[j] = Alternatives(m)
+		wanted[j] = recordspec.Alternatives(m)
 	}
 	tr := tar.NewReader(f)
 	var cur *shardSample
@@ -197,7 +199,7 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 		if err != nil {
 			if last == "" {
 				if c := compressed(f); c != "" {
-					return nil, fmt.Errorf("shard %s is compressed (%s), not a tar: %w", name, c, ErrCompressed)
+					return nil, fmt.Errorf("shard %s is compressed (%s), not a tar: %w", name, c, recordspec.ErrCompressed)
 				}
 				return nil, fmt.Errorf("shard %s: %w", name, err)
 			}
@@ -236,7 +238,7 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 				return nil, fmt.Errorf("shard %s: member %q: sample %q appears again, apart from its member %q (a sample's members are adjacent)", name, h.Name, key, first)
 			}
 			seen[key] = h.Name
-			cur = &shardSample{key: key, file: i, spans: make([]span, len(ix.members)), alt: slices.Repeat([]int{-1}, len(ix.members))}
+			cur = &shardSample{key: key, file: i, extents: make([]extent, len(ix.members)), alt: slices.Repeat([]int{-1}, len(ix.members))}
 		}
 		if prev, dup := cur.exts[ext]; dup {
 			return nil, fmt.Errorf("shard %s: member %q: sample %q repeats extension %q (first in member %q)", name, h.Name, key, ext, prev)
@@ -247,7 +249,7 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 		cur.exts[ext] = h.Name
 		for j, alts := range wanted {
 			if a := slices.Index(alts, ext); a >= 0 && (cur.alt[j] < 0 || a < cur.alt[j]) {
-				cur.spans[j], cur.alt[j] = span{off: off, size: h.Size}, a
+				cur.extents[j], cur.alt[j] = extent{off: off, size: h.Size}, a
 			}
 		}
 	}
@@ -258,9 +260,6 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 	}
 	return part, nil
 }
-
-// ErrCompressed says why compressed shards are refused.
-var ErrCompressed = errors.New("a shard is indexed and read by seeking to its members (by ranged reads when it is remote), which a compressed stream does not allow; store the shards as plain .tar files (decompress them, with gunzip for .tar.gz: JPEG and PNG members gain little from compression)")
 
 // compressions are the signatures of the compressed streams a shard may
 // wrongly be.
@@ -297,11 +296,11 @@ func after(last string) string {
 
 // shardSample is a sample being gathered from a shard's members.
 type shardSample struct {
-	key   string
-	file  int32
-	exts  map[string]string // extension -> member name
-	spans []span            // per wanted member
-	alt   []int             // per wanted member: the alternative found (Alternatives), -1 for none yet
+	key     string
+	file    int32
+	exts    map[string]string // extension -> member name
+	extents []extent          // per wanted member
+	alt     []int             // per wanted member: the alternative found (Alternatives), -1 for none yet
 }
 
 // finish checks that sample c of shard name holds every wanted member
@@ -314,7 +313,7 @@ func (ix *index) finish(name string, c *shardSample) error {
 		}
 	}
 	ix.samples = append(ix.samples, sample{file: c.file, key: c.key})
-	ix.spans = append(ix.spans, c.spans...)
+	ix.extents = append(ix.extents, c.extents...)
 	return nil
 }
 
@@ -322,16 +321,16 @@ func (ix *index) finish(name string, c *shardSample) error {
 // want but has images under other extensions (have): "; member:
 // \"jpg;jpeg\" reads either".
 func otherImages(want string, have []string) string {
-	alts := Alternatives(want)
-	if !slices.ContainsFunc(alts, ImageMember) {
+	alts := recordspec.Alternatives(want)
+	if !slices.ContainsFunc(alts, recordspec.ImageMember) {
 		return ""
 	}
 	for _, ext := range have {
-		if ImageMember(ext) && !slices.Contains(alts, ext) {
+		if recordspec.ImageMember(ext) && !slices.Contains(alts, ext) {
 			alts = append(alts, ext)
 		}
 	}
-	if len(alts) == len(Alternatives(want)) {
+	if len(alts) == len(recordspec.Alternatives(want)) {
 		return ""
 	}
 	return fmt.Sprintf("; member: %q reads either", strings.Join(alts, ";"))

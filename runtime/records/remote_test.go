@@ -241,7 +241,7 @@ func TestShardsRemoteRanges(t *testing.T) {
 		t.Errorf("%d requests for %d samples read ahead, want one each: %q", len(reqs), len(all), reqs)
 	}
 	for _, i := range all {
-		ext := src.ix.extent(i)
+		ext := src.ix.sampleExtent(i)
 		if want := fmt.Sprintf("GET /s.tar bytes=%d-%d", ext.off, ext.off+ext.size-1); !slices.Contains(reqs, want) {
 			t.Errorf("no request %q for sample %d among %q", want, i, reqs)
 		}
@@ -262,7 +262,7 @@ func TestShardsRemoteRanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	if err := os.WriteFile(cut, data[:src.ix.extent(2).off+10], 0o644); err != nil {
+	if err := os.WriteFile(cut, data[:src.ix.sampleExtent(2).off+10], 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err = readSample(src, 2)

@@ -17,6 +17,7 @@ import (
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/images"
 	"github.com/loadergen/loadergen/runtime/npy"
+	"github.com/loadergen/loadergen/runtime/records/recordspec"
 	"github.com/loadergen/loadergen/runtime/storage"
 )
 
@@ -36,8 +37,8 @@ type Spec struct {
 type Key struct {
 	Name string
 	// Member is jpg, jpeg, png, cls or npy, all but cls also as NAME.EXT
-	// (SplitMember); images also as alternatives, "jpg;jpeg;png"
-	// (Alternatives). A folder's image key reads every image file,
+	// (recordspec.SplitMember); images also as alternatives, "jpg;jpeg;png"
+	// (recordspec.Alternatives). A folder's image key reads every image file,
 	// whatever its member says.
 	Member string
 	DType  runtime.DType
@@ -134,7 +135,7 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 				"folder", dir, "skipped", len(other), "first", listed(dir, other))
 		}
 	} else {
-		names, err := ExpandShards(spec.Shards)
+		names, err := recordspec.ExpandShards(spec.Shards)
 		if err != nil {
 			return nil, err
 		}
@@ -168,44 +169,9 @@ func Open(spec Spec, root string, log *slog.Logger) (*Source, error) {
 	}
 	s.direct = make([]bool, len(s.ix.members))
 	for j, m := range s.ix.members {
-		s.direct[j] = spec.Folder == "" && ArrayMember(m)
+		s.direct[j] = spec.Folder == "" && recordspec.ArrayMember(m)
 	}
 	return s, nil
-}
-
-// SplitMember splits a key's member, named EXT or NAME.EXT (the part of
-// a WebDataset member's name after the sample key: 000042.jpg's jpg,
-// 000042.left.jpg's left.jpg), into its NAME ("" for none) and its
-// extension, what follows the last '.'. named reports a '.', so that
-// ".jpg" is named with an empty NAME.
-func SplitMember(member string) (name, ext string, named bool) {
-	i := strings.LastIndexByte(member, '.')
-	if i < 0 {
-		return "", member, false
-	}
-	return member[:i], member[i+1:], true
-}
-
-// Alternatives splits a key's member into the members it may read, in
-// order of preference: WebDataset's "jpg;jpeg;png" reads a sample's .jpg
-// when it has one, else its .jpeg, else its .png. A member without ';' is
-// its only alternative. The schema allows alternatives of image members
-// only.
-func Alternatives(member string) []string { return strings.Split(member, ";") }
-
-// ImageMember reports whether a member (EXT or NAME.EXT, not a list of
-// alternatives) is an image: jpg, jpeg or png.
-func ImageMember(member string) bool {
-	_, ext, _ := SplitMember(member)
-	return ext == "jpg" || ext == "jpeg" || ext == "png"
-}
-
-// ArrayMember reports whether a key's member is an array: a .npy file
-// holding one sample, named npy or NAME.npy (000042.npy,
-// 000042.depth.npy).
-func ArrayMember(member string) bool {
-	name, ext, named := SplitMember(member)
-	return ext == "npy" && (!named || name != "")
 }
 
 // prepareKeys builds each key's output and finds each mask's image key.
@@ -214,7 +180,7 @@ func (s *Source) prepareKeys() error {
 	s.outs, s.masks, s.geom, s.arrays = make([]*images.Output, n), make([]*images.Mask, n), make([]int, n), make([]*npy.Member, n)
 	for i, k := range s.spec.Keys {
 		switch {
-		case ArrayMember(k.Member):
+		case recordspec.ArrayMember(k.Member):
 			if s.spec.Folder != "" {
 				return fmt.Errorf("records: key %q: a folder sample is one image and its class, with no member %q", k.Name, k.Member)
 			}
@@ -258,7 +224,7 @@ func (s *Source) prepareShards(r storage.Root, names, files, members []string, l
 	default:
 		s.ix, err = indexShards(files, members, remoteShards(r, names))
 		if err == nil {
-			err = s.ix.checkSpans()
+			err = s.ix.checkExtents()
 		}
 		s.remote, s.names = r, names
 		return err
@@ -435,7 +401,7 @@ func (s *Source) load(ctx context.Context, st *state, index int) error {
 		if s.direct[j] {
 			continue
 		}
-		sp := s.ix.spans[index*len(s.ix.members)+j]
+		sp := s.ix.extents[index*len(s.ix.members)+j]
 		st.data[j] = slices.Grow(st.data[j][:0], int(sp.size))[:sp.size]
 		var err error
 		if s.shards != nil {
@@ -455,7 +421,7 @@ func (s *Source) load(ctx context.Context, st *state, index int) error {
 // shard into st.held, by one ranged request (served by the read-ahead when
 // ReadAhead was told of the sample), and points st.data at the members.
 func (s *Source) loadRemote(ctx context.Context, st *state, index int) error {
-	ext := s.ix.extent(index)
+	ext := s.ix.sampleExtent(index)
 	st.held = slices.Grow(st.held[:0], int(ext.size))[:ext.size]
 	if err := s.remote.ReadAt(ctx, s.names[s.ix.samples[index].file], st.held, ext.off); err != nil {
 		st.held = st.held[:0]
@@ -464,7 +430,7 @@ func (s *Source) loadRemote(ctx context.Context, st *state, index int) error {
 		return &runtime.KeyError{Key: s.spec.Keys[0].Name, Err: se}
 	}
 	for j := range s.ix.members {
-		sp := s.ix.spans[index*len(s.ix.members)+j]
+		sp := s.ix.extents[index*len(s.ix.members)+j]
 		st.data[j] = st.held[sp.off-ext.off : sp.off-ext.off+sp.size]
 	}
 	return nil
@@ -481,7 +447,7 @@ func (s *Source) ReadAhead(epoch int, indices []int) {
 		return
 	}
 	for _, i := range indices {
-		ext := s.ix.extent(i)
+		ext := s.ix.sampleExtent(i)
 		h.HintRange(s.names[s.ix.samples[i].file], ext.off, ext.size)
 	}
 }
@@ -529,7 +495,7 @@ func (s *Source) write(st *state, r *rand.Rand, index, i int, dst []byte) error 
 		}
 		return s.masks[i].Write(&st.scratch, dst, d, st.crops[s.geom[i]])
 	case s.arrays[i] != nil:
-		sp := s.ix.spans[index*len(s.ix.members)+s.member[i]]
+		sp := s.ix.extents[index*len(s.ix.members)+s.member[i]]
 		if s.remote != nil { // the member is in memory, at st.data
 			st.mem.Reset(st.data[s.member[i]])
 			return st.arrays[i].ReadAt(&st.mem, 0, sp.size, dst)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/images"
+	"github.com/loadergen/loadergen/runtime/images/imagespec"
 	"github.com/loadergen/loadergen/runtime/npy"
 )
 
@@ -102,7 +103,7 @@ func tarBytes(t *testing.T, members []member) []byte {
 // spec is a dataset of a 3 x 8 x 8 uint8 image (random-resized crop), an
 // 8 x 8 mask and a label, from shards s-0.tar and s-1.tar.
 func spec() Spec {
-	img := &images.Transform{Crop: images.RandomResized, Scale: images.DefaultScale, Ratio: images.DefaultRatio, Flip: 0.5}
+	img := &images.Transform{Crop: images.RandomResized, Scale: imagespec.DefaultScale, Ratio: imagespec.DefaultRatio, Flip: 0.5}
 	return Spec{Shards: "s-{0..1}.tar", Keys: []Key{
 		{Name: "image", Member: "jpg", DType: runtime.Uint8, Shape: []int{3, 8, 8}, Image: img},
 		{Name: "mask", Member: "png", DType: runtime.Int64, Shape: []int{8, 8}, Geometry: "image"},

@@ -35,7 +35,7 @@ func gated(t *testing.T, dir string, gate <-chan struct{}) (Root, *remotetest.Fa
 	}))
 	t.Cleanup(web.Close)
 	f := remotetest.Proxy(t, web.URL)
-	r, err := OpenHTTP(f.URL, Options{Retry: quick})
+	r, err := openRemote(f.URL, Options{Retry: quick})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
 // The on-disk cache's environment variables and default.
@@ -198,11 +196,11 @@ func (dc *diskCache) key(r Root, name string, off, n int64) string {
 }
 
 // endpoint names the server of root r where its URLs do not: an S3
-// root's endpoint (AWS_ENDPOINT_URL_S3, ...), "" for AWS's own. A web
-// root's URLs name their host.
+// root's endpoint (AWS_ENDPOINT_URL_S3, ...), "" for AWS's own, as its
+// Endpoint method says. A web root's URLs name their host.
 func endpoint(r Root) string {
-	if b, ok := r.(*bucket); ok {
-		return aws.ToString(b.client.Options().BaseEndpoint)
+	if e, ok := r.(interface{ Endpoint() string }); ok {
+		return e.Endpoint()
 	}
 	return ""
 }

@@ -214,7 +214,7 @@ func TestDiskCacheEndpoint(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(srv.Bucket(t, "bkt"), "x"), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r, err := OpenS3("s3://bkt", Options{Retry: quick})
+		r, err := openRemote("s3://bkt", Options{Retry: quick})
 		if err != nil {
 			t.Fatalf("endpoint %d: %v", i, err)
 		}

@@ -22,7 +22,7 @@ func stalled(t *testing.T) (Root, func()) {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	tr := &http.Transport{}
-	r, err := OpenHTTP(srv.URL, Options{Retry: quick, Client: &http.Client{Transport: tr}})
+	r, err := openRemote(srv.URL, Options{Retry: quick, Client: &http.Client{Transport: tr}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,18 +92,18 @@ func TestAheadClose(t *testing.T) {
 // waits for the read-ahead's fetch of the same object.
 func TestReadCancelled(t *testing.T) {
 	patient := Retry{Attempts: 10, First: 5 * time.Second, Max: 5 * time.Second, Timeout: time.Minute, Idle: time.Minute}
-	refused, err := OpenHTTP(remotetest.Refused(t), Options{Retry: patient})
+	refused, err := openRemote(remotetest.Refused(t), Options{Retry: patient})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := remotetest.MiniS3(t)
 	srv.Env(t)
 	t.Setenv("AWS_ENDPOINT_URL_S3", remotetest.Refused(t))
-	s3, err := OpenS3("s3://data", Options{Retry: patient})
+	s3, err := openRemote("s3://data", Options{Retry: patient})
 	if err != nil {
 		t.Fatal(err)
 	}
-	silent, err := OpenHTTP(remotetest.Silent(t), Options{Retry: patient})
+	silent, err := openRemote(remotetest.Silent(t), Options{Retry: patient})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -12,8 +11,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,7 +29,7 @@ func faultRoots(t *testing.T) map[string]struct {
 	web := httptest.NewServer(http.FileServer(http.Dir(local)))
 	t.Cleanup(web.Close)
 	wf := remotetest.Proxy(t, web.URL)
-	w, err := OpenHTTP(wf.URL, Options{Retry: quick})
+	w, err := openRemote(wf.URL, Options{Retry: quick})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +38,7 @@ func faultRoots(t *testing.T) map[string]struct {
 	sf := remotetest.Proxy(t, srv.Endpoint)
 	srv.Env(t)
 	t.Setenv("AWS_ENDPOINT_URL_S3", sf.URL)
-	s3, err := OpenS3("s3://data", Options{Retry: quick})
+	s3, err := openRemote("s3://data", Options{Retry: quick})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,44 +106,6 @@ func TestFaultsNamed(t *testing.T) {
 	}
 }
 
-// TestS3WrongCredentials: a wrong secret is an error naming the URL and
-// the status, after one request, not a hang or a retry loop.
-func TestS3WrongCredentials(t *testing.T) {
-	srv := remotetest.Start(t)
-	writeObjects(t, srv.Bucket(t, "data"))
-	srv.Env(t)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
-	r, err := OpenS3("s3://data", Options{Retry: quick})
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	_, err = r.ReadAll(bg, "a.bin", nil, big)
-	if err == nil || !strings.Contains(err.Error(), "s3://data/a.bin") || !strings.Contains(err.Error(), "HTTP 403") ||
-		strings.Contains(err.Error(), "attempt") {
-		t.Errorf("wrong secret: %v, want one HTTP 403 naming s3://data/a.bin", err)
-	}
-	t.Log(err)
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("wrong secret took %v", d)
-	}
-}
-
-// TestServerGone: a server that stops answering (connection refused) is
-// retried, then named.
-func TestServerGone(t *testing.T) {
-	web := httptest.NewServer(http.NotFoundHandler())
-	web.Close()
-	r, err := OpenHTTP(web.URL+"/x", Options{Retry: quick})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = r.ReadAll(bg, "a.bin", nil, big)
-	if err == nil || !strings.Contains(err.Error(), web.URL+"/x/a.bin") || !strings.Contains(err.Error(), "gave up after 5 attempts") {
-		t.Errorf("server gone: %v", err)
-	}
-}
-
 // TestConnectionsReused: sequential reads, whole and by range, reuse one
 // connection; a client that opened one per request would leave thousands
 // of sockets behind an epoch.
@@ -188,7 +147,7 @@ func TestFetch(t *testing.T) {
 	faults := remotetest.Proxy(t, web.URL)
 	faults.Set(0, 2, 2)
 	t.Setenv("TMPDIR", t.TempDir())
-	web2, err := OpenHTTP(faults.URL, Options{Retry: quick})
+	web2, err := openRemote(faults.URL, Options{Retry: quick})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,49 +190,6 @@ func TestFetchCached(t *testing.T) {
 	}
 }
 
-// TestS3FaultsBelowHTTP: faults below HTTP on an S3 root (a refused port,
-// a connection reset mid-body, a server that never answers) are retried
-// as a web root's are, and the error keeps its cause, not "HTTP 0".
-func TestS3FaultsBelowHTTP(t *testing.T) {
-	srv := remotetest.MiniS3(t)
-	writeObjects(t, srv.Bucket(t, "data"))
-	srv.Env(t)
-	cuts := remotetest.Proxy(t, srv.Endpoint)
-	brief := quick
-	brief.Timeout = 200 * time.Millisecond
-	for _, c := range []struct {
-		name     string
-		endpoint string
-		policy   Retry
-		cause    error // nil: the read succeeds
-	}{
-		{"refused", remotetest.Refused(t), quick, syscall.ECONNREFUSED},
-		{"reset mid-body", cuts.URL, quick, nil},
-		{"silent", remotetest.Silent(t), brief, context.DeadlineExceeded},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Setenv("AWS_ENDPOINT_URL_S3", c.endpoint)
-			r, err := OpenS3("s3://data", Options{Retry: c.policy})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cuts.Set(0, 0, 2)
-			got, err := r.ReadAll(bg, "a.bin", nil, big)
-			if c.cause == nil {
-				if err != nil || !bytes.Equal(got, objects["a.bin"]) {
-					t.Errorf("ReadAll = %d bytes, %v; want the object after 2 cut bodies", len(got), err)
-				}
-				return
-			}
-			if !errors.Is(err, c.cause) || !strings.Contains(err.Error(), "s3://data/a.bin") ||
-				!strings.Contains(err.Error(), "gave up after 5 attempts") || strings.Contains(err.Error(), "HTTP 0") || strings.Contains(err.Error(), "StatusCode: 0") {
-				t.Errorf("ReadAll: %v; want %v named, after 5 attempts", err, c.cause)
-			}
-			t.Log(err)
-		})
-	}
-}
-
 // dripper serves objects of 20 bytes, one byte at a time: "steady" sends
 // one each 25 ms, "drip" one each 5 s.
 func dripper(w http.ResponseWriter, r *http.Request) {
@@ -302,7 +218,7 @@ func TestIdleDeadline(t *testing.T) {
 	t.Cleanup(drips.Close)
 	policy := Retry{Attempts: 2, First: time.Millisecond, Max: time.Millisecond, Timeout: 10 * time.Second, Idle: 300 * time.Millisecond}
 	web, s3 := webAndS3(t, drips.URL, policy)
-	silent, err := OpenHTTP(remotetest.Silent(t), Options{Retry: policy})
+	silent, err := openRemote(remotetest.Silent(t), Options{Retry: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,82 +257,13 @@ func TestIdleDeadline(t *testing.T) {
 // element of their path answers both alike.
 func webAndS3(t *testing.T, url string, policy Retry) (web, s3 Root) {
 	t.Helper()
-	web, err := OpenHTTP(url+"/data", Options{Retry: policy})
+	web, err := openRemote(url+"/data", Options{Retry: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
 	(&remotetest.Server{Dir: t.TempDir(), Endpoint: url}).Env(t)
-	if s3, err = OpenS3("s3://data", Options{Retry: policy}); err != nil {
+	if s3, err = openRemote("s3://data", Options{Retry: policy}); err != nil {
 		t.Fatal(err)
 	}
 	return web, s3
-}
-
-// TestS3Credentials: requests go unsigned when nothing configured
-// credentials, and signed when the environment gives them; credentials
-// configured that the chain cannot use (a key without its secret, a
-// profile whose process fails) are an error at open naming them, not
-// anonymous requests refused later.
-func TestS3Credentials(t *testing.T) {
-	var mu sync.Mutex // guards signed, which the server's goroutines write
-	var signed bool
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		signed = r.Header.Get("Authorization") != ""
-		mu.Unlock()
-		io.WriteString(w, "ok")
-	}))
-	t.Cleanup(srv.Close)
-	dir := t.TempDir()
-	config := filepath.Join(dir, "config")
-	if err := os.WriteFile(config, []byte("[profile broken]\ncredential_process = false\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name string
-		env  []string // K=V
-		want string   // the error at open; "" when it opens
-		sign bool
-	}{
-		{"nothing", nil, "", false},
-		{"keys", []string{"AWS_ACCESS_KEY_ID=a", "AWS_SECRET_ACCESS_KEY=s"}, "", true},
-		{"a key without its secret", []string{"AWS_ACCESS_KEY_ID=a"}, "credentials are configured (AWS_ACCESS_KEY_ID), but the chain found none", false},
-		{"a profile whose process fails", []string{"AWS_PROFILE=broken"}, `credentials are configured (AWS_PROFILE, profile "broken"), but the chain found none`, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			for _, kv := range os.Environ() {
-				if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") {
-					t.Setenv(k, "")
-					os.Unsetenv(k)
-				}
-			}
-			t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
-			t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-			t.Setenv("AWS_CONFIG_FILE", config)
-			t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "no-credentials"))
-			for _, kv := range c.env {
-				k, v, _ := strings.Cut(kv, "=")
-				t.Setenv(k, v)
-			}
-			r, err := OpenS3("s3://data", Options{Retry: quick})
-			if c.want != "" {
-				if err == nil || !strings.Contains(err.Error(), c.want) {
-					t.Errorf("OpenS3: %v; want it to say %q", err, c.want)
-				}
-				t.Log(err)
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got, err := r.ReadAll(bg, "x", nil, big); err != nil || string(got) != "ok" {
-				t.Fatalf("ReadAll = %q, %v", got, err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if signed != c.sign {
-				t.Errorf("the request was signed: %v, want %v", signed, c.sign)
-			}
-		})
-	}
 }

@@ -31,7 +31,7 @@ func Fetch(ctx context.Context, r Root, name string) (path string, done func(), 
 		return r.URL(name), nothing, nil
 	}
 	loc := r.URL(name)
-	r = bare(r) // the whole file is the cache's entry, not its parts
+	r = withoutLayers(r) // the whole file is the cache's entry, not its parts
 	dc, err := processCache()
 	if err != nil {
 		return "", nothing, err
@@ -94,17 +94,19 @@ func fetchFile(ctx context.Context, r Root, name string, size int64, dir string,
 	})
 }
 
-// bare returns r without the process's layers (read-ahead, disk cache).
-func bare(r Root) Root {
-	r = unahead(r)
+// withoutLayers returns the root beneath the process's layers of r (its
+// read-ahead and disk cache): the root its driver opened.
+func withoutLayers(r Root) Root {
+	r = withoutReadAhead(r)
 	if c, ok := r.(*cached); ok {
 		r = c.Root
 	}
 	return r
 }
 
-// unahead returns r without the process's read-ahead.
-func unahead(r Root) Root {
+// withoutReadAhead returns the root beneath the process's read-ahead of
+// r.
+func withoutReadAhead(r Root) Root {
 	if a, ok := r.(*ahead); ok {
 		return a.Root
 	}
@@ -115,7 +117,7 @@ func unahead(r Root) Root {
 // process's disk cache (LOADERGEN_REMOTE_CACHE_DIR), so that an object
 // fetched whole (Fetch) is read from local disk by later processes too.
 func DiskCached(r Root) bool {
-	_, ok := unahead(r).(*cached)
+	_, ok := withoutReadAhead(r).(*cached)
 	return ok
 }
 

@@ -133,7 +133,7 @@ func TestHostileFetch(t *testing.T) {
 	srv := httptest.NewServer(newLiar(t))
 	t.Cleanup(srv.Close)
 	t.Setenv("TMPDIR", t.TempDir())
-	r, err := OpenHTTP(srv.URL, Options{Retry: quick})
+	r, err := openRemote(srv.URL, Options{Retry: quick})
 	if err != nil {
 		t.Fatal(err)
 	}

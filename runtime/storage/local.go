@@ -82,7 +82,7 @@ func (l Local) ReadTail(_ context.Context, name string, p []byte) (int64, error)
 
 // Size returns the size of file name.
 func (l Local) Size(_ context.Context, name string) (int64, error) {
-	if err := checkName(name); err != nil {
+	if err := CheckName(name); err != nil {
 		return 0, err
 	}
 	st, err := os.Stat(l.path(name))
@@ -94,7 +94,7 @@ func (l Local) Size(_ context.Context, name string) (int64, error) {
 
 // List lists directory dir.
 func (l Local) List(_ context.Context, dir string) ([]string, error) {
-	if err := checkName(dir); err != nil {
+	if err := CheckName(dir); err != nil {
 		return nil, err
 	}
 	entries, err := os.ReadDir(l.path(dir))
@@ -130,7 +130,7 @@ func (l Local) path(name string) string {
 
 // open opens file name after checking the name.
 func (l Local) open(name string) (*os.File, error) {
-	if err := checkName(name); err != nil {
+	if err := CheckName(name); err != nil {
 		return nil, err
 	}
 	return os.Open(l.path(name))

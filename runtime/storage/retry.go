@@ -39,42 +39,28 @@ var DefaultRetry = Retry{Attempts: 10, First: 50 * time.Millisecond, Max: 5 * ti
 // Options configure a remote root. The zero value means the defaults.
 type Options struct {
 	Retry  Retry        // zero: DefaultRetry
-	Client *http.Client // the HTTP client (its Transport for S3); nil: one of the package's
+	Client *http.Client // the HTTP client (its Transport for S3); nil: the driver's, set up by ConfigureTransport
 }
 
-// retry returns o's retry policy.
-func (o Options) retry() Retry {
+// RetryPolicy returns o's retry policy: o.Retry, or DefaultRetry when it
+// is zero.
+func (o Options) RetryPolicy() Retry {
 	if o.Retry.Attempts == 0 {
 		return DefaultRetry
 	}
 	return o.Retry
 }
 
-// client returns o's HTTP client.
-func (o Options) client() *http.Client {
-	if o.Client != nil {
-		return o.Client
-	}
-	return defaultClient
-}
-
 // maxIdlePerHost is the idle connections a remote root's client keeps per
 // host: enough for the requests a read-ahead keeps in flight.
 const maxIdlePerHost = 2 * AheadRequests
 
-// defaultClient is the client of web roots opened without one. It asks
-// for no compression (see transport).
-var defaultClient = &http.Client{Transport: func() http.RoundTripper {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	transport(t)
-	return t
-}()}
-
-// transport sets up the transport of a client of the package's: idle
-// connections for the read-ahead's requests, and no compression asked
-// for, so that a response's declared length is what its body holds and
-// a small gzip answer cannot inflate past it as it is read.
-func transport(t *http.Transport) {
+// ConfigureTransport sets up the transport of a driver's own HTTP client
+// (the one its roots use when Options give none): idle connections for
+// the read-ahead's requests, and no compression asked for, so that a
+// response's declared length is what its body holds and a small gzip
+// answer cannot inflate past it as it is read.
+func ConfigureTransport(t *http.Transport) {
 	t.MaxIdleConnsPerHost = maxIdlePerHost
 	t.DisableCompression = true
 }

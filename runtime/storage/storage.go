@@ -1,11 +1,14 @@
 // Package storage reads the objects a dataset is made of, whole or by byte
-// range, from where they live: a local directory, an S3 bucket
-// (s3://bucket/prefix) or a web server (https://host/path); local and S3
-// roots can be written too (OpenWritable: whole objects, atomically).
-// Remote reads are retried with backoff on throttling, server
-// errors, timeouts and dropped connections (see Retry), can be read ahead
-// (Hinter) and kept in a bounded cache on disk (CacheDirEnv); errors name
-// the object's URL.
+// range, from where they live: a local directory, or a remote root of a
+// URL scheme whose driver the program links (Register):
+// runtime/storage/s3 reads S3 buckets (s3://bucket/prefix),
+// runtime/storage/https web servers (https://host/path); generated
+// loaders link both. Local and S3 roots can be written too (OpenWritable:
+// whole objects, atomically). Remote reads are retried with backoff on
+// throttling, server errors, timeouts and dropped connections (see
+// Retry), can be read ahead (Hinter) and kept in a bounded cache on disk
+// (CacheDirEnv); errors name the object's URL. Remote, which every
+// driver's roots embed, reads and checks the answers of their requests.
 package storage
 
 import (
@@ -64,25 +67,23 @@ type Root interface {
 	Close() error
 }
 
-// Open returns the root at loc: "s3://bucket/prefix" (see OpenS3),
-// "https://host/path" or "http://host/path" (see OpenHTTP), or else a
-// local directory. Remote roots read through the process's disk cache
+// Open returns the root at loc: a URL of a scheme whose driver the
+// program links ("s3://bucket/prefix" with runtime/storage/s3,
+// "https://host/path" with runtime/storage/https; see Register), or else
+// a local directory. Remote roots read through the process's disk cache
 // when LOADERGEN_REMOTE_CACHE_DIR names a directory, and read ahead what
-// they are hinted unless LOADERGEN_READAHEAD_MB is 0: Close the root
-// once done with it, which stops that.
+// they are hinted unless LOADERGEN_READAHEAD_MB is 0: Close the root once
+// done with it, which stops that. A URL whose scheme has no driver here
+// is an error naming the import that adds it.
 func Open(loc string) (Root, error) {
-	var r Root
-	var err error
-	switch scheme(loc) {
-	case "s3":
-		r, err = OpenS3(loc)
-	case "http", "https":
-		r, err = OpenHTTP(loc)
-	case "":
+	if !IsURL(loc) {
 		return Local(loc), nil
-	default:
-		return nil, fmt.Errorf("%s: unknown scheme %q (use a local path, s3://bucket/prefix or https://host/path)", Redact(loc), scheme(loc))
 	}
+	open, err := driver(loc)
+	if err != nil {
+		return nil, err
+	}
+	r, err := open(loc, Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -196,9 +197,10 @@ func Split(loc string) (dir, name string) {
 	return loc[:i], loc[i+1:]
 }
 
-// checkName refuses names that would leave their root: absolute ones, and
-// "." or ".." elements.
-func checkName(name string) error {
+// CheckName refuses object names that would leave their root: absolute
+// ones, and ".", ".." or empty elements. Every root checks the names it
+// is given by it.
+func CheckName(name string) error {
 	if name == "" {
 		return nil
 	}

@@ -10,12 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 )
@@ -28,6 +25,36 @@ const big = 1 << 30
 
 // quick retries for tests: the faults they inject pass at once.
 var quick = Retry{Attempts: 5, First: time.Millisecond, Max: 5 * time.Millisecond, Timeout: 10 * time.Second}
+
+// openRemote opens the root at URL loc with o through the driver of its
+// scheme, as the driver's Open does: without the process's layers. The
+// drivers register because the package's external tests link them
+// (drivers_test.go).
+func openRemote(loc string, o Options) (Root, error) {
+	open, err := driver(loc)
+	if err != nil {
+		return nil, err
+	}
+	return open(loc, o)
+}
+
+// TestDriverMissing: a URL whose scheme has no driver linked is an error
+// that names the import adding it, and one whose scheme no driver of this
+// module reads says which locations are read.
+func TestDriverMissing(t *testing.T) {
+	drivers.mu.Lock()
+	s3 := drivers.m["s3"]
+	delete(drivers.m, "s3")
+	drivers.mu.Unlock()
+	t.Cleanup(func() { Register("s3", s3) })
+	want := `s3://bucket/x: no storage driver for s3:// is linked into this program: import _ "github.com/loadergen/loadergen/runtime/storage/s3" (generated loaders do)`
+	if _, err := Open("s3://bucket/x"); err == nil || err.Error() != want {
+		t.Errorf("Open(s3://...) without its driver: %v\nwant %s", err, want)
+	}
+	if _, err := OpenWritable("s3://bucket/x"); err == nil || err.Error() != want {
+		t.Errorf("OpenWritable(s3://...) without its driver: %v\nwant %s", err, want)
+	}
+}
 
 // objects are the files every root of the tests serves.
 var objects = map[string][]byte{
@@ -60,14 +87,14 @@ func roots(t *testing.T) map[string]Root {
 	writeObjects(t, local)
 	web := httptest.NewTLSServer(http.FileServer(http.Dir(local)))
 	t.Cleanup(web.Close)
-	w, err := OpenHTTP(web.URL+"/", Options{Retry: quick, Client: web.Client()})
+	w, err := openRemote(web.URL+"/", Options{Retry: quick, Client: web.Client()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := remotetest.Start(t)
 	srv.Env(t)
 	writeObjects(t, filepath.Join(srv.Bucket(t, "data"), "pre", "fix"))
-	s3, err := OpenS3("s3://data/pre/fix", Options{Retry: quick})
+	s3, err := openRemote("s3://data/pre/fix", Options{Retry: quick})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,37 +217,6 @@ func TestLocations(t *testing.T) {
 	}
 }
 
-// TestBucketWithoutKey: a root at a bucket itself names no object, and a
-// read of it says what is missing before any request (the SDK's words
-// were "input member Key must not be empty"), as does a manifest at
-// s3://bucket, which Split makes the empty name of that root.
-func TestBucketWithoutKey(t *testing.T) {
-	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL_S3": "http://127.0.0.1:1", "AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_REGION": "us-east-1",
-		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": filepath.Join(dir, "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"),
-	} {
-		t.Setenv(k, v)
-	}
-	const want = "s3://bkt names a bucket, not an object in it: give the object's key after the bucket (s3://bkt/path/to/object)"
-	for _, loc := range []string{"s3://bkt", "s3://bkt/"} {
-		root, name := Split(loc)
-		r, err := OpenS3(root, Options{Retry: quick})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, errAll := r.ReadAll(bg, name, nil, big)
-		errAt := r.ReadAt(bg, name, make([]byte, 4), 0)
-		_, errTail := r.ReadTail(bg, name, make([]byte, 4))
-		_, errSize := r.Size(bg, name)
-		for i, err := range []error{errAll, errAt, errTail, errSize} {
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("%s, read %d: %v, want %q", loc, i, err, want)
-			}
-		}
-	}
-}
-
 func TestEnvMiB(t *testing.T) {
 	for _, c := range []struct {
 		value string
@@ -238,72 +234,6 @@ func TestEnvMiB(t *testing.T) {
 		if got != c.want || (err == nil) != (c.err == "") || err != nil && err.Error() != c.err {
 			t.Errorf("%q: %d, %v; want %d, %q", c.value, got, err, c.want, c.err)
 		}
-	}
-}
-
-// TestS3ClientShared: roots opened under the same AWS_* variables share
-// one client (one configuration load, one pool of connections); other
-// variables, or an HTTP client of the caller's, get another.
-func TestS3ClientShared(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1")
-	t.Setenv("AWS_ACCESS_KEY_ID", "a")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "no-config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "no-credentials"))
-	t.Setenv("AWS_CA_BUNDLE", "") // restored after the test; a bundle needs the SDK's own HTTP client
-	os.Unsetenv("AWS_CA_BUNDLE")
-	client := func(loc string, o ...Options) *s3.Client {
-		t.Helper()
-		r, err := OpenS3(loc, o...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.(*bucket).client
-	}
-	first := client("s3://a/x")
-	for _, tc := range []struct {
-		name   string
-		setup  func()
-		opt    Options
-		shared bool
-	}{
-		{"another bucket", func() {}, Options{}, true},
-		{"another retry policy", func() {}, Options{Retry: quick}, true},
-		{"an HTTP client of the caller's", func() {}, Options{Client: &http.Client{}}, false},
-		{"another endpoint", func() { t.Setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:2") }, Options{}, false},
-	} {
-		tc.setup()
-		if got := client("s3://b/y", tc.opt); (got == first) != tc.shared {
-			t.Errorf("%s: shares the first root's client: %v, want %v", tc.name, got == first, tc.shared)
-		}
-	}
-}
-
-// TestNoRanges: a web server that ignores Range headers, answering every
-// GET with the whole object, still gives the bytes a ranged read and a
-// tail read ask for.
-func TestNoRanges(t *testing.T) {
-	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data := objects[strings.TrimPrefix(r.URL.Path, "/")]
-		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-		w.Write(data)
-	}))
-	t.Cleanup(web.Close)
-	r, err := OpenHTTP(web.URL, Options{Retry: quick})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := make([]byte, 12)
-	if err := r.ReadAt(bg, "a.bin", p, 9983); err != nil || string(p) != "345678901234" {
-		t.Errorf("ReadAt(a.bin, 9983) = %q, %v", p, err)
-	}
-	if size, err := r.ReadTail(bg, "a.bin", p); err != nil || size != 10000 || string(p) != "890123456789" {
-		t.Errorf("ReadTail(a.bin, 12) = %q, %d, %v; want 890123456789, 10000", p, size, err)
-	}
-	if size, err := r.ReadTail(bg, "dir/b.txt", make([]byte, 20)); !errors.Is(err, ErrShort) || size != 12 {
-		t.Errorf("ReadTail(dir/b.txt, 20) = %d, %v; want 12, ErrShort", size, err)
 	}
 }
 
@@ -374,7 +304,7 @@ func TestSecretsNotShown(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), url+"/x/dir/b.txt: HTTP 403") {
 		t.Errorf("a presigned URL refused: %v, want HTTP 403 naming %s/x/dir/b.txt", err, url)
 	}
-	gone, err := OpenHTTP("http://"+user+":"+pw+"@"+strings.TrimPrefix(remotetest.Refused(t), "http://"), Options{Retry: quick})
+	gone, err := openRemote("http://"+user+":"+pw+"@"+strings.TrimPrefix(remotetest.Refused(t), "http://"), Options{Retry: quick})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,22 +32,27 @@ type Writable interface {
 	RemoveAll(ctx context.Context, dir string) error
 }
 
-// OpenWritable returns the writable root at loc: "s3://bucket/prefix"
-// (see OpenS3) or a local directory, made if missing. It bypasses the
-// disk cache and the read-ahead: what it reads back is what is stored.
+// OpenWritable returns the writable root at loc: a URL whose driver's
+// roots can be written ("s3://bucket/prefix" with runtime/storage/s3),
+// or a local directory, made if missing. It bypasses the disk cache and
+// the read-ahead: what it reads back is what is stored.
 func OpenWritable(loc string) (Writable, error) {
-	switch scheme(loc) {
-	case "s3":
-		r, err := OpenS3(loc)
-		if err != nil {
-			return nil, err
-		}
-		return r.(*bucket), nil
-	case "":
+	if !IsURL(loc) {
 		if err := os.MkdirAll(loc, 0o755); err != nil {
 			return nil, err
 		}
 		return Local(loc), nil
+	}
+	open, err := driver(loc)
+	if err != nil {
+		return nil, err
+	}
+	r, err := open(loc, Options{})
+	if err != nil {
+		return nil, err
+	}
+	if w, ok := r.(Writable); ok {
+		return w, nil
 	}
 	return nil, fmt.Errorf("%s: cannot write there (a local directory or s3://bucket/prefix can be written)", Redact(loc))
 }
@@ -55,7 +60,7 @@ func OpenWritable(loc string) (Writable, error) {
 // Put writes file name through a temporary file in its directory and a
 // rename. A local write does not wait on ctx.
 func (l Local) Put(_ context.Context, name string, data []byte) error {
-	if err := checkName(name); err != nil {
+	if err := CheckName(name); err != nil {
 		return err
 	}
 	file := l.path(name)
@@ -83,7 +88,7 @@ func (l Local) Put(_ context.Context, name string, data []byte) error {
 
 // Walk lists the files under directory dir.
 func (l Local) Walk(_ context.Context, dir string) ([]string, error) {
-	if err := checkName(dir); err != nil {
+	if err := CheckName(dir); err != nil {
 		return nil, err
 	}
 	top := l.path(dir)
@@ -110,7 +115,7 @@ func (l Local) Walk(_ context.Context, dir string) ([]string, error) {
 
 // RemoveAll removes file or directory dir.
 func (l Local) RemoveAll(_ context.Context, dir string) error {
-	if err := checkName(dir); err != nil {
+	if err := CheckName(dir); err != nil {
 		return err
 	}
 	if strings.Trim(dir, "/") == "" {

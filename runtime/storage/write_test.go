@@ -95,10 +95,3 @@ func TestLocalPutFails(t *testing.T) {
 		t.Fatalf("after a failed Put the directory holds %d entries, want the directory x alone", len(entries))
 	}
 }
-
-// TestOpenWritableRefusesWeb checks that a web server is not writable.
-func TestOpenWritableRefusesWeb(t *testing.T) {
-	if _, err := OpenWritable("https://example.com/x"); err == nil || !strings.Contains(err.Error(), "cannot write there") {
-		t.Fatalf("OpenWritable(https://...) = %v, want a refusal", err)
-	}
-}

@@ -12,10 +12,8 @@ import (
 	"strings"
 
 	"github.com/loadergen/loadergen/runtime/storage"
+	"github.com/loadergen/loadergen/runtime/volume/volumespec"
 )
-
-// WeightColumn is the optional manifest column of sampling weights.
-const WeightColumn = "weight"
 
 // LoadManifest reads a CSV manifest of volumes: a header naming one column
 // per key of spec (in any order) and optionally a weight column, then one
@@ -76,14 +74,14 @@ func loadManifest(file string, spec Spec, optional func(k int) bool) ([]Volume, 
 		switch {
 		case k >= 0:
 			col[k] = i
-		case name == WeightColumn:
+		case name == volumespec.WeightColumn:
 			weight = i
 		default:
 			return nil, fmt.Errorf("%s:1: unknown column %q (the columns are %s)", shown, name, columns(spec))
 		}
 	}
 	if weight >= 0 && spec.Balance {
-		return nil, fmt.Errorf("%s:1: column %q: %w", shown, WeightColumn, errBalanceWeight)
+		return nil, fmt.Errorf("%s:1: column %q: %w", shown, volumespec.WeightColumn, errBalanceWeight)
 	}
 	for k, key := range spec.Keys {
 		if _, ok := seen[key.Name]; !ok && !optional(k) {
@@ -134,5 +132,5 @@ func columns(spec Spec) string {
 	for _, k := range spec.Keys {
 		names = append(names, k.Name)
 	}
-	return strings.Join(append(names, WeightColumn+" (optional)"), ", ")
+	return strings.Join(append(names, volumespec.WeightColumn+" (optional)"), ", ")
 }

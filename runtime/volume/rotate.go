@@ -8,17 +8,6 @@ import (
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
-// Rotation is one turn of crops.augment.rotate: by an angle in degrees
-// drawn uniformly from [Min, Max], in the plane of spatial axes Plane[0]
-// and Plane[1] (Plane[0] < Plane[1]), turning the first toward the second:
-// the rotation about the axis the schema names (z, y or x), as
-// cellmap-data builds it for that axis, rotating the plane of the other
-// two. In 2D the only plane is (y, x), the turn about z.
-type Rotation struct {
-	Plane    [2]int
-	Min, Max float64
-}
-
 // drawRotation draws crop c's angles from r, the draws after the quarter
 // turns, and composes them into c.Rotation: the product, in the spec's
 // order, of each angle's turn of its plane (cellmap-data's R = R·R_i).

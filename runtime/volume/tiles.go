@@ -38,22 +38,6 @@ type TileSpec struct {
 	Blend Blend // how overlapping tiles make a voxel
 }
 
-// Blend says what a voxel that several overlapping tiles predict becomes.
-type Blend uint8
-
-const (
-	// BlendAverage averages the tiles' values (rounded to nearest, ties
-	// to even, for integer dtypes).
-	BlendAverage Blend = iota
-	// BlendLast takes the value of the last tile in the grid's order along
-	// every axis: each tile keeps its first Step voxels, the last along
-	// an axis all of them.
-	BlendLast
-)
-
-// String returns the schema's name of b: "average" or "last".
-func (b Blend) String() string { return [...]string{BlendAverage: "average", BlendLast: "last"}[b&1] }
-
 // Tiles reads a fixed grid of tiles of a set of volumes, in order: volume
 // by volume, each volume's tiles in z-order (a Morton order of their grid
 // coordinates), so that neighbouring tiles, which fill the same output

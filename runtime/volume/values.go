@@ -1,67 +1,11 @@
 package volume
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 
 	"github.com/loadergen/loadergen/runtime"
 )
-
-// ValueKind names a value augmentation (ValueOp).
-type ValueKind uint8
-
-// The value augmentations, each cellmap-data's formula (docs/VOLUMES.md,
-// "Value augmentations"). All but Binarize need a float dtype.
-const (
-	// Noise adds Gaussian noise of mean Mean and deviation Std to each
-	// value (GaussianNoise).
-	Noise ValueKind = iota + 1
-	// Contrast maps x to r·x + (1-r)·m, clamped to [0, 1] (NaN to 0): r
-	// drawn from Range, m the mean of the values along the sample's first
-	// axis at x's place on the others (RandomContrast).
-	Contrast
-	// Gamma maps x to x^g, clamped to [0, 1] (NaN, and so negative x, to
-	// 0): g drawn from Range (RandomGamma).
-	Gamma
-	// Blur convolves the sample with a Gaussian of deviation s voxels, s
-	// drawn from Range, separable, truncated at 3s (radius ⌊3s⌋ voxels),
-	// normalised to sum 1, the edges' voxels repeated past them
-	// (GaussianBlur).
-	Blur
-	// Binarize maps x to 1 where x > Threshold, else 0; NaN stays NaN
-	// (Binarize).
-	Binarize
-)
-
-// valueNames are the kinds as a schema spells them, by value.
-var valueNames = [...]string{Noise: "noise", Contrast: "contrast", Gamma: "gamma", Blur: "blur", Binarize: "binarize"}
-
-// String returns the schema's name of k: "noise", "contrast", "gamma",
-// "blur" or "binarize".
-func (k ValueKind) String() string {
-	if int(k) < len(valueNames) && valueNames[k] != "" {
-		return valueNames[k]
-	}
-	return fmt.Sprintf("ValueKind(%d)", uint8(k))
-}
-
-// ValueOp is one value augmentation of a key.
-type ValueOp struct {
-	Kind ValueKind
-	// Range is what Contrast's ratio, Gamma's exponent (> 0) and Blur's
-	// deviation (in voxels, 0 to MaxBlurSigma) are drawn from, uniformly:
-	// Range[0] + u·(Range[1] - Range[0]).
-	Range [2]float64
-	// Mean and Std are Noise's.
-	Mean, Std float64
-	// Threshold is Binarize's.
-	Threshold float64
-}
-
-// MaxBlurSigma bounds Blur's deviation, in voxels: its kernel then spans
-// at most 193 voxels.
-const MaxBlurSigma = 32
 
 // valueScratch is a Read's value augmentations: what was drawn for each
 // key's ops, and the scratch that applying them needs.

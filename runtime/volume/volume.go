@@ -21,6 +21,7 @@ import (
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/storage"
+	"github.com/loadergen/loadergen/runtime/volume/volumespec"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
@@ -48,34 +49,6 @@ type Spec struct {
 	Balance bool
 }
 
-// Align is what a volume source does with a key whose array's voxel grid
-// (OME-NGFF scale and translation) is off the common grid, so that its box
-// cannot start on a whole voxel at the centre the keys share
-// (crops.align). The common grid is the coarsest key's (the first of
-// several at one voxel size); the other keys' boxes are placed on it.
-type Align uint8
-
-// The alignments. The zero value is AlignExact.
-const (
-	// AlignExact refuses such a key: Open's error gives the numbers.
-	AlignExact Align = iota
-	// AlignNearest starts the key's box at its nearest voxel, the lower
-	// one when two are as near, at most half a voxel from its exact place;
-	// Open logs the largest such offset.
-	AlignNearest
-)
-
-// alignNames are the rules as a schema writes them, by value.
-var alignNames = [...]string{AlignExact: "exact", AlignNearest: "nearest"}
-
-// String returns "exact" or "nearest", as the schema spells the rule.
-func (a Align) String() string {
-	if int(a) < len(alignNames) {
-		return alignNames[a]
-	}
-	return fmt.Sprintf("Align(%d)", uint8(a))
-}
-
 // Key is one key of a volume source.
 type Key struct {
 	Name      string
@@ -101,33 +74,33 @@ type Key struct {
 	Values []ValueOp
 }
 
-// Missing says what a key makes of a chunk inside its array that is not
-// stored (no file, or marked empty in its shard's index): the schema's
-// missing: of a zarr key. Either way the source counts such chunks
-// (Source.MissingChunks).
-type Missing int
-
-const (
-	// MissingFill reads the chunk as the array's fill value, as the zarr
-	// spec says of chunks never written, and logs the first such chunk of
-	// each array.
-	MissingFill Missing = iota
-	// MissingError fails the sample's read with ErrMissingChunk, naming
-	// the array, the chunk and the crop.
-	MissingError
+// The words of a Spec that a schema writes are declared in
+// runtime/volume/volumespec, which does no I/O, so that the generator
+// checks them without linking this package; these are their names here,
+// which generated code spells.
+type (
+	Missing   = volumespec.Missing   // what a chunk that is not stored reads as
+	Align     = volumespec.Align     // where a key off the common voxel grid is placed
+	ValueKind = volumespec.ValueKind // a value augmentation's name
+	ValueOp   = volumespec.ValueOp   // a value augmentation of a key
+	Rotation  = volumespec.Rotation  // a turn of crops by an angle drawn in a range
+	Blend     = volumespec.Blend     // what overlapping tiles make of a voxel
 )
 
-// MissingModes lists the values of Missing, in the order the schema's
-// errors offer their names.
-var MissingModes = []Missing{MissingFill, MissingError}
-
-// String returns the schema's name of m: "fill" or "error".
-func (m Missing) String() string {
-	if m == MissingError {
-		return "error"
-	}
-	return "fill"
-}
+// The values of the words above, as volumespec declares them.
+const (
+	MissingFill  = volumespec.MissingFill
+	MissingError = volumespec.MissingError
+	AlignExact   = volumespec.AlignExact
+	AlignNearest = volumespec.AlignNearest
+	Noise        = volumespec.Noise
+	Contrast     = volumespec.Contrast
+	Gamma        = volumespec.Gamma
+	Blur         = volumespec.Blur
+	Binarize     = volumespec.Binarize
+	BlendAverage = volumespec.BlendAverage
+	BlendLast    = volumespec.BlendLast
+)
 
 // ErrMissingChunk is the error of a chunk that is not stored, read for a
 // key whose Missing is MissingError; a *zarr.ChunkError naming the array

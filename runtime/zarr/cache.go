@@ -191,7 +191,7 @@ type cacheEntry struct {
 	buf        []byte        // what the loader returned: headroom bytes, then data
 	data       []byte        // the chunk's buffer, of the whole chunk's size; nil for a chunk that is not stored
 	lent       func()        // ends the lend of buf when a root lent it (see loader); recycle calls it
-	win        span          // data[win.lo:win.hi] is decoded
+	win        window        // data[win.lo:win.hi] is decoded
 	growing    chan struct{} // non-nil while a goroutine extends data past win
 	err        error
 	size       int64
@@ -202,11 +202,11 @@ type cacheEntry struct {
 	prev, next *cacheEntry // the lru list, once loaded
 }
 
-// span is the window [lo, hi) of a decoded chunk's bytes, in C order.
-type span struct{ lo, hi int }
+// window is the bytes [lo, hi) of a decoded chunk, in C order.
+type window struct{ lo, hi int }
 
 // holds reports whether s holds every byte of t.
-func (s span) holds(t span) bool { return s.lo <= t.lo && t.hi <= s.hi }
+func (s window) holds(t window) bool { return s.lo <= t.lo && t.hi <= s.hi }
 
 // loader loads chunks for the cache (an Array), within the context of the
 // read that asked (a read whose context is done fails). load returns a buffer from
@@ -221,8 +221,8 @@ func (s span) holds(t span) bool { return s.lo <= t.lo && t.hi <= s.hi }
 // returns the window buf then holds, which holds have and want; it writes
 // nothing inside have.
 type loader interface {
-	load(ctx context.Context, key cacheKey, want span) (buf []byte, win span, lent func(), charge int64, err error)
-	extend(ctx context.Context, key cacheKey, buf []byte, have, want span) (span, error)
+	load(ctx context.Context, key cacheKey, want window) (buf []byte, win window, lent func(), charge int64, err error)
+	extend(ctx context.Context, key cacheKey, buf []byte, have, want window) (window, error)
 }
 
 // headroom is the space before a chunk's data in its buffer: a chunk stored
@@ -343,7 +343,7 @@ func (c *Cache) holdsWhole(key cacheKey, size int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
-	return ok && e.prev != nil && (e.data == nil || e.win.holds(span{0, size}))
+	return ok && e.prev != nil && (e.data == nil || e.win.holds(window{0, size}))
 }
 
 // loaded returns the entry of key when it is loaded, without loading it
@@ -367,7 +367,7 @@ func (c *Cache) loaded(key cacheKey) *cacheEntry {
 // again (a failed extension leaves the window held before it). A wait
 // for another goroutine's load or extension ends once ctx is done; a load
 // that another read's cancellation ended is made again.
-func (c *Cache) get(ctx context.Context, key cacheKey, l loader, want span) (*cacheEntry, error) {
+func (c *Cache) get(ctx context.Context, key cacheKey, l loader, want window) (*cacheEntry, error) {
 	e, _, err := c.fetch(ctx, key, l, want, true)
 	return e, err
 }
@@ -376,7 +376,7 @@ func (c *Cache) get(ctx context.Context, key cacheKey, l loader, want span) (*ca
 // goroutine's load or extension of the chunk: then it returns busy, with no
 // entry and nothing counted, and the caller may do other work before
 // asking again.
-func (c *Cache) fetch(ctx context.Context, key cacheKey, l loader, want span, wait bool) (*cacheEntry, bool, error) {
+func (c *Cache) fetch(ctx context.Context, key cacheKey, l loader, want window, wait bool) (*cacheEntry, bool, error) {
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok {
 		loaded := e.prev != nil
@@ -500,7 +500,7 @@ func (c *Cache) trimGhosts() {
 // (larger than the cache keeps) holds it until its last reader lets go
 // (recycle), so that decode memory also bounds the chunks that are only
 // being copied from.
-func (c *Cache) finish(e *cacheEntry, buf []byte, win span, lent func(), charge int64, err error) error {
+func (c *Cache) finish(e *cacheEntry, buf []byte, win window, lent func(), charge int64, err error) error {
 	c.mu.Lock()
 	e.err = err
 	if buf != nil {
@@ -535,7 +535,7 @@ func (c *Cache) finish(e *cacheEntry, buf []byte, win span, lent func(), charge 
 // another goroutine's extension or making its own (see cacheEntry). mu is
 // held on entry and released on return; the caller holds a reference,
 // which an error releases.
-func (c *Cache) extend(ctx context.Context, e *cacheEntry, l loader, want span) (*cacheEntry, error) {
+func (c *Cache) extend(ctx context.Context, e *cacheEntry, l loader, want window) (*cacheEntry, error) {
 	for e.data != nil && !e.win.holds(want) {
 		if ch := e.growing; ch != nil {
 			c.mu.Unlock()

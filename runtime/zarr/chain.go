@@ -205,13 +205,13 @@ func (c *chain) partial() bool {
 // held); a compressed stream decodes from its start, so its windows start
 // at 0. A compressed stream cut short leaves its checksum unverified (see
 // compress.ZstdRange); a later read of the whole chunk verifies it.
-func (c *chain) decodeRange(d *decoder, out, src []byte, have, want span, shape []int, elem int) (span, error) {
+func (c *chain) decodeRange(d *decoder, out, src []byte, have, want window, shape []int, elem int) (window, error) {
 	fresh := have.lo >= have.hi
-	if fresh && want == (span{0, len(out)}) || !c.partial() {
+	if fresh && want == (window{0, len(out)}) || !c.partial() {
 		if !fresh {
-			return span{}, fmt.Errorf("a part of a chunk that decodes only whole (a bug)")
+			return window{}, fmt.Errorf("a part of a chunk that decodes only whole (a bug)")
 		}
-		return span{0, len(out)}, c.decode(d, out, src, shape, elem)
+		return window{0, len(out)}, c.decode(d, out, src, shape, elem)
 	}
 	want.hi = min(want.hi, len(out))
 	buf := src
@@ -224,7 +224,7 @@ func (c *chain) decodeRange(d *decoder, out, src []byte, have, want span, shape 
 		}
 		var err error
 		if buf, err = checkCRC32C(buf); err != nil {
-			return span{}, err
+			return window{}, err
 		}
 	}
 	if comp == codecZstd || comp == codecGzip || comp == codecZlib {
@@ -232,7 +232,7 @@ func (c *chain) decodeRange(d *decoder, out, src []byte, have, want span, shape 
 	}
 	win, err := c.decodeWindow(d, out, buf, comp, have, want, elem)
 	if err != nil {
-		return span{}, c.codecError(comp, err)
+		return window{}, c.codecError(comp, err)
 	}
 	return win, nil
 }
@@ -252,9 +252,9 @@ func (c *chain) codecError(comp codecKind, err error) error {
 // bytes src, buf without their checksums), which decodes from its start,
 // so its windows are prefixes: out holds its bytes [0, from) already (from
 // is 0 for a first decode), and needs them up to need.
-func (c *chain) decodeStream(d *decoder, out, src, buf []byte, comp codecKind, from, need int, shape []int, elem int) (span, error) {
+func (c *chain) decodeStream(d *decoder, out, src, buf []byte, comp codecKind, from, need int, shape []int, elem int) (window, error) {
 	if from >= need {
-		return span{0, from}, nil
+		return window{0, from}, nil
 	}
 	if from > 0 {
 		// Extending a stream's prefix decodes it again from its start:
@@ -264,10 +264,10 @@ func (c *chain) decodeStream(d *decoder, out, src, buf []byte, comp codecKind, f
 		d.whole = slices.Grow(d.whole[:0], len(out))
 		w := d.whole[:len(out)]
 		if err := c.decode(d, w, src, shape, elem); err != nil {
-			return span{}, err
+			return window{}, err
 		}
 		copy(out[from:], w[from:])
-		return span{0, len(out)}, nil
+		return window{0, len(out)}, nil
 	}
 	if need > len(out)/2 {
 		// A stream decodes a prefix through a streaming decoder, about
@@ -279,7 +279,7 @@ func (c *chain) decodeStream(d *decoder, out, src, buf []byte, comp codecKind, f
 		// quarters; docs/PERFORMANCE-LOG.md, "Decoding only what a box
 		// needs", gives the commands and the machine); it also verifies the
 		// stream's checksum.
-		return span{0, len(out)}, c.decode(d, out, src, shape, elem)
+		return window{0, len(out)}, c.decode(d, out, src, shape, elem)
 	}
 	var err error
 	switch comp {
@@ -291,12 +291,12 @@ func (c *chain) decodeStream(d *decoder, out, src, buf []byte, comp codecKind, f
 		err = compress.ZlibRange(out, buf, 0, need)
 	}
 	if err != nil {
-		return span{}, c.codecError(comp, err)
+		return window{}, c.codecError(comp, err)
 	}
 	if c.bigEndian {
 		swapBytes(out[:need], elem)
 	}
-	return span{0, need}, nil
+	return window{0, need}, nil
 }
 
 // decodeWindow is decodeRange for bytes stored as they decode (comp 0) or
@@ -306,15 +306,15 @@ func (c *chain) decodeStream(d *decoder, out, src, buf []byte, comp codecKind, f
 // (a first decode's window starts at its first block's start) or start at
 // or past have.hi (they are kept whole); blocks below that cross have.lo
 // are decoded aside and only their bytes below have.lo copied.
-func (c *chain) decodeWindow(d *decoder, out, buf []byte, comp codecKind, have, want span, elem int) (span, error) {
+func (c *chain) decodeWindow(d *decoder, out, buf []byte, comp codecKind, have, want window, elem int) (window, error) {
 	if comp == 0 && len(buf) != len(out) {
-		return span{}, fmt.Errorf("%d bytes, expected %d", len(buf), len(out))
+		return window{}, fmt.Errorf("%d bytes, expected %d", len(buf), len(out))
 	}
 	block := 1 // decoded bytes per block: Blosc's, unless stored (copied by the byte)
 	if comp == codecBlosc {
 		h, err := blosc.ParseHeader(buf)
 		if err != nil {
-			return span{}, err
+			return window{}, err
 		}
 		if !h.Stored() && h.BlockSize > 0 {
 			block = h.BlockSize
@@ -323,7 +323,7 @@ func (c *chain) decodeWindow(d *decoder, out, buf []byte, comp codecKind, have, 
 	if have.lo == have.hi {
 		lo := want.lo - want.lo%block
 		lo += (elem - lo%elem) % elem // whole elements: still at most want.lo
-		have = span{lo, lo}
+		have = window{lo, lo}
 	}
 	win := have
 	if want.lo < have.lo {
@@ -332,13 +332,13 @@ func (c *chain) decodeWindow(d *decoder, out, buf []byte, comp codecKind, have, 
 			copy(out[want.lo:have.lo], buf[want.lo:have.lo])
 		case have.lo%block == 0:
 			if _, err := d.blosc.DecodeRange(out, buf, want.lo, have.lo); err != nil {
-				return span{}, err
+				return window{}, err
 			}
 		default:
 			d.whole = slices.Grow(d.whole[:0], len(out))
 			w := d.whole[:len(out)]
 			if _, err := d.blosc.DecodeRange(w, buf, want.lo, have.lo); err != nil {
-				return span{}, err
+				return window{}, err
 			}
 			copy(out[want.lo:have.lo], w[want.lo:have.lo])
 		}
@@ -352,7 +352,7 @@ func (c *chain) decodeWindow(d *decoder, out, buf []byte, comp codecKind, have, 
 		case codecBlosc:
 			var err error
 			if hi, err = d.blosc.DecodeRange(out, buf, have.hi, want.hi); err != nil {
-				return span{}, err
+				return window{}, err
 			}
 		}
 		win.hi = hi - hi%elem

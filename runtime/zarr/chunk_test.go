@@ -362,7 +362,7 @@ func TestReadPutsOffChunksInFlight(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	loads := a.cache.Stats().Loads
-	buf, win, lent, charge, err := a.load(bg, key, span{0, a.unitBytes})
+	buf, win, lent, charge, err := a.load(bg, key, window{0, a.unitBytes})
 	if err := a.cache.finish(held, buf, win, lent, charge, err); err != nil {
 		t.Fatal(err)
 	}

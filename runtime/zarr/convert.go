@@ -7,38 +7,12 @@ import (
 
 	lgruntime "github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/internal/strided"
+	"github.com/loadergen/loadergen/runtime/zarr/zarrspec"
 )
 
-// Affine maps an array's value x to (x - Sub) / Div * Mul + Add, in
-// float64 arithmetic with each operation rounded in turn: a volume key's
-// normalisation. {min, max} onto [lo, hi] is {Sub: min, Div: max - min,
-// Mul: hi - lo, Add: lo}; {mean, std} is {Sub: mean, Div: std, Mul: 1}.
-type Affine struct {
-	Sub, Div, Mul, Add float64
-}
-
-// apply maps every value of v. The conversion to float64 of the product
-// keeps it from fusing with the sum (Go may fuse x*y + z otherwise), so
-// that every platform rounds alike.
-func (m *Affine) apply(v []float64) {
-	for i, x := range v {
-		v[i] = float64((x-m.Sub)/m.Div*m.Mul) + m.Add
-	}
-}
-
-// check says what makes m unusable: a Div of 0, or a term that is not
-// finite.
-func (m *Affine) check() error {
-	for _, t := range []float64{m.Sub, m.Div, m.Mul, m.Add} {
-		if math.IsNaN(t) || math.IsInf(t, 0) {
-			return fmt.Errorf("affine map %+v: its terms must be finite", *m)
-		}
-	}
-	if m.Div == 0 {
-		return fmt.Errorf("affine map %+v divides by 0", *m)
-	}
-	return nil
-}
+// Affine is the map of a volume key's normalisation, declared with the
+// rule of conversions in runtime/zarr/zarrspec, which does no I/O.
+type Affine = zarrspec.Affine
 
 // A Conversion turns an array's elements into elements of another dtype
 // as a box is copied (Layout.Convert), in the same pass: each value is
@@ -64,33 +38,16 @@ const convertBatch = 128
 
 // NewConversion returns the conversion of elements of dtype from into
 // elements of dtype to, mapped by m unless m is nil; it returns nil when
-// there is nothing to do (from is to and m is nil). It refuses, saying
-// why:
-//   - a float dtype into an integer or bool one: the fraction and the range
-//     would be lost;
-//   - an integer or bool dtype into an integer one that does not hold all
-//     its values (a bool's are 0 and 1): a narrowing, or a sign lost;
-//   - any dtype but bool into bool;
-//   - an Affine into a dtype that is not a float one, or an Affine with a
-//     Div of 0 or a term that is not finite.
-//
-// Integer and bool dtypes convert into every float dtype; float dtypes into
-// each other, narrower ones too (rounded as above).
+// there is nothing to do (from is to and m is nil). It refuses what
+// zarrspec.CheckConversion refuses, saying why. Integer and bool dtypes
+// convert into every float dtype; float dtypes into each other, narrower
+// ones too (rounded as above).
 func NewConversion(from, to lgruntime.DType, m *Affine) (*Conversion, error) {
-	if !from.Valid() || !to.Valid() {
-		return nil, fmt.Errorf("a conversion from %v to %v: not a dtype", from, to)
-	}
-	if err := convertible(from, to); err != nil {
+	if err := zarrspec.CheckConversion(from, to, m); err != nil {
 		return nil, err
 	}
 	if m != nil {
-		if !to.IsFloat() {
-			return nil, fmt.Errorf("normalised values are fractions, which %v does not hold: they need a float dtype", to)
-		}
-		if err := m.check(); err != nil {
-			return nil, err
-		}
-		m = &Affine{m.Sub, m.Div, m.Mul, m.Add} // the caller's may change
+		m = &Affine{Sub: m.Sub, Div: m.Div, Mul: m.Mul, Add: m.Add} // the caller's may change
 	}
 	if from == to && m == nil {
 		return nil, nil
@@ -112,34 +69,6 @@ func NewConversion(from, to lgruntime.DType, m *Affine) (*Conversion, error) {
 		}
 	}
 	return c, nil
-}
-
-// convertible says why elements of from do not convert to to (the rule
-// of NewConversion), or returns nil.
-func convertible(from, to lgruntime.DType) error {
-	switch {
-	case from == to || to.IsFloat():
-		return nil
-	case to == lgruntime.Bool:
-		return fmt.Errorf("%v does not convert to bool: only a bool array reads as bool", from)
-	case from.IsFloat():
-		return fmt.Errorf("%v does not convert to %v: a float's fraction and range would be lost (read it as a float dtype)", from, to)
-	}
-	flo, fhi := valueRange(from)
-	tlo, thi := valueRange(to)
-	if flo < tlo || fhi > thi {
-		return fmt.Errorf("%v does not convert to %v: %v holds %d to %d, %v only %d to %d (read it as a wider integer or a float dtype)", from, to, from, flo, fhi, to, tlo, thi)
-	}
-	return nil
-}
-
-// valueRange is the range of values of an integer or bool dtype, a bool's
-// being 0 and 1.
-func valueRange(d lgruntime.DType) (int64, uint64) {
-	if d == lgruntime.Bool {
-		return 0, 1
-	}
-	return d.IntRange()
 }
 
 // convertBox copies the elements of the Region from to the same elements
@@ -235,7 +164,7 @@ func (c *Conversion) convert(dst []byte, do, ds int, src []byte, so, ss, n int) 
 		v := vals[:min(n, convertBatch)]
 		load(c.from, v, src, so, ss)
 		if c.affine != nil {
-			c.affine.apply(v)
+			c.affine.Apply(v)
 		}
 		store(c.to, dst, do, ds, v)
 		n -= len(v)

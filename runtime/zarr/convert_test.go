@@ -12,52 +12,28 @@ import (
 	"testing"
 
 	lgruntime "github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/zarr/zarrspec"
 )
 
-// TestConversionRule: which dtypes convert into which, and why the others
-// do not.
+// TestConversionRule: NewConversion refuses what zarrspec.CheckConversion
+// refuses, with its error, which the schema checks a key's dtypes by, and
+// builds a conversion of every other pair but a dtype into itself, unmapped.
 func TestConversionRule(t *testing.T) {
-	aff := &Affine{Sub: 0, Div: 255, Mul: 1}
-	for _, c := range []struct {
-		from, to lgruntime.DType
-		m        *Affine
-		want     string // "" for allowed
-	}{
-		{lgruntime.Uint8, lgruntime.Float32, nil, ""},
-		{lgruntime.Uint8, lgruntime.Float32, aff, ""},
-		{lgruntime.Int64, lgruntime.Float16, nil, ""},
-		{lgruntime.Bool, lgruntime.BFloat16, nil, ""},
-		{lgruntime.Float64, lgruntime.Float16, aff, ""},
-		{lgruntime.Float32, lgruntime.Float32, aff, ""},
-		{lgruntime.Uint8, lgruntime.Int16, nil, ""},
-		{lgruntime.Uint16, lgruntime.Uint64, nil, ""},
-		{lgruntime.Int32, lgruntime.Int64, nil, ""},
-		{lgruntime.Bool, lgruntime.Int8, nil, ""},
-		{lgruntime.Float32, lgruntime.Uint8, nil, "float32 does not convert to uint8: a float's fraction and range would be lost (read it as a float dtype)"},
-		{lgruntime.Float16, lgruntime.Int64, nil, "float16 does not convert to int64: a float's fraction and range would be lost (read it as a float dtype)"},
-		{lgruntime.Uint16, lgruntime.Uint8, nil, "uint16 does not convert to uint8: uint16 holds 0 to 65535, uint8 only 0 to 255 (read it as a wider integer or a float dtype)"},
-		{lgruntime.Int8, lgruntime.Uint16, nil, "int8 does not convert to uint16: int8 holds -128 to 127, uint16 only 0 to 65535 (read it as a wider integer or a float dtype)"},
-		{lgruntime.Uint32, lgruntime.Int32, nil, "uint32 does not convert to int32: uint32 holds 0 to 4294967295, int32 only -2147483648 to 2147483647 (read it as a wider integer or a float dtype)"},
-		{lgruntime.Uint8, lgruntime.Bool, nil, "uint8 does not convert to bool: only a bool array reads as bool"},
-		{lgruntime.Uint8, lgruntime.Uint16, aff, "normalised values are fractions, which uint16 does not hold: they need a float dtype"},
-		{lgruntime.Uint8, lgruntime.Uint8, aff, "normalised values are fractions, which uint8 does not hold: they need a float dtype"},
-		{lgruntime.Uint8, lgruntime.Float32, &Affine{Sub: 1, Div: 0, Mul: 1}, "affine map {Sub:1 Div:0 Mul:1 Add:0} divides by 0"},
-		{lgruntime.Uint8, lgruntime.Float32, &Affine{Sub: math.Inf(1), Div: 1, Mul: 1}, "affine map {Sub:+Inf Div:1 Mul:1 Add:0}: its terms must be finite"},
-		{lgruntime.Uint8, 0, nil, "a conversion from uint8 to DType(0): not a dtype"},
-	} {
-		conv, err := NewConversion(c.from, c.to, c.m)
-		switch {
-		case c.want == "" && err != nil:
-			t.Errorf("%v -> %v (%v): %v", c.from, c.to, c.m, err)
-		case c.want == "" && conv == nil:
-			t.Errorf("%v -> %v (%v): no conversion", c.from, c.to, c.m)
-		case c.want != "" && (err == nil || err.Error() != c.want):
-			t.Errorf("%v -> %v (%v): error %v\nwant %s", c.from, c.to, c.m, err, c.want)
-		}
-	}
-	for _, d := range lgruntime.DTypes() {
-		if conv, err := NewConversion(d, d, nil); conv != nil || err != nil {
-			t.Errorf("%v -> %v: %v, %v; want nothing to do", d, d, conv, err)
+	dtypes := append(lgruntime.DTypes(), 0)
+	for _, m := range []*Affine{nil, {Sub: 0, Div: 255, Mul: 1}, {Div: 0, Mul: 1}} {
+		for _, from := range dtypes {
+			for _, to := range dtypes {
+				conv, err := NewConversion(from, to, m)
+				want := zarrspec.CheckConversion(from, to, m)
+				switch {
+				case want != nil && (err == nil || err.Error() != want.Error()):
+					t.Errorf("%v -> %v (%v): %v, want %v", from, to, m, err, want)
+				case want == nil && err != nil:
+					t.Errorf("%v -> %v (%v): %v", from, to, m, err)
+				case want == nil && (conv == nil) != (from == to && m == nil):
+					t.Errorf("%v -> %v (%v): conversion %v", from, to, m, conv)
+				}
+			}
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/loadergen/loadergen/runtime/storage"
 	"github.com/loadergen/loadergen/runtime/zarr/blosc"
 	"github.com/loadergen/loadergen/runtime/zarr/internal/compress"
+	"github.com/loadergen/loadergen/runtime/zarr/zarrspec"
 )
 
 // CreateMode says what CreateArray does where a zarr node exists already.
@@ -117,7 +118,7 @@ func (w *ArrayWriter) putMetadata(ctx context.Context, meta []byte) error {
 // newArrayWriter checks spec and lays out its objects, writing nothing.
 func newArrayWriter(root storage.Writable, p string, spec ArraySpec) (*ArrayWriter, error) {
 	p = strings.Trim(p, "/")
-	if err := CheckPath(p); err != nil {
+	if err := zarrspec.CheckPath(p); err != nil {
 		return nil, err
 	}
 	w := &ArrayWriter{root: root, path: p, spec: spec}
@@ -438,7 +439,7 @@ func marshalJSON(file string, v any) ([]byte, error) {
 // already there is kept.
 func CreateGroups(ctx context.Context, root storage.Writable, p string, format int) error {
 	p = strings.Trim(p, "/")
-	if err := CheckPath(p); err != nil {
+	if err := zarrspec.CheckPath(p); err != nil {
 		return err
 	}
 	name, doc := ".zgroup", map[string]any{"zarr_format": 2}

@@ -180,7 +180,7 @@ func TestDecodeMemoryAccounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := a.cache.get(bg, a.chunkEntry(0), a, span{0, a.unitBytes})
+		e, err := a.cache.get(bg, a.chunkEntry(0), a, window{0, a.unitBytes})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -34,7 +34,7 @@ func TestPartialDecodeEqualsWhole(t *testing.T) {
 			}
 			at := func(f float64) int { return int(f*float64(size)) / elem * elem }
 			for u := int64(0); u < units; u += max(1, units/7) {
-				buf, win, _, charge, err := a.load(bg, a.chunkEntry(u), span{0, size})
+				buf, win, _, charge, err := a.load(bg, a.chunkEntry(u), window{0, size})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -42,11 +42,11 @@ func TestPartialDecodeEqualsWhole(t *testing.T) {
 				if buf == nil {
 					continue // not stored
 				}
-				if win != (span{0, size}) {
+				if win != (window{0, size}) {
 					t.Fatalf("unit %d: the whole load holds %v of %d bytes", u, win, size)
 				}
 				whole := slices.Clone(buf[headroom:])
-				for _, want := range []span{
+				for _, want := range []window{
 					{0, elem}, {0, at(1.0 / 3)}, {0, at(0.5)}, {0, size - elem}, {0, size},
 					{at(0.5), size}, {at(0.6), at(0.7) + elem}, {size - elem, size}, {at(1.0 / 3), at(2.0 / 3)},
 				} {
@@ -59,10 +59,10 @@ func TestPartialDecodeEqualsWhole(t *testing.T) {
 					if !win.holds(want) || win.lo < 0 || win.hi > size || win.lo%elem != 0 || win.hi%elem != 0 {
 						t.Fatalf("unit %d: window %v holds %v of %d bytes", u, want, win, size)
 					}
-					if !a.partial && win != (span{0, size}) {
+					if !a.partial && win != (window{0, size}) {
 						t.Fatalf("unit %d: %v of %d bytes of a chunk that decodes only whole", u, win, size)
 					}
-					if win != (span{0, size}) {
+					if win != (window{0, size}) {
 						partial[c.Name] = true
 					}
 					if win.lo > 0 {
@@ -72,7 +72,7 @@ func TestPartialDecodeEqualsWhole(t *testing.T) {
 					if !bytes.Equal(data[win.lo:win.hi], whole[win.lo:win.hi]) {
 						t.Fatalf("unit %d: window %v differs from the whole decode at byte %d", u, want, win.lo+firstDiff(data[win.lo:win.hi], whole[win.lo:win.hi]))
 					}
-					for _, more := range []span{{win.lo, win.hi + elem}, {win.lo - elem, win.hi}, {0, size}} {
+					for _, more := range []window{{win.lo, win.hi + elem}, {win.lo - elem, win.hi}, {0, size}} {
 						if more.lo < 0 || more.hi > size || win.holds(more) {
 							continue
 						}
@@ -88,7 +88,7 @@ func TestPartialDecodeEqualsWhole(t *testing.T) {
 						if !bytes.Equal(data[win.lo:win.hi], poison) {
 							t.Fatalf("unit %d: extending %v wrote inside it", u, win)
 						}
-						for _, r := range []span{{got.lo, win.lo}, {win.hi, got.hi}} {
+						for _, r := range []window{{got.lo, win.lo}, {win.hi, got.hi}} {
 							if !bytes.Equal(data[r.lo:r.hi], whole[r.lo:r.hi]) {
 								t.Fatalf("unit %d: extension %v of %v differs from the whole decode", u, r, win)
 							}
@@ -288,15 +288,15 @@ func TestWindowExtendsBelowAnyWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	const block = 4096 // the fixture's Blosc block size
-	for _, have := range []span{{block + elem, 2*block + 3*elem}, {elem, block - elem}, {block + 5*elem, size}} {
+	for _, have := range []window{{block + elem, 2*block + 3*elem}, {elem, block - elem}, {block + 5*elem, size}} {
 		out := make([]byte, size)
 		poison := bytes.Repeat([]byte{0xa5}, have.hi-have.lo)
 		copy(out[have.lo:], poison)
-		win, err := a.chain.decodeRange(&d, out, src, have, span{0, size}, a.unit, elem)
+		win, err := a.chain.decodeRange(&d, out, src, have, window{0, size}, a.unit, elem)
 		if err != nil {
 			t.Fatalf("extending %v: %v", have, err)
 		}
-		if win != (span{0, size}) {
+		if win != (window{0, size}) {
 			t.Fatalf("extending %v to the whole chunk holds %v", have, win)
 		}
 		if !bytes.Equal(out[have.lo:have.hi], poison) {
@@ -318,13 +318,13 @@ func TestReadDecodesItsWindow(t *testing.T) {
 	for _, c := range prefixCases {
 		t.Run(c.Name, func(t *testing.T) {
 			a, rows, read := rowReader(t, c)
-			window := func() span {
+			rowWindow := func() window {
 				a.cache.mu.Lock()
 				defer a.cache.mu.Unlock()
 				return a.cache.entries[a.chunkEntry(0)].win
 			}
 			read(rows - 1)
-			win, row := window(), a.unitBytes/rows
+			win, row := rowWindow(), a.unitBytes/rows
 			if win.hi != a.unitBytes {
 				t.Errorf("the last row's window %v does not end the chunk (%d bytes)", win, a.unitBytes)
 			}
@@ -332,7 +332,7 @@ func TestReadDecodesItsWindow(t *testing.T) {
 				t.Errorf("the last row's window %v; rows of %d bytes (past the first: %v)", win, row, starts[c.Name])
 			}
 			read(0)
-			if win := window(); win != (span{0, a.unitBytes}) {
+			if win := rowWindow(); win != (window{0, a.unitBytes}) {
 				t.Errorf("after the first row, the window is %v of %d bytes", win, a.unitBytes)
 			}
 		})

@@ -174,9 +174,9 @@ func (a *Array) readChunk(ctx context.Context, box *strided.Region, idx, origin,
 		last += (end - 1 - c) * a.unitStrides[k]
 		at[k] = from - origin[k]
 	}
-	want := span{first * a.dtype.Size(), (last + 1) * a.dtype.Size()}
+	want := window{first * a.dtype.Size(), (last + 1) * a.dtype.Size()}
 	if !a.partial {
-		want = span{0, a.unitBytes}
+		want = window{0, a.unitBytes}
 	}
 	unit := ravel(idx, a.grid)
 	e, busy, err := a.cache.fetch(ctx, a.chunkEntry(unit), a, want, wait)
@@ -333,7 +333,7 @@ func (a *Array) readAheadShards(h storage.Hinter, c0, c1 []int, read func(idx []
 			continue
 		}
 		a.bg.start(func(ctx context.Context) {
-			e, err := a.cache.get(ctx, key, a, span{0, sh.indexLen})
+			e, err := a.cache.get(ctx, key, a, window{0, sh.indexLen})
 			if err != nil {
 				return
 			}

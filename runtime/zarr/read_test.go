@@ -263,9 +263,9 @@ func layoutValid(shape []int, l Layout, size int) (bool, int) {
 		}
 		count.Mul(count, big.NewInt(int64(n)))
 	}
-	span := new(big.Int).Sub(hi, lo)
-	span.Add(span, big.NewInt(1))
-	if lo.Sign() < 0 || hi.Cmp(big.NewInt(int64(size))) >= 0 || count.Cmp(span) > 0 {
+	window := new(big.Int).Sub(hi, lo)
+	window.Add(window, big.NewInt(1))
+	if lo.Sign() < 0 || hi.Cmp(big.NewInt(int64(size))) >= 0 || count.Cmp(window) > 0 {
 		return false, 0
 	}
 	return true, int(count.Int64())

@@ -588,7 +588,7 @@ func TestRemoteKeepsStoredFrames(t *testing.T) {
 			}
 			stored++
 			e := a.cache.entries[a.chunkEntry(int64(u))]
-			if e == nil || len(e.data) == 0 || &e.data[0] != &raw[headroom] || e.win != (span{0, a.unitBytes}) {
+			if e == nil || len(e.data) == 0 || &e.data[0] != &raw[headroom] || e.win != (window{0, a.unitBytes}) {
 				t.Errorf("stored chunk %d is not held as lent, whole", u)
 			}
 		}

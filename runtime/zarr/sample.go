@@ -430,9 +430,9 @@ func (s *sampler) fetchChunk(ctx context.Context, t int, c [maxSampledRank]int, 
 		first += (from - ch.lo[k]) * s.ustr[k]
 		last += (end - 1 - ch.lo[k]) * s.ustr[k]
 	}
-	want := span{first * a.dtype.Size(), (last + 1) * a.dtype.Size()}
+	want := window{first * a.dtype.Size(), (last + 1) * a.dtype.Size()}
 	if !a.partial {
-		want = span{0, a.unitBytes}
+		want = window{0, a.unitBytes}
 	}
 	n := len(a.shape)
 	unit := ravel(c[maxSampledRank-n:], a.grid)
@@ -801,7 +801,7 @@ func (s *sampler) storeRow(dst []byte, do int, vals []float64, in []bool) {
 		} else {
 			run := vals[i:j]
 			if affine != nil {
-				affine.apply(run)
+				affine.Apply(run)
 			}
 			if round {
 				for k, x := range run {

@@ -1,13 +1,18 @@
 package zarr
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
 	"slices"
 
 	lgruntime "github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/storage"
 )
 
 // sharding is a sharding_indexed codec: a chunk of the array (a shard) is a
@@ -99,4 +104,132 @@ func shardEntry(index []byte, i int64) (off, size uint64, ok bool) {
 		return 0, 0, false
 	}
 	return off, size, true
+}
+
+// indexEntry is the cache key of the index of shard number shard.
+func (a *Array) indexEntry(shard int64) cacheKey {
+	return cacheKey{array: a.id, kind: shardIndex, n: shard}
+}
+
+// innerPlace is where an inner chunk of a sharded array lies: its shard's
+// and its own grid index, and its bytes in the shard, when stored.
+type innerPlace struct {
+	shard, inner [maxRank]int
+	off, size    int64
+	stored       bool
+}
+
+// locate finds the inner chunk at grid index idx of a sharded array
+// through its shard's index (cached).
+func (a *Array) locate(ctx context.Context, idx []int) (innerPlace, error) {
+	var p innerPlace
+	n := len(idx)
+	sh := a.chain.shard
+	for k := range n {
+		p.shard[k], p.inner[k] = idx[k]/sh.perShard[k], idx[k]%sh.perShard[k]
+	}
+	ie, err := a.cache.get(ctx, a.indexEntry(ravel(p.shard[:n], a.shards)), a, window{0, sh.indexLen})
+	if err != nil {
+		return p, err
+	}
+	p.off, p.size, p.stored = sh.place(ie.data, p.inner[:n])
+	a.cache.release(ie)
+	return p, nil
+}
+
+// loadInner is loadUnit for the inner chunk of a sharded array at place p
+// (locate), which is stored: it reads and decodes it.
+func (a *Array) loadInner(ctx context.Context, p innerPlace, out []byte, have, want window) ([]byte, window, error) {
+	n := len(a.shape)
+	sh := a.chain.shard
+	shard, inner, off, size := p.shard, p.inner, p.off, p.size
+	if size > a.storedLimit() {
+		return nil, window{}, a.chunkError(shard[:n], inner[:n], a.errStoredSize(size))
+	}
+	key := a.key(shard[:n])
+	if l, ok := a.remote.(storage.Lender); ok {
+		raw, release, err := l.LendRange(ctx, key, off, size)
+		if release != nil {
+			defer release()
+		}
+		if err != nil {
+			return nil, window{}, a.chunkError(shard[:n], inner[:n], err)
+		}
+		if release != nil {
+			return a.decode(&sh.inner, raw, out, have, want, shard[:n], inner[:n])
+		}
+	}
+	buf := raws.Get().(*[]byte)
+	defer raws.Put(buf)
+	var err error
+	if *buf, err = a.readRange(ctx, key, *buf, off, size); err != nil {
+		return nil, window{}, a.chunkError(shard[:n], inner[:n], err)
+	}
+	return a.decode(&sh.inner, *buf, out, have, want, shard[:n], inner[:n])
+}
+
+// loadIndex reads and checks the index of the shard at grid index shard.
+// A remote shard's index at its end comes with the shard's size in one
+// request (a suffix range); one at its start takes two, the size first.
+func (a *Array) loadIndex(ctx context.Context, shard []int) ([]byte, error) {
+	sh := a.chain.shard
+	key := a.key(shard)
+	var size int64
+	var raw []byte
+	var err error
+	switch {
+	case a.remote != nil && !sh.indexAtStart:
+		raw = make([]byte, sh.indexBytes)
+		size, err = a.remote.ReadTail(ctx, key, raw)
+		if errors.Is(err, storage.ErrShort) {
+			err = nil // the size, checked below, says so
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			err = fmt.Errorf("read the index: %w", err)
+		}
+	case a.remote != nil:
+		size, err = a.remote.Size(ctx, key)
+	default:
+		var f *os.File
+		if f, size, err = a.openStored(shard); f == nil {
+			return nil, err
+		}
+		f.Close()
+	}
+	if a.remote != nil && errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // a shard never written: its inner chunks are the fill value
+	}
+	if err != nil {
+		return nil, a.chunkError(shard, nil, err)
+	}
+	if size < int64(sh.indexBytes) {
+		return nil, a.chunkError(shard, nil, fmt.Errorf("shard of %d bytes, shorter than its %d-byte index", size, sh.indexBytes))
+	}
+	if raw == nil {
+		at := int64(0)
+		if !sh.indexAtStart {
+			at = size - int64(sh.indexBytes)
+		}
+		if raw, err = a.readRange(ctx, key, nil, at, int64(sh.indexBytes)); err != nil {
+			return nil, a.chunkError(shard, nil, fmt.Errorf("read the index: %w", err))
+		}
+	}
+	out := a.cache.buffer(sh.indexLen)
+	index := out[headroom:]
+	d := decoders.Get().(*decoder)
+	defer decoders.Put(d)
+	if err := sh.index.decode(d, index, raw, sh.indexShape, 8); err != nil {
+		return nil, a.chunkError(shard, nil, fmt.Errorf("index: %w", &lgruntime.BadSampleError{Err: err}))
+	}
+	for i := range int64(len(index) / 16) {
+		off, n, ok := shardEntry(index, i)
+		if !ok {
+			continue
+		}
+		if off > uint64(size) || n > uint64(size)-off {
+			inner := make([]int, len(shard))
+			unravel(i, sh.perShard, inner)
+			return nil, a.chunkError(shard, inner, fmt.Errorf("index places it at bytes [%d, %d), past the shard's %d", off, off+n, size))
+		}
+	}
+	return out, nil
 }

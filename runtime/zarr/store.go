@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/loadergen/loadergen/runtime/storage"
+	"github.com/loadergen/loadergen/runtime/zarr/zarrspec"
 )
 
 // Store is a zarr hierarchy (v2 or v3): a group, an array, or a group of
@@ -200,23 +201,10 @@ const (
 	v3Group
 )
 
-// CheckPath checks that p names a node the way a Store takes it:
-// "/"-separated, relative to the store's root, with no ".", ".." or empty
-// element ("" is the root; a slash at either end is ignored). Every method
-// of Store that takes a path refuses any other. It is the rule of what
-// opens, not of how a schema spells a path: the schema calls it and asks
-// more of a zarr key's path (see schema's zarrPath).
-func CheckPath(p string) error {
-	if p != "" && path.Clean("/" + p)[1:] != strings.Trim(p, "/") {
-		return fmt.Errorf("zarr path %q: use a plain relative path (no ., .. or doubled slashes)", p)
-	}
-	return nil
-}
-
-// dir returns where node p is (see CheckPath), for messages: its
+// dir returns where node p is (see zarrspec.CheckPath), for messages: its
 // directory, or its URL.
 func (s *Store) dir(p string) (string, error) {
-	if err := CheckPath(p); err != nil {
+	if err := zarrspec.CheckPath(p); err != nil {
 		return "", err
 	}
 	return s.root.URL(strings.Trim(p, "/")), nil

@@ -14,6 +14,8 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	_ "github.com/loadergen/loadergen/runtime/storage/https"
+	_ "github.com/loadergen/loadergen/runtime/storage/s3"
 	"github.com/loadergen/loadergen/runtime/volume"
 	zarr "github.com/loadergen/loadergen/runtime/zarr"
 )

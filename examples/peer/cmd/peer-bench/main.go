@@ -44,6 +44,11 @@ import (
 	"github.com/loadergen/loadergen/golden/rows"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr"
+
+	// The stores it opens with zarr directly, as the loaders do, may be
+	// s3:// or https:// URLs (make remote-bench).
+	_ "github.com/loadergen/loadergen/runtime/storage/https"
+	_ "github.com/loadergen/loadergen/runtime/storage/s3"
 )
 
 // shape is the volume's: 64 MiB of uint8 per array, 128 chunks of 1 MiB.

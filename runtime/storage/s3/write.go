@@ -1,4 +1,4 @@
-package storage
+package s3
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/loadergen/loadergen/runtime/storage"
 )
 
 // maxDeletes is the most keys one DeleteObjects request takes.
@@ -17,11 +19,11 @@ const maxDeletes = 1000
 // Put makes one PutObject of name, retried as reads are: S3 stores an
 // object whole or not at all.
 func (b *bucket) Put(ctx context.Context, name string, data []byte) error {
-	if err := checkName(name); err != nil {
+	if err := storage.CheckName(name); err != nil {
 		return err
 	}
-	err := b.retry.do(ctx, func(a *attempt) error {
-		_, err := b.client.PutObject(a.ctx, &s3.PutObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name),
+	err := b.Do(ctx, func(ctx context.Context) error {
+		_, err := b.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name),
 			Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))})
 		if err != nil {
 			return b.fail(name, err)
@@ -62,9 +64,9 @@ func (b *bucket) RemoveAll(ctx context.Context, dir string) error {
 			objs[i] = types.ObjectIdentifier{Key: aws.String(k)}
 		}
 		var out *s3.DeleteObjectsOutput
-		err := b.retry.do(ctx, func(a *attempt) error {
+		err := b.Do(ctx, func(ctx context.Context) error {
 			var err error
-			out, err = b.client.DeleteObjects(a.ctx, &s3.DeleteObjectsInput{Bucket: &b.name,
+			out, err = b.client.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &b.name,
 				Delete: &types.Delete{Objects: objs, Quiet: aws.Bool(true)}})
 			if err != nil {
 				return b.fail(d, err)

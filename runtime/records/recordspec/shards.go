@@ -1,6 +1,14 @@
-package records
+// Package recordspec holds the rules of a records dataset that a schema is
+// checked against before any shard is opened: the brace patterns of
+// WebDataset shard names (ExpandShards), the names of a sample's members
+// (SplitMember, Alternatives, ImageMember, ArrayMember), and why shards
+// are plain tar files (ErrCompressed). It does no I/O: the generator
+// imports it, and runtime/records, which reads the shards, applies these
+// rules.
+package recordspec
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -96,3 +104,6 @@ func alternatives(group string) ([]string, error) {
 		}
 	}
 }
+
+// ErrCompressed says why compressed shards are refused.
+var ErrCompressed = errors.New("a shard is indexed and read by seeking to its members (by ranged reads when it is remote), which a compressed stream does not allow; store the shards as plain .tar files (decompress them, with gunzip for .tar.gz: JPEG and PNG members gain little from compression)")

@@ -1,4 +1,9 @@
-package storage
+// Package s3 is the storage driver of S3 buckets and S3-compatible
+// stores: importing it registers the scheme s3 with runtime/storage (see
+// storage.Register), whose Open then reads roots at s3://bucket/prefix
+// and OpenWritable writes them, through the AWS SDK. Generated loaders
+// import it.
+package s3
 
 import (
 	"context"
@@ -19,52 +24,80 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/loadergen/loadergen/runtime/storage"
 )
+
+func init() { storage.Register("s3", open) }
 
 // bucket is a root in an S3 bucket (or an S3-compatible store): object
 // name is the key prefix+name.
 type bucket struct {
+	storage.Remote
 	client *s3.Client
 	name   string // the bucket
 	prefix string // "" or a key prefix ending in "/"
-	retry  Retry
 }
 
 // DefaultRegion is the region of S3 requests when the configuration names
 // none: OpenOrganelle's public buckets are there.
 const DefaultRegion = "us-east-1"
 
-// OpenS3 returns the root at s3://bucket/prefix. Credentials come from
+// Open returns the root at s3://bucket/prefix, under the retry policy of
+// o (the first of o; none: the defaults). Credentials come from
 // the AWS SDK's standard chain (the AWS_* environment variables, the
 // shared config and credentials files and their profiles, SSO, web
 // identity, the EC2 or ECS instance role). When the chain finds none, the
 // requests are anonymous, which public buckets answer, unless something
 // configured credentials (an AWS_* variable of the chain, a profile with
-// keys, a role, SSO or a process): then OpenS3 returns the chain's error,
+// keys, a role, SSO or a process): then Open returns the chain's error,
 // naming what was set. AWS_ENDPOINT_URL_S3
 // or AWS_ENDPOINT_URL points the client at an S3-compatible store (then
 // addressed path-style: endpoint/bucket/key); AWS_REGION or the profile's
 // region apply, else DefaultRegion. It makes no request to the bucket.
 // The roots a process opens without an HTTP client in o, under the same
 // AWS_* variables, share one client: the configuration is loaded once.
-func OpenS3(loc string, o ...Options) (Root, error) {
+func Open(loc string, o ...storage.Options) (storage.Writable, error) {
+	var opt storage.Options
+	if len(o) > 0 {
+		opt = o[0]
+	}
+	b, err := openBucket(loc, opt)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// open is Open for storage.Open and storage.OpenWritable.
+func open(loc string, o storage.Options) (storage.Root, error) {
+	b, err := openBucket(loc, o)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// openBucket is Open.
+func openBucket(loc string, opt storage.Options) (*bucket, error) {
 	u, err := url.Parse(loc)
 	if err != nil || u.Scheme != "s3" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%s: want s3://bucket/prefix (credentials come from the AWS configuration, not the URL)", Redact(loc))
+		return nil, fmt.Errorf("%s: want s3://bucket/prefix (credentials come from the AWS configuration, not the URL)", storage.Redact(loc))
 	}
 	prefix := strings.Trim(u.Path, "/")
 	if prefix != "" {
-		if err := checkName(prefix); err != nil {
-			return nil, fmt.Errorf("%s: %w", Redact(loc), err)
+		if err := storage.CheckName(prefix); err != nil {
+			return nil, fmt.Errorf("%s: %w", storage.Redact(loc), err)
 		}
 		prefix += "/"
 	}
-	opt := first(o)
 	client, err := s3Client(opt)
 	if err != nil {
-		return nil, fmt.Errorf("%s: AWS configuration: %w", Redact(loc), err)
+		return nil, fmt.Errorf("%s: AWS configuration: %w", storage.Redact(loc), err)
 	}
-	return &bucket{client: client, name: u.Host, prefix: prefix, retry: opt.retry()}, nil
+	b := &bucket{client: client, name: u.Host, prefix: prefix}
+	b.Remote = storage.NewRemote(b, opt.RetryPolicy())
+	return b, nil
 }
 
 // s3Clients are the process's S3 clients of roots opened without an
@@ -80,9 +113,9 @@ var s3Clients struct {
 // s3Client returns the S3 client of a root opened with opt: the
 // process's for the environment when opt gives no HTTP client, else a new
 // one on opt's.
-func s3Client(opt Options) (*s3.Client, error) {
+func s3Client(opt storage.Options) (*s3.Client, error) {
 	if opt.Client != nil {
-		return newS3Client(opt.Client, opt.retry().Timeout)
+		return newS3Client(opt.Client, opt.RetryPolicy().Timeout)
 	}
 	var env []string
 	for _, kv := range os.Environ() {
@@ -98,7 +131,7 @@ func s3Client(opt Options) (*s3.Client, error) {
 		return c, nil
 	}
 	// The SDK's own HTTP client: AWS_CA_BUNDLE needs its transport options.
-	c, err := newS3Client(awshttp.NewBuildableClient().WithTransportOptions(transport), opt.retry().Timeout)
+	c, err := newS3Client(awshttp.NewBuildableClient().WithTransportOptions(storage.ConfigureTransport), opt.RetryPolicy().Timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -169,153 +202,57 @@ func credentialSettings(cfg aws.Config) []string {
 
 func (b *bucket) URL(name string) string { return "s3://" + b.name + "/" + b.prefix + name }
 
-func (b *bucket) Sub(dir string) Root {
+func (b *bucket) Sub(dir string) storage.Root {
 	c := *b
 	if d := strings.Trim(dir, "/"); d != "" {
 		c.prefix = b.prefix + d + "/"
 	}
+	c.Remote = b.Remote.For(&c)
 	return &c
 }
 
-func (b *bucket) Local() (string, bool) { return "", false }
+// Endpoint names the server of the bucket's requests when the
+// configuration points them elsewhere than AWS's (AWS_ENDPOINT_URL_S3,
+// ...), "" for AWS's own: an s3:// URL does not name it, and the disk
+// cache keys what it keeps by it.
+func (b *bucket) Endpoint() string { return aws.ToString(b.client.Options().BaseEndpoint) }
 
-// Close does nothing: a bucket root holds nothing of its own (its client
-// is the process's).
-func (b *bucket) Close() error { return nil }
-
-// checkObject refuses names that would leave the root (checkName), and
+// Check refuses names that would leave the root (storage.CheckName), and
 // the empty key: a root at the bucket itself names no object.
-func (b *bucket) checkObject(name string) error {
+func (b *bucket) Check(name string) error {
 	if b.prefix+name == "" {
 		return fmt.Errorf("s3://%s names a bucket, not an object in it: give the object's key after the bucket (s3://%s/path/to/object)", b.name, b.name)
 	}
-	return checkName(name)
+	return storage.CheckName(name)
 }
 
-// get makes one GetObject of name (rng: its Range header, or ""), whose
-// body's reads put off the attempt's idle deadline.
-func (b *bucket) get(a *attempt, name, rng string) (*s3.GetObjectOutput, error) {
+// Get makes one GetObject of name (see storage.Requester).
+func (b *bucket) Get(ctx context.Context, name string, off, n int64) (*storage.Response, error) {
 	in := &s3.GetObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name)}
+	rng := storage.RangeHeader(off, n)
 	if rng != "" {
 		in.Range = &rng
 	}
-	out, err := b.client.GetObject(a.ctx, in)
+	out, err := b.client.GetObject(ctx, in)
 	if err != nil {
-		return nil, err
+		return nil, b.fail(name, err)
 	}
-	a.alive()
-	out.Body = a.body(out.Body)
-	return out, nil
+	length := int64(-1)
+	if out.ContentLength != nil {
+		length = *out.ContentLength
+	}
+	// S3 answers a range it holds with a 206, whose Content-Range says
+	// what it sent.
+	return &storage.Response{Body: out.Body, Length: length, Partial: rng != "", Range: aws.ToString(out.ContentRange)}, nil
 }
 
-func (b *bucket) ReadAll(ctx context.Context, name string, buf []byte, max int64) ([]byte, error) {
-	return b.readSized(ctx, name, max, reuse(buf))
-}
-
-func (b *bucket) readSized(ctx context.Context, name string, max int64, buffer func(n int64) ([]byte, error)) ([]byte, error) {
-	if err := b.checkObject(name); err != nil {
-		return nil, err
-	}
-	var buf []byte
-	err := b.retry.do(ctx, func(a *attempt) error {
-		out, err := b.get(a, name, "")
-		if err != nil {
-			return b.fail(name, err)
-		}
-		defer out.Body.Close()
-		n := int64(-1)
-		if out.ContentLength != nil {
-			n = *out.ContentLength
-		}
-		buf, err = readSizedBody(out.Body, n, max, buffer)
-		return err
-	})
+// Stat makes one HeadObject of name: its size and its ETag.
+func (b *bucket) Stat(ctx context.Context, name string) (int64, string, error) {
+	out, err := b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name)})
 	if err != nil {
-		return buf, fmt.Errorf("read %s: %w", b.URL(name), err)
+		return 0, "", b.fail(name, err)
 	}
-	return buf, nil
-}
-
-func (b *bucket) ReadAt(ctx context.Context, name string, p []byte, off int64) error {
-	if err := b.checkObject(name); err != nil {
-		return err
-	}
-	if len(p) == 0 {
-		return nil
-	}
-	n := int64(len(p))
-	err := b.retry.do(ctx, func(a *attempt) error {
-		out, err := b.get(a, name, fmt.Sprintf("bytes=%d-%d", off, off+n-1))
-		if err != nil {
-			var se *StatusError
-			if err = b.fail(name, err); errors.As(err, &se) && se.Status == http.StatusRequestedRangeNotSatisfiable {
-				return errShort(b.URL(name), off, n, 0)
-			}
-			return err
-		}
-		defer out.Body.Close()
-		if err := checkRange(aws.ToString(out.ContentRange), off, n); err != nil {
-			return fmt.Errorf("%s: %w", b.URL(name), err)
-		}
-		if got, err := io.ReadFull(out.Body, p); err != nil {
-			return shortOrCut(b.URL(name), off, n, fmt.Errorf("%d bytes: %w", got, err))
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read %s: %w", b.URL(name), err)
-	}
-	return nil
-}
-
-func (b *bucket) ReadTail(ctx context.Context, name string, p []byte) (int64, error) {
-	if err := b.checkObject(name); err != nil {
-		return 0, err
-	}
-	n := int64(len(p))
-	var size int64
-	err := b.retry.do(ctx, func(a *attempt) error {
-		out, err := b.get(a, name, fmt.Sprintf("bytes=-%d", n))
-		if err != nil {
-			var se *StatusError
-			if err = b.fail(name, err); errors.As(err, &se) && se.Status == http.StatusRequestedRangeNotSatisfiable {
-				return errTail(b.URL(name), n, 0) // only an empty object has no suffix
-
-			}
-			return err
-		}
-		defer out.Body.Close()
-		size, err = readTail(b.URL(name), aws.ToString(out.ContentRange), aws.ToInt64(out.ContentLength), out.Body, p)
-		return err
-	})
-	if err != nil {
-		return size, fmt.Errorf("read %s: %w", b.URL(name), err)
-	}
-	return size, nil
-}
-
-func (b *bucket) Size(ctx context.Context, name string) (int64, error) {
-	size, _, err := b.stat(ctx, name)
-	return size, err
-}
-
-// stat returns the size of object name and its version, its ETag.
-func (b *bucket) stat(ctx context.Context, name string) (size int64, version string, err error) {
-	if err := b.checkObject(name); err != nil {
-		return 0, "", err
-	}
-	err = b.retry.do(ctx, func(a *attempt) error {
-		out, err := b.client.HeadObject(a.ctx, &s3.HeadObjectInput{Bucket: &b.name, Key: aws.String(b.prefix + name)})
-		if err != nil {
-			return b.fail(name, err)
-		}
-		size, version = aws.ToInt64(out.ContentLength), aws.ToString(out.ETag)
-		return nil
-	})
-	if err != nil {
-		return 0, "", fmt.Errorf("size of %s: %w", b.URL(name), err)
-	}
-	return size, version, nil
+	return aws.ToInt64(out.ContentLength), aws.ToString(out.ETag), nil
 }
 
 func (b *bucket) List(ctx context.Context, dir string) ([]string, error) {
@@ -328,7 +265,7 @@ func (b *bucket) List(ctx context.Context, dir string) ([]string, error) {
 // delimit, the objects and directories directly in it; else every
 // object at any depth, in S3's order (by key).
 func (b *bucket) list(ctx context.Context, dir string, delimit bool) ([]string, error) {
-	if err := checkName(dir); err != nil {
+	if err := storage.CheckName(dir); err != nil {
 		return nil, err
 	}
 	in := &s3.ListObjectsV2Input{Bucket: &b.name, Prefix: aws.String(b.prefix)}
@@ -341,9 +278,9 @@ func (b *bucket) list(ctx context.Context, dir string, delimit bool) ([]string, 
 	var names []string
 	for {
 		var out *s3.ListObjectsV2Output
-		err := b.retry.do(ctx, func(a *attempt) error {
+		err := b.Do(ctx, func(ctx context.Context) error {
 			var err error
-			out, err = b.client.ListObjectsV2(a.ctx, in)
+			out, err = b.client.ListObjectsV2(ctx, in)
 			if err != nil {
 				return b.fail(dir, err)
 			}
@@ -365,17 +302,18 @@ func (b *bucket) list(ctx context.Context, dir string, delimit bool) ([]string, 
 	}
 }
 
-// fail turns an S3 client error into a StatusError when the server
+// fail turns an S3 client error into a storage.StatusError when the server
 // answered, naming the object's URL; a missing object's matches
 // fs.ErrNotExist. The SDK wraps a request that got no answer (a
 // connection refused or reset, a timeout) in a response error of status
-// 0: that is the transport's error, returned as it is (retryable decides).
+// 0: that is the transport's error, returned as it is (storage.Retry
+// decides whether it is retried).
 func (b *bucket) fail(name string, err error) error {
 	var re *awshttp.ResponseError
 	if !errors.As(err, &re) || re.HTTPStatusCode() == 0 {
 		return noAnswer(err)
 	}
-	se := &StatusError{URL: b.URL(name), Status: re.HTTPStatusCode()}
+	se := &storage.StatusError{URL: b.URL(name), Status: re.HTTPStatusCode()}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		se.Code = ae.ErrorCode()
