@@ -346,7 +346,10 @@ func newEngine(p Plan, n int, lengths []int32, keys LocalityFunc, o Options, fil
 	if o.Trace != nil {
 		e.trace = newTracer(o.Trace, p.Name, set.workers)
 	}
-	b, err := newBackend(set.device, set.place.LocalRank, e.plan, least, most, set.requireGPU, set.graphs, set.logger, &e.stats, e.trace)
+	b, err := newBackend(backendConfig{
+		device: set.device, localRank: set.place.LocalRank, plan: e.plan, slots: least, maxSlots: most,
+		require: set.requireGPU, graphs: set.graphs, log: set.logger, stats: &e.stats, trace: e.trace,
+	})
 	if err != nil {
 		return nil, errors.Join(err, e.shut())
 	}
