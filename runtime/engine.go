@@ -94,12 +94,7 @@ type Engine struct {
 	sampler Sampler
 	fill    FillFunc
 	backend backend
-	// slots has a slot for every place the ring may grow to (MaxSlots);
-	// the first depth of them have staging memory. depth is written by the
-	// consumer only (newEngine, then deepen between batches, before the new
-	// slot's first dispatch), and read by Stats on any goroutine.
-	slots []slot
-	depth atomic.Int32
+	ring    ring // the staging slots, how deep the ring is, which batch each slot holds
 	// onSlot sets generated code's views of a slot's staging (OnSlot):
 	// set before the first epoch, called by the consumer.
 	onSlot func(s int)
@@ -108,15 +103,6 @@ type Engine struct {
 	// writes hinted, the first batch of the epoch not yet hinted.
 	readAhead func(epoch int, indices []int)
 	hinted    int
-	// The consumer's ring bookkeeping: held[b%len(slots)] is the slot of
-	// dispatched batch b, free the slots holding no batch, grown the
-	// batches dispatched when the ring last grew (one growth per turn of
-	// the ring), and most the depth it may still grow to (lowered when a
-	// slot cannot be allocated).
-	held  []int
-	free  []int
-	grown int
-	most  int
 	// keeps holds the slots of batches kept past the loop's advance
 	// (Batch.Keep); it carries its own lock.
 	keeps keeps
@@ -208,6 +194,69 @@ type slot struct {
 	skipped atomic.Int64
 }
 
+// ring is the staging ring: its slots, how many of them have staging
+// memory, and the consumer's bookkeeping of which batch each slot holds.
+type ring struct {
+	// slots has a slot for every place the ring may grow to (MaxSlots);
+	// the first depth of them have staging memory. depth is written by the
+	// consumer only (newEngine, then deepen between batches, before the new
+	// slot's first dispatch), and read by Stats on any goroutine.
+	slots []slot
+	depth atomic.Int32
+	// The consumer's bookkeeping: held[b%len(slots)] is the slot of
+	// dispatched batch b, free the slots holding no batch, grown the
+	// batches dispatched when the ring last grew (one growth per turn of
+	// the ring), and maxDepth the depth it may still grow to (below
+	// len(slots) once a slot could not be allocated).
+	held     []int
+	free     []int
+	grown    int
+	maxDepth int
+}
+
+// newRing returns a ring that may grow to maxSlots slots, none of which
+// has staging memory yet.
+func newRing(maxSlots int) ring {
+	return ring{slots: make([]slot, maxSlots), held: make([]int, maxSlots), free: make([]int, 0, maxSlots), maxDepth: maxSlots}
+}
+
+// size is the ring's depth: the slots that have staging memory.
+func (r *ring) size() int { return int(r.depth.Load()) }
+
+// take moves a free slot to dispatched batch b and returns it.
+func (r *ring) take(b int) int {
+	s := r.free[len(r.free)-1]
+	r.free = r.free[:len(r.free)-1]
+	r.held[b%len(r.slots)] = s
+	return s
+}
+
+// slotOf is the slot of dispatched batch b.
+func (r *ring) slotOf(b int) int { return r.held[b%len(r.slots)] }
+
+// mayGrow reports whether the ring may add a slot now that batch next is
+// the next to dispatch: below its bound, and at most once per turn of the
+// ring.
+func (r *ring) mayGrow(next int) bool {
+	s := r.size()
+	return s < r.maxDepth && next-r.grown >= s
+}
+
+// grow adds slot size() to the ring, batch next being the next to
+// dispatch, once add has given it staging memory. When add fails, the ring
+// stays at its depth for good.
+func (r *ring) grow(next int, add func(s int) error) error {
+	s := r.size()
+	r.grown = next
+	if err := add(s); err != nil {
+		r.maxDepth = s
+		return err
+	}
+	r.depth.Store(int32(s + 1))
+	r.free = append(r.free, s)
+	return nil
+}
+
 // NewEngine checks the options against the plan, allocates prefetch+1
 // staging slots (with prefetch auto, a starting depth that Epoch may
 // deepen) and starts the worker pool. n is the dataset size; fill
@@ -287,24 +336,9 @@ func checkLengthKeys(p Plan) error {
 // row counts, or nil without bucketing; keys gives the samples' locality
 // keys, or is nil without crop locality.
 func newEngine(p Plan, n int, lengths []int32, keys LocalityFunc, o Options, fill FillFunc) (*Engine, error) {
-	if fill == nil {
-		return nil, errors.New("engine: nil fill function")
-	}
-	if n < 0 {
-		return nil, fmt.Errorf("engine: source has negative length %d", n)
-	}
-	if err := checkLengthKeys(p); err != nil {
-		return nil, err
-	}
-	set, err := resolve(p, o, os.Getenv)
+	set, err := engineSettings(p, n, keys, o, fill)
 	if err != nil {
 		return nil, err
-	}
-	switch {
-	case keys == nil && o.Locality > 0:
-		return nil, fmt.Errorf("options: locality %d: the source gives no locality keys (a volume source does)", o.Locality)
-	case keys == nil:
-		set.locality = 0
 	}
 	e := &Engine{
 		plan: p.Clone(),
@@ -336,64 +370,109 @@ func newEngine(p Plan, n int, lengths []int32, keys LocalityFunc, o Options, fil
 			e.lengthKeys = append(e.lengthKeys, i)
 		}
 	}
-	nslots, most := set.prefetch+1, set.maxFetch+1
-	// A fixed ring needs all its slots; an auto ring needs 2 (prefetch 1)
-	// and starts as deep as free device memory allows up to nslots.
+	if o.Trace != nil {
+		e.trace = newTracer(o.Trace, p.Name, set.workers)
+	}
+	if err := e.startRing(); err != nil {
+		return nil, errors.Join(err, e.shut())
+	}
+	e.startWorkers()
+	e.logStart()
+	return e, nil
+}
+
+// engineSettings checks newEngine's arguments, and resolves the options
+// over the plan and the environment.
+func engineSettings(p Plan, n int, keys LocalityFunc, o Options, fill FillFunc) (settings, error) {
+	if fill == nil {
+		return settings{}, errors.New("engine: nil fill function")
+	}
+	if n < 0 {
+		return settings{}, fmt.Errorf("engine: source has negative length %d", n)
+	}
+	if err := checkLengthKeys(p); err != nil {
+		return settings{}, err
+	}
+	set, err := resolve(p, o, os.Getenv)
+	if err != nil {
+		return settings{}, err
+	}
+	switch {
+	case keys == nil && o.Locality > 0:
+		return settings{}, fmt.Errorf("options: locality %d: the source gives no locality keys (a volume source does)", o.Locality)
+	case keys == nil:
+		set.locality = 0
+	}
+	return set, nil
+}
+
+// startRing starts the backend and gives the ring's first prefetch+1
+// slots their staging memory. A fixed ring needs all of them; an auto ring
+// needs 2 (prefetch 1), and starts as deep as free device memory allows up
+// to prefetch+1, a depth it then keeps (the reason logged).
+func (e *Engine) startRing() error {
+	set := &e.set
+	nslots, maxSlots := set.prefetch+1, set.maxFetch+1
 	least := nslots
 	if set.auto {
 		least = min(nslots, 2)
 	}
-	if o.Trace != nil {
-		e.trace = newTracer(o.Trace, p.Name, set.workers)
-	}
 	b, err := newBackend(backendConfig{
-		device: set.device, localRank: set.place.LocalRank, plan: e.plan, slots: least, maxSlots: most,
+		device: set.device, localRank: set.place.LocalRank, plan: e.plan, slots: least, maxSlots: maxSlots,
 		require: set.requireGPU, graphs: set.graphs, log: set.logger, stats: &e.stats, trace: e.trace,
 	})
 	if err != nil {
-		return nil, errors.Join(err, e.shut())
+		return err
 	}
 	e.backend = b
-	e.slots = make([]slot, most)
-	e.held = make([]int, most)
-	e.keeps = newKeeps(most)
-	e.free = make([]int, 0, most)
-	e.most = most
+	e.ring = newRing(maxSlots)
+	e.keeps = newKeeps(maxSlots)
 	for s := range nslots {
 		err := e.initSlot(s)
 		if err != nil && s < least {
-			return nil, errors.Join(fmt.Errorf("engine: staging slot %d: %w", s, err), e.shut())
+			return fmt.Errorf("engine: staging slot %d: %w", s, err)
 		}
 		if err != nil {
-			set.logger.Warn(fmt.Sprintf("loadergen: %s loader: prefetch auto starts at %d, not %d, and stays there: staging slot %d: %v", p.Name, s-1, nslots-1, s, err))
-			nslots, e.most, set.prefetch = s, s, s-1
+			set.logger.Warn(fmt.Sprintf("loadergen: %s loader: prefetch auto starts at %d, not %d, and stays there: staging slot %d: %v", e.plan.Name, s-1, nslots-1, s, err))
+			nslots, e.ring.maxDepth, set.prefetch = s, s, s-1
 			break
 		}
 	}
-	e.depth.Store(int32(nslots))
-	e.tasks = make(chan int, most*set.workers)
-	e.workers.Add(set.workers)
-	for w := range set.workers {
+	e.ring.depth.Store(int32(nslots))
+	return nil
+}
+
+// startWorkers starts the worker pool, and closes stopped once every
+// worker has returned.
+func (e *Engine) startWorkers() {
+	e.tasks = make(chan int, len(e.ring.slots)*e.set.workers)
+	e.workers.Add(e.set.workers)
+	for w := range e.set.workers {
 		go e.work(w)
 	}
 	go func() {
 		e.workers.Wait()
 		close(e.stopped)
 	}()
+}
+
+// logStart logs the settings' warnings and the loader's start-up line, and
+// traces the ring's first depth.
+func (e *Engine) logStart() {
+	set, name := &e.set, e.plan.Name
 	for _, w := range set.envWarns {
-		set.logger.Warn("loadergen: " + p.Name + " loader: " + w)
+		set.logger.Warn("loadergen: " + name + " loader: " + w)
 	}
 	pl := set.place
-	attrs := []any{"backend", e.backend.name(), "prefetch", set.describePrefetch(), "slots", nslots, "workers", set.workers, "samples", n,
+	attrs := []any{"backend", e.backend.name(), "prefetch", set.describePrefetch(), "slots", e.Slots(), "workers", set.workers, "samples", e.sampler.N,
 		"rank", pl.Rank, "world_size", pl.WorldSize, "local_rank", pl.LocalRank, "placement", pl.From}
 	if e.window > 0 {
 		attrs = append(attrs, "locality_window", e.window)
 	}
-	set.logger.Info("loadergen: "+p.Name+" loader: "+e.plan.summary(e.backend.name()), attrs...)
+	set.logger.Info("loadergen: "+name+" loader: "+e.plan.summary(e.backend.name()), attrs...)
 	if e.trace != nil {
 		e.trace.counter("prefetch", time.Now(), set.prefetch)
 	}
-	return e, nil
 }
 
 func (e *Engine) initSlot(s int) error {
@@ -401,7 +480,7 @@ func (e *Engine) initSlot(s int) error {
 	if err != nil {
 		return err
 	}
-	sl := &e.slots[s]
+	sl := &e.ring.slots[s]
 	sl.ready = make(chan struct{}, 1)
 	sl.staging = make([][]byte, len(e.plan.Keys))
 	sl.batch = Batch{Slot: s, Tensors: make([]Tensor, len(e.plan.Keys)), gpu: e.backend.handle(s), engine: e}
@@ -420,7 +499,7 @@ func (e *Engine) initSlot(s int) error {
 // Slots is the number of staging slots allocated now: Prefetch() + 1. It
 // grows while an auto ring deepens: size per-slot state by MaxSlots, and
 // set it up for each slot with OnSlot.
-func (e *Engine) Slots() int { return int(e.depth.Load()) }
+func (e *Engine) Slots() int { return e.ring.size() }
 
 // Prefetch is the number of batches the ring stages ahead of the one in
 // use now. With prefetch auto it starts at a depth chosen from the workers
@@ -429,7 +508,7 @@ func (e *Engine) Prefetch() int { return e.Slots() - 1 }
 
 // MaxSlots is the most staging slots the ring may hold: Run.Slot and
 // Batch.Slot are below it. It equals Slots() unless prefetch is auto.
-func (e *Engine) MaxSlots() int { return len(e.slots) }
+func (e *Engine) MaxSlots() int { return len(e.ring.slots) }
 
 // OnSlot has f called for every staging slot, on the goroutine that calls
 // it for the slots allocated now, and for each slot the ring adds later on
@@ -483,7 +562,7 @@ func (e *Engine) Fillers() int { return len(e.runs) }
 
 // Staging returns key k's full-batch region of staging slot s, for the
 // typed views of generated code.
-func (e *Engine) Staging(s, k int) []byte { return e.slots[s].staging[k] }
+func (e *Engine) Staging(s, k int) []byte { return e.ring.slots[s].staging[k] }
 
 // Len is the number of batches per epoch for this rank.
 func (e *Engine) Len() int { return e.sampler.Batches(e.plan.BatchSize) }
@@ -648,7 +727,7 @@ func (e *Engine) timeRun(d time.Duration, n int) {
 // is done or until has passed; the share that ends last finishes the
 // batch.
 func (e *Engine) share(ctx context.Context, w, s int, until time.Time) {
-	sl := &e.slots[s]
+	sl := &e.ring.slots[s]
 	r := &e.runs[w].V
 	// Deferred, so that even a Source calling runtime.Goexit completes its
 	// share (with an error) and the epoch cannot hang on it.
@@ -670,7 +749,7 @@ func (e *Engine) share(ctx context.Context, w, s int, until time.Time) {
 // the backend, which starts copying it to the device, unless the fill
 // failed or the epoch dropped the batch; then to the consumer.
 func (e *Engine) finish(s int) {
-	sl := &e.slots[s]
+	sl := &e.ring.slots[s]
 	if !sl.abort.Load() {
 		if err := e.backend.filled(s, sl.batch.Number, sl.n); err != nil {
 			sl.fail(sl.n, fmt.Errorf("batch %d: %w", sl.batch.Number, err))
@@ -694,7 +773,7 @@ func (e *Engine) finish(s int) {
 // the consumer's goroutine, as if the consumer had called it (t.FailNow in
 // a test does so legitimately); on a worker it is an error of the epoch.
 func (e *Engine) help(ctx context.Context, s int, until time.Time) {
-	sl := &e.slots[s]
+	sl := &e.ring.slots[s]
 	for p := sl.pending.Load(); p > 0; p = sl.pending.Load() {
 		if sl.pending.CompareAndSwap(p, p+1) {
 			t0 := time.Now()
@@ -713,7 +792,7 @@ func (e *Engine) help(ctx context.Context, s int, until time.Time) {
 // batch fails with ErrClosed: a half-filled batch must not pass for a
 // filled one.
 func (e *Engine) fillRuns(ctx context.Context, w, s int, until time.Time) {
-	sl := &e.slots[s]
+	sl := &e.ring.slots[s]
 	r := &e.runs[w].V
 	tid := workerTrack + w // the trace's track for its fills
 	if w == e.set.workers {
@@ -787,10 +866,8 @@ func (sl *slot) fail(pos int, err error) {
 // copying it.
 func (e *Engine) dispatch(ctx context.Context, order []int, epoch, b int) error {
 	bs := e.plan.BatchSize
-	s := e.free[len(e.free)-1]
-	e.free = e.free[:len(e.free)-1]
-	e.held[b%len(e.slots)] = s
-	sl := &e.slots[s]
+	s := e.ring.take(b)
+	sl := &e.ring.slots[s]
 	if err := e.backend.reuse(s); err != nil {
 		return fmt.Errorf("batch %d: %w", b, err)
 	}
@@ -821,9 +898,6 @@ func (e *Engine) dispatch(ctx context.Context, order []int, epoch, b int) error 
 	}
 	return nil
 }
-
-// slotOf is the slot of dispatched batch b.
-func (e *Engine) slotOf(b int) int { return e.held[b%len(e.slots)] }
 
 // Epoch yields batches start.. of epoch in order, each valid until the loop
 // advances (or, kept, until released: Batch.Keep). Prefetch batches are
@@ -921,21 +995,21 @@ func (e *Engine) idled(from, to int64) idleWait {
 // memory) stops the growth, with the reason logged. The epoch's growth is
 // logged once, as it ends (Cursor.Close).
 func (e *Engine) deepen(next int) bool {
-	s := e.Slots()
-	if !e.set.auto || e.onSlot == nil || s >= e.most || next-e.grown < s {
+	if !e.set.auto || e.onSlot == nil || !e.ring.mayGrow(next) {
 		return false
 	}
-	e.grown = next
-	if err := e.initSlot(s); err != nil {
-		e.most = s
+	s := e.ring.size()
+	err := e.ring.grow(next, func(s int) error {
+		if err := e.initSlot(s); err != nil {
+			return err
+		}
+		e.onSlot(s)
+		return nil
+	})
+	if err != nil {
 		e.set.logger.Warn(fmt.Sprintf("loadergen: %s loader: the ring stays at prefetch %d: staging slot %d: %v", e.plan.Name, s-1, s, err))
 		return false
 	}
-	if e.onSlot != nil {
-		e.onSlot(s)
-	}
-	e.depth.Store(int32(s + 1))
-	e.free = append(e.free, s)
 	if e.trace != nil {
 		e.trace.counter("prefetch", time.Now(), s)
 	}
@@ -953,8 +1027,8 @@ func (e *Engine) await(ctx context.Context, b int, until time.Time, expired <-ch
 	if err := ctx.Err(); err != nil {
 		return nil, false, starved, err
 	}
-	s := e.slotOf(b)
-	sl := &e.slots[s]
+	s := e.ring.slotOf(b)
+	sl := &e.ring.slots[s]
 	// Rather than sleep while its batch is filled, the consumer fills the
 	// runs of it that no worker has claimed yet (Stats.SelfFill); its wait
 	// in the trace starts after that. One whose wait is bounded (until)
@@ -1001,11 +1075,11 @@ func (e *Engine) await(ctx context.Context, b int, until time.Time, expired <-ch
 // drain stops batches [first, next) and waits until no worker touches them.
 func (e *Engine) drain(first, next int) {
 	for b := first; b < next; b++ {
-		e.slots[e.slotOf(b)].abort.Store(true)
+		e.ring.slots[e.ring.slotOf(b)].abort.Store(true)
 	}
 	for b := first; b < next; b++ {
 		select {
-		case <-e.slots[e.slotOf(b)].ready:
+		case <-e.ring.slots[e.ring.slotOf(b)].ready:
 		case <-e.stopped:
 			return
 		}
