@@ -80,7 +80,7 @@ type Batch struct {
 // The hand-offs that order the writes: dispatch writes a slot's consumer
 // fields, then sends the slot's shares on tasks; a worker's receive orders
 // its reads after those writes. The filler that ends the last share
-// (pending reaching 0) calls finish, which sends on the slot's ready
+// (pending reaching 0) calls deliver, which sends on the slot's ready
 // channel; the consumer's receive orders its reads of the staged samples
 // and of err after every filler's writes. The consumer refills a slot only
 // after it has taken that signal (await, or drain), so no filler touches a

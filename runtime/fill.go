@@ -92,31 +92,31 @@ func (e *Engine) timeRun(d time.Duration, n int) {
 // share is filler w's share of the batch in slot s (a worker's, or the
 // consumer's under ctx and until a time, zero for none): it fills runs of
 // samples until the batch has none left, it fails, the engine closes, ctx
-// is done or until has passed; the share that ends last finishes the
+// is done or until has passed; the share that ends last delivers the
 // batch.
 func (e *Engine) share(ctx context.Context, w, s int, until time.Time) {
 	sl := &e.ring.slots[s]
 	r := &e.runs[w].V
 	// Deferred, so that even a Source calling runtime.Goexit completes its
 	// share (with an error) and the epoch cannot hang on it.
-	finished := false
+	returned := false
 	defer func() {
-		if !finished {
+		if !returned {
 			pos, index := r.failed()
 			sl.fail(pos, newReadError(r.Batch, index, errGoexit))
 		}
 		if sl.pending.Add(-1) == 0 {
-			e.finish(s)
+			e.deliver(s)
 		}
 	}()
 	e.fillRuns(ctx, w, s, until)
-	finished = true
+	returned = true
 }
 
-// finish hands the batch in slot s on once its last share has ended: to
+// deliver hands the batch in slot s on once its last share has ended: to
 // the backend, which starts copying it to the device, unless the fill
 // failed or the epoch dropped the batch; then to the consumer.
-func (e *Engine) finish(s int) {
+func (e *Engine) deliver(s int) {
 	sl := &e.ring.slots[s]
 	if !sl.abort.Load() {
 		if err := e.backend.filled(s, sl.batch.Number, sl.n); err != nil {
@@ -139,7 +139,7 @@ const helpShare = 8
 // done or until (zero: no limit) has passed: it claims no run after that,
 // and the workers fill the rest. It joins only while a worker share is still running: once all have
 // ended, every run was claimed (and filled, or the batch failed), and the
-// batch is finished or about to be.
+// batch is delivered or about to be.
 //
 // A Source that calls runtime.Goexit while the consumer fills for it ends
 // the consumer's goroutine, as if the consumer had called it (t.FailNow in

@@ -11,7 +11,7 @@ import (
 // slot is one staging buffer of the ring and the state of the batch in it.
 type slot struct {
 	staging [][]byte      // per key: the full-batch region of the slot; fixed
-	ready   chan struct{} // one signal per dispatched batch, sent by finish
+	ready   chan struct{} // one signal per dispatched batch, sent by deliver
 
 	// consumer: written by dispatch before the shares are sent; read by
 	// fillers after they receive a share, and by the consumer. But a
