@@ -124,7 +124,7 @@ type Engine struct {
 	sample     int64 // bytes of one sample, all keys
 	// runs holds each filler's Run, reused for every run it fills: worker w
 	// writes runs[w], the consumer the last one.
-	runs []Own[Run]
+	runs []Padded[Run]
 	// perSample is the recent average time to fill one sample, in
 	// nanoseconds (0 until measured). Every filler stores it after each
 	// run; dispatch and claims load it to size runs (runLength). A stale

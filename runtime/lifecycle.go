@@ -104,7 +104,7 @@ func newEngine(p Plan, n int, lengths []int32, keys LocalityFunc, o Options, fil
 		lengths:   lengths,
 		locality:  keys,
 		window:    set.locality,
-		runs:      make([]Own[Run], set.workers+1), // the last is the consumer's
+		runs:      make([]Padded[Run], set.workers+1), // the last is the consumer's
 		idleSince: make([]atomic.Int64, set.workers),
 		start:     time.Now(),
 		done:      make(chan struct{}),
