@@ -13,8 +13,8 @@ import (
 //		many    CellMapSamplesReader // src, when it fills runs of samples at once; else nil
 //		engine  *runtime.Engine
 //		batches []CellMapBatch                // one per place in the staging ring
-//		samples []runtime.Own[CellMapSample]  // one per filler, for Read; nil with many
-//		runs    []runtime.Own[CellMapSamples] // one per filler, for ReadSamples; nil without
+//		samples []runtime.Padded[CellMapSample]  // one per filler, for Read; nil with many
+//		runs    []runtime.Padded[CellMapSamples] // one per filler, for ReadSamples; nil without
 //	}
 func (g *emitter) loaderType(f *jen.File) {
 	name := g.n.exported("Loader")
@@ -25,8 +25,8 @@ func (g *emitter) loaderType(f *jen.File) {
 		jen.Id("many").Id(g.n.exported("SamplesReader")).Comment("src, when it fills runs of samples at once; else nil"),
 		jen.Id("engine").Op("*").Add(g.rt("Engine")),
 		jen.Id("batches").Index().Id(g.n.exported("Batch")).Comment("one per place in the staging ring"),
-		jen.Id("samples").Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Sample"))).Comment("one per filler, for Read; nil with many"),
-		jen.Id("runs").Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Samples"))).Comment("one per filler, for ReadSamples; nil without"),
+		jen.Id("samples").Index().Add(g.rt("Padded")).Types(jen.Id(g.n.exported("Sample"))).Comment("one per filler, for Read; nil with many"),
+		jen.Id("runs").Index().Add(g.rt("Padded")).Types(jen.Id(g.n.exported("Samples"))).Comment("one per filler, for ReadSamples; nil without"),
 	)
 }
 
@@ -60,13 +60,13 @@ func (g *emitter) newLoader(f *jen.File) {
 			jen.Id("e").Dot("ReadAhead").Call(jen.Id("ra").Dot("ReadAhead")),
 		),
 		jen.If(jen.Id("l").Dot("many").Op("!=").Nil()).Block(
-			jen.Id("l").Dot("runs").Op("=").Make(jen.Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Samples"))), jen.Id("e").Dot("Fillers").Call()),
+			jen.Id("l").Dot("runs").Op("=").Make(jen.Index().Add(g.rt("Padded")).Types(jen.Id(g.n.exported("Samples"))), jen.Id("e").Dot("Fillers").Call()),
 			jen.For(jen.Id("w").Op(":=").Range().Id("l").Dot("runs")).Block(
 				jen.Id("r").Op(":=").Op("&").Id("l").Dot("runs").Index(jen.Id("w")).Dot("V"),
 				jen.Id("r").Dot("rand").Op("=").Qual(randPath, "New").Call(jen.Op("&").Id("r").Dot("pcg")),
 			),
 		).Else().Block(
-			jen.Id("l").Dot("samples").Op("=").Make(jen.Index().Add(g.rt("Own")).Types(jen.Id(g.n.exported("Sample"))), jen.Id("e").Dot("Fillers").Call()),
+			jen.Id("l").Dot("samples").Op("=").Make(jen.Index().Add(g.rt("Padded")).Types(jen.Id(g.n.exported("Sample"))), jen.Id("e").Dot("Fillers").Call()),
 			jen.For(jen.Id("w").Op(":=").Range().Id("l").Dot("samples")).Block(
 				jen.Id("s").Op(":=").Op("&").Id("l").Dot("samples").Index(jen.Id("w")).Dot("V"),
 				jen.Id("s").Dot("Rand").Op("=").Qual(randPath, "New").Call(jen.Op("&").Id("s").Dot("pcg")),

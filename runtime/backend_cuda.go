@@ -24,17 +24,18 @@ var cudaFallback sync.Once
 // number of GPUs this process sees). When this process cannot use CUDA
 // (CUDAUsable), a CUDA device runs on the CPU backend with the reason
 // logged, or is an error when the caller requires the GPU.
-func newBackend(device string, localRank int, p Plan, slots, most int, require, graphs bool, log *slog.Logger, stats *counters, trace *tracer) (backend, error) {
+func newBackend(cfg backendConfig) (backend, error) {
+	device, p, log := cfg.device, cfg.plan, cfg.log
 	ordinal, cuda, err := devicename.Parse(device)
 	if err != nil {
 		return nil, err
 	}
 	if !cuda {
-		return hostBackend(localRank, log), nil
+		return hostBackend(cfg.localRank, log), nil
 	}
 	n, err := cudaDevices()
 	if err != nil {
-		if require {
+		if cfg.require {
 			return nil, errGPURequired(device, err)
 		}
 		cudaFallback.Do(func() {
@@ -43,26 +44,26 @@ func newBackend(device string, localRank int, p Plan, slots, most int, require, 
 		return newCPUBackend(), nil
 	}
 	if ordinal < 0 {
-		ordinal = localRank % n
+		ordinal = cfg.localRank % n
 	}
-	c := &cudaBackend{plan: p, ordinal: ordinal, stats: stats, trace: trace, graphs: graphs, reqs: make(chan cudaReq), resp: make(chan error)}
+	c := &cudaBackend{plan: p, ordinal: ordinal, stats: cfg.stats, trace: cfg.trace, graphs: cfg.graphs, reqs: make(chan cudaReq), resp: make(chan error)}
 	c.order = issueOrder(p.Keys)
 	c.launches = launchOrder(p, c.order)
 	started := make(chan error)
-	go c.loop(slots, most, started)
+	go c.loop(cfg.slots, cfg.maxSlots, started)
 	if err := <-started; err != nil {
 		return nil, fmt.Errorf("%s: %w", device, err)
 	}
-	if trace != nil {
+	if cfg.trace != nil {
 		for i := range c.streams {
-			trace.meta("thread_name", streamTrack+i, fmt.Sprintf("CUDA stream %d (copies, at device time)", i))
+			cfg.trace.meta("thread_name", streamTrack+i, fmt.Sprintf("CUDA stream %d (copies, at device time)", i))
 		}
 	}
 	if c.noGraphs != nil {
 		log.Info("loadergen: CUDA graphs off, copies issued one call each: "+c.noGraphs.Error(), "device", device)
 	}
 	log.Info("loadergen: CUDA backend", "device", device, "ordinal", ordinal, "name", c.devName, "streams", len(c.streams),
-		"batch_mib", fmt.Sprintf("%.1f", p.BatchMiB), "slots", slots, "graphs", c.graphs)
+		"batch_mib", fmt.Sprintf("%.1f", p.BatchMiB), "slots", cfg.slots, "graphs", c.graphs)
 	return c, nil
 }
 
@@ -132,8 +133,8 @@ type cudaBackend struct {
 
 // start makes the primary context current on this thread, checks device
 // memory, and creates the streams, events and buffers of the first slots
-// of a ring that may grow to most (addSlot).
-func (c *cudaBackend) start(slots, most int) error {
+// of a ring that may grow to maxSlots (addSlot).
+func (c *cudaBackend) start(slots, maxSlots int) error {
 	for _, k := range c.plan.Keys {
 		if k.Stream < 0 || k.Stream >= c.plan.NumStreams {
 			return fmt.Errorf("plan: key %q is on stream %d of %d", k.Name, k.Stream, c.plan.NumStreams)
@@ -180,7 +181,7 @@ func (c *cudaBackend) start(slots, most int) error {
 	c.originAt = time.Now()
 	// The capacity is the ring's bound, so that addSlot never moves the
 	// slots that slot and devicePtr have handed out.
-	c.slots = make([]cudaSlot, slots, most)
+	c.slots = make([]cudaSlot, slots, maxSlots)
 	for s := range c.slots {
 		if err := c.slots[s].alloc(c.plan.SlotBytes, len(c.streams), len(c.plan.Keys)); err != nil {
 			return fmt.Errorf("staging slot %d: %w", s, err)

@@ -697,7 +697,7 @@ func newTestBackend(t testing.TB, p Plan, graphs bool) *cudaBackend {
 	t.Helper()
 	gputest.Need(t, CUDAUsable())
 	st := &counters{copy: make([]atomic.Int64, p.NumStreams)}
-	b, err := newBackend(p.Device, 0, p, 2, 2, true, graphs, quiet, st, nil)
+	b, err := newBackend(backendConfig{device: p.Device, plan: p, slots: 2, maxSlots: 2, require: true, graphs: graphs, log: quiet, stats: st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -784,7 +784,7 @@ func TestCUDAGraphsFallBack(t *testing.T) {
 	var log bytes.Buffer
 	p := benchPlan([]int64{64, 128}, 2)
 	st := &counters{copy: make([]atomic.Int64, p.NumStreams)}
-	b, err := newBackend(p.Device, 0, p, 2, 2, true, true, slog.New(slog.NewTextHandler(&log, nil)), st, nil)
+	b, err := newBackend(backendConfig{device: p.Device, plan: p, slots: 2, maxSlots: 2, require: true, graphs: true, log: slog.New(slog.NewTextHandler(&log, nil)), stats: st})
 	if err != nil {
 		t.Fatal(err)
 	}

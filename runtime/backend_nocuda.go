@@ -4,7 +4,6 @@ package runtime
 
 import (
 	"errors"
-	"log/slog"
 	"sync"
 
 	"github.com/loadergen/loadergen/internal/devicename"
@@ -22,13 +21,13 @@ var errNoCUDABuild = errors.New("this build has no CUDA backend (build with -tag
 // newBackend returns the CPU backend: this build has no CUDA support. A plan
 // or option that asks for CUDA is logged once per process and run on the
 // CPU, or is an error when the caller requires the GPU.
-func newBackend(device string, _ int, _ Plan, _, _ int, require, _ bool, log *slog.Logger, _ *counters, _ *tracer) (backend, error) {
-	if _, cuda, _ := devicename.Parse(device); cuda {
-		if require {
-			return nil, errGPURequired(device, errNoCUDABuild)
+func newBackend(c backendConfig) (backend, error) {
+	if _, cuda, _ := devicename.Parse(c.device); cuda {
+		if c.require {
+			return nil, errGPURequired(c.device, errNoCUDABuild)
 		}
 		noCUDA.Do(func() {
-			log.Warn("loadergen: CUDA backend not compiled in (build with -tags cuda); running on CPU", "device", device)
+			c.log.Warn("loadergen: CUDA backend not compiled in (build with -tags cuda); running on CPU", "device", c.device)
 		})
 	}
 	return newCPUBackend(), nil

@@ -52,12 +52,12 @@ func (c *cudaBackend) call(r cudaReq) error {
 	return err
 }
 
-func (c *cudaBackend) loop(slots, most int, started chan<- error) {
+func (c *cudaBackend) loop(slots, maxSlots int, started chan<- error) {
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
 	// The thread goes back to Go's pool without a (released) context current.
 	defer cu.SetCurrentContext(cu.CUContext{})
-	if err := c.start(slots, most); err != nil {
+	if err := c.start(slots, maxSlots); err != nil {
 		started <- errors.Join(err, c.release())
 		return
 	}

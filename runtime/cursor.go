@@ -62,8 +62,8 @@ func (e *Engine) Start(ctx context.Context, epoch, start int) (*Cursor, error) {
 		return nil, fmt.Errorf("start batch %d is not in [0, %d]", start, c.nb)
 	}
 	c.fills, c.stopFills = e.fillContext(ctx)
-	e.free = e.keeps.unkept(e.free[:0], e.Slots())
-	e.grown, e.hinted = start, start
+	e.ring.free = e.keeps.unkept(e.ring.free[:0], e.Slots())
+	e.ring.grown, e.hinted = start, start
 	e.hint(c.order, epoch, c.next)
 	if c.err = c.dispatchFree(); c.err != nil {
 		c.Close()
@@ -76,7 +76,8 @@ func (e *Engine) Start(ctx context.Context, epoch, start int) (*Cursor, error) {
 // batches returned included.
 func (c *Cursor) dispatchFree() error {
 	e := c.e
-	for e.free = e.keeps.takeBack(e.free); c.next < c.nb && len(e.free) > 0; {
+	r := &e.ring
+	for r.free = e.keeps.takeBack(r.free); c.next < c.nb && len(r.free) > 0; {
 		if err := c.dispatchNext(); err != nil {
 			return err
 		}
@@ -110,7 +111,7 @@ func (c *Cursor) Next(wait time.Duration) (*Batch, error) {
 	if c.out >= 0 {
 		c.asked = time.Now()
 		if e.keeps.advance(c.out) {
-			e.free = append(e.free, c.out)
+			e.ring.free = append(e.ring.free, c.out)
 		}
 		c.out = -1
 		if c.err = c.dispatchFree(); c.err != nil {
@@ -134,7 +135,7 @@ func (c *Cursor) Next(wait time.Duration) (*Batch, error) {
 	}
 	if c.b == c.next { // every slot was kept when batch b was due
 		var err error
-		if e.free, err = e.keeps.awaitBack(c.ctx, e.done, expired, e.free); err != nil {
+		if e.ring.free, err = e.keeps.awaitBack(c.ctx, e.done, expired, e.ring.free); err != nil {
 			return nil, c.fail(err)
 		}
 		if c.err = c.dispatchFree(); c.err != nil {
@@ -189,7 +190,7 @@ func (c *Cursor) Close() {
 	if s := e.Slots(); s > c.slots {
 		e.set.logger.Info(fmt.Sprintf("loadergen: %s epoch %d: prefetch auto grew from %d to %d: the loop waited for batches while workers idled for want of a free slot (the longest: %v of a %v wait)",
 			e.plan.Name, c.epoch, c.slots-1, s-1, c.longest.idle.Round(time.Microsecond), c.longest.wait.Round(time.Microsecond)),
-			"slots", s, "max_slots", e.most)
+			"slots", s, "max_slots", e.ring.maxDepth)
 	}
 	if e.set.logEpochs {
 		e.set.logger.Info(fmt.Sprintf("loadergen: %s epoch %d: %v", e.plan.Name, c.epoch, e.Stats().Since(c.before, time.Since(c.t0))))

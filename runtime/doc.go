@@ -18,8 +18,12 @@ type EnforceVersion uint
 //	const _ = runtime.EnforceVersion(runtime.GenVersion - N)
 //	const _ = runtime.EnforceVersion(N - runtime.MinGenVersion)
 //
-// where N is the version they were generated for.
+// where N is the version they were generated for. GenVersion goes up when
+// generated code starts to call something an older runtime lacks;
+// MinGenVersion goes up to it when the runtime drops or changes something
+// older generated code calls, so that such code fails at its guard, whose
+// comment says to re-run loadergen, and not only at what is missing.
 const (
-	GenVersion    = 5
-	MinGenVersion = 5
+	GenVersion    = 6
+	MinGenVersion = 6
 )

@@ -130,7 +130,7 @@ func (e *Engine) replace(r *Run, cause error) error {
 		r.Pos, r.Indices, r.Done = pos+d, indices[d:d+1], 0
 		err := e.call(r)
 		if err == nil {
-			e.slots[r.Slot].skipped.Add(1)
+			e.ring.slots[r.Slot].skipped.Add(1)
 			e.logSkip(r, bad, j, cause)
 			return nil
 		}

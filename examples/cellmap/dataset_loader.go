@@ -23,8 +23,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of CellMap, fixed at generation time: batch memory 5.0 MiB < 100 MiB.
@@ -208,9 +208,9 @@ type CellMapLoader struct {
 	src     CellMapSource
 	many    CellMapSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []CellMapBatch                // one per place in the staging ring
-	samples []runtime.Own[CellMapSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[CellMapSamples] // one per filler, for ReadSamples; nil without
+	batches []CellMapBatch                   // one per place in the staging ring
+	samples []runtime.Padded[CellMapSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[CellMapSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewCellMapLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -252,13 +252,13 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[CellMapSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[CellMapSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[CellMapSample], e.Fillers())
+		l.samples = make([]runtime.Padded[CellMapSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

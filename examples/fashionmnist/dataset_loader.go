@@ -21,8 +21,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of FashionMNIST, fixed at generation time: device is cpu.
@@ -200,9 +200,9 @@ type FashionMNISTLoader struct {
 	src     FashionMNISTSource
 	many    FashionMNISTSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []FashionMNISTBatch                // one per place in the staging ring
-	samples []runtime.Own[FashionMNISTSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[FashionMNISTSamples] // one per filler, for ReadSamples; nil without
+	batches []FashionMNISTBatch                   // one per place in the staging ring
+	samples []runtime.Padded[FashionMNISTSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[FashionMNISTSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewFashionMNISTLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -234,13 +234,13 @@ func NewFashionMNISTLoader(src FashionMNISTSource, opts runtime.Options) (*Fashi
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[FashionMNISTSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[FashionMNISTSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[FashionMNISTSample], e.Fillers())
+		l.samples = make([]runtime.Padded[FashionMNISTSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

@@ -23,8 +23,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of ImageNet, fixed at generation time: device is cpu.
@@ -202,9 +202,9 @@ type ImageNetLoader struct {
 	src     ImageNetSource
 	many    ImageNetSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []ImageNetBatch                // one per place in the staging ring
-	samples []runtime.Own[ImageNetSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[ImageNetSamples] // one per filler, for ReadSamples; nil without
+	batches []ImageNetBatch                   // one per place in the staging ring
+	samples []runtime.Padded[ImageNetSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[ImageNetSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewImageNetLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -233,13 +233,13 @@ func NewImageNetLoader(src ImageNetSource, opts runtime.Options) (*ImageNetLoade
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[ImageNetSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[ImageNetSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[ImageNetSample], e.Fillers())
+		l.samples = make([]runtime.Padded[ImageNetSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

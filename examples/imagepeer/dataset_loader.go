@@ -21,8 +21,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Images, fixed at generation time: batch memory 19.9 MiB < 100 MiB.
@@ -227,9 +227,9 @@ type ImagesLoader struct {
 	src     ImagesSource
 	many    ImagesSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []ImagesBatch                // one per place in the staging ring
-	samples []runtime.Own[ImagesSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[ImagesSamples] // one per filler, for ReadSamples; nil without
+	batches []ImagesBatch                   // one per place in the staging ring
+	samples []runtime.Padded[ImagesSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[ImagesSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewImagesLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -262,13 +262,13 @@ func NewImagesLoader(src ImagesSource, opts runtime.Options) (*ImagesLoader, err
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[ImagesSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[ImagesSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[ImagesSample], e.Fillers())
+		l.samples = make([]runtime.Padded[ImagesSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

@@ -22,8 +22,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Peer, fixed at generation time: device is cpu.
@@ -202,9 +202,9 @@ type PeerLoader struct {
 	src     PeerSource
 	many    PeerSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []PeerBatch                // one per place in the staging ring
-	samples []runtime.Own[PeerSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[PeerSamples] // one per filler, for ReadSamples; nil without
+	batches []PeerBatch                   // one per place in the staging ring
+	samples []runtime.Padded[PeerSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[PeerSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewPeerLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -246,13 +246,13 @@ func NewPeerLoader(src PeerSource, opts runtime.Options) (*PeerLoader, error) {
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[PeerSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[PeerSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[PeerSample], e.Fillers())
+		l.samples = make([]runtime.Padded[PeerSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

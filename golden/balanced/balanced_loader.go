@@ -18,8 +18,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Balanced, fixed at generation time: batch size 4 >= 2 and batch memory 0.2 MiB >= 0.1 MiB.
@@ -334,9 +334,9 @@ type BalancedLoader struct {
 	src     BalancedSource
 	many    BalancedSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []BalancedBatch                // one per place in the staging ring
-	samples []runtime.Own[BalancedSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[BalancedSamples] // one per filler, for ReadSamples; nil without
+	batches []BalancedBatch                   // one per place in the staging ring
+	samples []runtime.Padded[BalancedSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[BalancedSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewBalancedLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -371,13 +371,13 @@ func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoade
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[BalancedSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[BalancedSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[BalancedSample], e.Fillers())
+		l.samples = make([]runtime.Padded[BalancedSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

@@ -2,18 +2,17 @@ package balanced
 
 import (
 	"context"
-	"log/slog"
 	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/goleak"
 
 	"github.com/loadergen/loadergen/internal/fixture/pattern"
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goldentest.Main(m) }
 
 type source struct{ n int }
 
@@ -62,7 +61,7 @@ func TestPlan(t *testing.T) {
 // The plan names cuda:1, which a one-GPU machine lacks, so the run is forced
 // onto the CPU in every build.
 func TestDropLast(t *testing.T) {
-	l, err := NewBalancedLoader(source{n: 10}, runtime.Options{Device: "cpu", Logger: slog.New(slog.DiscardHandler)})
+	l, err := NewBalancedLoader(source{n: 10}, runtime.Options{Device: "cpu", Logger: goldentest.Quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

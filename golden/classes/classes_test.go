@@ -3,7 +3,6 @@ package classes
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -12,15 +11,14 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
-
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/npy"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goldentest.Main(m) }
 
-var quiet = runtime.Options{Logger: slog.New(slog.DiscardHandler)}
+var quiet = runtime.Options{Logger: goldentest.Quiet}
 
 // dataset holds the bytes written to each key's .npy file, per key in plan
 // order, n samples each.
@@ -135,7 +133,7 @@ func TestFileShrinkNamesKeyAndSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer files.Close()
-	l, err := NewCellMapLoader(files, runtime.Options{Logger: quiet.Logger, Workers: 1})
+	l, err := NewCellMapLoader(files, runtime.Options{Logger: goldentest.Quiet, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

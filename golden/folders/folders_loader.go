@@ -23,8 +23,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Folders, fixed at generation time: device is cpu.
@@ -203,9 +203,9 @@ type FoldersLoader struct {
 	src     FoldersSource
 	many    FoldersSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []FoldersBatch                // one per place in the staging ring
-	samples []runtime.Own[FoldersSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[FoldersSamples] // one per filler, for ReadSamples; nil without
+	batches []FoldersBatch                   // one per place in the staging ring
+	samples []runtime.Padded[FoldersSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[FoldersSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewFoldersLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -234,13 +234,13 @@ func NewFoldersLoader(src FoldersSource, opts runtime.Options) (*FoldersLoader, 
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[FoldersSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[FoldersSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[FoldersSample], e.Fillers())
+		l.samples = make([]runtime.Padded[FoldersSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

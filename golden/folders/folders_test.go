@@ -9,13 +9,12 @@ import (
 	"slices"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/loadergen/loadergen/internal/fixture/photoshards"
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goldentest.Main(m) }
 
 // set is the test's data: 22 photos of 40 x 30 pixels in 3 class folders.
 var set = photoshards.Set{Samples: 22, Width: 40, Height: 30, Classes: 3, Quality: 90, Seed: 2}

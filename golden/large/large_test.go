@@ -3,22 +3,18 @@ package large
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	goruntime "runtime"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/loadergen/loadergen/internal/fixture/pattern"
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-var quiet = slog.New(slog.DiscardHandler)
+func TestMain(m *testing.M) { goldentest.Main(m) }
 
 // memSource is a memory-resident dataset whose reads copy.
 type memSource struct {
@@ -51,12 +47,8 @@ func (s *memSource) Read(smp *LargeSample) error {
 
 func newLoader(tb testing.TB, src LargeSource, workers int) *LargeLoader {
 	tb.Helper()
-	l, err := NewLargeLoader(src, runtime.Options{Workers: workers, Logger: quiet})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { l.Close() })
-	return l
+	l, err := NewLargeLoader(src, runtime.Options{Workers: workers, Logger: goldentest.Quiet})
+	return goldentest.Closing(tb, l, err)
 }
 
 func TestEpoch(t *testing.T) {

@@ -23,8 +23,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Photos, fixed at generation time: device is cpu.
@@ -224,9 +224,9 @@ type PhotosLoader struct {
 	src     PhotosSource
 	many    PhotosSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []PhotosBatch                // one per place in the staging ring
-	samples []runtime.Own[PhotosSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[PhotosSamples] // one per filler, for ReadSamples; nil without
+	batches []PhotosBatch                   // one per place in the staging ring
+	samples []runtime.Padded[PhotosSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[PhotosSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewPhotosLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -256,13 +256,13 @@ func NewPhotosLoader(src PhotosSource, opts runtime.Options) (*PhotosLoader, err
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[PhotosSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[PhotosSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[PhotosSample], e.Fillers())
+		l.samples = make([]runtime.Padded[PhotosSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

@@ -14,15 +14,14 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/loadergen/loadergen/internal/fixture/photoshards"
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/records"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goldentest.Main(m) }
 
 // set is the test's data: 22 photos of 40 x 30 pixels in the schema's two
 // shards, masks holding each pixel's column.
@@ -36,11 +35,7 @@ func openRecords(t *testing.T) (r *PhotosRecords, dir string) {
 		t.Fatal(err)
 	}
 	r, err := OpenPhotosRecords(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r, dir
+	return goldentest.Closing(t, r, err), dir
 }
 
 // epochSamples runs epoch and returns each sample's keys' bytes by index.

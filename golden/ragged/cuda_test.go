@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/loadergen/loadergen/internal/fixture/pattern"
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/internal/testenv/gputest"
 	"github.com/loadergen/loadergen/runtime"
 )
@@ -16,7 +17,7 @@ import (
 // stream, and hold what the host staged, as does every other key.
 func TestCUDALengths(t *testing.T) {
 	gputest.Need(t, runtime.CUDAUsable())
-	l, err := NewRaggedLoader(appender{200}, runtime.Options{Logger: quiet})
+	l, err := NewRaggedLoader(appender{200}, runtime.Options{Logger: goldentest.Quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Ragged, fixed at generation time: batch size 6 >= 1 and batch memory 0.0 MiB >= 0 MiB.
@@ -315,9 +315,9 @@ type RaggedLoader struct {
 	src     RaggedSource
 	many    RaggedSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []RaggedBatch                // one per place in the staging ring
-	samples []runtime.Own[RaggedSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[RaggedSamples] // one per filler, for ReadSamples; nil without
+	batches []RaggedBatch                   // one per place in the staging ring
+	samples []runtime.Padded[RaggedSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[RaggedSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewRaggedLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -350,13 +350,13 @@ func NewRaggedLoader(src RaggedSource, opts runtime.Options) (*RaggedLoader, err
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[RaggedSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[RaggedSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[RaggedSample], e.Fillers())
+		l.samples = make([]runtime.Padded[RaggedSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

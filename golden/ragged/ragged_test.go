@@ -4,21 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/loadergen/loadergen/internal/fixture/pattern"
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-var quiet = slog.New(slog.DiscardHandler)
+func TestMain(m *testing.M) { goldentest.Main(m) }
 
 // Sample i has i%17 tokens (0 to 16, the maximum) and i%9 boxes (0 to 8).
 func tokenRows(i int) int { return i % 17 }
@@ -152,7 +148,7 @@ func TestSources(t *testing.T) {
 		{"ReadSamples", batchReader{appender{n}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			l, err := NewRaggedLoader(c.src, runtime.Options{Logger: quiet})
+			l, err := NewRaggedLoader(c.src, runtime.Options{Logger: goldentest.Quiet})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +183,7 @@ func TestBadRows(t *testing.T) {
 		{"ReadSamples length", badSamples{}, "boxes", `read sample 5: key "boxes": ReadSamples set 9 rows, not in [0, 8]`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			l, err := NewRaggedLoader(c.src, runtime.Options{Logger: quiet})
+			l, err := NewRaggedLoader(c.src, runtime.Options{Logger: goldentest.Quiet})
 			if err != nil {
 				t.Fatal(err)
 			}

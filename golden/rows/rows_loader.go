@@ -21,8 +21,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Rows, fixed at generation time: device is cpu.
@@ -200,9 +200,9 @@ type RowsLoader struct {
 	src     RowsSource
 	many    RowsSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []RowsBatch                // one per place in the staging ring
-	samples []runtime.Own[RowsSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[RowsSamples] // one per filler, for ReadSamples; nil without
+	batches []RowsBatch                   // one per place in the staging ring
+	samples []runtime.Padded[RowsSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[RowsSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewRowsLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -234,13 +234,13 @@ func NewRowsLoader(src RowsSource, opts runtime.Options) (*RowsLoader, error) {
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[RowsSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[RowsSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[RowsSample], e.Fillers())
+		l.samples = make([]runtime.Padded[RowsSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

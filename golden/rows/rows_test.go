@@ -4,21 +4,17 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
-	"go.uber.org/goleak"
-
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/npy"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-var quiet = slog.New(slog.DiscardHandler)
+func TestMain(m *testing.M) { goldentest.Main(m) }
 
 // writeRows writes n rows under a new directory: row i's features are
 // i*32 .. i*32+31 and its label is i.
@@ -45,18 +41,9 @@ func writeRows(tb testing.TB, n int) string {
 func open(tb testing.TB, root string, workers int) (*RowsFiles, *RowsLoader) {
 	tb.Helper()
 	files, err := OpenRowsFiles(root)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	l, err := NewRowsLoader(files, runtime.Options{Workers: workers, Logger: quiet})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		l.Close()
-		files.Close()
-	})
-	return files, l
+	files = goldentest.Closing(tb, files, err)
+	l, err := NewRowsLoader(files, runtime.Options{Workers: workers, Logger: goldentest.Quiet})
+	return files, goldentest.Closing(tb, l, err) // closed before files
 }
 
 // TestEpoch reads every row of a shuffled epoch through the gather loop and

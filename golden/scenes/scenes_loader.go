@@ -23,8 +23,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Scenes, fixed at generation time: device is cpu.
@@ -246,9 +246,9 @@ type ScenesLoader struct {
 	src     ScenesSource
 	many    ScenesSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []ScenesBatch                // one per place in the staging ring
-	samples []runtime.Own[ScenesSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[ScenesSamples] // one per filler, for ReadSamples; nil without
+	batches []ScenesBatch                   // one per place in the staging ring
+	samples []runtime.Padded[ScenesSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[ScenesSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewScenesLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -279,13 +279,13 @@ func NewScenesLoader(src ScenesSource, opts runtime.Options) (*ScenesLoader, err
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[ScenesSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[ScenesSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[ScenesSample], e.Fillers())
+		l.samples = make([]runtime.Padded[ScenesSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

@@ -9,13 +9,12 @@ import (
 	"slices"
 	"testing"
 
-	"go.uber.org/goleak"
-
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/records"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goldentest.Main(m) }
 
 // samples is how many samples testdata/make_fixtures.py writes.
 const samples = 10

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
 )
 
@@ -56,7 +57,7 @@ func (s *cropSource) draw(epoch, index int) (dy, dx int) {
 func augmented(t *testing.T, n, workers int) map[[2]int][2]int {
 	t.Helper()
 	src := &cropSource{n: n, draws: map[[2]int][2]int{}}
-	l := newLoader(t, src, runtime.Options{Workers: workers, Logger: quiet.Logger})
+	l := newLoader(t, src, runtime.Options{Workers: workers, Logger: goldentest.Quiet})
 	for epoch := range 2 {
 		for b, err := range l.Epoch(context.Background(), epoch) {
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
 )
 
@@ -26,7 +27,7 @@ func (s straggler) Read(smp *SmallSample) error {
 // every element of every batch is checked, across two epochs.
 func TestRingDeepens(t *testing.T) {
 	const n = 4 * 100
-	l := newLoader(t, straggler{source{n: n}}, runtime.Options{Workers: 16, Logger: quiet.Logger})
+	l := newLoader(t, straggler{source{n: n}}, runtime.Options{Workers: 16, Logger: goldentest.Quiet})
 	start := l.Stats().Prefetch
 	if start != 8 {
 		t.Fatalf("16 workers, batch 4: prefetch %d at start, want 8", start)

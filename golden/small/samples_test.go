@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loadergen/loadergen/internal/fixture/pattern"
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
 )
 
@@ -48,9 +49,9 @@ func (m *manySource) ReadSamples(s *SmallSamples) (int, error) {
 func TestSamplesReaderIsUsed(t *testing.T) {
 	const n = 37
 	for _, opts := range []runtime.Options{
-		{Logger: quiet.Logger},
-		{Logger: quiet.Logger, Workers: 1},
-		{Logger: quiet.Logger, Rank: 1, WorldSize: 3},
+		{Logger: goldentest.Quiet},
+		{Logger: goldentest.Quiet, Workers: 1},
+		{Logger: goldentest.Quiet, Rank: 1, WorldSize: 3},
 	} {
 		plain := newLoader(t, source{n: n}, opts)
 		m := &manySource{source: source{n: n}, failAt: -1}

@@ -18,8 +18,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Small, fixed at generation time: device is cpu.
@@ -219,9 +219,9 @@ type SmallLoader struct {
 	src     SmallSource
 	many    SmallSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []SmallBatch                // one per place in the staging ring
-	samples []runtime.Own[SmallSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[SmallSamples] // one per filler, for ReadSamples; nil without
+	batches []SmallBatch                   // one per place in the staging ring
+	samples []runtime.Padded[SmallSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[SmallSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewSmallLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -251,13 +251,13 @@ func NewSmallLoader(src SmallSource, opts runtime.Options) (*SmallLoader, error)
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[SmallSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[SmallSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[SmallSample], e.Fillers())
+		l.samples = make([]runtime.Padded[SmallSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

@@ -5,20 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"log/slog"
 	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/goleak"
 
 	"github.com/loadergen/loadergen/internal/fixture/pattern"
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goldentest.Main(m) }
 
-var quiet = runtime.Options{Logger: slog.New(slog.DiscardHandler)}
+var quiet = runtime.Options{Logger: goldentest.Quiet}
 
 // source writes pattern values; fail, when set, makes one read fail.
 type source struct {
@@ -50,11 +49,7 @@ func (s source) Read(smp *SmallSample) error {
 func newLoader(t *testing.T, src SmallSource, opts runtime.Options) *SmallLoader {
 	t.Helper()
 	l, err := NewSmallLoader(src, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	return goldentest.Closing(t, l, err)
 }
 
 // keys are the pattern rules of every key of a batch.
@@ -103,7 +98,7 @@ func TestEpochs(t *testing.T) {
 			t.Errorf("EpochFrom(1, %d) (-want +got):\n%s", start, diff)
 		}
 	}
-	one := newLoader(t, source{n: n}, runtime.Options{Workers: 1, Logger: quiet.Logger})
+	one := newLoader(t, source{n: n}, runtime.Options{Workers: 1, Logger: goldentest.Quiet})
 	if diff := cmp.Diff(e1, epoch(t, one, 1, 0)); diff != "" {
 		t.Errorf("order depends on the worker count (-2 workers +1):\n%s", diff)
 	}
@@ -143,7 +138,7 @@ func TestReadErrorNamesKeyIndexAndBatch(t *testing.T) {
 			return errBad
 		}
 		return nil
-	}}, runtime.Options{Logger: quiet.Logger, Workers: 3})
+	}}, runtime.Options{Logger: goldentest.Quiet, Workers: 3})
 	var errs []error
 	for _, err := range l.Epoch(context.Background(), 0) {
 		if err != nil {

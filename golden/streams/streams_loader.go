@@ -18,8 +18,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of EM, fixed at generation time: batch size 8 >= 8 and batch memory 1.3 MiB >= 1 MiB.
@@ -246,9 +246,9 @@ type EMLoader struct {
 	src     EMSource
 	many    EMSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []EMBatch                // one per place in the staging ring
-	samples []runtime.Own[EMSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[EMSamples] // one per filler, for ReadSamples; nil without
+	batches []EMBatch                   // one per place in the staging ring
+	samples []runtime.Padded[EMSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[EMSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewEMLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -279,13 +279,13 @@ func NewEMLoader(src EMSource, opts runtime.Options) (*EMLoader, error) {
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[EMSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[EMSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[EMSample], e.Fillers())
+		l.samples = make([]runtime.Padded[EMSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

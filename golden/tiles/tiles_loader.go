@@ -23,8 +23,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Seg, fixed at generation time: batch size 4 < 8.
@@ -207,9 +207,9 @@ type SegLoader struct {
 	src     SegSource
 	many    SegSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []SegBatch                // one per place in the staging ring
-	samples []runtime.Own[SegSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[SegSamples] // one per filler, for ReadSamples; nil without
+	batches []SegBatch                   // one per place in the staging ring
+	samples []runtime.Padded[SegSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[SegSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewSegLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -247,13 +247,13 @@ func NewSegLoader(src SegSource, opts runtime.Options) (*SegLoader, error) {
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[SegSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[SegSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[SegSample], e.Fillers())
+		l.samples = make([]runtime.Padded[SegSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

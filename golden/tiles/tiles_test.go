@@ -3,24 +3,20 @@ package tiles
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/loadergen/loadergen/internal/fixture/emvolume"
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/volume"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-var quiet = slog.New(slog.DiscardHandler)
+func TestMain(m *testing.M) { goldentest.Main(m) }
 
 // writeVolumes writes a volume with a labelled crop (mito and er) and a
 // manifest of two rows: the crop, whose labels the tiles cover, and the
@@ -47,18 +43,14 @@ func writeVolumes(t *testing.T, dir string) (string, string) {
 func openTiles(t *testing.T, manifest string) *SegTiles {
 	t.Helper()
 	src, err := OpenSegTiles(manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { src.Close() })
-	return src
+	return goldentest.Closing(t, src, err)
 }
 
 // predict runs the loader over src with opts, writing each batch's labels
 // back as its prediction, and returns the batches' indices.
 func predict(t *testing.T, src *SegTiles, w *SegPredictions, opts runtime.Options) [][]int {
 	t.Helper()
-	opts.Logger = quiet
+	opts.Logger = goldentest.Quiet
 	l, err := NewSegLoader(src, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +102,7 @@ func TestPredictLabelsBack(t *testing.T) {
 	manifest, root := writeVolumes(t, t.TempDir())
 	src := openTiles(t, manifest)
 	out := t.TempDir()
-	w, err := CreateSegPredictions(out, src, volume.PredictOptions{Logger: quiet})
+	w, err := CreateSegPredictions(out, src, volume.PredictOptions{Logger: goldentest.Quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +144,7 @@ func TestRanksSplitInRuns(t *testing.T) {
 	src := openTiles(t, manifest)
 	n := src.Len()
 	for rank, want := range [][]int{seq(0, n/2), seq(n/2, n)} {
-		w, err := CreateSegPredictions(t.TempDir(), src, volume.PredictOptions{Logger: quiet})
+		w, err := CreateSegPredictions(t.TempDir(), src, volume.PredictOptions{Logger: goldentest.Quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +163,7 @@ func TestResumeNarrowsTheLoader(t *testing.T) {
 	manifest, root := writeVolumes(t, t.TempDir())
 	out := t.TempDir()
 	src := openTiles(t, manifest)
-	w, err := CreateSegPredictions(out, src, volume.PredictOptions{Logger: quiet})
+	w, err := CreateSegPredictions(out, src, volume.PredictOptions{Logger: goldentest.Quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +171,7 @@ func TestResumeNarrowsTheLoader(t *testing.T) {
 	predict(t, src, w, runtime.Options{Rank: 0, WorldSize: 3})
 	w.Close()
 	again := openTiles(t, manifest)
-	w, err = CreateSegPredictions(out, again, volume.PredictOptions{Resume: true, Logger: quiet})
+	w, err = CreateSegPredictions(out, again, volume.PredictOptions{Resume: true, Logger: goldentest.Quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Tiny, fixed at generation time: device is cpu.
@@ -329,9 +329,9 @@ type TinyLoader struct {
 	src     TinySource
 	many    TinySamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []TinyBatch                // one per place in the staging ring
-	samples []runtime.Own[TinySample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[TinySamples] // one per filler, for ReadSamples; nil without
+	batches []TinyBatch                   // one per place in the staging ring
+	samples []runtime.Padded[TinySample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[TinySamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewTinyLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -366,13 +366,13 @@ func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[TinySamples], e.Fillers())
+		l.runs = make([]runtime.Padded[TinySamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[TinySample], e.Fillers())
+		l.samples = make([]runtime.Padded[TinySample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

@@ -2,17 +2,15 @@ package tiny
 
 import (
 	"context"
-	"log/slog"
 	"slices"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/loadergen/loadergen/internal/fixture/pattern"
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goldentest.Main(m) }
 
 // source writes each sample's index into its four elements.
 type source struct{ n int }
@@ -33,12 +31,8 @@ func (source) Read(s *TinySample) error {
 
 func newLoader(tb testing.TB, n int) *TinyLoader {
 	tb.Helper()
-	l, err := NewTinyLoader(source{n: n}, runtime.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { l.Close() })
-	return l
+	l, err := NewTinyLoader(source{n: n}, runtime.Options{Logger: goldentest.Quiet})
+	return goldentest.Closing(tb, l, err)
 }
 
 func TestEpoch(t *testing.T) {

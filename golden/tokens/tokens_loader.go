@@ -21,8 +21,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Tokens, fixed at generation time: device is cpu.
@@ -251,9 +251,9 @@ type TokensLoader struct {
 	src     TokensSource
 	many    TokensSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []TokensBatch                // one per place in the staging ring
-	samples []runtime.Own[TokensSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[TokensSamples] // one per filler, for ReadSamples; nil without
+	batches []TokensBatch                   // one per place in the staging ring
+	samples []runtime.Padded[TokensSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[TokensSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewTokensLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -286,13 +286,13 @@ func NewTokensLoader(src TokensSource, opts runtime.Options) (*TokensLoader, err
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[TokensSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[TokensSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[TokensSample], e.Fillers())
+		l.samples = make([]runtime.Padded[TokensSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

@@ -3,7 +3,6 @@ package tokens
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -12,15 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
-
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/npy"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-var quiet = slog.New(slog.DiscardHandler)
+func TestMain(m *testing.M) { goldentest.Main(m) }
 
 // lengths draws n row counts from a long-tailed (log-normal) distribution
 // with a mean of about 200, cut at 512: most sentences are short, a few are
@@ -74,11 +70,7 @@ func writeTokens(tb testing.TB, rows []int) string {
 func openFiles(tb testing.TB, root string) *TokensFiles {
 	tb.Helper()
 	files, err := OpenTokensFiles(root)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { files.Close() })
-	return files
+	return goldentest.Closing(tb, files, err)
 }
 
 // open starts a loader with o over the files under root, closed when tb
@@ -86,13 +78,9 @@ func openFiles(tb testing.TB, root string) *TokensFiles {
 func open(tb testing.TB, root string, o runtime.Options) (*TokensFiles, *TokensLoader) {
 	tb.Helper()
 	files := openFiles(tb, root)
-	o.Logger = quiet
+	o.Logger = goldentest.Quiet
 	l, err := NewTokensLoader(files, o)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { l.Close() })
-	return files, l
+	return files, goldentest.Closing(tb, l, err)
 }
 
 // check verifies every sample of b against the files' contents: its rows,
@@ -143,7 +131,7 @@ func TestEpoch(t *testing.T) {
 			if c.read {
 				src = readOnly{files}
 			}
-			l, err := NewTokensLoader(src, runtime.Options{Workers: c.workers, Logger: quiet})
+			l, err := NewTokensLoader(src, runtime.Options{Workers: c.workers, Logger: goldentest.Quiet})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -320,7 +308,7 @@ func copyFile(t *testing.T, from, to string) {
 // both numbers; nothing is truncated.
 func TestOverflowFromSource(t *testing.T) {
 	files := openFiles(t, writeTokens(t, []int{5, 4, 3, 2}))
-	l, err := NewTokensLoader(tooLong{readOnly{files}}, runtime.Options{Logger: quiet})
+	l, err := NewTokensLoader(tooLong{readOnly{files}}, runtime.Options{Logger: goldentest.Quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

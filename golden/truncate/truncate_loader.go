@@ -21,8 +21,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Truncate, fixed at generation time: device is cpu.
@@ -304,9 +304,9 @@ type TruncateLoader struct {
 	src     TruncateSource
 	many    TruncateSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []TruncateBatch                // one per place in the staging ring
-	samples []runtime.Own[TruncateSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[TruncateSamples] // one per filler, for ReadSamples; nil without
+	batches []TruncateBatch                   // one per place in the staging ring
+	samples []runtime.Padded[TruncateSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[TruncateSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewTruncateLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -341,13 +341,13 @@ func NewTruncateLoader(src TruncateSource, opts runtime.Options) (*TruncateLoade
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[TruncateSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[TruncateSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[TruncateSample], e.Fillers())
+		l.samples = make([]runtime.Padded[TruncateSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

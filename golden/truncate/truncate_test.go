@@ -3,22 +3,18 @@ package truncate
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/npy"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-var quiet = slog.New(slog.DiscardHandler)
+func TestMain(m *testing.M) { goldentest.Main(m) }
 
 // samples is the corpus size: every tenth sample (i%10 == 3) is an outlier
 // of 33 to 73 tokens, over the maximum 32; every tenth (i%10 == 7) has
@@ -140,7 +136,7 @@ func TestTruncate(t *testing.T) {
 			if c.read {
 				src = readOnly{files}
 			}
-			l, err := NewTruncateLoader(src, runtime.Options{Workers: c.workers, Logger: quiet})
+			l, err := NewTruncateLoader(src, runtime.Options{Workers: c.workers, Logger: goldentest.Quiet})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -179,7 +175,7 @@ func TestBucketSeesTruncated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer files.Close()
-	l, err := NewTruncateLoader(files, runtime.Options{Logger: quiet})
+	l, err := NewTruncateLoader(files, runtime.Options{Logger: goldentest.Quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,8 +24,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Turned, fixed at generation time: device is cpu.
@@ -204,9 +204,9 @@ type TurnedLoader struct {
 	src     TurnedSource
 	many    TurnedSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []TurnedBatch                // one per place in the staging ring
-	samples []runtime.Own[TurnedSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[TurnedSamples] // one per filler, for ReadSamples; nil without
+	batches []TurnedBatch                   // one per place in the staging ring
+	samples []runtime.Padded[TurnedSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[TurnedSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewTurnedLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -242,13 +242,13 @@ func NewTurnedLoader(src TurnedSource, opts runtime.Options) (*TurnedLoader, err
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[TurnedSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[TurnedSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[TurnedSample], e.Fillers())
+		l.samples = make([]runtime.Padded[TurnedSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

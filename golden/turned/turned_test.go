@@ -11,14 +11,13 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/loadergen/loadergen/internal/fixture/emvolume"
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goldentest.Main(m) }
 
 // writeVolumes writes three volumes under dir, a and c annotating mito and
 // er, b mito alone, and a manifest naming them; it returns the manifest's
@@ -49,11 +48,7 @@ func openVolumes(t *testing.T, manifest string) *TurnedVolumes {
 		t.Fatal(err)
 	}
 	v, err := OpenTurnedVolumes(vols)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { v.Close() })
-	return v
+	return goldentest.Closing(t, v, err)
 }
 
 // epochSamples runs epoch of a loader over src and returns each sample's

@@ -24,8 +24,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Values, fixed at generation time: device is cpu.
@@ -226,9 +226,9 @@ type ValuesLoader struct {
 	src     ValuesSource
 	many    ValuesSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []ValuesBatch                // one per place in the staging ring
-	samples []runtime.Own[ValuesSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[ValuesSamples] // one per filler, for ReadSamples; nil without
+	batches []ValuesBatch                   // one per place in the staging ring
+	samples []runtime.Padded[ValuesSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[ValuesSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewValuesLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -265,13 +265,13 @@ func NewValuesLoader(src ValuesSource, opts runtime.Options) (*ValuesLoader, err
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[ValuesSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[ValuesSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[ValuesSample], e.Fillers())
+		l.samples = make([]runtime.Padded[ValuesSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

@@ -23,8 +23,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Cells, fixed at generation time: batch size 4 < 8.
@@ -208,9 +208,9 @@ type CellsLoader struct {
 	src     CellsSource
 	many    CellsSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []CellsBatch                // one per place in the staging ring
-	samples []runtime.Own[CellsSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[CellsSamples] // one per filler, for ReadSamples; nil without
+	batches []CellsBatch                   // one per place in the staging ring
+	samples []runtime.Padded[CellsSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[CellsSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewCellsLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -246,13 +246,13 @@ func NewCellsLoader(src CellsSource, opts runtime.Options) (*CellsLoader, error)
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[CellsSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[CellsSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[CellsSample], e.Fillers())
+		l.samples = make([]runtime.Padded[CellsSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

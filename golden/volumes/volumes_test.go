@@ -15,14 +15,13 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/loadergen/loadergen/internal/fixture/emvolume"
+	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goldentest.Main(m) }
 
 // writeVolumes writes two volumes under dir, the second without the class
 // er, and a manifest naming them; it returns the manifest's path.
@@ -52,11 +51,7 @@ func openVolumes(t *testing.T, manifest string) *CellsVolumes {
 		t.Fatal(err)
 	}
 	v, err := OpenCellsVolumes(vols)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { v.Close() })
-	return v
+	return goldentest.Closing(t, v, err)
 }
 
 // epochSamples runs epoch of a loader over src and returns each sample's

@@ -230,7 +230,7 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 		}
 		if cur == nil || key != cur.key {
 			if cur != nil {
-				if err := part.finish(name, cur); err != nil {
+				if err := part.addSample(name, cur); err != nil {
 					return nil, err
 				}
 			}
@@ -254,7 +254,7 @@ func (ix *index) indexShard(i int32, open shardOpener) (*index, error) {
 		}
 	}
 	if cur != nil {
-		if err := part.finish(name, cur); err != nil {
+		if err := part.addSample(name, cur); err != nil {
 			return nil, err
 		}
 	}
@@ -303,9 +303,9 @@ type shardSample struct {
 	alt     []int             // per wanted member: the alternative found (Alternatives), -1 for none yet
 }
 
-// finish checks that sample c of shard name holds every wanted member
+// addSample checks that sample c of shard name holds every wanted member
 // and adds it.
-func (ix *index) finish(name string, c *shardSample) error {
+func (ix *index) addSample(name string, c *shardSample) error {
 	for j, a := range c.alt {
 		if a < 0 {
 			have := slices.Sorted(maps.Keys(c.exts))

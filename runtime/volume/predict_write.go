@@ -286,7 +286,7 @@ func (p *Predictions) flush() {
 				out = make([]byte, n)
 			}
 			data = out[:n]
-			a.finish(data, pt)
+			a.average(data, pt)
 		}
 		err := a.w.WriteChunk(p.ctx, pt.idx[:len(a.grid)], data)
 		p.mu.Lock()
@@ -402,10 +402,10 @@ func (a *outArray) copyTile(pt *partial, c []int, tile []byte) {
 	})
 }
 
-// finish writes the blended chunk of pt, in the key's dtype, into out:
+// average writes the blended chunk of pt, in the key's dtype, into out:
 // each voxel's sum over the number of tiles that cover it, the fill value
 // past the array's end.
-func (a *outArray) finish(out []byte, pt *partial) {
+func (a *outArray) average(out []byte, pt *partial) {
 	rank := len(a.chunk)
 	var zero, start, inside [lgruntime.MaxSpatialRank]int
 	for ax := range rank {
@@ -425,7 +425,7 @@ func (a *outArray) finish(out []byte, pt *partial) {
 				w *= a.inv[ax][start[ax]+x]
 			}
 		}
-		finishRun(out, a.key.DType, pt.buf, a.acc, do, n, w, a.inv[last][start[last]+do%a.chunk[last]:])
+		averageRun(out, a.key.DType, pt.buf, a.acc, do, n, w, a.inv[last][start[last]+do%a.chunk[last]:])
 	})
 }
 
@@ -506,9 +506,9 @@ func addRun(acc []byte, accT lgruntime.DType, do int, src []byte, d lgruntime.DT
 	}
 }
 
-// finishRun writes n averaged values into out (dtype d) from element do:
+// averageRun writes n averaged values into out (dtype d) from element do:
 // the sums of acc (dtype accT) there, times w and inv[i].
-func finishRun(out []byte, d lgruntime.DType, acc []byte, accT lgruntime.DType, do, n int, w float64, inv []float64) {
+func averageRun(out []byte, d lgruntime.DType, acc []byte, accT lgruntime.DType, do, n int, w float64, inv []float64) {
 	if accT == lgruntime.Float32 && d == lgruntime.Float32 {
 		dst := lgruntime.View[float32](out)[do : do+n]
 		for i, sum := range lgruntime.View[float32](acc)[do : do+n] {

@@ -198,7 +198,7 @@ type cacheEntry struct {
 	done       chan struct{}
 	refs       int         // readers that got the entry from get and have not released it
 	evicted    bool        // out of the map: its buffer is freed when refs drops to 0
-	charge     int64       // decode memory its buffer holds until recycled: set by finish when it evicts the entry at once
+	charge     int64       // decode memory its buffer holds until recycled: set by endLoad when it evicts the entry at once
 	prev, next *cacheEntry // the lru list, once loaded
 }
 
@@ -216,7 +216,7 @@ func (s window) holds(t window) bool { return s.lo <= t.lo && t.hi <= s.hi }
 // header, then the whole chunk), which nobody may change and which the
 // cache holds until it drops the entry and its last reader releases it,
 // and then calls lent. charge is the decode memory (decoding) that buf
-// holds, which the cache gives back (finish). extend decodes the bytes of
+// holds, which the cache gives back (endLoad). extend decodes the bytes of
 // want that have lacks into buf (from load, holding have already) and
 // returns the window buf then holds, which holds have and want; it writes
 // nothing inside have.
@@ -416,7 +416,7 @@ func (c *Cache) fetch(ctx context.Context, key cacheKey, l loader, want window, 
 			// Dropped as soon as it was loaded (larger than what the
 			// cache keeps) or since: load it again rather than extend a
 			// chunk whose decode memory its loader may still hold
-			// (finish), which would wait on that memory holding it.
+			// (endLoad), which would wait on that memory holding it.
 			c.mu.Unlock()
 			c.release(e)
 			return c.fetch(ctx, key, l, want, wait)
@@ -428,7 +428,7 @@ func (c *Cache) fetch(ctx context.Context, key cacheKey, l loader, want window, 
 	e := c.begin(key)
 	c.mu.Unlock()
 	buf, win, lent, charge, err := l.load(ctx, key, want)
-	if err := c.finish(e, buf, win, lent, charge, err); err != nil {
+	if err := c.endLoad(e, buf, win, lent, charge, err); err != nil {
 		return nil, false, err
 	}
 	return e, false, nil
@@ -490,7 +490,7 @@ func (c *Cache) trimGhosts() {
 	}
 }
 
-// finish ends the load of e that begin entered, with what the loader
+// endLoad ends the load of e that begin entered, with what the loader
 // returned, and wakes those waiting for it. On an error it drops the
 // entry, releases the caller's reference and returns the error. A lent
 // buffer is charged as a decoded one, so the limit also bounds the
@@ -500,7 +500,7 @@ func (c *Cache) trimGhosts() {
 // (larger than the cache keeps) holds it until its last reader lets go
 // (recycle), so that decode memory also bounds the chunks that are only
 // being copied from.
-func (c *Cache) finish(e *cacheEntry, buf []byte, win window, lent func(), charge int64, err error) error {
+func (c *Cache) endLoad(e *cacheEntry, buf []byte, win window, lent func(), charge int64, err error) error {
 	c.mu.Lock()
 	e.err = err
 	if buf != nil {

@@ -363,7 +363,7 @@ func TestReadPutsOffChunksInFlight(t *testing.T) {
 	}
 	loads := a.cache.Stats().Loads
 	buf, win, lent, charge, err := a.load(bg, key, window{0, a.unitBytes})
-	if err := a.cache.finish(held, buf, win, lent, charge, err); err != nil {
+	if err := a.cache.endLoad(held, buf, win, lent, charge, err); err != nil {
 		t.Fatal(err)
 	}
 	a.cache.release(held)

@@ -23,8 +23,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Augmented, fixed at generation time: device is cpu.
@@ -203,9 +203,9 @@ type AugmentedLoader struct {
 	src     AugmentedSource
 	many    AugmentedSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []AugmentedBatch                // one per place in the staging ring
-	samples []runtime.Own[AugmentedSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[AugmentedSamples] // one per filler, for ReadSamples; nil without
+	batches []AugmentedBatch                   // one per place in the staging ring
+	samples []runtime.Padded[AugmentedSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[AugmentedSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewAugmentedLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -241,13 +241,13 @@ func NewAugmentedLoader(src AugmentedSource, opts runtime.Options) (*AugmentedLo
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[AugmentedSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[AugmentedSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[AugmentedSample], e.Fillers())
+		l.samples = make([]runtime.Padded[AugmentedSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)

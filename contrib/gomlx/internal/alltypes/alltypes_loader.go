@@ -18,8 +18,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 5)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(5 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of AllTypes, fixed at generation time: device is cpu.
@@ -439,9 +439,9 @@ type AllTypesLoader struct {
 	src     AllTypesSource
 	many    AllTypesSamplesReader // src, when it fills runs of samples at once; else nil
 	engine  *runtime.Engine
-	batches []AllTypesBatch                // one per place in the staging ring
-	samples []runtime.Own[AllTypesSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Own[AllTypesSamples] // one per filler, for ReadSamples; nil without
+	batches []AllTypesBatch                   // one per place in the staging ring
+	samples []runtime.Padded[AllTypesSample]  // one per filler, for Read; nil with many
+	runs    []runtime.Padded[AllTypesSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewAllTypesLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -481,13 +481,13 @@ func NewAllTypesLoader(src AllTypesSource, opts runtime.Options) (*AllTypesLoade
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Own[AllTypesSamples], e.Fillers())
+		l.runs = make([]runtime.Padded[AllTypesSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Own[AllTypesSample], e.Fillers())
+		l.samples = make([]runtime.Padded[AllTypesSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
