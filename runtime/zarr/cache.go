@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"time"
 
 	lgruntime "github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr/blosc"
@@ -53,15 +54,24 @@ const CacheEnv = "LOADERGEN_ZARR_CACHE_MB"
 // root's read-ahead lent it, not copied (see loader): the entry is the
 // whole chunk, charged as a decoded one, and eviction ends the lend.
 //
-// The cache grows as its reads show reuse: it holds at most target bytes,
-// which starts at GrowFromMiB and grows toward limit each time a read
-// misses a chunk evicted lately (a ghost: one a cache larger by the bytes
-// evicted since would still hold), by the chunk's size or a sixteenth of
-// target, the larger. Memory new to the process
-// costs a page fault per page when first written, so a cache that every
-// read fills with fresh buffers pays far more for a cold epoch than one
-// that decodes into the buffers of the chunks it evicts; a cache whose
-// chunks come back grows to hold them.
+// The cache grows as its reads show that growing pays: it holds at most
+// target bytes, which starts at GrowFromMiB and grows toward limit only
+// by memory that misses have already paid for. A miss on a chunk evicted
+// lately (a ghost: one a cache larger by the bytes evicted since would
+// still hold) costs a load that a larger cache would not have made; the
+// cache adds that load's cost, at its measured decode time per byte, to
+// a credit, and grows by what the credit buys at the measured cost of new
+// memory per byte, no further than the ghost's distance (the bytes
+// evicted since it), spending the credit (see growth). Memory new to the
+// process costs a page fault per page when first written, from about
+// 0.06 ms a MiB on a machine of its own to 4 ms in a VM whose host backs
+// each page on first touch, against 0.3 to 1 ms a MiB to decode a chunk
+// again: a rule that grows on every ghost made a cold epoch slower than a
+// cache of GrowFromMiB that decodes into the buffers it evicts. Paying
+// for memory only with loads already spent bounds what growing costs by
+// what the misses cost (growing is never more than twice as dear as the
+// best choice made knowing the future, the rent-or-buy argument), and a
+// cache whose chunks keep coming back grows to hold them.
 type Cache struct {
 	limit int64  // bytes; NewCache sets it, nothing changes it
 	why   string // how the shared cache's size was chosen, for Describe; "" for NewCache's. Set before the cache is shared
@@ -71,18 +81,27 @@ type Cache struct {
 	// an entry it has copied from, and to take or give back a free buffer.
 	mu      sync.Mutex
 	used    int64
-	target  int64 // what the cache holds at most now: from GrowFromMiB up to limit, grown by ghost hits
+	target  int64 // what the cache holds at most now: from GrowFromMiB up to limit, grown by finish (growth)
 	entries map[cacheKey]*cacheEntry
-	// ghosts are the chunks evicted lately: a miss on one grows target.
-	// ghostOrder holds them oldest first (with keys of ghosts since gone,
-	// which a stale eviction number tells), ghostBytes their sizes' sum,
-	// kept within limit - target (what growing could still add).
+	// ghosts are the chunks evicted lately: a miss on one may grow
+	// target. ghostOrder holds them oldest first (with keys of ghosts
+	// since gone, which a stale eviction mark tells), ghostBytes their
+	// sizes' sum, kept within limit - target (what growing could still
+	// add). evicted is the bytes evicted since the cache was made, which
+	// marks each ghost: a ghost's distance is the bytes evicted since it,
+	// its own included.
 	ghosts     map[cacheKey]ghost
 	ghostOrder []ghostRef
 	ghostBytes int64
-	evictions  uint64           // numbers the evictions, for ghostRef
-	lru        cacheEntry       // sentinel of a circular list of loaded entries, most recent first
-	free       map[int][][]byte // buffers of evicted, unreferenced chunks, by size
+	evicted    int64
+	// costs is what loads and new buffers have cost (fetch adds each
+	// load's time when it ends, buffer each new buffer's); credit is the
+	// load time, in ns, that misses on ghosts have cost and growing has
+	// not spent yet. finish adds to it and spends it (growth).
+	costs  costs
+	credit float64
+	lru    cacheEntry       // sentinel of a circular list of loaded entries, most recent first
+	free   map[int][][]byte // buffers of evicted, unreferenced chunks, by size
 	// freeBytes is the bytes of the buffers in free.
 	freeBytes int64
 	stats     CacheStats
@@ -102,16 +121,60 @@ type Cache struct {
 }
 
 // ghost is an evicted chunk a read may come back to: its entry's size,
-// and the number of its eviction.
+// and the cache's evicted bytes once it was evicted.
 type ghost struct {
 	size int64
-	n    uint64
+	at   int64
 }
 
-// ghostRef is a ghost in order of eviction: its key and eviction number.
+// ghostRef is a ghost in order of eviction: its key and mark (ghost.at).
 type ghostRef struct {
 	key cacheKey
-	n   uint64
+	at  int64
+}
+
+// costs is what the growth rule knows of this machine, measured as the
+// cache works: the time loads took (reading and decoding, and allocating
+// new buffers), the bytes they decoded, and the time and bytes of the new
+// buffers that loads asked for (allocation and a write to each page:
+// buffer). A load's decode time is its time less its new buffer's, so
+// decode per byte is (loadNs - freshNs) / loadBytes. With pinned set (a
+// test's costs), nothing measured is added.
+type costs struct {
+	loadNs, loadBytes   int64
+	freshNs, freshBytes int64
+	pinned              bool
+}
+
+// rates returns the measured costs in ns per byte: of decoding a chunk
+// (0 before any load), and of a new buffer (the decode cost before any
+// buffer was made: the chunks held are then lent, and growing keeps each
+// from being recycled, about what reading it again costs).
+func (k costs) rates() (decode, fresh float64) {
+	if k.loadBytes > 0 {
+		decode = float64(max(k.loadNs-k.freshNs, 0)) / float64(k.loadBytes)
+	}
+	fresh = decode
+	if k.freshBytes > 0 {
+		fresh = float64(k.freshNs) / float64(k.freshBytes)
+	}
+	return decode, fresh
+}
+
+// growth is the growth rule: a miss on a ghost at distance dist (the
+// bytes evicted since it, its own included), whose load decoded loaded
+// bytes, adds that load's cost (decode ns per byte) to credit; the cache
+// then grows by what credit buys of new memory (fresh ns per byte), no
+// more than dist (a cache larger by dist holds the chunk: the evidence
+// supports no more) nor room (what is left to its limit). It returns the
+// bytes to grow by and the credit left.
+func growth(credit, decode, fresh float64, loaded, dist, room int64) (int64, float64) {
+	credit += decode * float64(loaded)
+	n := max(min(dist, room), 0)
+	if float64(n)*fresh > credit {
+		return 0, credit
+	}
+	return n, credit - float64(n)*fresh
 }
 
 // hint is a chunk's announced reads that have not happened yet: n of
@@ -146,10 +209,16 @@ type CacheStats struct {
 	Extends   int64 // decoded windows extended for a read that needed more
 	Evictions int64 // chunks dropped to stay within the limit
 	Announced int64 // chunk reads announced by Array.ReadAhead (eviction keeps their chunks until they are made)
-	Grows     int64 // misses on chunks evicted lately, each of which grew Target
+	Ghosts    int64 // loads of chunks evicted lately (see Cache)
+	Grows     int64 // those of Ghosts that grew Target: the misses till then had paid for the memory
 	Bytes     int64 // bytes held now
-	Target    int64 // bytes the cache may hold now: it grows from GrowFromMiB to its limit as evicted chunks are read again
+	Target    int64 // bytes the cache may hold now: it grows from GrowFromMiB to its limit as misses on evicted chunks pay for the memory
 	Entries   int   // chunks held now
+
+	// DecodeCost and FreshCost are the growth rule's measures, per MiB:
+	// what a load took, less its new buffer, and what a new buffer took
+	// (allocating it and writing each page).
+	DecodeCost, FreshCost time.Duration
 }
 
 // cacheKey names one entry of a cache: a decoded chunk of an array, or the
@@ -197,6 +266,7 @@ type cacheEntry struct {
 	size       int64
 	done       chan struct{}
 	refs       int         // readers that got the entry from get and have not released it
+	dist       int64       // set by begin where the chunk was a ghost: its distance, for finish's growth
 	evicted    bool        // out of the map: its buffer is freed when refs drops to 0
 	charge     int64       // decode memory its buffer holds until recycled: set by finish when it evicts the entry at once
 	prev, next *cacheEntry // the lru list, once loaded
@@ -230,18 +300,13 @@ type loader interface {
 // first, so that its data needs no copy.
 const headroom = blosc.HeaderSize
 
-// growStep makes a ghost hit grow a cache by at least target/growStep, so
-// that a working set a little larger than the cache is reached in a few
-// misses, not one chunk's worth each.
-const growStep = 16
-
-// GrowFromMiB is what a cache holds at most until its reads come back to
-// chunks it evicted (see Cache): 32 MiB, 32 chunks of 1 MiB, as many as
+// GrowFromMiB is what a cache holds at most until misses on chunks it
+// evicted pay for more (see Cache): 32 MiB, 32 chunks of 1 MiB, as many as
 // the crops of a few batches read, in flight and ahead.
 const GrowFromMiB = 32
 
 // NewCache returns a cache that holds up to maxMiB MiB of decoded chunks,
-// growing to it from GrowFromMiB as its reads show reuse. A cache of 0 MiB
+// growing to it from GrowFromMiB as its reads show that growing pays. A cache of 0 MiB
 // holds nothing: every read decodes what it needs.
 func NewCache(maxMiB int) *Cache {
 	limit := int64(maxMiB) << 20
@@ -290,8 +355,8 @@ func SharedCache() (*Cache, error) { return sharedCache() }
 
 // Describe says how large the cache may grow, how it grows and, for the
 // shared cache, why it is that large: "512 MiB (4 GiB per node / 8 local
-// ranks, torchrun's LOCAL_WORLD_SIZE; grows from 32 MiB as reads come back
-// to evicted chunks)", "1000 MiB (LOADERGEN_ZARR_CACHE_MB=1000, per
+// ranks, torchrun's LOCAL_WORLD_SIZE; grows from 32 MiB as re-reading
+// evicted chunks pays for the memory)", "1000 MiB (LOADERGEN_ZARR_CACHE_MB=1000, per
 // process; ...)", "off (...)".
 func (c *Cache) Describe() string {
 	size := "off"
@@ -303,7 +368,7 @@ func (c *Cache) Describe() string {
 		if why != "" {
 			why += "; "
 		}
-		why += fmt.Sprintf("grows from %s as reads come back to evicted chunks", mibString(GrowFromMiB))
+		why += fmt.Sprintf("grows from %s as re-reading evicted chunks pays for the memory", mibString(GrowFromMiB))
 	}
 	if why == "" {
 		return size
@@ -325,6 +390,8 @@ func (c *Cache) Stats() CacheStats {
 	defer c.mu.Unlock()
 	s := c.stats
 	s.Bytes, s.Target, s.Entries = c.used, c.target, len(c.entries)
+	decode, fresh := c.costs.rates()
+	s.DecodeCost, s.FreshCost = time.Duration(decode*(1<<20)), time.Duration(fresh*(1<<20))
 	return s
 }
 
@@ -427,41 +494,55 @@ func (c *Cache) fetch(ctx context.Context, key cacheKey, l loader, want span, wa
 	c.consume(key)
 	e := c.begin(key)
 	c.mu.Unlock()
+	start := time.Now()
 	buf, win, lent, charge, err := l.load(ctx, key, want)
-	if err := c.finish(e, buf, win, lent, charge, err); err != nil {
+	if err := c.finish(e, buf, win, lent, charge, time.Since(start), err); err != nil {
 		return nil, false, err
 	}
 	return e, false, nil
 }
 
 // begin enters the entry of key, which the caller is about to load, held
-// by the caller; a ghost of key grows the cache. mu is held.
+// by the caller, with the distance of its ghost if it is one, for finish.
+// mu is held.
 func (c *Cache) begin(key cacheKey) *cacheEntry {
+	e := &cacheEntry{key: key, done: make(chan struct{}), refs: 1}
 	if g, ok := c.ghosts[key]; ok {
 		delete(c.ghosts, key)
 		c.ghostBytes -= g.size
-		c.target = min(c.limit, c.target+max(g.size, c.target/growStep))
-		c.stats.Grows++
-		c.trimGhosts()
+		e.dist = c.evicted - g.at + g.size
+		c.stats.Ghosts++
 	}
-	e := &cacheEntry{key: key, done: make(chan struct{}), refs: 1}
 	c.entries[key] = e
 	c.stats.Loads++
 	return e
 }
 
+// grow applies the growth rule to a load of a ghost at distance dist that
+// decoded loaded bytes. mu is held.
+func (c *Cache) grow(dist, loaded int64) {
+	decode, fresh := c.costs.rates()
+	n, credit := growth(c.credit, decode, fresh, loaded, dist, c.limit-c.target)
+	c.credit = credit
+	if n > 0 {
+		c.target += n
+		c.stats.Grows++
+		c.trimGhosts()
+	}
+}
+
 // remember keeps evicted entry e as a ghost, while growing could still
 // make room for it. mu is held.
 func (c *Cache) remember(e *cacheEntry) {
+	c.evicted += e.size
 	if c.target >= c.limit {
 		return
 	}
-	c.evictions++
 	if g, ok := c.ghosts[e.key]; ok {
 		c.ghostBytes -= g.size
 	}
-	c.ghosts[e.key] = ghost{size: e.size, n: c.evictions}
-	c.ghostOrder = append(c.ghostOrder, ghostRef{e.key, c.evictions})
+	c.ghosts[e.key] = ghost{size: e.size, at: c.evicted}
+	c.ghostOrder = append(c.ghostOrder, ghostRef{e.key, c.evicted})
 	c.ghostBytes += e.size
 	c.trimGhosts()
 }
@@ -474,7 +555,7 @@ func (c *Cache) trimGhosts() {
 	for c.ghostBytes > room && len(c.ghostOrder) > 0 {
 		r := c.ghostOrder[0]
 		c.ghostOrder = c.ghostOrder[1:]
-		if g, ok := c.ghosts[r.key]; ok && g.n == r.n {
+		if g, ok := c.ghosts[r.key]; ok && g.at == r.at {
 			delete(c.ghosts, r.key)
 			c.ghostBytes -= g.size
 		}
@@ -482,7 +563,7 @@ func (c *Cache) trimGhosts() {
 	if len(c.ghostOrder) > 2*len(c.ghosts)+64 {
 		live := c.ghostOrder[:0]
 		for _, r := range c.ghostOrder {
-			if g, ok := c.ghosts[r.key]; ok && g.n == r.n {
+			if g, ok := c.ghosts[r.key]; ok && g.at == r.at {
 				live = append(live, r)
 			}
 		}
@@ -491,7 +572,9 @@ func (c *Cache) trimGhosts() {
 }
 
 // finish ends the load of e that begin entered, with what the loader
-// returned, and wakes those waiting for it. On an error it drops the
+// returned and the time the load took, and wakes those waiting for it;
+// a loaded ghost grows the cache as the growth rule says, before it
+// evicts to stay within target. On an error it drops the
 // entry, releases the caller's reference and returns the error. A lent
 // buffer is charged as a decoded one, so the limit also bounds the
 // read-ahead's memory that the cache keeps from being recycled. The
@@ -500,7 +583,7 @@ func (c *Cache) trimGhosts() {
 // (larger than the cache keeps) holds it until its last reader lets go
 // (recycle), so that decode memory also bounds the chunks that are only
 // being copied from.
-func (c *Cache) finish(e *cacheEntry, buf []byte, win span, lent func(), charge int64, err error) error {
+func (c *Cache) finish(e *cacheEntry, buf []byte, win span, lent func(), charge int64, took time.Duration, err error) error {
 	c.mu.Lock()
 	e.err = err
 	if buf != nil {
@@ -511,6 +594,14 @@ func (c *Cache) finish(e *cacheEntry, buf []byte, win span, lent func(), charge 
 		e.evicted = true
 		decoding.release(charge)
 	} else {
+		loaded := int64(win.hi - win.lo)
+		if !c.costs.pinned && loaded > 0 {
+			c.costs.loadNs += int64(took)
+			c.costs.loadBytes += loaded
+		}
+		if e.dist > 0 {
+			c.grow(e.dist, loaded)
+		}
 		e.size = int64(len(buf)) + cacheEntryOverhead
 		c.used += e.size
 		c.pushFront(e)
@@ -588,18 +679,36 @@ func (c *Cache) release(e *cacheEntry) {
 
 // buffer returns a buffer for a chunk of n bytes to be decoded into, after
 // headroom bytes: a recycled one when there is one. Its content is
-// undefined.
+// undefined. A new one is written once a page, so that the page faults
+// of memory new to the process are taken here and timed, for the growth
+// rule (costs), rather than in the decode that follows.
 func (c *Cache) buffer(n int) []byte {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if free := c.free[n]; len(free) > 0 {
 		b := free[len(free)-1]
 		c.free[n] = free[:len(free)-1]
 		c.freeBytes -= int64(len(b))
+		c.mu.Unlock()
 		return b
 	}
-	return make([]byte, headroom+n)
+	c.mu.Unlock()
+	start := time.Now()
+	b := make([]byte, headroom+n)
+	for i := 0; i < len(b); i += pageSize {
+		b[i] = 0
+	}
+	took := time.Since(start)
+	c.mu.Lock()
+	if !c.costs.pinned {
+		c.costs.freshNs += int64(took)
+		c.costs.freshBytes += int64(len(b))
+	}
+	c.mu.Unlock()
+	return b
 }
+
+// pageSize is the step at which buffer writes a new buffer.
+var pageSize = os.Getpagesize()
 
 // recycle keeps an unreferenced, evicted entry's buffer for a later decode,
 // while the free buffers stay within the decode memory's bound (more could

@@ -1,6 +1,10 @@
 package zarr
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"testing"
+)
 
 // TestSharedCacheSize: the shared cache takes this process's share of
 // DefaultCacheMiB, the node's, by the launcher's local world size, unless
@@ -15,15 +19,15 @@ func TestSharedCacheSize(t *testing.T) {
 		mib      int64
 		describe string
 	}{
-		{"alone", nil, 4096, "4 GiB (4 GiB per node / 1 local rank, no launcher variable gives the count; grows from 32 MiB as reads come back to evicted chunks)"},
-		{"8 torchrun ranks", torchrun("8"), 512, "512 MiB (4 GiB per node / 8 local ranks, torchrun's LOCAL_WORLD_SIZE; grows from 32 MiB as reads come back to evicted chunks)"},
+		{"alone", nil, 4096, "4 GiB (4 GiB per node / 1 local rank, no launcher variable gives the count; grows from 32 MiB as re-reading evicted chunks pays for the memory)"},
+		{"8 torchrun ranks", torchrun("8"), 512, "512 MiB (4 GiB per node / 8 local ranks, torchrun's LOCAL_WORLD_SIZE; grows from 32 MiB as re-reading evicted chunks pays for the memory)"},
 		{"3 Open MPI ranks", map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "3", "OMPI_COMM_WORLD_LOCAL_SIZE": "3"},
-			1365, "1365 MiB (4 GiB per node / 3 local ranks, Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE; grows from 32 MiB as reads come back to evicted chunks)"},
-		{"one torchrun rank", torchrun("1"), 4096, "4 GiB (4 GiB per node / 1 local rank, torchrun's LOCAL_WORLD_SIZE; grows from 32 MiB as reads come back to evicted chunks)"},
+			1365, "1365 MiB (4 GiB per node / 3 local ranks, Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE; grows from 32 MiB as re-reading evicted chunks pays for the memory)"},
+		{"one torchrun rank", torchrun("1"), 4096, "4 GiB (4 GiB per node / 1 local rank, torchrun's LOCAL_WORLD_SIZE; grows from 32 MiB as re-reading evicted chunks pays for the memory)"},
 		{"Slurm without a count", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "8"},
-			4096, "4 GiB (4 GiB per node / 1 local rank, no launcher variable gives the count; grows from 32 MiB as reads come back to evicted chunks)"},
+			4096, "4 GiB (4 GiB per node / 1 local rank, no launcher variable gives the count; grows from 32 MiB as re-reading evicted chunks pays for the memory)"},
 		{"explicit, per process", map[string]string{CacheEnv: "1000", "RANK": "0", "WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "8"},
-			1000, "1000 MiB (LOADERGEN_ZARR_CACHE_MB=1000, per process; grows from 32 MiB as reads come back to evicted chunks)"},
+			1000, "1000 MiB (LOADERGEN_ZARR_CACHE_MB=1000, per process; grows from 32 MiB as re-reading evicted chunks pays for the memory)"},
 		{"off", map[string]string{CacheEnv: "0"}, 0, "off (LOADERGEN_ZARR_CACHE_MB=0, per process)"},
 	}
 	for _, tt := range tests {
@@ -46,4 +50,177 @@ func TestSharedCacheSize(t *testing.T) {
 			t.Errorf("%s=%s: %v, want %s", tt.name, tt.value, err, tt.want)
 		}
 	}
+}
+
+// perMiB converts a cost in ms per MiB to the growth rule's ns per byte.
+func perMiB(ms float64) float64 { return ms * 1e6 / (1 << 20) }
+
+// TestGrowth: the growth rule grows by a ghost's distance once the loads
+// of misses on ghosts have cost what that much new memory costs, and by
+// nothing before; never past the room left; spending what it grows by.
+func TestGrowth(t *testing.T) {
+	const mib = 1 << 20
+	type miss struct {
+		loaded, dist, room int64
+		grow               int64 // what the miss grows the cache by
+	}
+	tests := []struct {
+		name          string
+		decode, fresh float64 // ms per MiB
+		misses        []miss
+		credit        float64 // ms left after the misses
+	}{
+		{"memory dearer than decoding (a VM whose host backs each page): a ghost one chunk away is bought by the fifth miss", 1, 5, []miss{
+			{mib, mib, 1024 * mib, 0}, {mib, mib, 1024 * mib, 0}, {mib, mib, 1024 * mib, 0}, {mib, mib, 1024 * mib, 0},
+			{mib, mib, 1024 * mib, mib},
+		}, 0},
+		{"memory cheaper than decoding (a machine of its own): each miss buys its ghost's distance, the credit left over kept", 1, 0.0625, []miss{
+			{mib, mib, 1024 * mib, mib}, {mib, 4 * mib, 1024 * mib, 4 * mib}, {mib, 8 * mib, 1024 * mib, 8 * mib},
+		}, 3 - 13*0.0625},
+		{"a far ghost waits until the credit covers its whole distance, then grows by it", 1, 1, []miss{
+			{mib, 8 * mib, 1024 * mib, 0}, {mib, 8 * mib, 1024 * mib, 0}, {mib, 8 * mib, 1024 * mib, 0},
+			{mib, 2 * mib, 1024 * mib, 2 * mib}, // a near one, bought with the far ones' credit
+			{mib, 8 * mib, 1024 * mib, 0}, {mib, 8 * mib, 1024 * mib, 0}, {mib, 8 * mib, 1024 * mib, 0},
+			{mib, 8 * mib, 1024 * mib, 0}, {mib, 8 * mib, 1024 * mib, 0},
+			{mib, 8 * mib, 1024 * mib, 8 * mib},
+		}, 0},
+		{"a window of the chunk earns what decoding it cost", 1, 1, []miss{
+			{mib / 4, mib, 1024 * mib, 0}, {mib / 4, mib, 1024 * mib, 0}, {mib / 4, mib, 1024 * mib, 0},
+			{mib / 4, mib, 1024 * mib, mib},
+		}, 0},
+		{"no further than the limit, paying for that alone", 1, 2, []miss{
+			{mib, 4 * mib, 3 * mib, 0}, {mib, 4 * mib, 3 * mib, 0}, {mib, 4 * mib, 3 * mib, 0}, {mib, 4 * mib, 3 * mib, 0},
+			{mib, 4 * mib, 3 * mib, 0}, {mib, 4 * mib, 3 * mib, 3 * mib},
+		}, 0},
+		{"at the limit, nothing", 1, 0.0625, []miss{{mib, mib, 0, 0}}, 1},
+		{"a chunk that is not stored decoded nothing and earns nothing", 1, 1, []miss{{0, mib, 1024 * mib, 0}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			credit := 0.0
+			for i, m := range tt.misses {
+				var grow int64
+				grow, credit = growth(credit, perMiB(tt.decode), perMiB(tt.fresh), m.loaded, m.dist, m.room)
+				if grow != m.grow {
+					t.Fatalf("miss %d (%+v): grows by %d bytes, want %d", i, m, grow, m.grow)
+				}
+			}
+			if want := perMiB(tt.credit) * (1 << 20); credit < want-1 || credit > want+1 {
+				t.Errorf("credit left %.0f ns, want %.0f", credit, want)
+			}
+		})
+	}
+}
+
+// cacheLoader loads chunks of size bytes into the cache's buffers, every
+// byte of each, counting the loads.
+type cacheLoader struct {
+	c     *Cache
+	size  int
+	loads int
+}
+
+func (l *cacheLoader) load(ctx context.Context, key cacheKey, want span) ([]byte, span, func(), int64, error) {
+	l.loads++
+	return l.c.buffer(l.size), span{0, l.size}, nil, 0, nil
+}
+
+func (l *cacheLoader) extend(ctx context.Context, key cacheKey, buf []byte, have, want span) (span, error) {
+	return have, errors.New("cacheLoader: nothing to extend")
+}
+
+// pinCosts makes c's growth rule take decode and fresh, in ms per MiB,
+// for what this machine measures.
+func pinCosts(c *Cache, decode, fresh float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	const n = 1 << 30
+	c.costs = costs{loadNs: int64((decode + fresh) * 1e6 * (n >> 20)), loadBytes: n,
+		freshNs: int64(fresh * 1e6 * (n >> 20)), freshBytes: n, pinned: true}
+}
+
+// TestCacheGrowthPaysItsWay: a cache of two chunks read over eight again
+// and again does not grow on the first pass, which comes back to nothing;
+// then it grows to hold all eight, at once, once its misses have cost
+// what the memory for the six more costs: on the first miss where memory
+// is cheap, after four passes where new memory costs five times a decode,
+// after sixteen where it costs twenty. Growing from its own measures, it
+// counts the bytes of each load and new buffer.
+func TestCacheGrowthPaysItsWay(t *testing.T) {
+	const size, chunks = 1 << 20, 8
+	entry := int64(headroom + size + cacheEntryOverhead)
+	tests := []struct {
+		name          string
+		decode, fresh float64 // ms per MiB; 0, 0: measured
+		passes        int     // passes after the first until the cache holds all eight
+	}{
+		{"memory cheap", 1, 0.06, 1},
+		{"memory five times a decode", 1, 5, 4},
+		{"memory twenty times a decode", 0.25, 5, 16},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCache(0)
+			l := &cacheLoader{c: c, size: size}
+			c.limit, c.target = chunks*entry, 2*entry
+			pinCosts(c, tt.decode, tt.fresh)
+			pass := func() {
+				t.Helper()
+				for i := range chunks {
+					e, err := c.get(context.Background(), cacheKey{n: int64(i)}, l, span{0, size})
+					if err != nil {
+						t.Fatal(err)
+					}
+					c.release(e)
+				}
+			}
+			pass()
+			if st := c.Stats(); st.Grows != 0 || st.Target != 2*entry || l.loads != chunks {
+				t.Fatalf("a first pass over %d chunks: %+v after %d loads, want no growth", chunks, st, l.loads)
+			}
+			for p := 1; ; p++ {
+				pass()
+				st := c.Stats()
+				if st.Target > c.limit {
+					t.Fatalf("target %d past the limit %d", st.Target, c.limit)
+				}
+				if st.Target == c.limit {
+					if p != tt.passes || st.Grows != 1 {
+						t.Errorf("holds all %d chunks after %d passes back, grown %d times; want %d passes, grown once, by the distance of the ghost that paid: %+v",
+							chunks, p, st.Grows, tt.passes, st)
+					}
+					break
+				}
+				if p > tt.passes {
+					t.Fatalf("%d passes back, and the cache holds %d of %d bytes: %+v", p, st.Target, c.limit, st)
+				}
+			}
+			pass() // loads what the pass that grew it evicted before it grew
+			loads := l.loads
+			pass()
+			if l.loads != loads {
+				t.Errorf("grown to hold every chunk, a pass still loaded %d", l.loads-loads)
+			}
+		})
+	}
+	t.Run("measured", func(t *testing.T) {
+		c := NewCache(0)
+		l := &cacheLoader{c: c, size: size}
+		c.limit, c.target = chunks*entry, 2*entry
+		for i := range chunks {
+			e, err := c.get(context.Background(), cacheKey{n: int64(i)}, l, span{0, size})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.release(e)
+		}
+		c.mu.Lock()
+		k := c.costs
+		c.mu.Unlock()
+		// Three new buffers (the third asked for before the first was
+		// evicted), then the evicted ones decoded into again.
+		if k.loadBytes != chunks*size || k.freshBytes != 3*(headroom+size) || k.pinned {
+			t.Errorf("costs after %d loads of %d bytes, three of them into new buffers: %+v", chunks, size, k)
+		}
+	})
 }
