@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
 	"runtime"
 	"strconv"
@@ -57,21 +58,22 @@ const CacheEnv = "LOADERGEN_ZARR_CACHE_MB"
 // The cache grows as its reads show that growing pays: it holds at most
 // target bytes, which starts at GrowFromMiB and grows toward limit only
 // by memory that misses have already paid for. A miss on a chunk evicted
-// lately (a ghost: one a cache larger by the bytes evicted since would
-// still hold) costs a load that a larger cache would not have made; the
-// cache adds that load's cost, at its measured decode time per byte, to
-// a credit, and grows by what the credit buys at the measured cost of new
-// memory per byte, no further than the ghost's distance (the bytes
-// evicted since it), spending the credit (see growth). Memory new to the
-// process costs a page fault per page when first written, from about
-// 0.06 ms a MiB on a machine of its own to 4 ms in a VM whose host backs
-// each page on first touch, against 0.3 to 1 ms a MiB to decode a chunk
-// again: a rule that grows on every ghost made a cold epoch slower than a
-// cache of GrowFromMiB that decodes into the buffers it evicts. Paying
-// for memory only with loads already spent bounds what growing costs by
-// what the misses cost (growing is never more than twice as dear as the
-// best choice made knowing the future, the rent-or-buy argument), and a
-// cache whose chunks keep coming back grows to hold them.
+// lately (a ghost) costs a load that a cache larger by the ghost's
+// distance (the bytes evicted since it, its own included) would not have
+// made. The cache tallies what those loads cost, at its measured decode
+// time per byte, by distance; once the misses within some distance have
+// cost what new memory for that distance costs, at its measured cost per
+// byte, it grows by that distance and clears their tally (see growth).
+// Memory new to the process costs a page fault per page when first
+// written, from about 0.06 ms a MiB on a machine of its own to 4 or 5 ms
+// in a VM whose host backs each page on first touch, against 0.3 to 1 ms
+// a MiB to decode a chunk again: a rule that grew on every such miss made
+// a cold epoch slower than a cache of GrowFromMiB that decodes into the
+// buffers it evicts. This is the rent-or-buy rule: a cache whose reads
+// do not come back pays for no memory, and one whose reads keep coming
+// back grows to hold them once re-reading has cost what the memory costs,
+// about twice, at most, what the better of never growing and growing at
+// once would have cost.
 type Cache struct {
 	limit int64  // bytes; NewCache sets it, nothing changes it
 	why   string // how the shared cache's size was chosen, for Describe; "" for NewCache's. Set before the cache is shared
@@ -95,13 +97,13 @@ type Cache struct {
 	ghostBytes int64
 	evicted    int64
 	// costs is what loads and new buffers have cost (fetch adds each
-	// load's time when it ends, buffer each new buffer's); credit is the
-	// load time, in ns, that misses on ghosts have cost and growing has
-	// not spent yet. finish adds to it and spends it (growth).
-	costs  costs
-	credit float64
-	lru    cacheEntry       // sentinel of a circular list of loaded entries, most recent first
-	free   map[int][][]byte // buffers of evicted, unreferenced chunks, by size
+	// load's time when it ends, buffer each new buffer's); rent is what
+	// misses on ghosts have cost, by distance, that growing has not
+	// answered yet: finish adds to it and clears it (growth).
+	costs costs
+	rent  rent
+	lru   cacheEntry       // sentinel of a circular list of loaded entries, most recent first
+	free  map[int][][]byte // buffers of evicted, unreferenced chunks, by size
 	// freeBytes is the bytes of the buffers in free.
 	freeBytes int64
 	stats     CacheStats
@@ -161,20 +163,45 @@ func (k costs) rates() (decode, fresh float64) {
 	return decode, fresh
 }
 
-// growth is the growth rule: a miss on a ghost at distance dist (the
-// bytes evicted since it, its own included), whose load decoded loaded
-// bytes, adds that load's cost (decode ns per byte) to credit; the cache
-// then grows by what credit buys of new memory (fresh ns per byte), no
-// more than dist (a cache larger by dist holds the chunk: the evidence
-// supports no more) nor room (what is left to its limit). It returns the
-// bytes to grow by and the credit left.
-func growth(credit, decode, fresh float64, loaded, dist, room int64) (int64, float64) {
-	credit += decode * float64(loaded)
-	n := max(min(dist, room), 0)
-	if float64(n)*fresh > credit {
-		return 0, credit
+// rent is the load time that misses on ghosts have cost, tallied by the
+// ghost's distance (the bytes evicted since it, its own included): ns[b]
+// is that of the misses at distances from 2^(b-1) (excluded) to 2^b
+// bytes, and far[b] the farthest of them.
+type rent struct {
+	ns  [64]float64
+	far [64]int64
+}
+
+// growth is the growth rule. A miss on a ghost at distance dist, whose
+// load decoded loaded bytes, adds that load's cost (decode ns per byte) to
+// r. The cache then grows by the farthest distance d of the misses within
+// some power of two of distance whose loads, with those of every nearer
+// miss, have cost what d bytes of new memory cost (fresh ns per byte):
+// growing by d would have saved every one of those loads. That rent is
+// spent (cleared); where several distances qualify, the farthest is
+// taken. It grows no further than room (what is left to the limit), and
+// then pays for that alone. It returns the bytes to grow by.
+func growth(r *rent, decode, fresh float64, loaded, dist, room int64) int64 {
+	if dist <= 0 || room <= 0 {
+		return 0
 	}
-	return n, credit - float64(n)*fresh
+	b := bits.Len64(uint64(dist - 1))
+	r.ns[b] += decode * float64(loaded)
+	r.far[b] = max(r.far[b], dist)
+	var paid float64
+	grow, upto := int64(0), -1
+	for i := range r.ns {
+		paid += r.ns[i]
+		if i < b || r.far[i] == 0 {
+			continue
+		}
+		if n := min(r.far[i], room); float64(n)*fresh <= paid {
+			grow, upto = n, i
+		}
+	}
+	clear(r.ns[:upto+1])
+	clear(r.far[:upto+1])
+	return grow
 }
 
 // hint is a chunk's announced reads that have not happened yet: n of
@@ -522,9 +549,7 @@ func (c *Cache) begin(key cacheKey) *cacheEntry {
 // decoded loaded bytes. mu is held.
 func (c *Cache) grow(dist, loaded int64) {
 	decode, fresh := c.costs.rates()
-	n, credit := growth(c.credit, decode, fresh, loaded, dist, c.limit-c.target)
-	c.credit = credit
-	if n > 0 {
+	if n := growth(&c.rent, decode, fresh, loaded, dist, c.limit-c.target); n > 0 {
 		c.target += n
 		c.stats.Grows++
 		c.trimGhosts()

@@ -55,58 +55,70 @@ func TestSharedCacheSize(t *testing.T) {
 // perMiB converts a cost in ms per MiB to the growth rule's ns per byte.
 func perMiB(ms float64) float64 { return ms * 1e6 / (1 << 20) }
 
-// TestGrowth: the growth rule grows by a ghost's distance once the loads
-// of misses on ghosts have cost what that much new memory costs, and by
-// nothing before; never past the room left; spending what it grows by.
+// TestGrowth: the growth rule grows by a distance once the loads of the
+// misses on ghosts within it have cost what that much new memory costs,
+// and by nothing before; misses on farther ghosts do not pay for nearer
+// memory; never past the room left; clearing the rent it grows on.
 func TestGrowth(t *testing.T) {
 	const mib = 1 << 20
+	const room = 1024 * mib
 	type miss struct {
 		loaded, dist, room int64
 		grow               int64 // what the miss grows the cache by
 	}
+	far, near := miss{mib, 8 * mib, room, 0}, miss{mib, 2 * mib, room, 0}
 	tests := []struct {
 		name          string
 		decode, fresh float64 // ms per MiB
 		misses        []miss
-		credit        float64 // ms left after the misses
+		left          float64 // ms of rent left after the misses
 	}{
-		{"memory dearer than decoding (a VM whose host backs each page): a ghost one chunk away is bought by the fifth miss", 1, 5, []miss{
-			{mib, mib, 1024 * mib, 0}, {mib, mib, 1024 * mib, 0}, {mib, mib, 1024 * mib, 0}, {mib, mib, 1024 * mib, 0},
-			{mib, mib, 1024 * mib, mib},
+		{"memory dearer than decoding (a VM whose host backs each page): a ghost a chunk away is bought by the fifth miss", 1, 5, []miss{
+			{mib, mib, room, 0}, {mib, mib, room, 0}, {mib, mib, room, 0}, {mib, mib, room, 0},
+			{mib, mib, room, mib},
 		}, 0},
-		{"memory cheaper than decoding (a machine of its own): each miss buys its ghost's distance, the credit left over kept", 1, 0.0625, []miss{
-			{mib, mib, 1024 * mib, mib}, {mib, 4 * mib, 1024 * mib, 4 * mib}, {mib, 8 * mib, 1024 * mib, 8 * mib},
-		}, 3 - 13*0.0625},
-		{"a far ghost waits until the credit covers its whole distance, then grows by it", 1, 1, []miss{
-			{mib, 8 * mib, 1024 * mib, 0}, {mib, 8 * mib, 1024 * mib, 0}, {mib, 8 * mib, 1024 * mib, 0},
-			{mib, 2 * mib, 1024 * mib, 2 * mib}, // a near one, bought with the far ones' credit
-			{mib, 8 * mib, 1024 * mib, 0}, {mib, 8 * mib, 1024 * mib, 0}, {mib, 8 * mib, 1024 * mib, 0},
-			{mib, 8 * mib, 1024 * mib, 0}, {mib, 8 * mib, 1024 * mib, 0},
-			{mib, 8 * mib, 1024 * mib, 8 * mib},
+		{"memory cheaper than decoding (a machine of its own): each miss buys its ghost's distance", 1, 0.0625, []miss{
+			{mib, mib, room, mib}, {mib, 4 * mib, room, 4 * mib}, {mib, 8 * mib, room, 8 * mib},
 		}, 0},
-		{"a window of the chunk earns what decoding it cost", 1, 1, []miss{
-			{mib / 4, mib, 1024 * mib, 0}, {mib / 4, mib, 1024 * mib, 0}, {mib / 4, mib, 1024 * mib, 0},
-			{mib / 4, mib, 1024 * mib, mib},
+		{"far misses do not pay for near memory", 1, 1, []miss{
+			far, far, far, near, {mib, 2 * mib, room, 2 * mib}, // the near ones pay for 2 MiB themselves
+			far, far, far, far, {mib, 8 * mib, room, 8 * mib}, // the far ones wait for 8
+		}, 0},
+		{"a near miss completes the far ones' rent: the cache grows by the farthest distance paid for", 1, 1, []miss{
+			far, far, far, far, far, far, far, {mib, mib, room, 8 * mib},
+		}, 0},
+		{"the farthest of a power of two's misses is what they buy", 1, 1, []miss{
+			{mib, 5 * mib, room, 0}, {mib, 7 * mib, room, 0}, {mib, 6 * mib, room, 0}, {mib, 5 * mib, room, 0},
+			{mib, 5 * mib, room, 0}, {mib, 5 * mib, room, 0}, {mib, 5 * mib, room, 7 * mib},
+		}, 0},
+		{"the rent a growth leaves: farther misses keep theirs", 1, 1, []miss{
+			far, far, {mib, mib, room, mib},
+		}, 2},
+		{"a window of the chunk pays what decoding it cost", 1, 1, []miss{
+			{mib / 4, mib, room, 0}, {mib / 4, mib, room, 0}, {mib / 4, mib, room, 0},
+			{mib / 4, mib, room, mib},
 		}, 0},
 		{"no further than the limit, paying for that alone", 1, 2, []miss{
 			{mib, 4 * mib, 3 * mib, 0}, {mib, 4 * mib, 3 * mib, 0}, {mib, 4 * mib, 3 * mib, 0}, {mib, 4 * mib, 3 * mib, 0},
 			{mib, 4 * mib, 3 * mib, 0}, {mib, 4 * mib, 3 * mib, 3 * mib},
 		}, 0},
-		{"at the limit, nothing", 1, 0.0625, []miss{{mib, mib, 0, 0}}, 1},
-		{"a chunk that is not stored decoded nothing and earns nothing", 1, 1, []miss{{0, mib, 1024 * mib, 0}}, 0},
+		{"at the limit, nothing, and nothing tallied", 1, 0.0625, []miss{{mib, mib, 0, 0}}, 0},
+		{"a chunk that is not stored decoded nothing and pays nothing", 1, 1, []miss{{0, mib, room, 0}}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			credit := 0.0
+			var r rent
 			for i, m := range tt.misses {
-				var grow int64
-				grow, credit = growth(credit, perMiB(tt.decode), perMiB(tt.fresh), m.loaded, m.dist, m.room)
-				if grow != m.grow {
+				if grow := growth(&r, perMiB(tt.decode), perMiB(tt.fresh), m.loaded, m.dist, m.room); grow != m.grow {
 					t.Fatalf("miss %d (%+v): grows by %d bytes, want %d", i, m, grow, m.grow)
 				}
 			}
-			if want := perMiB(tt.credit) * (1 << 20); credit < want-1 || credit > want+1 {
-				t.Errorf("credit left %.0f ns, want %.0f", credit, want)
+			left := 0.0
+			for _, ns := range r.ns {
+				left += ns
+			}
+			if want := perMiB(tt.left) * (1 << 20); left < want-1 || left > want+1 {
+				t.Errorf("rent left %.0f ns, want %.0f", left, want)
 			}
 		})
 	}
