@@ -58,8 +58,8 @@ LOADERGEN_ZARR_CACHE_MB=32 compare big 256,1024,1024
 echo "(crops/s, median of 3 cold epochs each; go/torch against torch's better configuration)"
 
 # The first epoch at default settings: a fresh process, the
-# default chunk cache (4 GiB, growing from 32 MiB as reads come back to
-# evicted chunks) against the cache fixed at 32 MiB, and zarr-python +
+# default chunk cache (4 GiB, growing from 32 MiB as re-reading evicted
+# chunks pays for the memory) against the cache fixed at 32 MiB, and zarr-python +
 # DataLoader, on the epoch's first 64 crops and on all 512, the big stores.
 echo
 printf '%-16s %6s %10s %10s %10s %10s %12s\n' store crops torch_best go_default go_32MiB default/32 default/torch

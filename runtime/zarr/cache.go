@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
 	"runtime"
 	"strconv"
 	"sync"
+	"time"
 
 	lgruntime "github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/zarr/blosc"
@@ -53,36 +55,56 @@ const CacheEnv = "LOADERGEN_ZARR_CACHE_MB"
 // root's read-ahead lent it, not copied (see loader): the entry is the
 // whole chunk, charged as a decoded one, and eviction ends the lend.
 //
-// The cache grows as its reads show reuse: it holds at most target bytes,
-// which starts at GrowFromMiB and grows toward limit each time a read
-// misses a chunk evicted lately (a ghost: one a cache larger by the bytes
-// evicted since would still hold), by the chunk's size or a sixteenth of
-// target, the larger. Memory new to the process
-// costs a page fault per page when first written, so a cache that every
-// read fills with fresh buffers pays far more for a cold epoch than one
-// that decodes into the buffers of the chunks it evicts; a cache whose
-// chunks come back grows to hold them.
+// The cache grows as its reads show that growing pays: it holds at most
+// target bytes, which starts at GrowFromMiB and grows toward limit only
+// by memory that misses have already paid for. A miss on a chunk evicted
+// lately (a ghost) costs a load that a cache larger by the ghost's
+// distance (the bytes evicted since it, its own included) would not have
+// made. The cache tallies what those loads cost, at its measured decode
+// time per byte, by distance; once the misses within some distance have
+// cost what new memory for that distance costs, at its measured cost per
+// byte, it grows by that distance and clears their tally (see growth).
+// Memory new to the process costs a page fault per page when first
+// written, from about 0.06 ms a MiB on a machine of its own to 4 or 5 ms
+// in a VM whose host backs each page on first touch, against 0.3 to 1 ms
+// a MiB to decode a chunk again: a rule that grew on every such miss made
+// a cold epoch slower than a cache of GrowFromMiB that decodes into the
+// buffers it evicts. This is the rent-or-buy rule: a cache whose reads
+// do not come back pays for no memory, and one whose reads keep coming
+// back grows to hold them once re-reading has cost what the memory costs,
+// about twice, at most, what the better of never growing and growing at
+// once would have cost.
 type Cache struct {
 	limit int64  // bytes; NewCache sets it, nothing changes it
 	why   string // how the shared cache's size was chosen, for Describe; "" for NewCache's. Set before the cache is shared
+	grows bool   // whether target starts below limit, to grow as misses pay (not for a size the environment set). Set before the cache is shared
 
 	// mu guards everything below. Any goroutine reading through the cache
 	// takes it to look up, to insert a finished decode, to evict, to release
 	// an entry it has copied from, and to take or give back a free buffer.
 	mu      sync.Mutex
 	used    int64
-	target  int64 // what the cache holds at most now: from GrowFromMiB up to limit, grown by ghost hits
+	target  int64 // what the cache holds at most now: from GrowFromMiB up to limit, grown by finish (growth)
 	entries map[cacheKey]*cacheEntry
-	// ghosts are the chunks evicted lately: a miss on one grows target.
-	// ghostOrder holds them oldest first (with keys of ghosts since gone,
-	// which a stale eviction number tells), ghostBytes their sizes' sum,
-	// kept within limit - target (what growing could still add).
+	// ghosts are the chunks evicted lately: a miss on one may grow
+	// target. ghostOrder holds them oldest first (with keys of ghosts
+	// since gone, which a stale eviction mark tells), ghostBytes their
+	// sizes' sum, kept within limit - target (what growing could still
+	// add). evicted is the bytes evicted since the cache was made, which
+	// marks each ghost: a ghost's distance is the bytes evicted since it,
+	// its own included.
 	ghosts     map[cacheKey]ghost
 	ghostOrder []ghostRef
 	ghostBytes int64
-	evictions  uint64           // numbers the evictions, for ghostRef
-	lru        cacheEntry       // sentinel of a circular list of loaded entries, most recent first
-	free       map[int][][]byte // buffers of evicted, unreferenced chunks, by size
+	evicted    int64
+	// costs is what loads and new buffers have cost (fetch adds each
+	// load's time when it ends, buffer each new buffer's); rent is what
+	// misses on ghosts have cost, by distance, that growing has not
+	// answered yet: finish adds to it and clears it (growth).
+	costs costs
+	rent  rent
+	lru   cacheEntry       // sentinel of a circular list of loaded entries, most recent first
+	free  map[int][][]byte // buffers of evicted, unreferenced chunks, by size
 	// freeBytes is the bytes of the buffers in free.
 	freeBytes int64
 	stats     CacheStats
@@ -102,16 +124,85 @@ type Cache struct {
 }
 
 // ghost is an evicted chunk a read may come back to: its entry's size,
-// and the number of its eviction.
+// and the cache's evicted bytes once it was evicted.
 type ghost struct {
 	size int64
-	n    uint64
+	at   int64
 }
 
-// ghostRef is a ghost in order of eviction: its key and eviction number.
+// ghostRef is a ghost in order of eviction: its key and mark (ghost.at).
 type ghostRef struct {
 	key cacheKey
-	n   uint64
+	at  int64
+}
+
+// costs is what the growth rule knows of this machine, measured as the
+// cache works: the time loads took (reading and decoding, and allocating
+// new buffers), the bytes they decoded, and the time and bytes of the new
+// buffers that loads asked for (allocation and a write to each page:
+// buffer). A load's decode time is its time less its new buffer's, so
+// decode per byte is (loadNs - freshNs) / loadBytes. With pinned set (a
+// test's costs), nothing measured is added.
+type costs struct {
+	loadNs, loadBytes   int64
+	freshNs, freshBytes int64
+	pinned              bool
+}
+
+// rates returns the measured costs in ns per byte: of decoding a chunk
+// (0 before any load), and of a new buffer (the decode cost before any
+// buffer was made: the chunks held are then lent, and growing keeps each
+// from being recycled, about what reading it again costs).
+func (k costs) rates() (decode, fresh float64) {
+	if k.loadBytes > 0 {
+		decode = float64(max(k.loadNs-k.freshNs, 0)) / float64(k.loadBytes)
+	}
+	fresh = decode
+	if k.freshBytes > 0 {
+		fresh = float64(k.freshNs) / float64(k.freshBytes)
+	}
+	return decode, fresh
+}
+
+// rent is the load time that misses on ghosts have cost, tallied by the
+// ghost's distance (the bytes evicted since it, its own included): ns[b]
+// is that of the misses at distances from 2^(b-1) (excluded) to 2^b
+// bytes, and far[b] the farthest of them.
+type rent struct {
+	ns  [64]float64
+	far [64]int64
+}
+
+// growth is the growth rule. A miss on a ghost at distance dist, whose
+// load decoded loaded bytes, adds that load's cost (decode ns per byte) to
+// r. The cache then grows by the farthest distance d of the misses within
+// some power of two of distance whose loads, with those of every nearer
+// miss, have cost what d bytes of new memory cost (fresh ns per byte):
+// growing by d would have saved every one of those loads. That rent is
+// spent (cleared); where several distances qualify, the farthest is
+// taken. It grows no further than room (what is left to the limit), and
+// then pays for that alone. It returns the bytes to grow by.
+func growth(r *rent, decode, fresh float64, loaded, dist, room int64) int64 {
+	if dist <= 0 || room <= 0 {
+		return 0
+	}
+	b := bits.Len64(uint64(dist - 1))
+	r.ns[b] += decode * float64(loaded)
+	r.far[b] = max(r.far[b], dist)
+	var paid float64
+	grow, upto := int64(0), -1
+	for i := range r.ns {
+		paid += r.ns[i]
+		if i < b || r.far[i] == 0 {
+			continue
+		}
+		if n := min(r.far[i], room); float64(n)*fresh <= paid {
+			grow, upto = n, i
+		}
+	}
+	clear(r.ns[:upto+1])
+	clear(r.far[:upto+1])
+	return grow
 }
 
 // hint is a chunk's announced reads that have not happened yet: n of
@@ -146,10 +237,16 @@ type CacheStats struct {
 	Extends   int64 // decoded windows extended for a read that needed more
 	Evictions int64 // chunks dropped to stay within the limit
 	Announced int64 // chunk reads announced by Array.ReadAhead (eviction keeps their chunks until they are made)
-	Grows     int64 // misses on chunks evicted lately, each of which grew Target
+	Ghosts    int64 // loads of chunks evicted lately (see Cache)
+	Grows     int64 // those of Ghosts that grew Target: the misses till then had paid for the memory
 	Bytes     int64 // bytes held now
-	Target    int64 // bytes the cache may hold now: it grows from GrowFromMiB to its limit as evicted chunks are read again
+	Target    int64 // bytes the cache may hold now: it grows from GrowFromMiB to its limit as misses on evicted chunks pay for the memory
 	Entries   int   // chunks held now
+
+	// DecodeCost and FreshCost are the growth rule's measures, per MiB:
+	// what a load took, less its new buffer, and what a new buffer took
+	// (allocating it and writing each page).
+	DecodeCost, FreshCost time.Duration
 }
 
 // cacheKey names one entry of a cache: a decoded chunk of an array, or the
@@ -197,6 +294,7 @@ type cacheEntry struct {
 	size       int64
 	done       chan struct{}
 	refs       int         // readers that got the entry from get and have not released it
+	dist       int64       // set by begin where the chunk was a ghost: its distance, for endLoad's growth
 	evicted    bool        // out of the map: its buffer is freed when refs drops to 0
 	charge     int64       // decode memory its buffer holds until recycled: set by endLoad when it evicts the entry at once
 	prev, next *cacheEntry // the lru list, once loaded
@@ -230,22 +328,17 @@ type loader interface {
 // first, so that its data needs no copy.
 const headroom = blosc.HeaderSize
 
-// growStep makes a ghost hit grow a cache by at least target/growStep, so
-// that a working set a little larger than the cache is reached in a few
-// misses, not one chunk's worth each.
-const growStep = 16
-
-// GrowFromMiB is what a cache holds at most until its reads come back to
-// chunks it evicted (see Cache): 32 MiB, 32 chunks of 1 MiB, as many as
+// GrowFromMiB is what a cache holds at most until misses on chunks it
+// evicted pay for more (see Cache): 32 MiB, 32 chunks of 1 MiB, as many as
 // the crops of a few batches read, in flight and ahead.
 const GrowFromMiB = 32
 
 // NewCache returns a cache that holds up to maxMiB MiB of decoded chunks,
-// growing to it from GrowFromMiB as its reads show reuse. A cache of 0 MiB
+// growing to it from GrowFromMiB as its reads show that growing pays. A cache of 0 MiB
 // holds nothing: every read decodes what it needs.
 func NewCache(maxMiB int) *Cache {
 	limit := int64(maxMiB) << 20
-	c := &Cache{limit: limit, target: min(limit, GrowFromMiB<<20), entries: map[cacheKey]*cacheEntry{}, ghosts: map[cacheKey]ghost{},
+	c := &Cache{limit: limit, target: min(limit, GrowFromMiB<<20), grows: limit > GrowFromMiB<<20, entries: map[cacheKey]*cacheEntry{}, ghosts: map[cacheKey]ghost{},
 		free: map[int][][]byte{}, hints: map[cacheKey]hint{}, after: map[uint64]uint64{}}
 	c.lru.prev, c.lru.next = &c.lru, &c.lru
 	return c
@@ -263,7 +356,10 @@ func newSharedCache(getenv func(string) string) (*Cache, error) {
 		if err != nil || n < 0 || n > 1<<30 {
 			return nil, fmt.Errorf("environment %s=%q: want a size in MiB from 0 to %d", CacheEnv, v, 1<<30)
 		}
+		// A size the user set is theirs to spend: the cache takes it as
+		// chunks come, without waiting for misses to pay for it.
 		c := NewCache(n)
+		c.target, c.grows = c.limit, false
 		c.why = fmt.Sprintf("%s=%s, per process", CacheEnv, v)
 		return c, nil
 	}
@@ -290,8 +386,8 @@ func SharedCache() (*Cache, error) { return sharedCache() }
 
 // Describe says how large the cache may grow, how it grows and, for the
 // shared cache, why it is that large: "512 MiB (4 GiB per node / 8 local
-// ranks, torchrun's LOCAL_WORLD_SIZE; grows from 32 MiB as reads come back
-// to evicted chunks)", "1000 MiB (LOADERGEN_ZARR_CACHE_MB=1000, per
+// ranks, torchrun's LOCAL_WORLD_SIZE; grows from 32 MiB as re-reading
+// evicted chunks pays for the memory)", "1000 MiB (LOADERGEN_ZARR_CACHE_MB=1000, per
 // process; ...)", "off (...)".
 func (c *Cache) Describe() string {
 	size := "off"
@@ -299,11 +395,11 @@ func (c *Cache) Describe() string {
 		size = mibString(int(c.limit >> 20))
 	}
 	why := c.why
-	if c.limit > GrowFromMiB<<20 {
+	if c.grows {
 		if why != "" {
 			why += "; "
 		}
-		why += fmt.Sprintf("grows from %s as reads come back to evicted chunks", mibString(GrowFromMiB))
+		why += fmt.Sprintf("grows from %s as re-reading evicted chunks pays for the memory", mibString(GrowFromMiB))
 	}
 	if why == "" {
 		return size
@@ -325,6 +421,8 @@ func (c *Cache) Stats() CacheStats {
 	defer c.mu.Unlock()
 	s := c.stats
 	s.Bytes, s.Target, s.Entries = c.used, c.target, len(c.entries)
+	decode, fresh := c.costs.rates()
+	s.DecodeCost, s.FreshCost = time.Duration(decode*(1<<20)), time.Duration(fresh*(1<<20))
 	return s
 }
 
@@ -427,41 +525,53 @@ func (c *Cache) fetch(ctx context.Context, key cacheKey, l loader, want window, 
 	c.consume(key)
 	e := c.begin(key)
 	c.mu.Unlock()
+	start := time.Now()
 	buf, win, lent, charge, err := l.load(ctx, key, want)
-	if err := c.endLoad(e, buf, win, lent, charge, err); err != nil {
+	if err := c.endLoad(e, buf, win, lent, charge, time.Since(start), err); err != nil {
 		return nil, false, err
 	}
 	return e, false, nil
 }
 
 // begin enters the entry of key, which the caller is about to load, held
-// by the caller; a ghost of key grows the cache. mu is held.
+// by the caller, with the distance of its ghost if it is one, for finish.
+// mu is held.
 func (c *Cache) begin(key cacheKey) *cacheEntry {
+	e := &cacheEntry{key: key, done: make(chan struct{}), refs: 1}
 	if g, ok := c.ghosts[key]; ok {
 		delete(c.ghosts, key)
 		c.ghostBytes -= g.size
-		c.target = min(c.limit, c.target+max(g.size, c.target/growStep))
-		c.stats.Grows++
-		c.trimGhosts()
+		e.dist = c.evicted - g.at + g.size
+		c.stats.Ghosts++
 	}
-	e := &cacheEntry{key: key, done: make(chan struct{}), refs: 1}
 	c.entries[key] = e
 	c.stats.Loads++
 	return e
 }
 
+// grow applies the growth rule to a load of a ghost at distance dist that
+// decoded loaded bytes. mu is held.
+func (c *Cache) grow(dist, loaded int64) {
+	decode, fresh := c.costs.rates()
+	if n := growth(&c.rent, decode, fresh, loaded, dist, c.limit-c.target); n > 0 {
+		c.target += n
+		c.stats.Grows++
+		c.trimGhosts()
+	}
+}
+
 // remember keeps evicted entry e as a ghost, while growing could still
 // make room for it. mu is held.
 func (c *Cache) remember(e *cacheEntry) {
+	c.evicted += e.size
 	if c.target >= c.limit {
 		return
 	}
-	c.evictions++
 	if g, ok := c.ghosts[e.key]; ok {
 		c.ghostBytes -= g.size
 	}
-	c.ghosts[e.key] = ghost{size: e.size, n: c.evictions}
-	c.ghostOrder = append(c.ghostOrder, ghostRef{e.key, c.evictions})
+	c.ghosts[e.key] = ghost{size: e.size, at: c.evicted}
+	c.ghostOrder = append(c.ghostOrder, ghostRef{e.key, c.evicted})
 	c.ghostBytes += e.size
 	c.trimGhosts()
 }
@@ -474,7 +584,7 @@ func (c *Cache) trimGhosts() {
 	for c.ghostBytes > room && len(c.ghostOrder) > 0 {
 		r := c.ghostOrder[0]
 		c.ghostOrder = c.ghostOrder[1:]
-		if g, ok := c.ghosts[r.key]; ok && g.n == r.n {
+		if g, ok := c.ghosts[r.key]; ok && g.at == r.at {
 			delete(c.ghosts, r.key)
 			c.ghostBytes -= g.size
 		}
@@ -482,7 +592,7 @@ func (c *Cache) trimGhosts() {
 	if len(c.ghostOrder) > 2*len(c.ghosts)+64 {
 		live := c.ghostOrder[:0]
 		for _, r := range c.ghostOrder {
-			if g, ok := c.ghosts[r.key]; ok && g.n == r.n {
+			if g, ok := c.ghosts[r.key]; ok && g.at == r.at {
 				live = append(live, r)
 			}
 		}
@@ -491,7 +601,9 @@ func (c *Cache) trimGhosts() {
 }
 
 // endLoad ends the load of e that begin entered, with what the loader
-// returned, and wakes those waiting for it. On an error it drops the
+// returned and the time the load took, and wakes those waiting for it;
+// a loaded ghost grows the cache as the growth rule says, before it
+// evicts to stay within target. On an error it drops the
 // entry, releases the caller's reference and returns the error. A lent
 // buffer is charged as a decoded one, so the limit also bounds the
 // read-ahead's memory that the cache keeps from being recycled. The
@@ -500,7 +612,7 @@ func (c *Cache) trimGhosts() {
 // (larger than the cache keeps) holds it until its last reader lets go
 // (recycle), so that decode memory also bounds the chunks that are only
 // being copied from.
-func (c *Cache) endLoad(e *cacheEntry, buf []byte, win window, lent func(), charge int64, err error) error {
+func (c *Cache) endLoad(e *cacheEntry, buf []byte, win window, lent func(), charge int64, took time.Duration, err error) error {
 	c.mu.Lock()
 	e.err = err
 	if buf != nil {
@@ -511,6 +623,14 @@ func (c *Cache) endLoad(e *cacheEntry, buf []byte, win window, lent func(), char
 		e.evicted = true
 		decoding.release(charge)
 	} else {
+		loaded := int64(win.hi - win.lo)
+		if !c.costs.pinned && loaded > 0 {
+			c.costs.loadNs += int64(took)
+			c.costs.loadBytes += loaded
+		}
+		if e.dist > 0 {
+			c.grow(e.dist, loaded)
+		}
 		e.size = int64(len(buf)) + cacheEntryOverhead
 		c.used += e.size
 		c.pushFront(e)
@@ -588,18 +708,36 @@ func (c *Cache) release(e *cacheEntry) {
 
 // buffer returns a buffer for a chunk of n bytes to be decoded into, after
 // headroom bytes: a recycled one when there is one. Its content is
-// undefined.
+// undefined. A new one is written once a page, so that the page faults
+// of memory new to the process are taken here and timed, for the growth
+// rule (costs), rather than in the decode that follows.
 func (c *Cache) buffer(n int) []byte {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if free := c.free[n]; len(free) > 0 {
 		b := free[len(free)-1]
 		c.free[n] = free[:len(free)-1]
 		c.freeBytes -= int64(len(b))
+		c.mu.Unlock()
 		return b
 	}
-	return make([]byte, headroom+n)
+	c.mu.Unlock()
+	start := time.Now()
+	b := make([]byte, headroom+n)
+	for i := 0; i < len(b); i += pageSize {
+		b[i] = 0
+	}
+	took := time.Since(start)
+	c.mu.Lock()
+	if !c.costs.pinned {
+		c.costs.freshNs += int64(took)
+		c.costs.freshBytes += int64(len(b))
+	}
+	c.mu.Unlock()
+	return b
 }
+
+// pageSize is the step at which buffer writes a new buffer.
+var pageSize = os.Getpagesize()
 
 // recycle keeps an unreferenced, evicted entry's buffer for a later decode,
 // while the free buffers stay within the decode memory's bound (more could

@@ -363,7 +363,7 @@ func TestReadPutsOffChunksInFlight(t *testing.T) {
 	}
 	loads := a.cache.Stats().Loads
 	buf, win, lent, charge, err := a.load(bg, key, window{0, a.unitBytes})
-	if err := a.cache.endLoad(held, buf, win, lent, charge, err); err != nil {
+	if err := a.cache.endLoad(held, buf, win, lent, charge, 0, err); err != nil {
 		t.Fatal(err)
 	}
 	a.cache.release(held)
@@ -499,7 +499,8 @@ func setLimit(c *Cache, n int64) {
 
 // TestCacheGrowsOnReuse: a cache starts small and recycles the buffers of
 // what it evicts while no read comes back to an evicted chunk; reads that
-// come back grow it, never past its limit, until it holds what they need.
+// come back grow it, never past its limit, until it holds what they need
+// (with new memory costing nothing: TestCacheGrowthPaysItsWay prices it).
 func TestCacheGrowsOnReuse(t *testing.T) {
 	a := openDir(t, filepath.Join(fixtures, "v2/blosc_lz4_shuffle_u2_blocks"), 1)
 	c := a.cache
@@ -530,6 +531,7 @@ func TestCacheGrowsOnReuse(t *testing.T) {
 	c.lru.prev, c.lru.next = &c.lru, &c.lru
 	c.limit, c.target = entry*int64(len(chunks)), 2*entry // room for two, growing to all
 	c.mu.Unlock()
+	pinCosts(c, 1, 0)
 	before := c.Stats()
 	readAll() // a cold pass: nothing comes back
 	cold := c.Stats()
