@@ -43,8 +43,9 @@ type slot struct {
 type ring struct {
 	// slots has a slot for every place the ring may grow to (MaxSlots);
 	// the first depth of them have staging memory. depth is written by the
-	// consumer only (newEngine, then deepen between batches, before the new
-	// slot's first dispatch), and read by Stats on any goroutine.
+	// consumer only (startRing, in newEngine; then grow, from deepen between
+	// batches, before the new slot's first dispatch), and read by Stats on
+	// any goroutine.
 	slots []slot
 	depth atomic.Int32
 	// The consumer's bookkeeping: held[b%len(slots)] is the slot of
