@@ -3,6 +3,7 @@
 package bounded
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -53,7 +54,8 @@ func TestBoundFails(t *testing.T) {
 	if err == nil {
 		t.Fatalf("a child touching 512 MB under a 64 MB bound passed:\n%s", out)
 	}
-	if !strings.Contains(string(out), "bound 64 MB") && !strings.Contains(string(out), "bound of 64 MB") {
+	bound := fmt.Sprintf("%d MB", 64*map[bool]int{false: 1, true: raceScale}[raceEnabled])
+	if !strings.Contains(string(out), "bound "+bound) && !strings.Contains(string(out), "bound of "+bound) {
 		t.Errorf("the failure does not name the bound:\n%s", out)
 	}
 }
