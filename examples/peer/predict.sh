@@ -6,8 +6,8 @@
 # Reads: the loader over the store's tiles (dataset.yaml's tiles: the
 # crops' 64^3 boxes, abutting, over the whole volume: 256 tiles) against
 # the training loader's crops (512 an epoch), tiles/s against crops/s, cold
-# (a fresh process, from opening the source) and warm (the second pass,
-# every chunk cached).
+# (a fresh process, from opening the source, the default cache) and warm
+# (the second pass, with a cache that holds the store: every chunk cached).
 #
 # Writes: the predictions of every tile (its raw over 255 as float32, or
 # raw > 128 as uint8), written with zstd level 6 and with blosc-lz4, by the
@@ -35,15 +35,16 @@ store="$work/predict-${shape//,/x}.zarr"
 # col N: field N of each line read.
 col() { awk -v f="$1" '{ print $f }'; }
 
-# The reads' chunk cache holds the whole store from the start (a size set
-# is held as set), so that the second pass is every chunk cached; the
+# Cold reads run at the default chunk cache, a user's first pass; warm
+# ones with the cache holding the whole store from the start (a size set
+# is held as set), so that the second pass is every chunk cached: the
 # default grows only as re-reading pays for the memory.
 cache=${LOADERGEN_ZARR_CACHE_MB:-4096}
 cc="" tc="" cw="" tw=""
 for _ in $(seq "$runs"); do
-	cc="$cc $(LOADERGEN_ZARR_CACHE_MB=$cache "$work/peer-bench" epoch "$store")"
-	t=$(LOADERGEN_ZARR_CACHE_MB=$cache "$work/peer-bench" tiles "$store")
-	tc="$tc $(echo "$t" | col 1)" tw="$tw $(echo "$t" | col 2)"
+	cc="$cc $("$work/peer-bench" epoch "$store")"
+	tc="$tc $("$work/peer-bench" tiles "$store" | col 1)"
+	tw="$tw $(LOADERGEN_ZARR_CACHE_MB=$cache "$work/peer-bench" tiles "$store" | col 2)"
 	cw="$cw $(LOADERGEN_ZARR_CACHE_MB=$cache "$work/peer-bench" warm "$store")"
 done
 printf '%-6s %10s %10s %8s\n' reads crops/s tiles/s tiles/crops
@@ -51,7 +52,7 @@ for what in cold warm; do
 	if [ $what = cold ]; then c=$(echo $cc | median) t=$(echo $tc | median); else c=$(echo $cw | median) t=$(echo $tw | median); fi
 	awk -v w=$what -v c="$c" -v t="$t" 'BEGIN { printf "%-6s %10.1f %10.1f %8.2f\n", w, c, t, t / c }'
 done
-echo "(cold: a fresh process from opening the source, every chunk decoded once, over an epoch's 512 crops or the volume's tiles of 64^3; warm: the second pass, every chunk cached)"
+echo "(cold: a fresh process from opening the source, every chunk decoded once, over an epoch's 512 crops or the volume's tiles of 64^3; warm: the second pass with the cache holding the store, every chunk cached)"
 echo
 
 printf '%-18s %10s %10s %8s %12s %10s %8s\n' writes go_MB/s py_MB/s go/py partial_MiB rss_MiB rss/part
