@@ -73,7 +73,8 @@ const CacheEnv = "LOADERGEN_ZARR_CACHE_MB"
 // do not come back pays for no memory, and one whose reads keep coming
 // back grows to hold them once re-reading has cost what the memory costs,
 // about twice, at most, what the better of never growing and growing at
-// once would have cost.
+// once would have cost. A size the environment sets (CacheEnv) is held
+// from the start: the user has said what memory to spend.
 type Cache struct {
 	limit int64  // bytes; NewCache sets it, nothing changes it
 	why   string // how the shared cache's size was chosen, for Describe; "" for NewCache's. Set before the cache is shared
