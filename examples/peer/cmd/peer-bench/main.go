@@ -2,7 +2,8 @@
 //
 //	peer-bench write -compressor zstd6|blosc-lz4 [-shape Z,Y,X] DIR   write the store
 //	peer-bench crops DIR JSON BIN K                     the epoch's crops in the loader's order, and the bytes of the first K
-//	peer-bench epoch [-crops N] DIR                     one cold epoch of the loader (its first N crops): crops/s
+//	peer-bench epoch [-crops N] [-costs] DIR            one cold epoch of the loader (its first N crops): crops/s;
+//	                                                    -costs: then the chunk cache's measured costs, on stderr
 //	peer-bench boxes DIR [BUFFERS]                      the same boxes read cold, unaugmented: crops/s
 //	peer-bench whole ARRAY                              the whole array decoded on one goroutine: MB/s
 //	peer-bench locality [-cache MiB] [-windows W] DIR   chunk-cache hit rates with and without crop locality
@@ -95,11 +96,12 @@ func main() {
 	case "epoch":
 		fs := flag.NewFlagSet("epoch", flag.ExitOnError)
 		n := fs.Int("crops", 0, "stop after the epoch's first N crops (whole batches); 0: the whole epoch")
+		costs := fs.Bool("costs", false, "print the chunk cache's measured costs (decoding again, new memory) on stderr")
 		fs.Parse(os.Args[2:])
 		if fs.NArg() != 1 {
-			stderr.Fatal("usage: peer-bench epoch [-crops N] DIR")
+			stderr.Fatal("usage: peer-bench epoch [-crops N] [-costs] DIR")
 		}
-		err = epoch(fs.Arg(0), *n)
+		err = epoch(fs.Arg(0), *n, *costs)
 	case "whole":
 		err = whole(os.Args[2])
 	case "rows":
@@ -264,13 +266,23 @@ func writeCrops(jsonFile string, order []int, crop func(epoch, index int) runtim
 }
 
 // epoch runs epoch 0 of a loader with GOMAXPROCS workers and prints its
-// crops per second, from opening the source to the last batch.
-func epoch(dir string, crops int) error {
+// crops per second, from opening the source to the last batch; with costs,
+// the chunk cache's measured costs per MiB after it, on stderr.
+func epoch(dir string, crops int, costs bool) error {
 	n, d, err := runEpoch(dir, runtime.Options{}, crops)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("%.1f\n", float64(n)/d.Seconds())
+	if costs {
+		cache, err := zarr.SharedCache()
+		if err != nil {
+			return err
+		}
+		st := cache.Stats()
+		fmt.Fprintf(os.Stderr, "chunk cache: decoding costs %v a MiB, new memory %v a MiB; %d misses on evicted chunks, %d grew it, to %d MiB\n",
+			st.DecodeCost.Round(time.Microsecond), st.FreshCost.Round(time.Microsecond), st.Ghosts, st.Grows, st.Target>>20)
+	}
 	return nil
 }
 
