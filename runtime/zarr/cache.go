@@ -65,9 +65,9 @@ const CacheEnv = "LOADERGEN_ZARR_CACHE_MB"
 // cost what new memory for that distance costs, at its measured cost per
 // byte, it grows by that distance and clears their tally (see growth).
 // Memory new to the process costs a page fault per page when first
-// written, from about 0.06 ms a MiB on a machine of its own to 4 or 5 ms
-// in a VM whose host backs each page on first touch, against 0.3 to 1 ms
-// a MiB to decode a chunk again: a rule that grew on every such miss made
+// written, far less than a decode on a machine of its own but 4.5 to 7
+// ms a MiB in a VM whose host backs each page on first touch, against 0.3
+// to 1.3 ms a MiB to decode a chunk again: a rule that grew on every such miss made
 // a cold epoch slower than a cache of GrowFromMiB that decodes into the
 // buffers it evicts. This is the rent-or-buy rule: a cache whose reads
 // do not come back pays for no memory, and one whose reads keep coming
