@@ -39,6 +39,8 @@ type Cursor struct {
 	// which a worker idled longest.
 	slots   int
 	longest idleWait
+	// ahead is set by Ahead: Next leaves Stats.InLoader to Waited.
+	ahead bool
 }
 
 // Start begins epoch at batch start: it dispatches the first batches into
@@ -109,13 +111,8 @@ func (c *Cursor) Next(wait time.Duration) (*Batch, error) {
 	}
 	e := c.e
 	if c.out >= 0 {
-		c.asked = time.Now()
-		if e.keeps.advance(c.out) {
-			e.ring.free = append(e.ring.free, c.out)
-		}
-		c.out = -1
-		if c.err = c.dispatchFree(); c.err != nil {
-			return nil, c.err
+		if _, err := c.Advance(); err != nil {
+			return nil, err
 		}
 	}
 	if c.b >= c.nb {
@@ -157,12 +154,47 @@ func (c *Cursor) Next(wait time.Duration) (*Batch, error) {
 			return nil, c.err
 		}
 	}
-	e.stats.inLoader.Add(int64(time.Since(c.asked)))
+	if !c.ahead {
+		e.stats.inLoader.Add(int64(time.Since(c.asked)))
+	}
 	e.keeps.handOut(batch.Slot)
 	c.out = batch.Slot
 	c.b++
 	return batch, nil
 }
+
+// Advance moves on from the batch Next returned last, as Next does first
+// (its slot returns to the ring unless kept), and dispatches batches into
+// the free slots, those that kept batches returned included. It reports
+// whether the next batch waits for a kept slot's last Release: every slot
+// is kept, so Next would wait for one. The Python bridge's pump asks, to
+// wait for Python's releases outside Go.
+func (c *Cursor) Advance() (waitsForKept bool, err error) {
+	if c.err != nil || c.closed {
+		return false, c.err
+	}
+	if c.out >= 0 {
+		c.asked = time.Now()
+		if c.e.keeps.advance(c.out) {
+			c.e.ring.free = append(c.e.ring.free, c.out)
+		}
+		c.out = -1
+	}
+	if c.err = c.dispatchFree(); c.err != nil {
+		return false, c.err
+	}
+	return c.b == c.next && c.b < c.nb, nil
+}
+
+// Ahead tells the cursor that its caller takes batches ahead of the loop
+// that uses them (the Python bridge's pump, which queues them for Python):
+// Next's waits are then not the loop's, and Stats.InLoader counts only what
+// Waited adds.
+func (c *Cursor) Ahead() { c.ahead = true }
+
+// Waited adds d, a wait of the loop for a batch the caller had not taken
+// yet, to Stats.InLoader (after Ahead).
+func (c *Cursor) Waited(d time.Duration) { c.e.stats.inLoader.Add(int64(d)) }
 
 // fail records err as the epoch's end, unless it is a wait that ran out.
 func (c *Cursor) fail(err error) error {

@@ -247,3 +247,40 @@ func TestCursor(t *testing.T) {
 	c.Close()
 	collect(t, e, 2, 0)
 }
+
+// TestAdvanceSaysWhenEverySlotIsKept: a caller that keeps every batch
+// (the Python bridge's pump) learns from Advance when the next batch waits
+// for a Release, and when a Release lets it go on; Next then returns the
+// batches in order.
+func TestAdvanceSaysWhenEverySlotIsKept(t *testing.T) {
+	e := newTestEngine(t, testPlan(4, LoaderDefaults{Prefetch: 1}), 16, Options{Workers: 1}, nil)
+	c, err := e.Start(context.Background(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var kept []*Batch
+	for want := range 2 { // two slots: both kept
+		if waits, err := c.Advance(); err != nil || waits {
+			t.Fatalf("before batch %d: Advance = %v, %v; want false, nil", want, waits, err)
+		}
+		b, err := c.Next(0)
+		if err != nil || b == nil || b.Number != want {
+			t.Fatalf("Next = %v, %v; want batch %d", b, err, want)
+		}
+		b.Keep()
+		kept = append(kept, b)
+	}
+	if waits, err := c.Advance(); err != nil || !waits {
+		t.Fatalf("every slot kept: Advance = %v, %v; want true, nil", waits, err)
+	}
+	kept[0].Release()
+	if waits, err := c.Advance(); err != nil || waits {
+		t.Fatalf("a slot released: Advance = %v, %v; want false, nil", waits, err)
+	}
+	b, err := c.Next(0)
+	if err != nil || b == nil || b.Number != 2 {
+		t.Fatalf("Next = %v, %v; want batch 2", b, err)
+	}
+	kept[1].Release()
+}

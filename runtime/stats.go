@@ -90,7 +90,8 @@ func (s Stats) Padding() float64 {
 // kind of goroutine and read by snapshot on any (Engine.Stats):
 //   - batches, samples, bytes, rows, spanned, truncated and skipped: the
 //     consumer, in await, as it takes a batch; inLoader: the consumer, in
-//     Epoch, before it yields a batch;
+//     Epoch or Cursor.Next, before it yields a batch, or, after
+//     Cursor.Ahead, the caller of Cursor.Waited;
 //   - busy: every filler (the workers and the consumer's help), after each
 //     run; selfFill: the consumer, after its help;
 //   - stall, copy and lost: the CUDA backend's goroutine, as it settles a

@@ -13,9 +13,11 @@ import (
 	"unsafe"
 )
 
-// The exported functions are the C ABI of abi.h. Errors come back as a
-// JSON object in *err (lg_error describes it), which the caller frees
-// with lg_free; Python raises it as an exception.
+// The exported functions are the C ABI of abi.h, but for the hot path
+// that ready.c implements in C (lg_next, lg_take, lg_release), whose Go
+// halves are in ready.go. Errors come back as a JSON object in *err
+// (pyError, errors.go), which the caller frees with lg_free; Python
+// raises it as an exception.
 
 //export lg_open
 func lg_open(module, source, location, options *C.char, errOut **C.char) C.int64_t {
@@ -62,56 +64,10 @@ func lg_epoch(h C.int64_t, epoch, start C.int64_t, errOut **C.char) C.int {
 	return C.LG_OK
 }
 
-//export lg_next
-func lg_next(h C.int64_t, timeoutMS C.int64_t, out *C.lg_batch, errOut **C.char) C.int {
-	l, err := lookup(int64(h))
-	if err != nil {
-		setErr(errOut, err)
-		return C.LG_ERROR
-	}
-	st, err := l.next(int64(timeoutMS), out)
-	if err != nil {
-		setErr(errOut, err)
-	}
-	out.logs = C.int64_t(pendingLogs())
-	return st
-}
-
 //export lg_stop
 func lg_stop(h C.int64_t, wait C.int) {
 	if l, err := lookup(int64(h)); err == nil {
 		l.stopEpoch(wait != 0)
-	}
-}
-
-//export lg_take
-func lg_take(h, slot, key, stream C.int64_t, errOut **C.char) *C.DLManagedTensor {
-	l, err := lookup(int64(h))
-	var t *C.DLManagedTensor
-	if err == nil {
-		t, err = l.take(int(slot), int(key), uintptr(stream))
-	}
-	if err != nil {
-		setErr(errOut, err)
-		return nil
-	}
-	return t
-}
-
-//export lg_release
-func lg_release(h, slot C.int64_t) {
-	if l, err := lookup(int64(h)); err == nil {
-		l.release(int(slot))
-	}
-}
-
-// lgTensorDied is the DLPack deleter's way into Go (dlpack.c): a tensor
-// of slot of loader h died on a device of DLPack type device.
-//
-//export lgTensorDied
-func lgTensorDied(h, slot, device C.int64_t) {
-	if l, err := lookup(int64(h)); err == nil {
-		l.tensorDied(int(slot), device != C.int64_t(dlCPU))
 	}
 }
 

@@ -26,8 +26,7 @@ void lg_dl_deleter(DLManagedTensor *t) {
 	if (forked || t == NULL) {
 		return;
 	}
-	lg_ctx *c = (lg_ctx *)t->manager_ctx;
-	lgTensorDied(c->handle, c->slot, (int64_t)(t->dl_tensor.device.device_type));
+	lg_release(t->manager_ctx);
 }
 
 // The Python C API functions the destructor needs, found in the process

@@ -19,7 +19,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/loadergen/loadergen/runtime"
@@ -34,35 +33,44 @@ type handle struct {
 	plan   runtime.Plan
 	trace  *os.File // Options.Trace's file, closed after the loader; or nil
 
-	// mu guards run and ending, which lg_epoch, lg_next and lg_stop read
-	// and write on the Python threads that call them. run is the epoch
-	// being iterated, or nil. ending, when not nil, is closed once the
-	// cursor of an epoch stopped without waiting (Ctrl-C) has closed: the
-	// next epoch and Close wait for it.
+	// q is the queue of ready batches that the pump of the running epoch
+	// fills and lg_next empties (ready.c); made by start, retired with
+	// the handle.
+	q *C.lg_queue
+
+	// mu guards run and ending, which lg_epoch, lg_stop, close and
+	// lg_next's way into Go read and write on the Python threads that
+	// call them. run is the epoch being iterated, or nil. ending, when
+	// not nil, is closed once an epoch stopped without waiting (Ctrl-C)
+	// has stopped its work: the next epoch and Close wait for it.
 	mu     sync.Mutex
 	run    *epochRun
 	ending chan struct{}
-	// cursorMu makes the calls of a cursor one at a time: lg_next's, and
-	// the Close that stops it.
-	cursorMu sync.Mutex
 
 	// slotsMu guards slots, which the pump extends when it first hands
-	// out a slot and which take, release and the deleters read.
+	// out a slot and which lgTakeSlow, lgSlotReleased and forgetIfDone
+	// read.
 	slotsMu sync.Mutex
 	slots   []*cslot
-	// kept counts the Keeps the library holds for Python: one per batch
-	// handed out and per tensor taken, until released. Once the loader is
-	// closed, the last release frees the C memory and forgets the handle.
-	kept   atomic.Int64
-	closed atomic.Bool
+	// kept counts the batches the library holds for Python, queued or
+	// taken, from the pump's Keep to their slot's last release. closed is
+	// set as close begins; shut once it has stopped the epoch (no pump or
+	// stop uses q any more) and closed the loader. From then on the last
+	// release frees the C memory and forgets the handle.
+	kept         atomic.Int64
+	closed, shut atomic.Bool
 }
 
-// epochRun is an epoch being iterated: Python takes its batches from the
-// cursor on its own thread, waiting in slices (lg_next's timeout), so that
-// Ctrl-C reaches it.
+// epochRun is an epoch being iterated: its pump takes the batches from
+// the cursor ahead of Python and queues them; Python waits for them in
+// slices (lg_next's timeout), so that Ctrl-C reaches it.
 type epochRun struct {
 	cur    *runtime.Cursor
-	cancel context.CancelFunc // stops the epoch's reads when it is stopped
+	cancel context.CancelFunc // stops the epoch's reads and the pump
+	// done is closed when the pump has closed the cursor; err, written
+	// by the pump before, is what ended the epoch (nil at its end).
+	done chan struct{}
+	err  error
 }
 
 // handles are the open loaders by id; closed ones stay until the last
@@ -157,6 +165,7 @@ func start(module string, opts []byte, start func(runtime.Options) (Loader, erro
 	}
 	handles.next++
 	h.id = handles.next
+	h.q = C.lgq_open(C.int64_t(h.id))
 	handles.m[h.id] = h
 	return h, nil
 }
@@ -180,14 +189,15 @@ func (h *handle) close() error {
 	if h.trace != nil {
 		err = errors.Join(err, h.trace.Close())
 	}
+	h.shut.Store(true)
 	h.forgetIfDone()
 	return err
 }
 
-// forgetIfDone frees the C memory and forgets a closed handle that holds
-// no kept batch.
+// forgetIfDone frees the C memory and forgets a shut handle that holds no
+// kept batch.
 func (h *handle) forgetIfDone() {
-	if !h.closed.Load() || h.kept.Load() > 0 {
+	if !h.shut.Load() || h.kept.Load() > 0 {
 		return
 	}
 	handles.mu.Lock()
@@ -197,6 +207,7 @@ func (h *handle) forgetIfDone() {
 	if !present {
 		return // another release got here first
 	}
+	C.lgq_retire(h.q)
 	h.slotsMu.Lock()
 	defer h.slotsMu.Unlock()
 	for _, s := range h.slots {
@@ -226,52 +237,17 @@ func (h *handle) startEpoch(epoch, start int) error {
 		cancel()
 		return err
 	}
-	h.run = &epochRun{cur: cur, cancel: cancel}
+	cur.Ahead()
+	h.run = &epochRun{cur: cur, cancel: cancel, done: make(chan struct{})}
+	C.lgq_start(h.q)
+	go h.pump(ctx, h.run)
 	return nil
 }
 
-// next waits up to timeoutMS for the epoch's next batch, keeps it for
-// Python and describes it in out (LG_OK); LG_END when the epoch is over,
-// LG_TIMEOUT when the wait ended first, and LG_HELD when it waits because
-// Python holds every staging slot. The epoch ends at LG_END and errors.
-func (h *handle) next(timeoutMS int64, out *C.lg_batch) (C.int, error) {
-	h.mu.Lock()
-	r := h.run
-	h.mu.Unlock()
-	if r == nil {
-		if h.closed.Load() {
-			return C.LG_ERROR, runtime.ErrClosed // by close() on another thread
-		}
-		return C.LG_ERROR, errors.New("no epoch is running: call epoch() first")
-	}
-	h.cursorMu.Lock()
-	b, err := r.cur.Next(time.Duration(timeoutMS) * time.Millisecond)
-	h.cursorMu.Unlock()
-	switch {
-	case errors.Is(err, runtime.ErrNotYet):
-		if st := h.loader.Stats(); st.Kept > st.Prefetch {
-			return C.LG_HELD, nil
-		}
-		return C.LG_TIMEOUT, nil
-	case err != nil:
-		h.stopEpoch(true)
-		return C.LG_ERROR, err
-	case b == nil:
-		h.stopEpoch(true)
-		return C.LG_END, nil
-	}
-	b.Keep() // for the Python batch: released when it dies
-	h.kept.Add(1)
-	s := h.slot(b)
-	dev := s.tensor(0).dl_tensor.device
-	*out = C.lg_batch{slot: C.int64_t(b.Slot), number: C.int64_t(b.Number), n: C.int64_t(len(b.Indices)), indices: s.indices,
-		device_type: C.int64_t(dev.device_type), device_id: C.int64_t(dev.device_id)}
-	return C.LG_OK, nil
-}
-
 // stopEpoch ends the running epoch, if any, cancelling its reads; with
-// wait it returns once the epoch's work has stopped, else at once (the
-// next epoch and Close wait instead).
+// wait it returns once the epoch's work has stopped and the batches Python
+// did not take are released, else at once (the next epoch and Close wait
+// instead).
 func (h *handle) stopEpoch(wait bool) {
 	h.mu.Lock()
 	r := h.run
@@ -285,10 +261,11 @@ func (h *handle) stopEpoch(wait bool) {
 	h.mu.Unlock()
 	if r != nil {
 		r.cancel()
+		C.lgq_wake(h.q)
 		stop := func() {
-			h.cursorMu.Lock()
-			r.cur.Close()
-			h.cursorMu.Unlock()
+			<-r.done
+			h.releaseQueued()
+			C.lgq_idle(h.q)
 		}
 		if !wait {
 			go func() {
@@ -302,48 +279,6 @@ func (h *handle) stopEpoch(wait bool) {
 	if wait && ending != nil {
 		<-ending
 	}
-}
-
-// take keeps slot's batch for one more tensor of key, and returns its
-// DLManagedTensor; stream is the consumer's CUDA stream (DLPack's
-// __dlpack__(stream)), which waits for the key's copy to the device.
-func (h *handle) take(slot, key int, stream uintptr) (*C.DLManagedTensor, error) {
-	s, err := h.slotAt(slot)
-	if err != nil {
-		return nil, err
-	}
-	if key < 0 || key >= len(h.plan.Keys) {
-		return nil, fmt.Errorf("key %d: the plan has %d keys", key, len(h.plan.Keys))
-	}
-	t := s.tensor(key)
-	if t.dl_tensor.device.device_type != dlCPU {
-		if err := s.waitOn(key, stream); err != nil {
-			return nil, fmt.Errorf("key %q: %w", h.plan.Keys[key].Name, err)
-		}
-	}
-	s.batch.Keep()
-	h.kept.Add(1)
-	return t, nil
-}
-
-// release ends one Keep of slot's batch.
-func (h *handle) release(slot int) {
-	s, err := h.slotAt(slot)
-	if err != nil {
-		return
-	}
-	s.batch.Release()
-	h.kept.Add(-1)
-	h.forgetIfDone()
-}
-
-// tensorDied releases a tensor of slot, after marking the batch done on
-// the CUDA streams its device tensors were read on.
-func (h *handle) tensorDied(slot int, device bool) {
-	if s, err := h.slotAt(slot); err == nil && device {
-		s.done()
-	}
-	h.release(slot)
 }
 
 // processInfo answers lg_info(0, "process"): the loaders the library
@@ -377,7 +312,7 @@ func (h *handle) slot(b *runtime.Batch) *cslot {
 	}
 	s := h.slots[b.Slot]
 	if s == nil {
-		s = newCSlot(h.id, b, h.plan)
+		s = newCSlot(h.id, h.q, b, h.plan)
 		h.slots[b.Slot] = s
 	}
 	h.slotsMu.Unlock()
@@ -431,13 +366,12 @@ func syncEnv(env map[string]string) {
 // and what DLPack consumers keep pointers to.
 type cslot struct {
 	batch   *runtime.Batch // the slot's batch (the pointer stays; its contents change)
-	ctx     *C.lg_ctx
-	indices *C.int64_t         // BatchSize of them
-	tensors *C.DLManagedTensor // one per key
-	shapes  *C.int64_t         // per key: maxDims of them
+	c       *C.lg_slot     // the lease and manager_ctx; its holds count is atomic
+	indices *C.int64_t     // BatchSize of them
+	shapes  *C.int64_t     // per key: maxDims of them
 	// streams are the CUDA streams consumers named for the slot's device
 	// tensors since it was last handed out; guarded by mu, written by
-	// take and read by the deleters.
+	// lgTakeSlow and read by lgSlotReleased.
 	mu      sync.Mutex
 	streams []uintptr
 }
@@ -446,23 +380,28 @@ type cslot struct {
 // the key's own.
 const maxDims = 16
 
-func newCSlot(h int64, b *runtime.Batch, p runtime.Plan) *cslot {
+func newCSlot(h int64, q *C.lg_queue, b *runtime.Batch, p runtime.Plan) *cslot {
 	s := &cslot{batch: b}
-	s.ctx = (*C.lg_ctx)(C.calloc(1, C.size_t(unsafe.Sizeof(C.lg_ctx{}))))
-	s.ctx.handle, s.ctx.slot = C.int64_t(h), C.int64_t(b.Slot)
+	s.c = (*C.lg_slot)(C.calloc(1, C.size_t(unsafe.Sizeof(C.lg_slot{}))))
+	s.c.handle, s.c.slot, s.c.keys, s.c.queue = C.int64_t(h), C.int64_t(b.Slot), C.int64_t(len(p.Keys)), q
+	s.c.tensors = (*C.DLManagedTensor)(C.calloc(C.size_t(max(len(p.Keys), 1)), C.size_t(unsafe.Sizeof(C.DLManagedTensor{}))))
 	s.indices = (*C.int64_t)(C.calloc(C.size_t(max(p.BatchSize, 1)), 8))
-	s.tensors = (*C.DLManagedTensor)(C.calloc(C.size_t(len(p.Keys)), C.size_t(unsafe.Sizeof(C.DLManagedTensor{}))))
-	s.shapes = (*C.int64_t)(C.calloc(C.size_t(len(p.Keys)*maxDims), 8))
+	s.shapes = (*C.int64_t)(C.calloc(C.size_t(max(len(p.Keys), 1)*maxDims), 8))
 	return s
 }
 
 func (s *cslot) tensor(k int) *C.DLManagedTensor {
-	return (*C.DLManagedTensor)(unsafe.Add(unsafe.Pointer(s.tensors), k*int(unsafe.Sizeof(C.DLManagedTensor{}))))
+	return (*C.DLManagedTensor)(unsafe.Add(unsafe.Pointer(s.c.tensors), k*int(unsafe.Sizeof(C.DLManagedTensor{}))))
 }
 
-// point describes batch b in the slot's C memory: indices, and each key's
-// tensor (data, device, shape, type). Nothing reads it meanwhile: a slot
-// is handed out again only once every tensor of its last batch died.
+// holds is the slot's count of holds (lg_slot.holds), which ready.c
+// changes atomically.
+func (s *cslot) holds() *int64 { return (*int64)(unsafe.Pointer(&s.c.holds)) }
+
+// point describes batch b in the slot's C memory, with one hold, that of
+// the batch Python will take: indices, and each key's tensor (data,
+// device, shape, type). Nothing reads it meanwhile: a slot is handed out
+// again only once the holds of its last batch are all released.
 func (s *cslot) point(b *runtime.Batch) {
 	idx := unsafe.Slice((*int64)(unsafe.Pointer(s.indices)), len(b.Indices))
 	for i, v := range b.Indices {
@@ -487,19 +426,23 @@ func (s *cslot) point(b *runtime.Batch) {
 		dt.dtype = C.DLDataType{code: C.uint8_t(code), bits: C.uint8_t(bits), lanes: 1}
 		dt.shape = (*C.int64_t)(unsafe.Pointer(unsafe.SliceData(shape)))
 		dt.strides, dt.byte_offset = nil, 0
-		m.manager_ctx = unsafe.Pointer(s.ctx)
+		m.manager_ctx = unsafe.Pointer(s.c)
 		m.deleter = (*[0]byte)(C.lg_dl_deleter)
 	}
+	dev := s.tensor(0).dl_tensor.device
+	s.c.batch = C.lg_batch{number: C.int64_t(b.Number), n: C.int64_t(len(b.Indices)), indices: s.indices,
+		device_type: C.int64_t(dev.device_type), device_id: C.int64_t(dev.device_id)}
 	s.mu.Lock()
 	s.streams = s.streams[:0]
 	s.mu.Unlock()
+	atomic.StoreInt64(s.holds(), 1)
 }
 
 // free releases the slot's C memory.
 func (s *cslot) free() {
-	C.free(unsafe.Pointer(s.ctx))
+	C.free(unsafe.Pointer(s.c.tensors))
+	C.free(unsafe.Pointer(s.c))
 	C.free(unsafe.Pointer(s.indices))
-	C.free(unsafe.Pointer(s.tensors))
 	C.free(unsafe.Pointer(s.shapes))
 }
 

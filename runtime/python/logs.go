@@ -12,10 +12,17 @@ import (
 // The Go side's log records wait in a queue until Python takes them
 // (lg_logs) and hands them to its logging module: nothing in Go calls into
 // Python, so no Go thread ever needs the GIL.
-var logs struct {
+var logs logQueue
+
+// logQueue is the queue of log records for Python.
+type logQueue struct {
 	mu      sync.Mutex // guards the queue: every logging goroutine appends, lg_logs takes
 	queue   []logRecord
 	dropped int // records left out since the last take, the queue being full
+	// told, when not nil, is told how many records wait after each change,
+	// with mu held: ready.go's, so that lg_next reports it without
+	// entering Go.
+	told func(waiting int)
 }
 
 // maxLogs bounds the queue: a Python that never takes them costs no more.
@@ -52,9 +59,10 @@ func (h queueHandler) Handle(_ context.Context, r slog.Record) error {
 	defer logs.mu.Unlock()
 	if len(logs.queue) >= maxLogs {
 		logs.dropped++
-		return nil
+	} else {
+		logs.queue = append(logs.queue, rec)
 	}
-	logs.queue = append(logs.queue, rec)
+	logs.tell()
 	return nil
 }
 
@@ -86,6 +94,13 @@ func pendingLogs() int {
 	return len(logs.queue) + logs.dropped
 }
 
+// tell tells logs.told how many records wait; logs.mu is held.
+func (l *logQueue) tell() {
+	if l.told != nil {
+		l.told(len(l.queue) + l.dropped)
+	}
+}
+
 // takeLogs empties the queue into a JSON array, with a record that counts
 // those dropped.
 func takeLogs() []byte {
@@ -95,6 +110,7 @@ func takeLogs() []byte {
 		q = append(q, logRecord{Logger: "loadergen", Level: 30, Message: fmt.Sprintf("%d log records dropped: the queue holds %d until Python takes them", logs.dropped, maxLogs)})
 	}
 	logs.queue, logs.dropped = nil, 0
+	logs.tell()
 	logs.mu.Unlock()
 	if q == nil {
 		return []byte("[]")

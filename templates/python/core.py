@@ -123,7 +123,7 @@ class _DLManagedTensor(ctypes.Structure):
 
 class _Batch(ctypes.Structure):
     _fields_ = [
-        ("slot", ctypes.c_int64),
+        ("lease", ctypes.c_void_p),
         ("number", ctypes.c_int64),
         ("n", ctypes.c_int64),
         ("indices", ctypes.POINTER(ctypes.c_int64)),
@@ -144,7 +144,6 @@ for _f, _args, _res in [
     ("lg_close", [_i64, _err], ctypes.c_int),
     ("lg_len", [_i64], _i64),
     ("lg_epoch", [_i64, _i64, _i64, _err], ctypes.c_int),
-    ("lg_next", [_i64, _i64, ctypes.POINTER(_Batch), _err], ctypes.c_int),
     ("lg_stop", [_i64, ctypes.c_int], None),
     ("lg_info", [_i64, ctypes.c_char_p, _i64, _i64, _err], ctypes.c_void_p),
     ("lg_logs", [], ctypes.c_void_p),
@@ -157,8 +156,10 @@ for _f, _args, _res in [
     ("lg_free", [ctypes.c_void_p], None),
 ]:
     getattr(_lib, _f).argtypes, getattr(_lib, _f).restype = _args, _res
-_fast.lg_take.argtypes, _fast.lg_take.restype = [_i64, _i64, _i64, _i64, _err], ctypes.c_void_p
-_fast.lg_release.argtypes, _fast.lg_release.restype = [_i64, _i64], None
+for _l in (_lib, _fast):
+    _l.lg_next.argtypes, _l.lg_next.restype = [_i64, _i64, ctypes.POINTER(_Batch), _err], ctypes.c_int
+_fast.lg_take.argtypes, _fast.lg_take.restype = [ctypes.c_void_p, _i64, _i64, _err], ctypes.c_void_p
+_fast.lg_release.argtypes, _fast.lg_release.restype = [ctypes.c_void_p], None
 
 _capsule_new = ctypes.pythonapi.PyCapsule_New
 _capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
@@ -216,14 +217,14 @@ class _Lease:
     """One hold on a batch's staging slot: the slot returns to the loader
     when the batch's lease and every tensor taken from it are gone."""
 
-    __slots__ = ("h", "slot", "__weakref__")
+    __slots__ = ("ptr", "__weakref__")
 
-    def __init__(self, h, slot):
-        self.h, self.slot = h, slot
+    def __init__(self, ptr):
+        self.ptr = ptr
 
     def __del__(self):
         if not _forked and _fast is not None:
-            _fast.lg_release(self.h, self.slot)
+            _fast.lg_release(self.ptr)
 
 
 class Tensor:
@@ -255,7 +256,7 @@ class Tensor:
         elif stream is None:
             stream = 1
         err = ctypes.c_void_p()
-        ptr = _fast.lg_take(self._lease.h, self._lease.slot, self._key, stream, ctypes.byref(err))
+        ptr = _fast.lg_take(self._lease.ptr, self._key, stream, ctypes.byref(err))
         if not ptr:
             raise _error(err)
         return _capsule_new(ptr, b"dltensor", _capsule_destructor)
@@ -294,9 +295,9 @@ class Batch:
     _keys = ()  # the key attributes, in plan order: set by the dataset's subclass
 
     @classmethod
-    def _make(cls, h, out):
+    def _make(cls, out):
         b = cls.__new__(cls)
-        b._lease, b._n, b.number = _Lease(h, out.slot), out.n, out.number
+        b._lease, b._n, b.number = _Lease(out.lease), out.n, out.number
         b._device, b._indices = (out.device_type, out.device_id), out.indices
         return b
 
@@ -351,12 +352,15 @@ class Epoch:
         try:
             held = False
             while True:
-                st = _lib.lg_next(h, _WAIT_MS, ctypes.byref(out), ctypes.byref(err))
+                # A ready batch is taken with the GIL held; a wait releases it.
+                st = _fast.lg_next(h, 0, ctypes.byref(out), ctypes.byref(err))
+                if st == _TIMEOUT:
+                    st = _lib.lg_next(h, _WAIT_MS, ctypes.byref(out), ctypes.byref(err))
                 if out.logs:
                     _drain_logs()
                 if st == _OK:
                     held = False
-                    yield make(h, out)
+                    yield make(out)
                 elif st == _TIMEOUT:
                     continue
                 elif st == _END:

@@ -101,3 +101,14 @@ def test_unconsumed_capsule_releases():
             b.tokens.__dlpack__()  # never consumed: its destructor releases
         del b
         assert loader.stats()["kept"] == 0
+
+
+def test_breaking_out_releases_the_staged_batches():
+    """The batches staged for Python that the loop never took are released
+    when it stops: none stays held, and the next epoch has every slot."""
+    with open_loader("tokens", prefetch=3) as loader:
+        for b in loader.epoch(0):
+            break
+        del b
+        assert loader.stats()["kept"] == 0
+        assert sum(1 for _ in loader.epoch(1)) == len(loader)

@@ -157,6 +157,31 @@ def test_ctrl_c_interrupts_a_wait():
     assert proc.returncode == 0, err
 
 
+def test_in_loader_is_the_loops_wait():
+    """stats()["in_loader"] is the time the Python loop waited in the
+    library: most of an epoch read from a slow server, little of one whose
+    loop is the slow part."""
+    base = FIXTURES["slow_records"]
+    delay = lambda ms: urllib.request.urlopen(urllib.request.Request(f"{base}/delay?ms={ms}", method="POST")).read()
+    with photos.PhotosLoader(records=base, workers=1, prefetch=1) as loader:
+        delay(20)
+        try:
+            t0 = time.monotonic()
+            n = sum(1 for _ in loader.epoch(0))
+            wall = time.monotonic() - t0
+        finally:
+            delay(0)
+        assert n == len(loader)
+        waited = loader.stats()["in_loader"]
+        assert 0.5 * wall < waited <= wall, (waited, wall)
+        t0 = time.monotonic()
+        for _ in loader.epoch(1):
+            time.sleep(0.05)
+        wall = time.monotonic() - t0
+        waited = loader.stats()["in_loader"] - waited
+        assert waited < 0.2 * wall, (waited, wall)
+
+
 def rss():
     with open("/proc/self/status") as f:
         for line in f:
