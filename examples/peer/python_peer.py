@@ -117,6 +117,15 @@ def rows(root, epochs):
                         b.torch()
             per = (time.perf_counter() - t0) / nb
             print(f"{'python_batch_keys' if take else 'python_batch'}_us {per * 1e6:.2f}", flush=True)
+        # A key's own cost, away from the loader's timing: every key of one
+        # held batch taken again and again (call, capsule, from_dlpack, the
+        # tensor's death and its deleter).
+        b = next(iter(loader.epoch(next(e))))
+        t0, n = time.perf_counter(), 20000
+        for _ in range(n):
+            b.torch()
+        print(f"python_key_us {(time.perf_counter() - t0) / n / len(b.keys()) * 1e6:.2f}", flush=True)
+        del b
         print(f"keys {len(rows_module.RowsBatch._keys)}")
 
 
