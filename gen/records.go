@@ -1,6 +1,8 @@
 package gen
 
 import (
+	"fmt"
+
 	"github.com/dave/jennifer/jen"
 
 	"github.com/loadergen/loadergen/runtime/images/imagespec"
@@ -16,9 +18,10 @@ const (
 // Open<Name>Records and its methods.
 func (g *emitter) records(f *jen.File) {
 	g.recordSpec(f)
-	g.recordsType(f)
-	g.openRecords(f)
-	g.recordsMethods(f)
+	w := g.recordsWrapper()
+	w.typeDecl(f)
+	g.openRecords(f, w)
+	w.methodDecls(f)
 }
 
 // recordSpec renders
@@ -110,23 +113,71 @@ func pair(v [2]float64) *jen.Statement {
 	return jen.Index(jen.Lit(2)).Float64().Values(jen.Lit(v[0]), jen.Lit(v[1]))
 }
 
-// recordsType renders
+// recordsWrapper is the records source type: CellMapRecords, which holds
+// a records.Source, and its methods: Len, Read, Crop, Name, Classes (for
+// folders), ReadAhead (for shards) and Close, such as
 //
-//	type CellMapRecords struct {
-//		src *records.Source
+//	func (r *CellMapRecords) Read(s *CellMapSample) error {
+//		return r.src.Read(s.Ctx, s.Rand, s.Index, runtime.Bytes(s.Image), runtime.Bytes(s.Label))
 //	}
-func (g *emitter) recordsType(f *jen.File) {
-	name := g.n.exported("Records")
-	r := g.ds.Records
-	if r.Folder != "" {
-		f.Commentf("%s reads the images of the class folders under %s, each with its", name, r.Folder)
-		f.Comment("class's index, cropped as the schema says. It implements " + g.n.exported("Source") + ".")
+func (g *emitter) recordsWrapper() wrapper {
+	name, folder := g.n.exported("Records"), g.ds.Records.Folder != ""
+	w := wrapper{name: name, recv: "r", pkg: recordsPath}
+	if folder {
+		w.doc = []string{
+			fmt.Sprintf("%s reads the images of the class folders under %s, each with its", name, g.ds.Records.Folder),
+			"class's index, cropped as the schema says. It implements " + g.n.exported("Source") + ".",
+		}
 	} else {
-		f.Commentf("%s reads the samples of the WebDataset shards %s,", name, r.Shards)
-		f.Comment("each key from its member, images cropped as the schema says. It implements")
-		f.Comment(g.n.exported("Source") + ".")
+		w.doc = []string{
+			fmt.Sprintf("%s reads the samples of the WebDataset shards %s,", name, g.ds.Records.Shards),
+			"each key from its member, images cropped as the schema says. It implements",
+			g.n.exported("Source") + ".",
+		}
 	}
-	f.Type().Id(name).Struct(jen.Id("src").Op("*").Qual(recordsPath, "Source"))
+	read := []jen.Code{jen.Id("s").Dot("Ctx"), jen.Id("s").Dot("Rand"), jen.Id("s").Dot("Index")}
+	for _, k := range g.keys {
+		read = append(read, g.rt("Bytes").Call(jen.Id("s").Dot(k.Go)))
+	}
+	epochIndex := []jen.Code{jen.Id("epoch"), jen.Id("index")}
+	w.methods = []forward{
+		{name: "Len", doc: []string{"Len returns the number of samples."}, results: jen.Int()},
+		{name: "Read", doc: []string{
+			"Read decodes sample s.Index's members, draws each image's crop and flip from",
+			"s.Rand, and writes every key into s. A remote shard's read stops once",
+			"s.Ctx is done.",
+		}, params: []jen.Code{jen.Id("s").Op("*").Id(g.n.exported("Sample"))}, results: jen.Error(), args: read},
+		{name: "Crop", doc: []string{
+			"Crop returns the crop rectangle and flip that Read draws for sample index of",
+			"epoch, one per key in plan order (the zero Crop for keys that are no image),",
+			"whatever the number of workers or ranks. It reads the images' headers.",
+		}, params: []jen.Code{jen.List(jen.Id("epoch"), jen.Id("index")).Int()}, results: jen.Params(jen.Index().Qual(imagesPath, "Crop"), jen.Error()), args: epochIndex},
+	}
+	name0 := forward{name: "Name", params: []jen.Code{jen.Id("index").Int()}, results: jen.Params(jen.List(jen.Id("file"), jen.Id("key")).String()), args: []jen.Code{jen.Id("index")}}
+	closer := forward{name: "Close", results: jen.Error()}
+	if folder {
+		name0.doc = []string{
+			"Name returns where sample index (in [0, Len())) comes from: the image's path,",
+			"as ImageFolder's samples[index][0], and its path under the folder.",
+		}
+		closer.doc = []string{"Close does nothing: the folder's images are opened as each is read."}
+		w.methods = append(w.methods, name0, forward{name: "Classes",
+			doc:     []string{"Classes returns the class folders' names, sorted: label i is Classes()[i]."},
+			results: jen.Index().String()})
+	} else {
+		name0.doc = []string{
+			"Name returns where sample index (in [0, Len())) comes from: its shard (its",
+			"URL when remote) and its key there, WebDataset's __url__ and __key__.",
+		}
+		closer.doc = []string{"Close closes the shards, and stops what is read ahead of remote ones."}
+		w.methods = append(w.methods, name0, forward{name: "ReadAhead", doc: []string{
+			"ReadAhead starts fetching samples indices of epoch from shards on S3 or a",
+			"web server, each by one ranged request; Read then finds them fetched. The",
+			"loader calls it for the batches after the ones being filled.",
+		}, params: []jen.Code{jen.Id("epoch").Int(), jen.Id("indices").Index().Int()}, args: []jen.Code{jen.Id("epoch"), jen.Id("indices")}})
+	}
+	w.methods = append(w.methods, closer)
+	return w
 }
 
 // openRecords renders
@@ -138,10 +189,9 @@ func (g *emitter) recordsType(f *jen.File) {
 //		}
 //		return &CellMapRecords{src: src}, nil
 //	}
-func (g *emitter) openRecords(f *jen.File) {
-	name := g.n.exported("Records")
+func (g *emitter) openRecords(f *jen.File, w wrapper) {
 	if g.ds.Records.Folder != "" {
-		f.Commentf("Open%s lists the class folders under root: the classes are the", name)
+		f.Commentf("Open%s lists the class folders under root: the classes are the", w.name)
 		f.Comment("directories, sorted, and a sample is a .jpg, .jpeg or .png file under one")
 		if r := g.ds.Records; r.SkipUnknown {
 			f.Comment("(other files are skipped). It logs what it found with slog's default logger.")
@@ -150,69 +200,10 @@ func (g *emitter) openRecords(f *jen.File) {
 			f.Comment("skipped). It logs what it found with slog's default logger.")
 		}
 	} else {
-		f.Commentf("Open%s indexes the shards under root from their tar headers: a", name)
+		f.Commentf("Open%s indexes the shards under root from their tar headers: a", w.name)
 		f.Comment("sample is the adjacent members sharing a key, and each must hold every member")
 		f.Comment("the keys read, once. It logs what it found with slog's default logger.")
 	}
-	f.Func().Id("Open"+name).Params(jen.Id("root").String()).Params(jen.Op("*").Id(name), jen.Error()).Block(
-		jen.List(jen.Id("src"), jen.Err()).Op(":=").Qual(recordsPath, "Open").Call(jen.Id(g.n.unexported("RecordSpec")), jen.Id("root"), jen.Qual("log/slog", "Default").Call()),
-		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(g.errPrefix()+"Open"+name+": %w"), jen.Err()))),
-		jen.Return(jen.Op("&").Id(name).Values(jen.Id("src").Op(":").Id("src")), jen.Nil()),
-	)
-}
-
-// recordsMethods renders Len, Read, Crop, Name, Classes (for folders),
-// ReadAhead (for shards) and Close of the records source:
-//
-//	func (r *CellMapRecords) Read(s *CellMapSample) error {
-//		return r.src.Read(s.Ctx, s.Rand, s.Index, runtime.Bytes(s.Image), runtime.Bytes(s.Label))
-//	}
-func (g *emitter) recordsMethods(f *jen.File) {
-	recv := func() *jen.Statement { return jen.Func().Params(jen.Id("r").Op("*").Id(g.n.exported("Records"))) }
-	f.Comment("Len returns the number of samples.")
-	f.Add(recv()).Id("Len").Params().Int().Block(jen.Return(jen.Id("r").Dot("src").Dot("Len").Call()))
-
-	args := []jen.Code{jen.Id("s").Dot("Ctx"), jen.Id("s").Dot("Rand"), jen.Id("s").Dot("Index")}
-	for _, k := range g.keys {
-		args = append(args, g.rt("Bytes").Call(jen.Id("s").Dot(k.Go)))
-	}
-	f.Comment("Read decodes sample s.Index's members, draws each image's crop and flip from")
-	f.Comment("s.Rand, and writes every key into s. A remote shard's read stops once")
-	f.Comment("s.Ctx is done.")
-	f.Add(recv()).Id("Read").Params(jen.Id("s").Op("*").Id(g.n.exported("Sample"))).Error().Block(
-		jen.Return(jen.Id("r").Dot("src").Dot("Read").Call(args...)))
-
-	f.Comment("Crop returns the crop rectangle and flip that Read draws for sample index of")
-	f.Comment("epoch, one per key in plan order (the zero Crop for keys that are no image),")
-	f.Comment("whatever the number of workers or ranks. It reads the images' headers.")
-	f.Add(recv()).Id("Crop").Params(jen.List(jen.Id("epoch"), jen.Id("index")).Int()).Params(jen.Index().Qual(imagesPath, "Crop"), jen.Error()).Block(
-		jen.Return(jen.Id("r").Dot("src").Dot("Crop").Call(jen.Id("epoch"), jen.Id("index"))))
-
-	if g.ds.Records.Folder != "" {
-		f.Comment("Name returns where sample index (in [0, Len())) comes from: the image's path,")
-		f.Comment("as ImageFolder's samples[index][0], and its path under the folder.")
-	} else {
-		f.Comment("Name returns where sample index (in [0, Len())) comes from: its shard (its")
-		f.Comment("URL when remote) and its key there, WebDataset's __url__ and __key__.")
-	}
-	f.Add(recv()).Id("Name").Params(jen.Id("index").Int()).Params(jen.List(jen.Id("file"), jen.Id("key")).String()).Block(
-		jen.Return(jen.Id("r").Dot("src").Dot("Name").Call(jen.Id("index"))))
-
-	if g.ds.Records.Folder != "" {
-		f.Comment("Classes returns the class folders' names, sorted: label i is Classes()[i].")
-		f.Add(recv()).Id("Classes").Params().Index().String().Block(jen.Return(jen.Id("r").Dot("src").Dot("Classes").Call()))
-	} else {
-		f.Comment("ReadAhead starts fetching samples indices of epoch from shards on S3 or a")
-		f.Comment("web server, each by one ranged request; Read then finds them fetched. The")
-		f.Comment("loader calls it for the batches after the ones being filled.")
-		f.Add(recv()).Id("ReadAhead").Params(jen.Id("epoch").Int(), jen.Id("indices").Index().Int()).Block(
-			jen.Id("r").Dot("src").Dot("ReadAhead").Call(jen.Id("epoch"), jen.Id("indices")))
-	}
-
-	if g.ds.Records.Folder != "" {
-		f.Comment("Close does nothing: the folder's images are opened as each is read.")
-	} else {
-		f.Comment("Close closes the shards, and stops what is read ahead of remote ones.")
-	}
-	f.Add(recv()).Id("Close").Params().Error().Block(jen.Return(jen.Id("r").Dot("src").Dot("Close").Call()))
+	f.Func().Id("Open"+w.name).Params(jen.Id("root").String()).Params(jen.Op("*").Id(w.name), jen.Error()).Block(
+		w.opened(g.errPrefix(), jen.Id(g.n.unexported("RecordSpec")), jen.Id("root"))...)
 }

@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -24,9 +25,10 @@ func (g *emitter) volumes(f *jen.File) {
 	g.volumeSpec(f)
 	g.volumeType(f)
 	g.loadVolumes(f)
-	g.volumesType(f)
-	g.openVolumes(f)
-	g.volumesMethods(f)
+	w := g.volumesWrapper()
+	w.typeDecl(f)
+	g.openVolumes(f, w)
+	w.methodDecls(f)
 }
 
 // volumeSpec renders
@@ -223,16 +225,59 @@ func (g *emitter) loadVolumes(f *jen.File) {
 	)
 }
 
-// volumesType renders
+// volumesWrapper is the volume source type: CellMapVolumes, which holds a
+// volume.Source, and its methods: Len, Read, Crop, LocalityKeys,
+// MissingChunks, ReadAhead and Close, such as
 //
-//	type CellMapVolumes struct {
-//		src *volume.Source
+//	func (v *CellMapVolumes) Read(s *CellMapSample) error {
+//		return v.src.Read(s.Ctx, s.Rand, s.Epoch, s.Index, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
 //	}
-func (g *emitter) volumesType(f *jen.File) {
+func (g *emitter) volumesWrapper() wrapper {
 	name := g.n.exported("Volumes")
-	f.Commentf("%s cuts samples out of zarr volumes: random crops at one physical place", name)
-	f.Commentf("in every key, augmented alike. It implements %s.", g.n.exported("Source"))
-	f.Type().Id(name).Struct(jen.Id("src").Op("*").Qual(volumePath, "Source"))
+	read := []string{
+		"Read draws sample s's volume, centre and augmentation from s.Rand and",
+		"copies every key's box into s, augmented as it is copied; remote reads",
+		"stop once s.Ctx is done.",
+	}
+	if g.ds.Crops.Balance {
+		read = append(read, "The volume is the one crops.balance picks for s.Index in s.Epoch.")
+	}
+	return wrapper{name: name, recv: "v", pkg: volumePath,
+		doc: []string{
+			fmt.Sprintf("%s cuts samples out of zarr volumes: random crops at one physical place", name),
+			fmt.Sprintf("in every key, augmented alike. It implements %s.", g.n.exported("Source")),
+		},
+		methods: []forward{
+			{name: "Len", doc: []string{"Len returns the samples in an epoch, the schema's crops.per_epoch."}, results: jen.Int()},
+			{name: "Read", doc: read, params: []jen.Code{jen.Id("s").Op("*").Id(g.n.exported("Sample"))}, results: jen.Error(),
+				args: g.readArgs(jen.Id("s").Dot("Ctx"), jen.Id("s").Dot("Rand"), jen.Id("s").Dot("Epoch"), jen.Id("s").Dot("Index"))},
+			{name: "Crop", doc: []string{
+				"Crop returns where sample index of epoch comes from: the volume, each",
+				"key's box origin at its level, and the augmentation; the same draws Read",
+				"makes, whatever the number of workers or ranks.",
+			}, params: []jen.Code{jen.List(jen.Id("epoch"), jen.Id("index")).Int()}, results: g.rt("Crop"), args: []jen.Code{jen.Id("epoch"), jen.Id("index")}},
+			{name: "LocalityKeys", doc: []string{
+				"LocalityKeys writes into keys[k] where sample indices[k] of epoch reads: its",
+				"volume and the chunk its box starts in. The loader sorts crops by these keys",
+				"within windows of batches (crops.locality), so that crops sharing chunks run",
+				"close together and find them in the cache; what each sample is stays the same.",
+			}, params: []jen.Code{jen.Id("epoch").Int(), jen.Id("indices").Index().Int(), jen.Id("keys").Index().Uint64()},
+				args: []jen.Code{jen.Id("epoch"), jen.Id("indices"), jen.Id("keys")}},
+			{name: "MissingChunks", doc: []string{
+				"MissingChunks returns how many chunks the source's reads found not stored",
+				"(read as the fill value under a key's missing: fill, refused under missing:",
+				"error), once per read whose box touches one. The loader reports it in",
+				"Stats.MissingChunks.",
+			}, results: jen.Int64()},
+			{name: "ReadAhead", doc: []string{
+				"ReadAhead announces the chunks the crops of samples indices of epoch will",
+				"read: the chunk cache keeps them, evicting first what no announced read",
+				"needs, and volumes on S3 or a web server start reading them. The loader",
+				"calls it for the batches after the ones being filled.",
+			}, params: []jen.Code{jen.Id("epoch").Int(), jen.Id("indices").Index().Int()}, args: []jen.Code{jen.Id("epoch"), jen.Id("indices")}},
+			{name: "Close", doc: []string{"Close releases the source."}, results: jen.Error()},
+		},
+	}
 }
 
 // openVolumes renders
@@ -248,13 +293,12 @@ func (g *emitter) volumesType(f *jen.File) {
 //		}
 //		return &CellMapVolumes{src: src}, nil
 //	}
-func (g *emitter) openVolumes(f *jen.File) {
-	name := g.n.exported("Volumes")
+func (g *emitter) openVolumes(f *jen.File, w wrapper) {
 	roots := make([]jen.Code, len(g.keys))
 	for i, k := range g.keys {
 		roots[i] = jen.Id("v").Dot(k.Go)
 	}
-	f.Commentf("Open%s opens every key's array in every volume and checks it: it exists", name)
+	f.Commentf("Open%s opens every key's array in every volume and checks it: it exists", w.name)
 	holds := "dtype"
 	if slices.ContainsFunc(g.keys, func(k emitKey) bool { return k.arrayDType != k.DType }) {
 		holds = "array_dtype"
@@ -263,67 +307,15 @@ func (g *emitter) openVolumes(f *jen.File) {
 	f.Comment("scale names, and lies so that the keys' boxes share a centre on whole")
 	f.Comment("voxels; a volume holds a whole crop unless crops.pad. It logs what it")
 	f.Comment("opened with slog's default logger.")
-	f.Func().Id("Open"+name).Params(jen.Id("vols").Index().Id(g.n.exported("Volume"))).Params(jen.Op("*").Id(name), jen.Error()).Block(
+	body := []jen.Code{
 		jen.Id("rows").Op(":=").Make(jen.Index().Qual(volumePath, "Volume"), jen.Len(jen.Id("vols"))),
 		jen.For(jen.List(jen.Id("i"), jen.Id("v")).Op(":=").Range().Id("vols")).Block(
 			jen.Id("rows").Index(jen.Id("i")).Op("=").Qual(volumePath, "Volume").Values(
 				jen.Id("Roots").Op(":").Index().String().Values(roots...), jen.Id("Weight").Op(":").Id("v").Dot(schema.VolumeWeight)),
 		),
-		jen.List(jen.Id("src"), jen.Err()).Op(":=").Qual(volumePath, "Open").Call(jen.Id(g.n.unexported("VolumeSpec")), jen.Id("rows"), jen.Qual("log/slog", "Default").Call()),
-		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(g.errPrefix()+"Open"+name+": %w"), jen.Err()))),
-		jen.Return(jen.Op("&").Id(name).Values(jen.Id("src").Op(":").Id("src")), jen.Nil()),
-	)
-}
-
-// volumesMethods renders Len, Read, Crop, LocalityKeys, MissingChunks,
-// ReadAhead and Close of the volume source:
-//
-//	func (v *CellMapVolumes) Read(s *CellMapSample) error {
-//		return v.src.Read(s.Ctx, s.Rand, s.Epoch, s.Index, runtime.Bytes(s.Raw), runtime.Bytes(s.Labels))
-//	}
-func (g *emitter) volumesMethods(f *jen.File) {
-	recv := func() *jen.Statement { return jen.Func().Params(jen.Id("v").Op("*").Id(g.n.exported("Volumes"))) }
-	f.Comment("Len returns the samples in an epoch, the schema's crops.per_epoch.")
-	f.Add(recv()).Id("Len").Params().Int().Block(jen.Return(jen.Id("v").Dot("src").Dot("Len").Call()))
-
-	args := g.readArgs(jen.Id("s").Dot("Ctx"), jen.Id("s").Dot("Rand"), jen.Id("s").Dot("Epoch"), jen.Id("s").Dot("Index"))
-	f.Comment("Read draws sample s's volume, centre and augmentation from s.Rand and")
-	f.Comment("copies every key's box into s, augmented as it is copied; remote reads")
-	f.Comment("stop once s.Ctx is done.")
-	if g.ds.Crops.Balance {
-		f.Comment("The volume is the one crops.balance picks for s.Index in s.Epoch.")
 	}
-	f.Add(recv()).Id("Read").Params(jen.Id("s").Op("*").Id(g.n.exported("Sample"))).Error().Block(
-		jen.Return(jen.Id("v").Dot("src").Dot("Read").Call(args...)))
-
-	f.Comment("Crop returns where sample index of epoch comes from: the volume, each")
-	f.Comment("key's box origin at its level, and the augmentation; the same draws Read")
-	f.Comment("makes, whatever the number of workers or ranks.")
-	f.Add(recv()).Id("Crop").Params(jen.List(jen.Id("epoch"), jen.Id("index")).Int()).Add(g.rt("Crop")).Block(
-		jen.Return(jen.Id("v").Dot("src").Dot("Crop").Call(jen.Id("epoch"), jen.Id("index"))))
-
-	f.Comment("LocalityKeys writes into keys[k] where sample indices[k] of epoch reads: its")
-	f.Comment("volume and the chunk its box starts in. The loader sorts crops by these keys")
-	f.Comment("within windows of batches (crops.locality), so that crops sharing chunks run")
-	f.Comment("close together and find them in the cache; what each sample is stays the same.")
-	f.Add(recv()).Id("LocalityKeys").Params(jen.Id("epoch").Int(), jen.Id("indices").Index().Int(), jen.Id("keys").Index().Uint64()).Block(
-		jen.Id("v").Dot("src").Dot("LocalityKeys").Call(jen.Id("epoch"), jen.Id("indices"), jen.Id("keys")))
-
-	f.Comment("MissingChunks returns how many chunks the source's reads found not stored")
-	f.Comment("(read as the fill value under a key's missing: fill, refused under missing:")
-	f.Comment("error), once per read whose box touches one. The loader reports it in")
-	f.Comment("Stats.MissingChunks.")
-	f.Add(recv()).Id("MissingChunks").Params().Int64().Block(jen.Return(jen.Id("v").Dot("src").Dot("MissingChunks").Call()))
-
-	f.Comment("ReadAhead announces the chunks the crops of samples indices of epoch will")
-	f.Comment("read: the chunk cache keeps them, evicting first what no announced read")
-	f.Comment("needs, and volumes on S3 or a web server start reading them. The loader")
-	f.Comment("calls it for the batches after the ones being filled.")
-	f.Add(recv()).Id("ReadAhead").Params(jen.Id("epoch").Int(), jen.Id("indices").Index().Int()).Block(
-		jen.Id("v").Dot("src").Dot("ReadAhead").Call(jen.Id("epoch"), jen.Id("indices")))
-
-	f.Comment("Close releases the source.")
-	f.Add(recv()).Id("Close").Params().Error().Block(jen.Return(jen.Id("v").Dot("src").Dot("Close").Call()))
+	f.Func().Id("Open"+w.name).Params(jen.Id("vols").Index().Id(g.n.exported("Volume"))).Params(jen.Op("*").Id(w.name), jen.Error()).Block(
+		append(body, w.opened(g.errPrefix(), jen.Id(g.n.unexported("VolumeSpec")), jen.Id("rows"))...)...)
 }
 
 // readArgs returns the arguments of a volume source's Read of sample s:
