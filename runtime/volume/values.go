@@ -12,10 +12,9 @@ import (
 type valueScratch struct {
 	draws [][]valueDraw // per key, per op
 	means []float64     // Contrast's mean, at each place along the other axes
-	line  []float64     // Blur's line, padded by its radius at both ends
+	line  []float64     // Blur's line, padded by its radius at both ends (as the key's type)
 	kern  []float64     // Blur's kernel, from its centre out
-	ring  []float64     // Blur's rows kept as they were (blurRows)
-	acc   []float64     // and the row it sums
+	ring  []float64     // Blur's rows kept as they were (blurRows; as the key's type)
 	wide  []float32     // a 16-bit float key's values, while augmented
 }
 
@@ -46,7 +45,6 @@ func (s *Source) newValueScratch() valueScratch {
 				v.line = make([]float64, max(len(v.line), maxOf(key.Shape)+2*r))
 				row := n / max(key.Shape[0], 1) // the longest row blurRows sums
 				v.ring = make([]float64, max(len(v.ring), (r+1)*row))
-				v.acc = make([]float64, max(len(v.acc), row))
 			}
 		}
 		if len(key.Values) > 0 && (key.DType == runtime.Float16 || key.DType == runtime.BFloat16) {
@@ -239,87 +237,104 @@ var powTables = func() (t struct{ inv, log2, exp2 [256]float64 }) {
 }()
 
 // blur convolves a box of the given shape with Blur's kernel of deviation
-// sigma, one axis at a time: the last along its lines, each other a row
-// (the values of the axes after it) at a time.
+// sigma, one axis at a time: the last along its lines, each through a copy
+// padded by the radius at both ends; each other a row (the values of the
+// axes after it) at a time, in place, the rows it needs kept as they were
+// in a ring of r+1 rows (v.ring). It sums in the key's type.
 func blur[T float32 | float64](x []T, shape []int, sigma float64, v *valueScratch) {
 	r := blurRadius(sigma)
 	if r == 0 {
 		return
 	}
-	k := v.kern[:r+1]
+	w := v.kern[:r+1]
 	sum := 0.0
-	for d := range k {
-		k[d] = math.Exp(-float64(d*d) / (2 * sigma * sigma))
-		sum += k[d]
+	for d := range w {
+		w[d] = math.Exp(-float64(d*d) / (2 * sigma * sigma))
+		sum += w[d]
 		if d > 0 {
-			sum += k[d]
+			sum += w[d]
 		}
 	}
+	k := scratchOf[T](v.kern)[:r+1] // over w, read before written
 	for d := range k {
-		k[d] /= sum
+		k[d] = T(w[d] / sum)
 	}
 	last := shape[len(shape)-1]
+	line := scratchOf[T](v.line)[:last+2*r]
+	lo := func(d int) []T { return line[r-d:] }
+	hi := func(d int) []T { return line[r+d:] }
 	for at := 0; at < len(x); at += last {
-		blurLine(x[at:at+last], k, v.line[:last+2*r])
+		for i := range r {
+			line[i], line[r+last+i] = x[at], x[at+last-1]
+		}
+		copy(line[r:], x[at:at+last])
+		convolve(x[at:at+last], line[r:r+last], k, lo, hi)
 	}
 	row := last
 	for a := len(shape) - 2; a >= 0; a-- {
 		slab := shape[a] * row
 		for at := 0; at < len(x); at += slab {
-			blurRows(x[at:at+slab], shape[a], row, k, v)
+			blurRows(x[at:at+slab], shape[a], row, k, scratchOf[T](v.ring))
 		}
 		row = slab
 	}
 }
 
-// blurLine convolves the values x with the kernel k (from its centre
-// out), the first and last repeated past the ends, through line.
-func blurLine[T float32 | float64](x []T, k, line []float64) {
-	r, n := len(k)-1, len(x)
-	for i := range r {
-		line[i], line[r+n+i] = float64(x[0]), float64(x[n-1])
-	}
-	for i, y := range x {
-		line[r+i] = float64(y)
-	}
-	for i := range x {
-		acc := k[0] * line[r+i]
-		for d := 1; d <= r; d++ {
-			acc += k[d] * (line[r+i-d] + line[r+i+d])
+// blurRows convolves the n rows of b values of x along their axis with the
+// kernel k (from its centre out), the first and last rows repeated past
+// the ends: row i is copied into the ring before it is written, and the
+// rows after it are still in x.
+func blurRows[T float32 | float64](x []T, n, b int, k, ring []T) {
+	r := len(k) - 1
+	i := 0                                                  // the row written, which the closures read
+	kept := func(j int) []T { return ring[j%(r+1)*b:][:b] } // row j, as it was
+	lo := func(d int) []T { return kept(max(i-d, 0)) }
+	hi := func(d int) []T {
+		if j := min(i+d, n-1); j > i {
+			return x[j*b:]
 		}
-		x[i] = T(acc)
+		return kept(i)
+	}
+	for ; i < n; i++ {
+		copy(kept(i), x[i*b:(i+1)*b])
+		convolve(x[i*b:(i+1)*b], kept(i), k, lo, hi)
 	}
 }
 
-// blurRows convolves the n rows of b values of x along their axis with
-// the kernel k, the first and last rows repeated past the ends: row i is
-// written once the rows it needs are read, those before it kept as they
-// were in a ring of r+1 rows (v.ring), those after it still in x.
-func blurRows[T float32 | float64](x []T, n, b int, k []float64, v *valueScratch) {
-	r := len(k) - 1
-	ring, acc := v.ring[:(r+1)*b], v.acc[:b]
-	kept := func(j int) []float64 { return ring[j%(r+1)*b:][:b] } // row j, as it was
-	for i := range n {
-		for c, y := range x[i*b : (i+1)*b] {
-			kept(i)[c] = float64(y)
+// convolve sets out to k[0]·mid + Σ k[d]·(lo(d) + hi(d)) for d from 1 to r
+// = len(k)-1, value by value: all taps in one pass for the radii of σ
+// below 4/3, a pass a tap beyond. out may be mid, but no lo(d) or hi(d).
+func convolve[T float32 | float64](out, mid []T, k []T, lo, hi func(d int) []T) {
+	n := len(out)
+	mid = mid[:n]
+	switch len(k) - 1 {
+	case 1:
+		l1, h1 := lo(1)[:n], hi(1)[:n]
+		for c, m := range mid {
+			out[c] = k[0]*m + k[1]*(l1[c]+h1[c])
 		}
-		for c, y := range kept(i) {
-			acc[c] = k[0] * y
+	case 2:
+		l1, h1, l2, h2 := lo(1)[:n], hi(1)[:n], lo(2)[:n], hi(2)[:n]
+		for c, m := range mid {
+			out[c] = k[0]*m + k[1]*(l1[c]+h1[c]) + k[2]*(l2[c]+h2[c])
 		}
-		for d := 1; d <= r; d++ {
-			lo := kept(max(i-d, 0))
-			if j := min(i+d, n-1); j == i {
-				for c, y := range kept(i) {
-					acc[c] += k[d] * (lo[c] + y)
-				}
-			} else {
-				for c, y := range x[j*b : (j+1)*b] {
-					acc[c] += k[d] * (lo[c] + float64(y))
-				}
+	case 3:
+		l1, h1, l2, h2, l3, h3 := lo(1)[:n], hi(1)[:n], lo(2)[:n], hi(2)[:n], lo(3)[:n], hi(3)[:n]
+		for c, m := range mid {
+			out[c] = k[0]*m + k[1]*(l1[c]+h1[c]) + k[2]*(l2[c]+h2[c]) + k[3]*(l3[c]+h3[c])
+		}
+	default:
+		for c, m := range mid {
+			out[c] = k[0] * m
+		}
+		for d := 1; d < len(k); d++ {
+			l, h := lo(d)[:n], hi(d)[:n]
+			for c := range out {
+				out[c] += k[d] * (l[c] + h[c])
 			}
-		}
-		for c, y := range acc {
-			x[i*b+c] = T(y)
 		}
 	}
 }
+
+// scratchOf views float64 scratch as values of type T.
+func scratchOf[T float32 | float64](s []float64) []T { return runtime.View[T](runtime.Bytes(s)) }
