@@ -154,7 +154,8 @@ func binarize(x, t float64) float64 {
 }
 
 // contrast maps x to r·x + (1-r)·m as Contrast says, m the mean along the
-// first axis of a box of the given shape (means: scratch).
+// first axis of a box of the given shape (means: scratch, which ends as
+// (1-r)·m).
 func contrast[T float32 | float64](x []T, shape []int, r float64, means []float64) {
 	n0 := max(shape[0], 1)
 	m := means[:len(x)/n0]
@@ -165,12 +166,12 @@ func contrast[T float32 | float64](x []T, shape []int, r float64, means []float6
 		}
 	}
 	for j := range m {
-		m[j] /= float64(n0)
+		m[j] *= (1 - r) / float64(n0)
 	}
 	for i := range n0 {
 		row := x[i*len(m) : (i+1)*len(m)]
 		for j, y := range row {
-			row[j] = T(unit(r*float64(y) + (1-r)*m[j]))
+			row[j] = T(unit(r*float64(y) + m[j]))
 		}
 	}
 }
@@ -178,10 +179,10 @@ func contrast[T float32 | float64](x []T, shape []int, r float64, means []float6
 // unit clamps y to [0, 1], and NaN to 0: torch's clamp(0, 1) then
 // nan_to_num, as RandomContrast and RandomGamma end.
 func unit(y float64) float64 {
-	switch {
-	case y != y || y <= 0:
+	if !(y > 0) { // NaN too
 		return 0
-	case y >= 1:
+	}
+	if y >= 1 {
 		return 1
 	}
 	return y
