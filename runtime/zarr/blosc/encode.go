@@ -38,16 +38,24 @@ func (e *Encoder) Encode(dst, src []byte, typeSize int) ([]byte, error) {
 	nblocks := (len(src) + block - 1) / block
 	flags := uint8(flagShuffle|flagNoSplit) | uint8(LZ4)<<5
 	start := len(dst)
+	// The most the frame takes while it is made: the header, the blocks'
+	// starts, each block's stream (its length and at most the block) but
+	// the last's LZ4 bound, which is at most block/255+16 bytes longer.
+	// Growing dst once keeps the streams from being copied as it grows.
+	dst = slices.Grow(dst, HeaderSize+8*nblocks+len(src)+block/255+16)
 	dst = appendHeader(dst, flags, typeSize, len(src), min(block, len(src)))
 	starts := len(dst)
 	dst = append(dst, make([]byte, 4*nblocks)...)
 	for b := range nblocks {
 		binary.LittleEndian.PutUint32(dst[starts+4*b:], uint32(len(dst)-start))
 		raw := src[b*block : min((b+1)*block, len(src))]
-		e.shuffled = slices.Grow(e.shuffled[:0], len(raw))
-		shuffle(e.shuffled[:len(raw)], raw, typeSize)
+		if typeSize > 1 { // a shuffle of bytes alone leaves them as they are
+			e.shuffled = slices.Grow(e.shuffled[:0], len(raw))
+			shuffle(e.shuffled[:len(raw)], raw, typeSize)
+			raw = e.shuffled[:len(raw)]
+		}
 		var err error
-		if dst, err = e.stream(dst, e.shuffled[:len(raw)]); err != nil {
+		if dst, err = e.stream(dst, raw); err != nil {
 			return dst[:start], err
 		}
 	}
@@ -64,7 +72,10 @@ func (e *Encoder) Encode(dst, src []byte, typeSize int) ([]byte, error) {
 // block is read as stored).
 func (e *Encoder) stream(dst, block []byte) ([]byte, error) {
 	at := len(dst)
-	dst = append(dst, make([]byte, 4+lz4.CompressBlockBound(len(block)))...)
+	// LZ4 writes its output over what dst's memory held: only the n bytes
+	// it wrote are kept.
+	need := 4 + lz4.CompressBlockBound(len(block))
+	dst = slices.Grow(dst, need)[:at+need]
 	n, err := e.lz4.CompressBlock(block, dst[at+4:])
 	if err != nil {
 		return dst[:at], fmt.Errorf("blosc: lz4: %w", err)

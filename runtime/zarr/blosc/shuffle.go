@@ -1,5 +1,7 @@
 package blosc
 
+import "encoding/binary"
+
 // unshuffle undoes a byte shuffle of one block. A shuffled block holds the
 // first byte of every element, then the second byte of every element, and so
 // on; bytes past the last whole element are stored as they are.
@@ -17,12 +19,12 @@ func unshuffle(dst, src []byte, typeSize int) {
 // shuffle is unshuffle's inverse.
 func shuffle(dst, src []byte, typeSize int) {
 	n := len(src) / typeSize
-	if typeSize == 4 { // float32 and 32-bit integers: a word at a time
-		p0, p1, p2, p3 := dst[:n], dst[n:2*n], dst[2*n:3*n], dst[3*n:4*n]
-		for i := range p0 {
-			w := src[4*i : 4*i+4 : 4*i+4]
-			p0[i], p1[i], p2[i], p3[i] = w[0], w[1], w[2], w[3]
-		}
+	switch typeSize {
+	case 1:
+		copy(dst, src)
+		return
+	case 4: // float32 and 32-bit integers: 8 elements at a time
+		shuffle4(dst, src, n)
 		copy(dst[4*n:], src[4*n:])
 		return
 	}
@@ -33,6 +35,53 @@ func shuffle(dst, src []byte, typeSize int) {
 		}
 	}
 	copy(dst[n*typeSize:], src[n*typeSize:])
+}
+
+// shuffle4 shuffles n elements of 4 bytes of src into dst's 4 planes of n
+// bytes. Eight elements (four words) at a time, it transposes their 8 x 4
+// bytes into four words, one per plane: it interleaves the bytes of each
+// word's two elements, then transposes the four words' 16-bit pairs.
+func shuffle4(dst, src []byte, n int) {
+	p0, p1, p2, p3 := dst[:n], dst[n:2*n], dst[2*n:3*n], dst[3*n:4*n]
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		s := src[4*i : 4*i+32 : 4*i+32]
+		w0 := interleave2(binary.LittleEndian.Uint64(s[0:]))
+		w1 := interleave2(binary.LittleEndian.Uint64(s[8:]))
+		w2 := interleave2(binary.LittleEndian.Uint64(s[16:]))
+		w3 := interleave2(binary.LittleEndian.Uint64(s[24:]))
+		// Each word holds [b0 b1 b2 b3] of its two elements as 16-bit
+		// pairs; transpose the pairs of the four words.
+		t := (w0>>16 ^ w1) & 0x0000FFFF0000FFFF
+		w1 ^= t
+		w0 ^= t << 16
+		t = (w2>>16 ^ w3) & 0x0000FFFF0000FFFF
+		w3 ^= t
+		w2 ^= t << 16
+		t = (w0>>32 ^ w2) & 0x00000000FFFFFFFF
+		w2 ^= t
+		w0 ^= t << 32
+		t = (w1>>32 ^ w3) & 0x00000000FFFFFFFF
+		w3 ^= t
+		w1 ^= t << 32
+		binary.LittleEndian.PutUint64(p0[i:], w0)
+		binary.LittleEndian.PutUint64(p1[i:], w1)
+		binary.LittleEndian.PutUint64(p2[i:], w2)
+		binary.LittleEndian.PutUint64(p3[i:], w3)
+	}
+	for ; i < n; i++ {
+		w := src[4*i : 4*i+4 : 4*i+4]
+		p0[i], p1[i], p2[i], p3[i] = w[0], w[1], w[2], w[3]
+	}
+}
+
+// interleave2 takes a word holding two elements of 4 bytes, a0..a3 then
+// b0..b3 (from the low byte up), to a0 b0 a1 b1 a2 b2 a3 b3.
+func interleave2(x uint64) uint64 {
+	t := (x>>16 ^ x) & 0x00000000FFFF0000 // a2 a3 <-> b0 b1
+	x ^= t ^ t<<16
+	t = (x>>8 ^ x) & 0x0000FF000000FF00 // a1 <-> b0, a3 <-> b2
+	return x ^ t ^ t<<8
 }
 
 // bitUnshuffle undoes a bit shuffle of one block.

@@ -1,0 +1,95 @@
+package blosc
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// predictionLike returns n elements of typeSize bytes as the prediction
+// writer's chunks hold them: float32 values of a smooth field under
+// noise (typeSize 4), or 0 and 1 (typeSize 1).
+func predictionLike(n, typeSize int) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	out := make([]byte, n*typeSize)
+	for i := range n {
+		v := 128 + 50*math.Sin(float64(i%64)/7)*math.Cos(float64(i/64%64)/9) + r.NormFloat64()*15
+		v = min(max(v, 0), 255)
+		if typeSize == 4 {
+			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(math.Floor(v)/255)))
+		} else if v > 128 {
+			out[i] = 1
+		}
+	}
+	return out
+}
+
+// BenchmarkEncode encodes a chunk of 64^3 elements as the prediction
+// writer does.
+func BenchmarkEncode(b *testing.B) {
+	for _, ts := range []int{4, 1} {
+		src := predictionLike(64*64*64, ts)
+		b.Run(fmt.Sprint("typesize", ts), func(b *testing.B) {
+			b.SetBytes(int64(len(src)))
+			var e Encoder
+			var dst []byte
+			for b.Loop() {
+				var err error
+				if dst, err = e.Encode(dst[:0], src, ts); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(dst))/float64(len(src)), "ratio")
+		})
+	}
+}
+
+// BenchmarkShuffle shuffles a block of 256 KiB.
+func BenchmarkShuffle(b *testing.B) {
+	for _, ts := range []int{2, 4, 8} {
+		src := predictionLike(encodeBlockSize/4, 4)
+		dst := make([]byte, len(src))
+		b.Run(fmt.Sprint("typesize", ts), func(b *testing.B) {
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				shuffle(dst, src, ts)
+			}
+		})
+	}
+}
+
+// TestShuffle checks shuffle against its definition (byte b of element i
+// at b·n+i, the bytes past the last whole element as they are) for each
+// type size, at lengths around the 8 elements shuffle4 takes at a time,
+// and unshuffle as its inverse.
+func TestShuffle(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, ts := range []int{1, 2, 3, 4, 8} {
+		for _, size := range []int{0, 1, 3, 4, 31, 32, 33, 35, 64, 100, 4096 + 7} {
+			src := make([]byte, size)
+			for i := range src {
+				src[i] = byte(r.Uint32())
+			}
+			want := make([]byte, size)
+			n := size / ts
+			for i := range n {
+				for b := range ts {
+					want[b*n+i] = src[i*ts+b]
+				}
+			}
+			copy(want[n*ts:], src[n*ts:])
+			got := make([]byte, size)
+			shuffle(got, src, ts)
+			if string(got) != string(want) {
+				t.Fatalf("type size %d, %d bytes: shuffled %v, want %v", ts, size, got, want)
+			}
+			back := make([]byte, size)
+			unshuffle(back, got, ts)
+			if string(back) != string(src) {
+				t.Fatalf("type size %d, %d bytes: unshuffle did not undo shuffle", ts, size)
+			}
+		}
+	}
+}
