@@ -36,7 +36,7 @@ const (
 
 var zigX, zigF = zigTables()
 
-// zigK and zigW are normal's: the 24-bit places below zigK[i] lie in layer
+// zigK and zigW are inside's: the 24-bit places below zigK[i] lie in layer
 // i's part wholly under the curve, and place u is u·zigW[i] along it.
 var zigK, zigW = func() (k [zigLayers]uint32, w [zigLayers]float64) {
 	for i := range k {
@@ -59,18 +59,15 @@ func zigTables() (x, f [zigLayers + 1]float64) {
 	return x, f
 }
 
-// normal returns a standard normal deviate from the 32 random bits b:
-// most inside their layer's part wholly under the curve, the rest decided
-// by edge.
-func (w *wyrand) normal(b uint32) float64 {
+// inside is the common case of a standard normal deviate from the 32
+// random bits b, small enough to be inlined: the deviate, and whether b
+// lies in its layer's part wholly under the curve (if not, edge draws it).
+func inside(b uint32) (float64, bool) {
 	i, u := b&(zigLayers-1), b>>8
-	if u < zigK[i] {
-		return signed(float64(u)*zigW[i], b)
-	}
-	return w.edge(b)
+	return signed(float64(u)*zigW[i], b), u < zigK[i]
 }
 
-// edge returns normal's deviate for bits b past the part of their layer
+// edge returns the deviate for bits b past the part of their layer
 // wholly under the curve, drawing more from w: from the tail in the base
 // layer; in another, the place if it lies under the curve, else a deviate
 // of new bits.
@@ -117,9 +114,16 @@ func addNoise[T float32 | float64](x []T, mean, std float64, seed uint64) {
 	w := wyrand(seed)
 	for i := 0; i < len(x); i += 2 {
 		b := w.next()
-		x[i] = T(float64(x[i]) + mean + std*w.normal(uint32(b)))
+		z, ok := inside(uint32(b))
+		if !ok {
+			z = w.edge(uint32(b))
+		}
+		x[i] = T(float64(x[i]) + mean + std*z)
 		if i+1 < len(x) {
-			x[i+1] = T(float64(x[i+1]) + mean + std*w.normal(uint32(b>>32)))
+			if z, ok = inside(uint32(b >> 32)); !ok {
+				z = w.edge(uint32(b >> 32))
+			}
+			x[i+1] = T(float64(x[i+1]) + mean + std*z)
 		}
 	}
 }

@@ -161,7 +161,9 @@ func contrast[T float32 | float64](x []T, shape []int, r float64, means []float6
 	m := means[:len(x)/n0]
 	clear(m)
 	for i := range n0 {
-		for j, y := range x[i*len(m) : (i+1)*len(m)] {
+		row := x[i*len(m) : (i+1)*len(m)]
+		m := m[:len(row)] // as long as row: no bounds checks
+		for j, y := range row {
 			m[j] += float64(y)
 		}
 	}
@@ -170,6 +172,7 @@ func contrast[T float32 | float64](x []T, shape []int, r float64, means []float6
 	}
 	for i := range n0 {
 		row := x[i*len(m) : (i+1)*len(m)]
+		m := m[:len(row)]
 		for j, y := range row {
 			row[j] = T(unit(r*float64(y) + m[j]))
 		}
@@ -179,13 +182,10 @@ func contrast[T float32 | float64](x []T, shape []int, r float64, means []float6
 // unit clamps y to [0, 1], and NaN to 0: torch's clamp(0, 1) then
 // nan_to_num, as RandomContrast and RandomGamma end.
 func unit(y float64) float64 {
-	if !(y > 0) { // NaN too
+	if y != y {
 		return 0
 	}
-	if y >= 1 {
-		return 1
-	}
-	return y
+	return min(max(y, 0), 1)
 }
 
 // powers maps each value x to x^g clamped to [0, 1] as Gamma says, g the
