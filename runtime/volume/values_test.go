@@ -329,3 +329,21 @@ func BenchmarkValueAugmentations(b *testing.B) {
 		})
 	}
 }
+
+// TestPowersClamp: Gamma's ends, on the tables' path and past it (g over
+// maxTableGamma): 0 for x ≤ 0 and NaN, 1 for x ≥ 1, x^g between.
+func TestPowersClamp(t *testing.T) {
+	in := []float64{-1, math.Copysign(0, -1), 0, math.NaN(), math.Inf(-1), 1, 2, math.Inf(1), 0.25, 0x1p-130}
+	for _, g := range []float64{0.5, 2, maxTableGamma + 1} {
+		x := slices.Clone(in)
+		var p powTable
+		p.set(g)
+		powers(x, &p)
+		want := []float64{0, 0, 0, 0, 0, 1, 1, 1, math.Pow(0.25, g), math.Pow(0x1p-130, g)}
+		for i := range x {
+			if math.Abs(x[i]-want[i]) > 1e-12*want[i] || math.IsNaN(x[i]) || math.Signbit(x[i]) {
+				t.Errorf("g %v: x %v gives %v, want %v", g, in[i], x[i], want[i])
+			}
+		}
+	}
+}
