@@ -17,11 +17,12 @@ FUZZ_TARGETS = ./schema:FuzzParse ./gen:FuzzGenerate ./runtime/zarr/blosc:FuzzDe
 	./runtime/zarr:FuzzMultiscale ./runtime/zarr:FuzzReadLayout ./runtime/internal/jpeg:FuzzDecode \
 	./runtime/internal/png:FuzzDecode
 
-## test: format, vet (also with CGO_ENABLED=0), race-enabled tests (goldens included, zstd through libzstd), the zarr reader's and the image loader's pure-Go builds (-tags purego), the image loader's steady-state allocation test (without -race) and its decoder through libjpeg-turbo (-tags turbojpeg), stale-output check, the README's install commands run from a clone (.ci/readme-install), short fuzz runs, the demo's and the GoMLX modules, and the cuda-tagged tests on the emulated driver
+## test: format, vet (also with CGO_ENABLED=0), race-enabled tests (goldens included, zstd through libzstd), the zarr reader's, the image loader's and the value augmentations' pure-Go builds (-tags purego), the image loader's steady-state allocation test (without -race) and its decoder through libjpeg-turbo (-tags turbojpeg), stale-output check, the README's install commands run from a clone (.ci/readme-install), short fuzz runs, the demo's and the GoMLX modules, and the cuda-tagged tests on the emulated driver
 test: fmt-check demo-test gomlx-test
 	$(GO) vet ./... ./gen/testdata/python/library
 	LOADERGEN_REQUIRE_VERSITYGW=1 LOADERGEN_REQUIRE_PYTHON=1 $(GO) test -race -count=1 ./...
 	$(GO) test -tags purego -count=1 ./runtime/zarr/... ./runtime/images/...
+	$(GO) test -tags purego -count=1 -run 'Values|Blur|Convolve' ./runtime/volume
 	$(GO) test -count=1 -run SteadyStateAllocatesNothing ./examples/imagenet
 	@$(MAKE) --no-print-directory turbojpeg-test
 	CGO_ENABLED=0 $(GO) vet ./...

@@ -324,24 +324,27 @@ func blurRows[T float32 | float64](x []T, n, b int, k, ring []T) {
 }
 
 // convolve sets out to k[0]·mid + Σ k[d]·(lo(d) + hi(d)) for d from 1 to r
-// = len(k)-1, value by value: all taps in one pass for the radii of σ
-// below 4/3, a pass a tap beyond. out may be mid, but no lo(d) or hi(d).
+// = len(k)-1, value by value: with AVX2 where convolveSIMD can, then all
+// taps in one pass for the radii of σ below 4/3, a pass a tap beyond. out
+// may be mid, but no lo(d) or hi(d).
 func convolve[T float32 | float64](out, mid []T, k []T, lo, hi func(d int) []T) {
 	n := len(out)
-	mid = mid[:n]
+	at := convolveSIMD(out, mid, k, lo, hi) // the values before at are written
+	out, mid = out[at:], mid[at:n]
+	rest := func(s []T) []T { return s[at:n] }
 	switch len(k) - 1 {
 	case 1:
-		l1, h1 := lo(1)[:n], hi(1)[:n]
+		l1, h1 := rest(lo(1)), rest(hi(1))
 		for c, m := range mid {
 			out[c] = k[0]*m + k[1]*(l1[c]+h1[c])
 		}
 	case 2:
-		l1, h1, l2, h2 := lo(1)[:n], hi(1)[:n], lo(2)[:n], hi(2)[:n]
+		l1, h1, l2, h2 := rest(lo(1)), rest(hi(1)), rest(lo(2)), rest(hi(2))
 		for c, m := range mid {
 			out[c] = k[0]*m + k[1]*(l1[c]+h1[c]) + k[2]*(l2[c]+h2[c])
 		}
 	case 3:
-		l1, h1, l2, h2, l3, h3 := lo(1)[:n], hi(1)[:n], lo(2)[:n], hi(2)[:n], lo(3)[:n], hi(3)[:n]
+		l1, h1, l2, h2, l3, h3 := rest(lo(1)), rest(hi(1)), rest(lo(2)), rest(hi(2)), rest(lo(3)), rest(hi(3))
 		for c, m := range mid {
 			out[c] = k[0]*m + k[1]*(l1[c]+h1[c]) + k[2]*(l2[c]+h2[c]) + k[3]*(l3[c]+h3[c])
 		}
@@ -350,7 +353,7 @@ func convolve[T float32 | float64](out, mid []T, k []T, lo, hi func(d int) []T) 
 			out[c] = k[0] * m
 		}
 		for d := 1; d < len(k); d++ {
-			l, h := lo(d)[:n], hi(d)[:n]
+			l, h := rest(lo(d)), rest(hi(d))
 			for c := range out {
 				out[c] += k[d] * (l[c] + h[c])
 			}
