@@ -58,7 +58,7 @@ LOADERGEN_ZARR_CACHE_MB=32 compare big 256,1024,1024
 echo "(crops/s, median of 3 cold epochs each; go/torch against torch's better configuration)"
 
 # The first epoch at default settings: a fresh process, the
-# default chunk cache (4 GiB, growing from 32 MiB as re-reading evicted
+# default chunk cache (4 GiB, growing from 16 MiB as re-reading evicted
 # chunks pays for the memory) against the cache fixed at 32 MiB, and zarr-python +
 # DataLoader, on the epoch's first 64 crops and on all 512, the big stores.
 echo

@@ -36,7 +36,7 @@ func TestStartupLineSizesCache(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	want := ` chunk_cache="512 MiB (4 GiB per node / 8 local ranks, torchrun's LOCAL_WORLD_SIZE; grows from 32 MiB as re-reading evicted chunks pays for the memory)"`
+	want := ` chunk_cache="512 MiB (4 GiB per node / 8 local ranks, torchrun's LOCAL_WORLD_SIZE; grows from 16 MiB as re-reading evicted chunks pays for the memory)"`
 	if !strings.Contains(string(out), "level=INFO msg=\"volume source\"") || !strings.Contains(string(out), want) {
 		t.Errorf("the start-up line does not say %s:\n%s", want, out)
 	}

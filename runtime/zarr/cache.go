@@ -330,9 +330,12 @@ type loader interface {
 const headroom = blosc.HeaderSize
 
 // GrowFromMiB is what a cache holds at most until misses on chunks it
-// evicted pay for more (see Cache): 32 MiB, 32 chunks of 1 MiB, as many as
-// the crops of a few batches read, in flight and ahead.
-const GrowFromMiB = 32
+// evicted pay for more (see Cache): 16 MiB, 16 chunks of 1 MiB, the chunks
+// a few crops read at once. More is memory new to the process that a cold
+// epoch pays for before any chunk comes back: on the development VM the
+// first 64 crops of make peer's big blosc-lz4 store ran at 360 crops/s
+// with 16 MiB and 291 with 32 (docs/PERFORMANCE.md, "The first epoch").
+const GrowFromMiB = 16
 
 // NewCache returns a cache that holds up to maxMiB MiB of decoded chunks,
 // growing to it from GrowFromMiB as its reads show that growing pays. A cache of 0 MiB
@@ -387,7 +390,7 @@ func SharedCache() (*Cache, error) { return sharedCache() }
 
 // Describe says how large the cache may grow, how it grows and, for the
 // shared cache, why it is that large: "512 MiB (4 GiB per node / 8 local
-// ranks, torchrun's LOCAL_WORLD_SIZE; grows from 32 MiB as re-reading
+// ranks, torchrun's LOCAL_WORLD_SIZE; grows from 16 MiB as re-reading
 // evicted chunks pays for the memory)", "1000 MiB (LOADERGEN_ZARR_CACHE_MB=1000, per
 // process; ...)", "off (...)".
 func (c *Cache) Describe() string {

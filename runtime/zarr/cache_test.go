@@ -19,13 +19,13 @@ func TestSharedCacheSize(t *testing.T) {
 		mib      int64
 		describe string
 	}{
-		{"alone", nil, 4096, "4 GiB (4 GiB per node / 1 local rank, no launcher variable gives the count; grows from 32 MiB as re-reading evicted chunks pays for the memory)"},
-		{"8 torchrun ranks", torchrun("8"), 512, "512 MiB (4 GiB per node / 8 local ranks, torchrun's LOCAL_WORLD_SIZE; grows from 32 MiB as re-reading evicted chunks pays for the memory)"},
+		{"alone", nil, 4096, "4 GiB (4 GiB per node / 1 local rank, no launcher variable gives the count; grows from 16 MiB as re-reading evicted chunks pays for the memory)"},
+		{"8 torchrun ranks", torchrun("8"), 512, "512 MiB (4 GiB per node / 8 local ranks, torchrun's LOCAL_WORLD_SIZE; grows from 16 MiB as re-reading evicted chunks pays for the memory)"},
 		{"3 Open MPI ranks", map[string]string{"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "3", "OMPI_COMM_WORLD_LOCAL_SIZE": "3"},
-			1365, "1365 MiB (4 GiB per node / 3 local ranks, Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE; grows from 32 MiB as re-reading evicted chunks pays for the memory)"},
-		{"one torchrun rank", torchrun("1"), 4096, "4 GiB (4 GiB per node / 1 local rank, torchrun's LOCAL_WORLD_SIZE; grows from 32 MiB as re-reading evicted chunks pays for the memory)"},
+			1365, "1365 MiB (4 GiB per node / 3 local ranks, Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE; grows from 16 MiB as re-reading evicted chunks pays for the memory)"},
+		{"one torchrun rank", torchrun("1"), 4096, "4 GiB (4 GiB per node / 1 local rank, torchrun's LOCAL_WORLD_SIZE; grows from 16 MiB as re-reading evicted chunks pays for the memory)"},
 		{"Slurm without a count", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "8"},
-			4096, "4 GiB (4 GiB per node / 1 local rank, no launcher variable gives the count; grows from 32 MiB as re-reading evicted chunks pays for the memory)"},
+			4096, "4 GiB (4 GiB per node / 1 local rank, no launcher variable gives the count; grows from 16 MiB as re-reading evicted chunks pays for the memory)"},
 		{"explicit, per process", map[string]string{CacheEnv: "1000", "RANK": "0", "WORLD_SIZE": "16", "LOCAL_WORLD_SIZE": "8"},
 			1000, "1000 MiB (LOADERGEN_ZARR_CACHE_MB=1000, per process)"},
 		{"off", map[string]string{CacheEnv: "0"}, 0, "off (LOADERGEN_ZARR_CACHE_MB=0, per process)"},
