@@ -6,8 +6,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
-
-	"github.com/loadergen/loadergen/runtime/volume/volumespec"
 )
 
 // hasAVX2 says whether this CPU runs the AVX2 loop of simd_amd64.s. It is
@@ -15,10 +13,11 @@ import (
 // benchmarks write it, to run the Go loops, while nothing else runs.
 var hasAVX2 = cpu.X86.HasAVX2
 
-// maxSIMDRadius bounds the kernels convolveSIMD takes (the taps' rows are
-// passed in arrays on the stack): the radius of the largest σ a schema may
-// give.
-const maxSIMDRadius = 3 * volumespec.MaxBlurSigma
+// maxSIMDRadius bounds the kernels convolveSIMD takes: the taps' rows go
+// to the assembly in arrays on the stack, zeroed at every call (a line or
+// row of a box), so they stay small; larger radii (σ of 17/3 and more) run
+// the Go loops.
+const maxSIMDRadius = 16
 
 // convolveAVX2 writes n floats (a multiple of 8) of out: k[0]·mid, then
 // for each tap d from 1 to r, plus k[d]·(lo[d-1] + hi[d-1]), in that order
