@@ -47,6 +47,16 @@ var driverImports = map[string]string{
 	"http":  "github.com/loadergen/loadergen/runtime/storage/https",
 }
 
+// openRemote opens the root at URL loc with o through the driver of its
+// scheme, without the process's layers (Open adds them).
+func openRemote(loc string, o Options) (Root, error) {
+	open, err := driver(loc)
+	if err != nil {
+		return nil, err
+	}
+	return open(loc, o)
+}
+
 // driver returns the driver of URL loc's scheme, or an error naming the
 // scheme, and the import that registers its driver when this module has
 // one.

@@ -79,11 +79,7 @@ func Open(loc string) (Root, error) {
 	if !IsURL(loc) {
 		return Local(loc), nil
 	}
-	open, err := driver(loc)
-	if err != nil {
-		return nil, err
-	}
-	r, err := open(loc, Options{})
+	r, err := openRemote(loc, Options{})
 	if err != nil {
 		return nil, err
 	}

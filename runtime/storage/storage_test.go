@@ -26,18 +26,6 @@ const big = 1 << 30
 // quick retries for tests: the faults they inject pass at once.
 var quick = Retry{Attempts: 5, First: time.Millisecond, Max: 5 * time.Millisecond, Timeout: 10 * time.Second}
 
-// openRemote opens the root at URL loc with o through the driver of its
-// scheme, as the driver's Open does: without the process's layers. The
-// drivers register because the package's external tests link them
-// (drivers_test.go).
-func openRemote(loc string, o Options) (Root, error) {
-	open, err := driver(loc)
-	if err != nil {
-		return nil, err
-	}
-	return open(loc, o)
-}
-
 // TestDriverMissing: a URL whose scheme has no driver linked is an error
 // that names the import adding it, and one whose scheme no driver of this
 // module reads says which locations are read.

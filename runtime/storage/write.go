@@ -43,11 +43,7 @@ func OpenWritable(loc string) (Writable, error) {
 		}
 		return Local(loc), nil
 	}
-	open, err := driver(loc)
-	if err != nil {
-		return nil, err
-	}
-	r, err := open(loc, Options{})
+	r, err := openRemote(loc, Options{})
 	if err != nil {
 		return nil, err
 	}
