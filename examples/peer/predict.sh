@@ -15,11 +15,12 @@
 # tile order, chunks of the tile grid) against zarr-python 2.13 writing
 # the same predictions tile by tile, a[z0:z1, y0:y1, x0:x1] = p, into an
 # array chunked as the tiles (predict_peer.py, cellmap-data's way). Both
-# hold the raw in memory first; the time is from creating the arrays to
-# the last chunk written; predict_peer.py same checks that the two wrote
-# the same values. The writer's memory: the peak of the chunks it held
-# (Stats().PartialPeak) and the growth of the process's peak resident
-# memory over the write.
+# make every tile's prediction first, as a model's outputs (numpy's
+# expressions in Python, a table look-up in Go), so that what is timed is
+# the writing alone: from creating the arrays to the last chunk written;
+# predict_peer.py same checks that the two wrote the same values. The
+# writer's memory: the peak of the chunks it held (Stats().PartialPeak)
+# and the growth of the process's peak resident memory over the write.
 #
 # Each figure is the median of RUNS (default 5) runs, alternating between
 # the sides, each in a process of its own. Needs Debian's python3-zarr.

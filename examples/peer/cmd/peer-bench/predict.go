@@ -99,11 +99,12 @@ func passes(src peer.PeerSource, start time.Time) error {
 // at dir (tiles of 64^3, the chunks of the output) to out, with the codec
 // and dtype given, as predict_peer.py writes the same ones with
 // zarr-python: a tile's prediction is its raw voxels over 255 (float32)
-// or above 128 (uint8). The raw is read whole first; what is timed is the
-// writer alone, from CreatePredictions to Close, with one goroutine
-// writing tiles in order. It prints the predictions' MB/s, then the peak
-// of the chunks the writer held partly written (its PartialPeak) and the
-// growth of the process's peak resident memory over the write, in MiB.
+// or above 128 (uint8). The raw is read and every tile's prediction made
+// first, as a model's outputs; what is timed is the writer alone, from
+// CreatePredictions to Close, with one goroutine writing tiles in order.
+// It prints the predictions' MB/s, then the peak of the chunks the writer
+// held partly written (its PartialPeak) and the growth of the process's
+// peak resident memory over the write, in MiB.
 func predict(args []string) error {
 	fs := flag.NewFlagSet("predict", flag.ExitOnError)
 	dtype := fs.String("dtype", "float32", "float32 or uint8")
@@ -144,17 +145,19 @@ func predict(args []string) error {
 		return err
 	}
 	defer src.Close()
-	tile := make([]byte, side*side*side*d.Size())
+	preds := make([][]byte, src.Len())
+	for i := range preds {
+		preds[i] = make([]byte, side*side*side*d.Size())
+		fillPrediction(preds[i], d, voxels, shape, src.Crop(0, i).Origin[1], side)
+	}
 	before := resetPeak()
 	start := time.Now()
 	w, err := volume.CreatePredictions(out, src, opts)
 	if err != nil {
 		return err
 	}
-	for i := range src.Len() {
-		o := src.Crop(0, i).Origin[1]
-		fillPrediction(tile, d, voxels, shape, o, side)
-		if err := w.Write([]int{i}, runtime.Tensor{DType: d, Shape: []int{1, side, side, side}, Data: tile}); err != nil {
+	for i, p := range preds {
+		if err := w.Write([]int{i}, runtime.Tensor{DType: d, Shape: []int{1, side, side, side}, Data: p}); err != nil {
 			return err
 		}
 	}
