@@ -348,6 +348,15 @@ func NewCache(maxMiB int) *Cache {
 	return c
 }
 
+// newHeldCache returns a cache of maxMiB MiB that takes its size as chunks
+// come, without waiting for misses to pay for it (NewCache's growth): for a
+// size someone chose, CacheEnv's.
+func newHeldCache(maxMiB int) *Cache {
+	c := NewCache(maxMiB)
+	c.target, c.grows = c.limit, false
+	return c
+}
+
 // sharedCache is the cache arrays use unless told otherwise.
 var sharedCache = sync.OnceValues(func() (*Cache, error) { return newSharedCache(os.Getenv) })
 
@@ -360,10 +369,7 @@ func newSharedCache(getenv func(string) string) (*Cache, error) {
 		if err != nil || n < 0 || n > 1<<30 {
 			return nil, fmt.Errorf("environment %s=%q: want a size in MiB from 0 to %d", CacheEnv, v, 1<<30)
 		}
-		// A size the user set is theirs to spend: the cache takes it as
-		// chunks come, without waiting for misses to pay for it.
-		c := NewCache(n)
-		c.target, c.grows = c.limit, false
+		c := newHeldCache(n) // a size the user set is theirs to spend
 		c.why = fmt.Sprintf("%s=%s, per process", CacheEnv, v)
 		return c, nil
 	}

@@ -42,10 +42,12 @@ func copyStore(t *testing.T, name string) string {
 	return dst
 }
 
-// openDir opens the array in directory dir with a cache of its own.
+// openDir opens the array in directory dir with a cache of its own that
+// holds cacheMiB MiB from the start (a held size, as CacheEnv's), so that a
+// warm read finds every chunk a store of that size has.
 func openDir(t testing.TB, dir string, cacheMiB int) *Array {
 	t.Helper()
-	s, err := OpenStore(dir, NewCache(cacheMiB))
+	s, err := OpenStore(dir, newHeldCache(cacheMiB))
 	if err != nil {
 		t.Fatal(err)
 	}
