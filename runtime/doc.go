@@ -5,10 +5,10 @@
 // It has two audiences in one package. A generated loader's user meets
 // Options, Stats and Rates, Batch, Cursor, Tensor, DType, Crop, Padded, the
 // errors (ErrClosed, ErrBusy, ErrNotYet, ReadError, KeyError,
-// BadSampleError, PanicError), Place, LocalProcesses and CUDAUsable. The rest (Engine and its New*Engine
-// constructors, Plan, Key, Run, FillFunc, View, CloneTensor, SeedSample,
-// the Pad and Truncate functions, EnforceVersion) is what generated code
-// calls; a user has no need of it.
+// BadSampleError, PanicError), Place, LocalProcesses and CUDAUsable. The
+// rest (Engine and its New*Engine constructors, Plan, Key, Run, FillFunc,
+// View, CloneTensor, SeedSample, the Pad and Truncate functions,
+// EnforceVersion) is what generated code calls; a user has no need of it.
 //
 // Generated code does the per-dataset work (typed Source calls into typed
 // views of the staging buffers); Engine does the per-batch work that is the
