@@ -7,8 +7,12 @@
 
 #include <stdint.h>
 
+// DLPack's device types, as DLDevice.device_type and lg_batch.device_type
+// give them.
+enum { kDLCPU = 1, kDLCUDA = 2 };
+
 typedef struct {
-	int32_t device_type; // 1 CPU, 2 CUDA
+	int32_t device_type; // kDLCPU or kDLCUDA
 	int32_t device_id;
 } DLDevice;
 
@@ -41,7 +45,7 @@ typedef struct {
 	int64_t n;        // samples in the batch
 	int64_t *indices; // n dataset indices, valid until lg_release
 	int64_t logs;     // log records waiting for lg_logs
-	int64_t device_type; // DLPack's device of the batch's tensors: 1 CPU, 2 CUDA
+	int64_t device_type; // DLPack's device of the batch's tensors: kDLCPU or kDLCUDA
 	int64_t device_id;
 } lg_batch;
 

@@ -415,10 +415,10 @@ func (s *cslot) point(b *runtime.Batch) {
 			shape[i] = int64(d)
 		}
 		dt := &m.dl_tensor
-		dt.device = C.DLDevice{device_type: dlCPU}
+		dt.device = C.DLDevice{device_type: C.kDLCPU}
 		dt.data = unsafe.Pointer(unsafe.SliceData(t.Data))
 		if t.Device != 0 {
-			dt.device = C.DLDevice{device_type: dlCUDA, device_id: C.int32_t(deviceOrdinal(b))}
+			dt.device = C.DLDevice{device_type: C.kDLCUDA, device_id: C.int32_t(deviceOrdinal(b))}
 			dt.data = *(*unsafe.Pointer)(unsafe.Pointer(&t.Device)) // a device address, no Go pointer
 		}
 		dt.ndim = C.int32_t(len(t.Shape))
@@ -445,12 +445,6 @@ func (s *cslot) free() {
 	C.free(unsafe.Pointer(s.indices))
 	C.free(unsafe.Pointer(s.shapes))
 }
-
-// DLPack's device types.
-const (
-	dlCPU  = 1
-	dlCUDA = 2
-)
 
 // dlType is DLPack's type code and bits of d. A bool key goes as uint8,
 // one byte per element as the loader stages it: torch 1.13 and numpy 1.24

@@ -311,7 +311,7 @@ int lg_next(int64_t h, int64_t timeout_ms, lg_batch *out, char **err) {
 // for their copy, and bad keys go through the Go side.
 DLManagedTensor *lg_take(void *lease, int64_t key, int64_t stream, char **err) {
 	lg_slot *s = lease;
-	if (key < 0 || key >= s->keys || s->tensors[key].dl_tensor.device.device_type != 1) {
+	if (key < 0 || key >= s->keys || s->tensors[key].dl_tensor.device.device_type != kDLCPU) {
 		return lgTakeSlow(s->handle, s->slot, key, stream, err);
 	}
 	__atomic_add_fetch(&s->holds, 1, __ATOMIC_ACQ_REL);
