@@ -1,28 +1,25 @@
 package blosc
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/loadergen/loadergen/internal/fixture/emlike"
+	"github.com/loadergen/loadergen/runtime"
 )
 
-// predictionLike returns n elements of typeSize bytes as the prediction
-// writer's chunks hold them: float32 values of a smooth field under
-// noise (typeSize 4), or 0 and 1 (typeSize 1).
-func predictionLike(n, typeSize int) []byte {
-	r := rand.New(rand.NewPCG(1, 2))
-	out := make([]byte, n*typeSize)
-	for i := range n {
-		v := 128 + 50*math.Sin(float64(i%64)/7)*math.Cos(float64(i/64%64)/9) + r.NormFloat64()*15
-		v = min(max(v, 0), 255)
-		if typeSize == 4 {
-			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(math.Floor(v)/255)))
-		} else if v > 128 {
-			out[i] = 1
-		}
+// chunk returns a chunk of 64^3 elements of typeSize bytes as the
+// prediction writer's chunks hold them: the stand-in model's float32
+// predictions (typeSize 4), or its 0 and 1 (typeSize 1).
+func chunk(typeSize int) []byte {
+	shape := []int{64, 64, 64}
+	d := runtime.Uint8
+	if typeSize == 4 {
+		d = runtime.Float32
 	}
+	out := make([]byte, 64*64*64*typeSize)
+	emlike.Predict(out, d, emlike.Raw(shape, 1), shape, []int{0, 0, 0}, 64)
 	return out
 }
 
@@ -30,7 +27,7 @@ func predictionLike(n, typeSize int) []byte {
 // writer does.
 func BenchmarkEncode(b *testing.B) {
 	for _, ts := range []int{4, 1} {
-		src := predictionLike(64*64*64, ts)
+		src := chunk(ts)
 		b.Run(fmt.Sprint("typesize", ts), func(b *testing.B) {
 			b.SetBytes(int64(len(src)))
 			var e Encoder
@@ -49,7 +46,7 @@ func BenchmarkEncode(b *testing.B) {
 // BenchmarkShuffle shuffles a block of 256 KiB.
 func BenchmarkShuffle(b *testing.B) {
 	for _, ts := range []int{2, 4, 8} {
-		src := predictionLike(encodeBlockSize/4, 4)
+		src := chunk(4)[:encodeBlockSize]
 		dst := make([]byte, len(src))
 		b.Run(fmt.Sprint("typesize", ts), func(b *testing.B) {
 			b.SetBytes(int64(len(src)))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/loadergen/loadergen/examples/peer"
+	"github.com/loadergen/loadergen/internal/fixture/emlike"
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/volume"
 	"github.com/loadergen/loadergen/runtime/zarr"
@@ -148,7 +149,7 @@ func predict(args []string) error {
 	preds := make([][]byte, src.Len())
 	for i := range preds {
 		preds[i] = make([]byte, side*side*side*d.Size())
-		fillPrediction(preds[i], d, voxels, shape, src.Crop(0, i).Origin[1], side)
+		emlike.Predict(preds[i], d, voxels, shape, src.Crop(0, i).Origin[1], side)
 	}
 	before := resetPeak()
 	start := time.Now()
@@ -170,45 +171,6 @@ func predict(args []string) error {
 	fmt.Printf("%.1f %.1f %.1f\n", bytes/1e6/elapsed.Seconds(), float64(st.PartialPeak)/(1<<20), float64(peakRSS()-before)/(1<<20))
 	return nil
 }
-
-// fillPrediction writes into tile the prediction of the tile of side^3 at
-// origin o of the raw volume (shape): raw/255 as float32 (numpy's
-// (r / 255).astype(float32)), or 1 where raw > 128 as uint8; 0 past the
-// volume's end. Each voxel's value is looked up by its raw byte, as
-// numpy's vectorised expression is computed without a branch a voxel.
-func fillPrediction(tile []byte, d runtime.DType, raw []byte, shape, o []int, side int) {
-	clear(tile)
-	f := runtime.View[float32](tile)
-	for z := range min(side, shape[0]-o[0]) {
-		for y := range min(side, shape[1]-o[1]) {
-			row := raw[((o[0]+z)*shape[1]+o[1]+y)*shape[2]+o[2]:][:min(side, shape[2]-o[2])]
-			at := (z*side + y) * side
-			if d == runtime.Float32 {
-				out := f[at : at+len(row)]
-				for x, r := range row {
-					out[x] = over255[r]
-				}
-				continue
-			}
-			out := tile[at : at+len(row)]
-			for x, r := range row {
-				out[x] = above128[r]
-			}
-		}
-	}
-}
-
-// over255 and above128 are the predictions of each raw byte r:
-// float32(float64(r)/255), and 1 where r > 128.
-var over255, above128 = func() (f [256]float32, b [256]byte) {
-	for r := range 256 {
-		f[r] = float32(float64(r) / 255)
-		if r > 128 {
-			b[r] = 1
-		}
-	}
-	return f, b
-}()
 
 // resetPeak returns the memory the Go runtime freed to the system, resets
 // the process's peak resident memory to what it holds now (Linux's
