@@ -69,8 +69,8 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./golden/large ./golden/tiny ./golden/rows ./golden/tokens ./examples/cellmap >.bench-loaders.txt || { cat .bench-loaders.txt; exit 1; }
 	cat .bench-loaders.txt
 	.ci/bench-ratios <.bench-loaders.txt
-	$(GO) test -run '^$$' -bench 'Bucket|Locality' -benchmem -count 5 ./runtime ./runtime/volume
-	$(GO) test -run '^$$' -bench RingDepth -benchtime 5x -count 5 ./runtime
+	$(GO) test -run '^$$' -bench 'Bucket|Locality' -benchmem -count 5 ./runtime/loaderimpl ./runtime/volume
+	$(GO) test -run '^$$' -bench RingDepth -benchtime 5x -count 5 ./runtime/loaderimpl
 	$(GO) test -run '^$$' -bench Generate -count 5 ./gen
 	$(GO) test -run '^$$' -bench 'BoxRead|CopyBox' -benchmem -count 5 ./runtime/zarr >.bench-zarr.txt || { cat .bench-zarr.txt; exit 1; }
 	cat .bench-zarr.txt
@@ -193,7 +193,7 @@ CUDA_ENV = inc=$$($(CUDA_INCLUDE)) && export CGO_CFLAGS="-I$$inc" CGO_LDFLAGS="-
 # PATH's slashes as underscores (golden/small -> golden_small.test), and its
 # -race build to .cuda/race/. Both directories get a file packages, read by
 # .ci/cuda-run, with a line "golden_small.test golden/small" per binary.
-CUDA_PKGS = runtime $(wildcard golden/*) examples/cellmap
+CUDA_PKGS = runtime/loaderimpl $(wildcard golden/*) examples/cellmap
 
 ## cudastub: the CUDA driver stub library the cuda build links, .cuda/stub/libcuda.a (internal/cudastub)
 cudastub:
@@ -220,7 +220,7 @@ include internal/testenv/cudaemu/cudaemu.mk
 # 0.42 GB/s, so that the 2.1 MiB batch takes 5 ms, as long as its kernel.
 EMU_BENCH_ENV = CUDAEMU_COPY_GBPS=0.42 LOADERGEN_BENCH_BATCH_MB=8
 # The GPU benchmarks on the emulated driver; the recipes add the run count.
-EMU_BENCH = cd runtime && $(EMU_BENCH_ENV) LD_LIBRARY_PATH=../.cuda/emu ../.cuda/bin/runtime.test \
+EMU_BENCH = cd runtime/loaderimpl && $(EMU_BENCH_ENV) LD_LIBRARY_PATH=../../.cuda/emu ../../.cuda/bin/runtime_loaderimpl.test \
 	-test.run '^$$' -test.bench CUDA
 
 # CUDA_GRAPHS_ON turns the CUDA backend's graph launches on (Options.CUDAGraphs).

@@ -77,15 +77,15 @@ func (g *emitter) dataMethods(f *jen.File) {
 //
 //	func (b *CellMapBatch) Clone() *CellMapBatch {
 //		c := &CellMapBatch{Indices: slices.Clone(b.Indices)}
-//		c.Raw, c.raw = runtime.CloneTensor[uint8](b.Raw)
-//		c.Labels, c.labels = runtime.CloneTensor[float32](b.Labels)
+//		c.Raw, c.raw = loaderimpl.CloneTensor[uint8](b.Raw)
+//		c.Labels, c.labels = loaderimpl.CloneTensor[float32](b.Labels)
 //		return c
 //	}
 func (g *emitter) clone(f *jen.File) {
 	name := g.n.exported("Batch")
 	body := []jen.Code{jen.Id("c").Op(":=").Op("&").Id(name).Values(jen.Id("Indices").Op(":").Qual("slices", "Clone").Call(jen.Id("b").Dot("Indices")))}
 	for _, k := range g.keys {
-		body = append(body, jen.List(jen.Id("c").Dot(k.Go), jen.Id("c").Dot(k.view)).Op("=").Add(g.rt("CloneTensor")).Types(k.elemType()).Call(jen.Id("b").Dot(k.Go)))
+		body = append(body, jen.List(jen.Id("c").Dot(k.Go), jen.Id("c").Dot(k.view)).Op("=").Add(g.impl("CloneTensor")).Types(k.elemType()).Call(jen.Id("b").Dot(k.Go)))
 	}
 	body = append(body, jen.Return(jen.Id("c")))
 	f.Comment("Clone returns a copy of the batch in memory of its own. A loop reuses its")

@@ -6,14 +6,14 @@ import (
 
 // fill renders
 //
-//	func (l *CellMapLoader) fill(r *runtime.Run) error {
+//	func (l *CellMapLoader) fill(r *loaderimpl.Run) error {
 //		b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 //		s.Epoch, s.Ctx = r.Epoch, r.Ctx
-//		seed := runtime.EpochSeed(cellMapPlan.Loader.Seed, r.Epoch)
+//		seed := loaderimpl.EpochSeed(cellMapPlan.Loader.Seed, r.Epoch)
 //		for ; r.Done < len(r.Indices); r.Done++ {
 //			pos := r.Pos + r.Done
 //			s.Index = r.Indices[r.Done]
-//			runtime.SeedSample(&s.pcg, seed, s.Index)
+//			loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 //			s.Raw = b.raw[pos*cellMapRawElems:][:cellMapRawElems]
 //			s.Labels = b.labels[pos*cellMapLabelsElems:][:cellMapLabelsElems]
 //			if err := l.src.Read(s); err != nil {
@@ -26,7 +26,7 @@ func (g *emitter) fill(f *jen.File) {
 	loop := []jen.Code{
 		jen.Id("pos").Op(":=").Id("r").Dot("Pos").Op("+").Id("r").Dot("Done"),
 		jen.Id("s").Dot("Index").Op("=").Id("r").Dot("Indices").Index(jen.Id("r").Dot("Done")),
-		g.rt("SeedSample").Call(jen.Op("&").Id("s").Dot("pcg"), jen.Id("seed"), jen.Id("s").Dot("Index")),
+		g.impl("SeedSample").Call(jen.Op("&").Id("s").Dot("pcg"), jen.Id("seed"), jen.Id("s").Dot("Index")),
 	}
 	for _, k := range g.keys {
 		slot := jen.Id("b").Dot(k.view).Index(jen.Id("pos").Op("*").Id(k.elems), jen.Empty())
@@ -43,7 +43,7 @@ func (g *emitter) fill(f *jen.File) {
 	loop = append(loop, g.padRows()...)
 	f.Comment("fill reads the samples of run r through the source, each into its place")
 	f.Comment("in the staging slot; r.Done tells the runtime which sample failed.")
-	f.Func().Params(jen.Id("l").Op("*").Id(g.n.exported("Loader"))).Id("fill").Params(jen.Id("r").Op("*").Add(g.rt("Run"))).Error().Block(
+	f.Func().Params(jen.Id("l").Op("*").Id(g.n.exported("Loader"))).Id("fill").Params(jen.Id("r").Op("*").Add(g.impl("Run"))).Error().Block(
 		jen.List(jen.Id("b"), jen.Id("s")).Op(":=").List(
 			jen.Op("&").Id("l").Dot("batches").Index(jen.Id("r").Dot("Slot")),
 			jen.Op("&").Id("l").Dot("samples").Index(jen.Id("r").Dot("Filler")).Dot("V"),
@@ -57,7 +57,7 @@ func (g *emitter) fill(f *jen.File) {
 
 // fillSamples renders
 //
-//	func (l *CellMapLoader) fillSamples(r *runtime.Run) error {
+//	func (l *CellMapLoader) fillSamples(r *loaderimpl.Run) error {
 //		b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 //		s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 //		s.Raw = b.raw[r.Pos*cellMapRawElems:][:n*cellMapRawElems]
@@ -99,5 +99,5 @@ func (g *emitter) fillSamples(f *jen.File) {
 	)
 	f.Comment("fillSamples fills run r with one ReadSamples call, the key slices of the")
 	f.Comment("run's samples pointing at their places in the staging slot.")
-	f.Func().Params(jen.Id("l").Op("*").Id(g.n.exported("Loader"))).Id("fillSamples").Params(jen.Id("r").Op("*").Add(g.rt("Run"))).Error().Block(body...)
+	f.Func().Params(jen.Id("l").Op("*").Id(g.n.exported("Loader"))).Id("fillSamples").Params(jen.Id("r").Op("*").Add(g.impl("Run"))).Error().Block(body...)
 }

@@ -16,6 +16,7 @@ import (
 
 const (
 	rtPath   = "github.com/loadergen/loadergen/runtime"
+	implPath = "github.com/loadergen/loadergen/runtime/loaderimpl"
 	npyPath  = "github.com/loadergen/loadergen/runtime/npy"
 	randPath = "math/rand/v2"
 )
@@ -39,6 +40,7 @@ func Generate(p *Plan, source string) ([]byte, error) {
 	g := newEmitter(p)
 	f := jen.NewFile(g.ds.Package)
 	f.ImportName(rtPath, "runtime")
+	f.ImportName(implPath, "loaderimpl")
 	f.ImportName(npyPath, "npy")
 	f.ImportName(randPath, "rand")
 	f.ImportName(volumePath, "volume")
@@ -181,7 +183,14 @@ func (g *emitter) schemaKey(name string) schema.Key {
 // elemType is the Go element type of the key's typed views: []elemType.
 func (k emitKey) elemType() *jen.Statement { return jen.Id(k.DType.GoType()) }
 
+// rt refers to name in runtime, the package of the loader's users: the
+// types in the generated API (Options, Stats, Tensor, Batch) and the
+// plan's.
 func (g *emitter) rt(name string) *jen.Statement { return jen.Qual(rtPath, name) }
+
+// impl refers to name in runtime/loaderimpl, the package only generated
+// code calls: the engine and the helpers of the emitted bodies.
+func (g *emitter) impl(name string) *jen.Statement { return jen.Qual(implPath, name) }
 
 // rtConst refers to runtime's constant for v, a dtype, role or priority of
 // a plan: runtime.Float32, runtime.Input, runtime.High, its String()

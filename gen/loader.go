@@ -11,10 +11,10 @@ import (
 //	type CellMapLoader struct {
 //		src     CellMapSource
 //		many    CellMapSamplesReader // src, when it fills runs of samples at once; else nil
-//		engine  *runtime.Engine
+//		engine  *loaderimpl.Engine
 //		batches []CellMapBatch                // one per place in the staging ring
-//		samples []runtime.Padded[CellMapSample]  // one per filler, for Read; nil with many
-//		runs    []runtime.Padded[CellMapSamples] // one per filler, for ReadSamples; nil without
+//		samples []loaderimpl.Padded[CellMapSample]  // one per filler, for Read; nil with many
+//		runs    []loaderimpl.Padded[CellMapSamples] // one per filler, for ReadSamples; nil without
 //	}
 func (g *emitter) loaderType(f *jen.File) {
 	name := g.n.exported("Loader")
@@ -23,10 +23,10 @@ func (g *emitter) loaderType(f *jen.File) {
 	f.Type().Id(name).Struct(
 		jen.Id("src").Id(g.n.exported("Source")),
 		jen.Id("many").Id(g.n.exported("SamplesReader")).Comment("src, when it fills runs of samples at once; else nil"),
-		jen.Id("engine").Op("*").Add(g.rt("Engine")),
+		jen.Id("engine").Op("*").Add(g.impl("Engine")),
 		jen.Id("batches").Index().Id(g.n.exported("Batch")).Comment("one per place in the staging ring"),
-		jen.Id("samples").Index().Add(g.rt("Padded")).Types(jen.Id(g.n.exported("Sample"))).Comment("one per filler, for Read; nil with many"),
-		jen.Id("runs").Index().Add(g.rt("Padded")).Types(jen.Id(g.n.exported("Samples"))).Comment("one per filler, for ReadSamples; nil without"),
+		jen.Id("samples").Index().Add(g.impl("Padded")).Types(jen.Id(g.n.exported("Sample"))).Comment("one per filler, for Read; nil with many"),
+		jen.Id("runs").Index().Add(g.impl("Padded")).Types(jen.Id(g.n.exported("Samples"))).Comment("one per filler, for ReadSamples; nil without"),
 	)
 }
 
@@ -34,7 +34,7 @@ func (g *emitter) loaderType(f *jen.File) {
 //
 //	func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, error) {
 //		... l := &CellMapLoader{src: src}; fill := l.fill, or l.fillSamples when src is a CellMapSamplesReader ...
-//		e, err := runtime.NewEngine(cellMapPlan, src.Len(), opts, fill)
+//		e, err := loaderimpl.NewEngine(cellMapPlan, src.Len(), opts, fill)
 //		... l.engine = e; each batch's typed views of its slot (slotViews); the source's ReadAhead, if it has one; each filler's Sample or Samples and its Rand ...
 //		return l, nil
 //	}
@@ -60,13 +60,13 @@ func (g *emitter) newLoader(f *jen.File) {
 			jen.Id("e").Dot("ReadAhead").Call(jen.Id("ra").Dot("ReadAhead")),
 		),
 		jen.If(jen.Id("l").Dot("many").Op("!=").Nil()).Block(
-			jen.Id("l").Dot("runs").Op("=").Make(jen.Index().Add(g.rt("Padded")).Types(jen.Id(g.n.exported("Samples"))), jen.Id("e").Dot("Fillers").Call()),
+			jen.Id("l").Dot("runs").Op("=").Make(jen.Index().Add(g.impl("Padded")).Types(jen.Id(g.n.exported("Samples"))), jen.Id("e").Dot("Fillers").Call()),
 			jen.For(jen.Id("w").Op(":=").Range().Id("l").Dot("runs")).Block(
 				jen.Id("r").Op(":=").Op("&").Id("l").Dot("runs").Index(jen.Id("w")).Dot("V"),
 				jen.Id("r").Dot("rand").Op("=").Qual(randPath, "New").Call(jen.Op("&").Id("r").Dot("pcg")),
 			),
 		).Else().Block(
-			jen.Id("l").Dot("samples").Op("=").Make(jen.Index().Add(g.rt("Padded")).Types(jen.Id(g.n.exported("Sample"))), jen.Id("e").Dot("Fillers").Call()),
+			jen.Id("l").Dot("samples").Op("=").Make(jen.Index().Add(g.impl("Padded")).Types(jen.Id(g.n.exported("Sample"))), jen.Id("e").Dot("Fillers").Call()),
 			jen.For(jen.Id("w").Op(":=").Range().Id("l").Dot("samples")).Block(
 				jen.Id("s").Op(":=").Op("&").Id("l").Dot("samples").Index(jen.Id("w")).Dot("V"),
 				jen.Id("s").Dot("Rand").Op("=").Qual(randPath, "New").Call(jen.Op("&").Id("s").Dot("pcg")),
@@ -81,54 +81,54 @@ func (g *emitter) newLoader(f *jen.File) {
 
 // startEngine renders the engine's start,
 //
-//	e, err := runtime.NewEngine(cellMapPlan, src.Len(), opts, fill)
+//	e, err := loaderimpl.NewEngine(cellMapPlan, src.Len(), opts, fill)
 //
 // or with length bucketing
 //
-//	e, err := runtime.NewBucketEngine(cellMapPlan, src.Len(), src.TokensRows, opts, fill)
+//	e, err := loaderimpl.NewBucketEngine(cellMapPlan, src.Len(), src.TokensRows, opts, fill)
 //
 // or for a volume source, whose crops the engine may group by the chunks
 // they read (crops.locality), when the source gives their keys
 //
-//	var keys runtime.LocalityFunc
+//	var keys loaderimpl.LocalityFunc
 //	if k, ok := src.(runtime.LocalityKeyer); ok {
 //		keys = k.LocalityKeys
 //	}
-//	e, err := runtime.NewLocalityEngine(cellMapPlan, src.Len(), keys, opts, fill)
+//	e, err := loaderimpl.NewLocalityEngine(cellMapPlan, src.Len(), keys, opts, fill)
 //
 // and with tiles, one of these unless the source is read in its order:
 //
-//	var e *runtime.Engine
+//	var e *loaderimpl.Engine
 //	var err error
 //	if _, ok := src.(runtime.Sequential); ok {
-//		e, err = runtime.NewSequentialEngine(cellMapPlan, src.Len(), opts, fill)
+//		e, err = loaderimpl.NewSequentialEngine(cellMapPlan, src.Len(), opts, fill)
 //	} else {
 //		... // as above, e, err = ...
 //	}
 func (g *emitter) startEngine() jen.Code {
 	plan, n := jen.Id(g.n.unexported("Plan")), jen.Id("src").Dot("Len").Call()
-	call := g.rt("NewEngine").Call(plan, n, jen.Id("opts"), jen.Id("fill"))
+	call := g.impl("NewEngine").Call(plan, n, jen.Id("opts"), jen.Id("fill"))
 	var start []jen.Code // statements, then the call that sets e and err
 	switch k := g.bucketKey(); {
 	case k != nil:
-		call = g.rt("NewBucketEngine").Call(plan, n, jen.Id("src").Dot(rowsMethod(*k)), jen.Id("opts"), jen.Id("fill"))
+		call = g.impl("NewBucketEngine").Call(plan, n, jen.Id("src").Dot(rowsMethod(*k)), jen.Id("opts"), jen.Id("fill"))
 	case g.ds.Crops != nil:
 		start = []jen.Code{
-			jen.Var().Id("keys").Add(g.rt("LocalityFunc")),
+			jen.Var().Id("keys").Add(g.impl("LocalityFunc")),
 			jen.If(jen.List(jen.Id("k"), jen.Id("ok")).Op(":=").Id("src").Assert(g.rt("LocalityKeyer")), jen.Id("ok")).Block(
 				jen.Id("keys").Op("=").Id("k").Dot("LocalityKeys"),
 			),
 		}
-		call = g.rt("NewLocalityEngine").Call(plan, n, jen.Id("keys"), jen.Id("opts"), jen.Id("fill"))
+		call = g.impl("NewLocalityEngine").Call(plan, n, jen.Id("keys"), jen.Id("opts"), jen.Id("fill"))
 	}
 	if g.ds.Tiles == nil {
 		return jen.Null().Add(lines(start)...).List(jen.Id("e"), jen.Err()).Op(":=").Add(call)
 	}
 	return jen.Null().
-		Var().Id("e").Op("*").Add(g.rt("Engine")).Line().
+		Var().Id("e").Op("*").Add(g.impl("Engine")).Line().
 		Var().Err().Error().Line().
 		If(jen.List(jen.Id("_"), jen.Id("ok")).Op(":=").Id("src").Assert(g.rt("Sequential")), jen.Id("ok")).Block(
-		jen.List(jen.Id("e"), jen.Err()).Op("=").Add(g.rt("NewSequentialEngine").Call(plan, n, jen.Id("opts"), jen.Id("fill"))),
+		jen.List(jen.Id("e"), jen.Err()).Op("=").Add(g.impl("NewSequentialEngine").Call(plan, n, jen.Id("opts"), jen.Id("fill"))),
 	).Else().Block(append(start, jen.List(jen.Id("e"), jen.Err()).Op("=").Add(call))...)
 }
 

@@ -73,7 +73,7 @@ func padValue(d runtime.DType, pad float64) (jen.Code, string) {
 // padRows renders, after Read, the padding of each ragged key of the
 // sample at pos and the record of its rows:
 //
-//	rows, err := runtime.PadRows("tokens", b.tokens[pos*cellMapTokensElems:][:cellMapTokensElems], s.Tokens, cellMapTokensRows, cellMapTokensPad)
+//	rows, err := loaderimpl.PadRows("tokens", b.tokens[pos*cellMapTokensElems:][:cellMapTokensElems], s.Tokens, cellMapTokensRows, cellMapTokensPad)
 //	if err != nil {
 //		return err
 //	}
@@ -81,7 +81,7 @@ func padValue(d runtime.DType, pad float64) (jen.Code, string) {
 //
 // and for a key with overflow: truncate, which counts the samples it cuts,
 //
-//	rows, cut, err := runtime.TruncateRows("boxes", ...)
+//	rows, cut, err := loaderimpl.TruncateRows("boxes", ...)
 //	if err != nil {
 //		return err
 //	}
@@ -108,7 +108,7 @@ func (g *emitter) padRows() []jen.Code {
 			op = ":="
 		}
 		out = append(out,
-			jen.List(lhs...).Op(op).Add(g.rt(fn)).Call(args...),
+			jen.List(lhs...).Op(op).Add(g.impl(fn)).Call(args...),
 			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
 		)
 		if truncates(k) {
@@ -125,13 +125,13 @@ func (g *emitter) padRows() []jen.Code {
 // the sample an earlier key refused, so that done ends at the first bad
 // sample, as the file source's Gather does):
 //
-//	if k, e := runtime.PadSamples("tokens", s.Tokens[:done*cellMapTokensElems], s.TokensLengths[:done], cellMapTokensRows, cellMapTokensPad); e != nil {
+//	if k, e := loaderimpl.PadSamples("tokens", s.Tokens[:done*cellMapTokensElems], s.TokensLengths[:done], cellMapTokensRows, cellMapTokensPad); e != nil {
 //		done, err = k, e
 //	}
 //
 // or, for a key with overflow: truncate, which counts the samples it cuts,
 //
-//	if k, cut, e := runtime.TruncateSamples("boxes", ...); e != nil {
+//	if k, cut, e := loaderimpl.TruncateSamples("boxes", ...); e != nil {
 //		done, err = k, e
 //	} else {
 //		r.Truncated += cut
@@ -144,12 +144,12 @@ func (g *emitter) padSamples(k emitKey) jen.Code {
 	failed := jen.List(jen.Id("done"), jen.Err()).Op("=").List(jen.Id("k"), jen.Id("e"))
 	if truncates(k) {
 		return jen.If(
-			jen.List(jen.Id("k"), jen.Id("cut"), jen.Id("e")).Op(":=").Add(g.rt("TruncateSamples")).Call(args...),
+			jen.List(jen.Id("k"), jen.Id("cut"), jen.Id("e")).Op(":=").Add(g.impl("TruncateSamples")).Call(args...),
 			jen.Id("e").Op("!=").Nil(),
 		).Block(failed).Else().Block(jen.Id("r").Dot("Truncated").Op("+=").Id("cut"))
 	}
 	return jen.If(
-		jen.List(jen.Id("k"), jen.Id("e")).Op(":=").Add(g.rt("PadSamples")).Call(args...),
+		jen.List(jen.Id("k"), jen.Id("e")).Op(":=").Add(g.impl("PadSamples")).Call(args...),
 		jen.Id("e").Op("!=").Nil(),
 	).Block(failed)
 }

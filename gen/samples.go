@@ -64,7 +64,7 @@ func (g *emitter) samples(f *jen.File) {
 // samplesRand renders
 //
 //	func (s *CellMapSamples) Rand(i int) *rand.Rand {
-//		runtime.SeedSample(&s.pcg, runtime.EpochSeed(cellMapPlan.Loader.Seed, s.Epoch), s.Indices[i])
+//		loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(cellMapPlan.Loader.Seed, s.Epoch), s.Indices[i])
 //		return s.rand
 //	}
 func (g *emitter) samplesRand(f *jen.File) {
@@ -72,16 +72,16 @@ func (g *emitter) samplesRand(f *jen.File) {
 	f.Comment("dataset index Indices[i], so it makes the same draws. It reseeds one")
 	f.Comment("generator: finish one sample's draws before asking for another's.")
 	f.Func().Params(jen.Id("s").Op("*").Id(g.n.exported("Samples"))).Id("Rand").Params(jen.Id("i").Int()).Op("*").Qual(randPath, "Rand").Block(
-		g.rt("SeedSample").Call(jen.Op("&").Id("s").Dot("pcg"), g.epochSeed(jen.Id("s").Dot("Epoch")), jen.Id("s").Dot("Indices").Index(jen.Id("i"))),
+		g.impl("SeedSample").Call(jen.Op("&").Id("s").Dot("pcg"), g.epochSeed(jen.Id("s").Dot("Epoch")), jen.Id("s").Dot("Indices").Index(jen.Id("i"))),
 		jen.Return(jen.Id("s").Dot("rand")),
 	)
 }
 
 // epochSeed renders the seed that the samples of epoch share:
 //
-//	runtime.EpochSeed(cellMapPlan.Loader.Seed, epoch)
+//	loaderimpl.EpochSeed(cellMapPlan.Loader.Seed, epoch)
 func (g *emitter) epochSeed(epoch jen.Code) *jen.Statement {
-	return g.rt("EpochSeed").Call(jen.Id(g.n.unexported("Plan")).Dot("Loader").Dot("Seed"), epoch)
+	return g.impl("EpochSeed").Call(jen.Id(g.n.unexported("Plan")).Dot("Loader").Dot("Seed"), epoch)
 }
 
 // samplesReader renders

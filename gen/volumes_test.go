@@ -64,7 +64,7 @@ func TestLocalityPlan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(string(src), "runtime.NewLocalityEngine(pPlan, src.Len(), keys, opts, fill)") {
+			if !strings.Contains(string(src), "loaderimpl.NewLocalityEngine(pPlan, src.Len(), keys, opts, fill)") {
 				t.Error("the loader does not start its engine with NewLocalityEngine")
 			}
 			if has := strings.Contains(string(src), "runtime.Locality{Window: "); has != (c.want.Window > 0) {

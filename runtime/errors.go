@@ -3,10 +3,6 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
-	goruntime "runtime"
-	"runtime/debug"
-	"strings"
 )
 
 // ErrClosed is returned by an epoch of a loader that has been closed.
@@ -22,17 +18,6 @@ type ReadError struct {
 	Index int    // dataset index of the sample
 	Batch int    // batch number within the epoch
 	Err   error  // the source's error (or the recovered panic)
-}
-
-// newReadError wraps a source's failure on sample index of batch, taking
-// the key from a KeyError inside err.
-func newReadError(batch, index int, err error) *ReadError {
-	re := &ReadError{Index: index, Batch: batch, Err: err}
-	var ke *KeyError
-	if errors.As(err, &ke) {
-		re.Key = ke.Key
-	}
-	return re
 }
 
 // Error reads "batch 2: read sample 9: key "raw": ...".
@@ -74,10 +59,6 @@ func (e *BadSampleError) Error() string { return e.Err.Error() }
 // Unwrap returns what went wrong.
 func (e *BadSampleError) Unwrap() error { return e.Err }
 
-// errGoexit reports a Source method that ended its goroutine with
-// runtime.Goexit (as testing.T.FailNow does) instead of returning.
-var errGoexit = errors.New("source called runtime.Goexit instead of returning")
-
 // PanicError is a panic recovered from a Source method.
 type PanicError struct {
 	Value any    // what the Source panicked with
@@ -91,32 +72,4 @@ func (e *PanicError) Error() string {
 		return fmt.Sprintf("source panicked: %v", e.Value)
 	}
 	return fmt.Sprintf("source panicked in %s: %v", e.At, e.Value)
-}
-
-// recovered makes the PanicError for v. It must be called from the deferred
-// function that recovered v, so that the panicking frames are still on the
-// stack.
-func recovered(v any) *PanicError {
-	return &PanicError{Value: v, At: culprit(), Stack: debug.Stack()}
-}
-
-// culprit is the frame that panicked: the first one below runtime.gopanic
-// outside Go's own runtime package (which raises index, nil-pointer and
-// division panics on behalf of the code that caused them).
-func culprit() string {
-	pcs := make([]uintptr, 64)
-	frames := goruntime.CallersFrames(pcs[:goruntime.Callers(2, pcs)])
-	panicking := false
-	for {
-		f, more := frames.Next()
-		switch {
-		case f.Function == "runtime.gopanic":
-			panicking = true
-		case panicking && !strings.HasPrefix(f.Function, "runtime."):
-			return fmt.Sprintf("%s (%s:%d)", f.Function, filepath.Base(f.File), f.Line)
-		}
-		if !more {
-			return ""
-		}
-	}
 }

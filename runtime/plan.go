@@ -3,8 +3,6 @@ package runtime
 import (
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/loadergen/loadergen/internal/sizes"
 )
@@ -104,7 +102,7 @@ type LoaderDefaults struct {
 // PrefetchAuto is LoaderDefaults.Prefetch of a schema that says
 // "prefetch: auto" or nothing: the loader picks the ring's starting depth
 // from its workers and batch size, and deepens the ring while it runs
-// when workers idle for want of a free slot (see Engine.Prefetch).
+// when workers idle for want of a free slot.
 const PrefetchAuto = 0
 
 // Bucket is length bucketing: within each window of Window batches of an
@@ -113,6 +111,17 @@ const PrefetchAuto = 0
 type Bucket struct {
 	Key    string `json:"key,omitempty"`    // the ragged key; "" turns bucketing off
 	Window int    `json:"window,omitempty"` // batches per window (CheckBucketWindow) when Key is set
+}
+
+// CheckBucketWindow says why w cannot be a Bucket's Window (the predicate
+// of "loader.bucket.window ..."), or returns nil: a window is at least one
+// batch. The schema reports it at loader.bucket.window, the engine for a
+// plan built by hand.
+func CheckBucketWindow(w int) error {
+	if w < 1 {
+		return fmt.Errorf("must be >= 1, got %d", w)
+	}
+	return nil
 }
 
 // Plan is everything fixed at generation time: memory, the stream decision
@@ -152,34 +161,6 @@ const (
 	EnvMaxStreams       = "MAX_CONCURRENT_CUDA_STREAMS"
 )
 
-// generationEnv returns a warning, one per variable, for each stream
-// variable set in getenv's environment to a value other than the plan's:
-// it would have changed the plan at go generate, and changes nothing now.
-func (p Plan) generationEnv(getenv func(string) string) []string {
-	var out []string
-	for _, v := range []struct {
-		env, setting string
-		baked        float64
-	}{
-		{EnvMinBatchSize, "min_batch_size", float64(p.Streams.MinBatchSize)},
-		{EnvMinBatchMemoryMB, "min_batch_memory_mb", p.Streams.MinBatchMemoryMB},
-		{EnvMaxStreams, "max_streams", float64(p.Streams.MaxStreams)},
-	} {
-		val := strings.TrimSpace(getenv(v.env))
-		if val == "" {
-			continue
-		}
-		switch f, err := strconv.ParseFloat(val, 64); {
-		case p.Device == "cpu":
-			out = append(out, fmt.Sprintf("environment %s=%s is read when a loader is generated (go generate), and this one was generated for device cpu, where %s decides nothing", v.env, val, v.setting))
-		case err != nil || f != v.baked:
-			out = append(out, fmt.Sprintf("environment %s=%s is read when the loader is generated (go generate), not when it runs: this loader was generated with %s=%s; set it when you run go generate to change the plan",
-				v.env, val, v.setting, strconv.FormatFloat(v.baked, 'f', -1, 64)))
-		}
-	}
-	return out
-}
-
 // KeyBytes is the size arithmetic of a key of element type d whose sample
 // has shape [(C,) S...]: sample = prod(shape) * d.Size() (a scalar's empty
 // shape has prod 1) and batch = batchSize * sample, a Key's SampleBytes and
@@ -203,20 +184,4 @@ func (p Plan) Clone() Plan {
 		p.Keys[i].Shape = slices.Clone(p.Keys[i].Shape)
 	}
 	return p
-}
-
-// summary describes the plan as it runs on backend ("cpu" or "cuda") for
-// the start-up log line, e.g. "batch 16 (402.7 MiB), 2 CUDA streams" or
-// "batch 16 (52.0 MiB), streams off: batch memory 52.0 MiB < 100 MiB".
-func (p Plan) summary(backend string) string {
-	batch := fmt.Sprintf("batch %d (%.1f MiB)", p.BatchSize, p.BatchMiB)
-	switch {
-	case !p.UseStreams && backend == "cuda" && p.Device == "cpu":
-		return fmt.Sprintf("%s, one CUDA stream: the loader was generated for device cpu, which plans no streams (generate it for cuda to plan them)", batch)
-	case !p.UseStreams:
-		return fmt.Sprintf("%s, streams off: %s", batch, p.Reason)
-	case backend != "cuda":
-		return fmt.Sprintf("%s, the plan's %d CUDA streams are not in use on the %s backend", batch, p.NumStreams, backend)
-	}
-	return fmt.Sprintf("%s, %d CUDA streams", batch, p.NumStreams)
 }

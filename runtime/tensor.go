@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"slices"
 	"unsafe"
 )
 
@@ -38,14 +37,4 @@ func Bytes[T Element](s []T) []byte {
 	}
 	size := int(unsafe.Sizeof(*new(T)))
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*size)
-}
-
-// CloneTensor returns a copy of t's samples in host memory of its own and
-// its typed view, for a generated batch's Clone. The copy has no device
-// memory: its Device is 0.
-func CloneTensor[T Element](t Tensor) (Tensor, []T) {
-	view := make([]T, len(t.Data)/int(unsafe.Sizeof(*new(T))))
-	data := Bytes(view)
-	copy(data, t.Data)
-	return Tensor{DType: t.DType, Shape: slices.Clone(t.Shape), Data: data}, view
 }

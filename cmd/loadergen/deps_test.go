@@ -10,8 +10,8 @@ import (
 
 // generatorLinksNot are the packages the generator (this command, schema
 // and gen) must not depend on, by path or path prefix, with why: it reads
-// a schema and writes Go source, so it links no storage client and no
-// codec. The words it shares with the runtime live in I/O-free packages
+// a schema and writes Go source, so it links no storage client, no codec
+// and no engine. The words it shares with the runtime live in I/O-free packages
 // (runtime, runtime/*/…spec); generated programs link the rest.
 var generatorLinksNot = []struct{ path, why string }{
 	{"github.com/aws/", "the AWS SDK (runtime/storage/s3's)"},
@@ -23,6 +23,7 @@ var generatorLinksNot = []struct{ path, why string }{
 	{"github.com/loadergen/loadergen/runtime/records", "runtime I/O"},
 	{"github.com/loadergen/loadergen/runtime/npy", "runtime I/O"},
 	{"github.com/loadergen/loadergen/runtime/python", "runtime I/O"},
+	{"github.com/loadergen/loadergen/runtime/loaderimpl", "the engine, which only generated code calls"},
 	{"github.com/loadergen/loadergen/runtime/internal/turbojpeg", "a cgo codec"},
 	{"github.com/loadergen/loadergen/runtime/internal/jpeg", "a codec"},
 	{"github.com/loadergen/loadergen/runtime/internal/png", "a codec"},

@@ -23,6 +23,7 @@ import (
 	"github.com/loadergen/loadergen/internal/fixture/emvolume"
 	"github.com/loadergen/loadergen/internal/fixture/pyzarr"
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/volume"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
@@ -121,7 +122,7 @@ func TestLoaderMatchesSource(t *testing.T) {
 		}
 		for pos, index := range b.Indices {
 			s.Index = index
-			runtime.SeedSample(&s.pcg, runtime.EpochSeed(cellMapPlan.Loader.Seed, 1), index)
+			loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(cellMapPlan.Loader.Seed, 1), index)
 			if err := src.Read(&s); err != nil {
 				t.Fatal(err)
 			}

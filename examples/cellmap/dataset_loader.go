@@ -15,6 +15,7 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	_ "github.com/loadergen/loadergen/runtime/storage/https"
 	_ "github.com/loadergen/loadergen/runtime/storage/s3"
 	"github.com/loadergen/loadergen/runtime/volume"
@@ -23,8 +24,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of CellMap, fixed at generation time: batch memory 5.0 MiB < 100 MiB.
@@ -145,7 +146,7 @@ type CellMapSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *CellMapSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(cellMapPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(cellMapPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -197,8 +198,8 @@ func (b *CellMapBatch) LabelsData() []float32 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *CellMapBatch) Clone() *CellMapBatch {
 	c := &CellMapBatch{Indices: slices.Clone(b.Indices)}
-	c.Raw, c.raw = runtime.CloneTensor[uint8](b.Raw)
-	c.Labels, c.labels = runtime.CloneTensor[float32](b.Labels)
+	c.Raw, c.raw = loaderimpl.CloneTensor[uint8](b.Raw)
+	c.Labels, c.labels = loaderimpl.CloneTensor[float32](b.Labels)
 	return c
 }
 
@@ -207,10 +208,10 @@ func (b *CellMapBatch) Clone() *CellMapBatch {
 type CellMapLoader struct {
 	src     CellMapSource
 	many    CellMapSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []CellMapBatch                   // one per place in the staging ring
-	samples []runtime.Padded[CellMapSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[CellMapSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []CellMapBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[CellMapSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[CellMapSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewCellMapLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -224,16 +225,16 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 	case CellMapSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	var e *runtime.Engine
+	var e *loaderimpl.Engine
 	var err error
 	if _, ok := src.(runtime.Sequential); ok {
-		e, err = runtime.NewSequentialEngine(cellMapPlan, src.Len(), opts, fill)
+		e, err = loaderimpl.NewSequentialEngine(cellMapPlan, src.Len(), opts, fill)
 	} else {
-		var keys runtime.LocalityFunc
+		var keys loaderimpl.LocalityFunc
 		if k, ok := src.(runtime.LocalityKeyer); ok {
 			keys = k.LocalityKeys
 		}
-		e, err = runtime.NewLocalityEngine(cellMapPlan, src.Len(), keys, opts, fill)
+		e, err = loaderimpl.NewLocalityEngine(cellMapPlan, src.Len(), keys, opts, fill)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cellmap: NewCellMapLoader: %w", err)
@@ -252,13 +253,13 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[CellMapSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[CellMapSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[CellMapSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[CellMapSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -269,14 +270,14 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *CellMapLoader) fill(r *runtime.Run) error {
+func (l *CellMapLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(cellMapPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(cellMapPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.Raw = b.raw[pos*cellMapRawElems:][:cellMapRawElems]
 		s.Labels = b.labels[pos*cellMapLabelsElems:][:cellMapLabelsElems]
 		if err := l.src.Read(s); err != nil {
@@ -288,7 +289,7 @@ func (l *CellMapLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *CellMapLoader) fillSamples(r *runtime.Run) error {
+func (l *CellMapLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Raw = b.raw[r.Pos*cellMapRawElems:][:n*cellMapRawElems]

@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/npy"
 	_ "github.com/loadergen/loadergen/runtime/storage/https"
 	_ "github.com/loadergen/loadergen/runtime/storage/s3"
@@ -21,8 +22,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of FashionMNIST, fixed at generation time: device is cpu.
@@ -137,7 +138,7 @@ type FashionMNISTSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *FashionMNISTSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(fashionMNISTPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(fashionMNISTPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -189,8 +190,8 @@ func (b *FashionMNISTBatch) LabelData() []int64 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *FashionMNISTBatch) Clone() *FashionMNISTBatch {
 	c := &FashionMNISTBatch{Indices: slices.Clone(b.Indices)}
-	c.Image, c.image = runtime.CloneTensor[uint8](b.Image)
-	c.Label, c.label = runtime.CloneTensor[int64](b.Label)
+	c.Image, c.image = loaderimpl.CloneTensor[uint8](b.Image)
+	c.Label, c.label = loaderimpl.CloneTensor[int64](b.Label)
 	return c
 }
 
@@ -199,10 +200,10 @@ func (b *FashionMNISTBatch) Clone() *FashionMNISTBatch {
 type FashionMNISTLoader struct {
 	src     FashionMNISTSource
 	many    FashionMNISTSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []FashionMNISTBatch                   // one per place in the staging ring
-	samples []runtime.Padded[FashionMNISTSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[FashionMNISTSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []FashionMNISTBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[FashionMNISTSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[FashionMNISTSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewFashionMNISTLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -219,7 +220,7 @@ func NewFashionMNISTLoader(src FashionMNISTSource, opts runtime.Options) (*Fashi
 	case FashionMNISTSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	e, err := runtime.NewEngine(fashionMNISTPlan, src.Len(), opts, fill)
+	e, err := loaderimpl.NewEngine(fashionMNISTPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("fashionmnist: NewFashionMNISTLoader: %w", err)
 	}
@@ -234,13 +235,13 @@ func NewFashionMNISTLoader(src FashionMNISTSource, opts runtime.Options) (*Fashi
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[FashionMNISTSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[FashionMNISTSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[FashionMNISTSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[FashionMNISTSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -251,14 +252,14 @@ func NewFashionMNISTLoader(src FashionMNISTSource, opts runtime.Options) (*Fashi
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *FashionMNISTLoader) fill(r *runtime.Run) error {
+func (l *FashionMNISTLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(fashionMNISTPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(fashionMNISTPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.Image = b.image[pos*fashionMNISTImageElems:][:fashionMNISTImageElems]
 		s.Label = b.label[pos*fashionMNISTLabelElems:][:fashionMNISTLabelElems]
 		if err := l.src.Read(s); err != nil {
@@ -270,7 +271,7 @@ func (l *FashionMNISTLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *FashionMNISTLoader) fillSamples(r *runtime.Run) error {
+func (l *FashionMNISTLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Image = b.image[r.Pos*fashionMNISTImageElems:][:n*fashionMNISTImageElems]

@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/npy"
 	_ "github.com/loadergen/loadergen/runtime/storage/https"
 	_ "github.com/loadergen/loadergen/runtime/storage/s3"
@@ -21,8 +22,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Images, fixed at generation time: batch memory 19.9 MiB < 100 MiB.
@@ -156,7 +157,7 @@ type ImagesSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *ImagesSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(imagesPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(imagesPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -215,9 +216,9 @@ func (b *ImagesBatch) LabelData() []int64 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *ImagesBatch) Clone() *ImagesBatch {
 	c := &ImagesBatch{Indices: slices.Clone(b.Indices)}
-	c.Image, c.image = runtime.CloneTensor[float32](b.Image)
-	c.Mask, c.mask = runtime.CloneTensor[uint8](b.Mask)
-	c.Label, c.label = runtime.CloneTensor[int64](b.Label)
+	c.Image, c.image = loaderimpl.CloneTensor[float32](b.Image)
+	c.Mask, c.mask = loaderimpl.CloneTensor[uint8](b.Mask)
+	c.Label, c.label = loaderimpl.CloneTensor[int64](b.Label)
 	return c
 }
 
@@ -226,10 +227,10 @@ func (b *ImagesBatch) Clone() *ImagesBatch {
 type ImagesLoader struct {
 	src     ImagesSource
 	many    ImagesSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []ImagesBatch                   // one per place in the staging ring
-	samples []runtime.Padded[ImagesSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[ImagesSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []ImagesBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[ImagesSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[ImagesSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewImagesLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -246,7 +247,7 @@ func NewImagesLoader(src ImagesSource, opts runtime.Options) (*ImagesLoader, err
 	case ImagesSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	e, err := runtime.NewEngine(imagesPlan, src.Len(), opts, fill)
+	e, err := loaderimpl.NewEngine(imagesPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("imagepeer: NewImagesLoader: %w", err)
 	}
@@ -262,13 +263,13 @@ func NewImagesLoader(src ImagesSource, opts runtime.Options) (*ImagesLoader, err
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[ImagesSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[ImagesSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[ImagesSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[ImagesSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -279,14 +280,14 @@ func NewImagesLoader(src ImagesSource, opts runtime.Options) (*ImagesLoader, err
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *ImagesLoader) fill(r *runtime.Run) error {
+func (l *ImagesLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(imagesPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(imagesPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.Image = b.image[pos*imagesImageElems:][:imagesImageElems]
 		s.Mask = b.mask[pos*imagesMaskElems:][:imagesMaskElems]
 		s.Label = b.label[pos*imagesLabelElems:][:imagesLabelElems]
@@ -299,7 +300,7 @@ func (l *ImagesLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *ImagesLoader) fillSamples(r *runtime.Run) error {
+func (l *ImagesLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Image = b.image[r.Pos*imagesImageElems:][:n*imagesImageElems]

@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	_ "github.com/loadergen/loadergen/runtime/storage/https"
 	_ "github.com/loadergen/loadergen/runtime/storage/s3"
 	"github.com/loadergen/loadergen/runtime/volume"
@@ -22,8 +23,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Peer, fixed at generation time: device is cpu.
@@ -139,7 +140,7 @@ type PeerSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *PeerSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(peerPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(peerPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -191,8 +192,8 @@ func (b *PeerBatch) LabelsData() []uint8 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *PeerBatch) Clone() *PeerBatch {
 	c := &PeerBatch{Indices: slices.Clone(b.Indices)}
-	c.Raw, c.raw = runtime.CloneTensor[uint8](b.Raw)
-	c.Labels, c.labels = runtime.CloneTensor[uint8](b.Labels)
+	c.Raw, c.raw = loaderimpl.CloneTensor[uint8](b.Raw)
+	c.Labels, c.labels = loaderimpl.CloneTensor[uint8](b.Labels)
 	return c
 }
 
@@ -201,10 +202,10 @@ func (b *PeerBatch) Clone() *PeerBatch {
 type PeerLoader struct {
 	src     PeerSource
 	many    PeerSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []PeerBatch                   // one per place in the staging ring
-	samples []runtime.Padded[PeerSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[PeerSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []PeerBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[PeerSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[PeerSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewPeerLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -218,16 +219,16 @@ func NewPeerLoader(src PeerSource, opts runtime.Options) (*PeerLoader, error) {
 	case PeerSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	var e *runtime.Engine
+	var e *loaderimpl.Engine
 	var err error
 	if _, ok := src.(runtime.Sequential); ok {
-		e, err = runtime.NewSequentialEngine(peerPlan, src.Len(), opts, fill)
+		e, err = loaderimpl.NewSequentialEngine(peerPlan, src.Len(), opts, fill)
 	} else {
-		var keys runtime.LocalityFunc
+		var keys loaderimpl.LocalityFunc
 		if k, ok := src.(runtime.LocalityKeyer); ok {
 			keys = k.LocalityKeys
 		}
-		e, err = runtime.NewLocalityEngine(peerPlan, src.Len(), keys, opts, fill)
+		e, err = loaderimpl.NewLocalityEngine(peerPlan, src.Len(), keys, opts, fill)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("peer: NewPeerLoader: %w", err)
@@ -246,13 +247,13 @@ func NewPeerLoader(src PeerSource, opts runtime.Options) (*PeerLoader, error) {
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[PeerSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[PeerSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[PeerSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[PeerSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -263,14 +264,14 @@ func NewPeerLoader(src PeerSource, opts runtime.Options) (*PeerLoader, error) {
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *PeerLoader) fill(r *runtime.Run) error {
+func (l *PeerLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(peerPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(peerPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.Raw = b.raw[pos*peerRawElems:][:peerRawElems]
 		s.Labels = b.labels[pos*peerLabelsElems:][:peerLabelsElems]
 		if err := l.src.Read(s); err != nil {
@@ -282,7 +283,7 @@ func (l *PeerLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *PeerLoader) fillSamples(r *runtime.Run) error {
+func (l *PeerLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Raw = b.raw[r.Pos*peerRawElems:][:n*peerRawElems]

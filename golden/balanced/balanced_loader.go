@@ -13,13 +13,14 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 )
 
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Balanced, fixed at generation time: batch size 4 >= 2 and batch memory 0.2 MiB >= 0.1 MiB.
@@ -223,7 +224,7 @@ type BalancedSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *BalancedSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(balancedPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(balancedPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -317,14 +318,14 @@ func (b *BalancedBatch) StepData() []int16 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *BalancedBatch) Clone() *BalancedBatch {
 	c := &BalancedBatch{Indices: slices.Clone(b.Indices)}
-	c.Tiny, c.tiny = runtime.CloneTensor[int8](b.Tiny)
-	c.Wide, c.wide = runtime.CloneTensor[float64](b.Wide)
-	c.Half, c.half = runtime.CloneTensor[uint16](b.Half)
-	c.Ids, c.ids = runtime.CloneTensor[uint64](b.Ids)
-	c.Depth, c.depth = runtime.CloneTensor[float32](b.Depth)
-	c.Count, c.count = runtime.CloneTensor[int32](b.Count)
-	c.Code, c.code = runtime.CloneTensor[uint32](b.Code)
-	c.Step, c.step = runtime.CloneTensor[int16](b.Step)
+	c.Tiny, c.tiny = loaderimpl.CloneTensor[int8](b.Tiny)
+	c.Wide, c.wide = loaderimpl.CloneTensor[float64](b.Wide)
+	c.Half, c.half = loaderimpl.CloneTensor[uint16](b.Half)
+	c.Ids, c.ids = loaderimpl.CloneTensor[uint64](b.Ids)
+	c.Depth, c.depth = loaderimpl.CloneTensor[float32](b.Depth)
+	c.Count, c.count = loaderimpl.CloneTensor[int32](b.Count)
+	c.Code, c.code = loaderimpl.CloneTensor[uint32](b.Code)
+	c.Step, c.step = loaderimpl.CloneTensor[int16](b.Step)
 	return c
 }
 
@@ -333,10 +334,10 @@ func (b *BalancedBatch) Clone() *BalancedBatch {
 type BalancedLoader struct {
 	src     BalancedSource
 	many    BalancedSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []BalancedBatch                   // one per place in the staging ring
-	samples []runtime.Padded[BalancedSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[BalancedSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []BalancedBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[BalancedSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[BalancedSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewBalancedLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -350,7 +351,7 @@ func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoade
 	case BalancedSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	e, err := runtime.NewEngine(balancedPlan, src.Len(), opts, fill)
+	e, err := loaderimpl.NewEngine(balancedPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("balanced: NewBalancedLoader: %w", err)
 	}
@@ -371,13 +372,13 @@ func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoade
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[BalancedSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[BalancedSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[BalancedSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[BalancedSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -388,14 +389,14 @@ func NewBalancedLoader(src BalancedSource, opts runtime.Options) (*BalancedLoade
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *BalancedLoader) fill(r *runtime.Run) error {
+func (l *BalancedLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(balancedPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(balancedPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.Tiny = b.tiny[pos*balancedTinyElems:][:balancedTinyElems]
 		s.Wide = b.wide[pos*balancedWideElems:][:balancedWideElems]
 		s.Half = b.half[pos*balancedHalfElems:][:balancedHalfElems]
@@ -413,7 +414,7 @@ func (l *BalancedLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *BalancedLoader) fillSamples(r *runtime.Run) error {
+func (l *BalancedLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Tiny = b.tiny[r.Pos*balancedTinyElems:][:n*balancedTinyElems]

@@ -10,6 +10,7 @@ import (
 	"github.com/loadergen/loadergen/internal/fixture/pattern"
 	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 )
 
 func TestMain(m *testing.M) { goldentest.Main(m) }
@@ -77,7 +78,7 @@ func TestDropLast(t *testing.T) {
 		pattern.Key(7, (*BalancedBatch).StepData, 3))
 	// The order shuffled with seed 2^64-1 (the generated plan carries it
 	// as an untyped constant), cut to 2 full batches of 4.
-	order, err := runtime.Sampler{N: 10, Shuffle: true, Seed: math.MaxUint64, WorldSize: 1, DropLast: true}.Order(0, nil)
+	order, err := loaderimpl.Sampler{N: 10, Shuffle: true, Seed: math.MaxUint64, WorldSize: 1, DropLast: true}.Order(0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

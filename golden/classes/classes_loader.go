@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/npy"
 	_ "github.com/loadergen/loadergen/runtime/storage/https"
 	_ "github.com/loadergen/loadergen/runtime/storage/s3"
@@ -21,8 +22,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of CellMap, fixed at generation time: batch size 3 < 8.
@@ -170,7 +171,7 @@ type CellMapSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *CellMapSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(cellMapPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(cellMapPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -236,10 +237,10 @@ func (b *CellMapBatch) WeightData() []float32 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *CellMapBatch) Clone() *CellMapBatch {
 	c := &CellMapBatch{Indices: slices.Clone(b.Indices)}
-	c.Raw, c.raw = runtime.CloneTensor[uint8](b.Raw)
-	c.Labels, c.labels = runtime.CloneTensor[float32](b.Labels)
-	c.Valid, c.valid = runtime.CloneTensor[uint8](b.Valid)
-	c.Weight, c.weight = runtime.CloneTensor[float32](b.Weight)
+	c.Raw, c.raw = loaderimpl.CloneTensor[uint8](b.Raw)
+	c.Labels, c.labels = loaderimpl.CloneTensor[float32](b.Labels)
+	c.Valid, c.valid = loaderimpl.CloneTensor[uint8](b.Valid)
+	c.Weight, c.weight = loaderimpl.CloneTensor[float32](b.Weight)
 	return c
 }
 
@@ -248,10 +249,10 @@ func (b *CellMapBatch) Clone() *CellMapBatch {
 type CellMapLoader struct {
 	src     CellMapSource
 	many    CellMapSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []CellMapBatch                   // one per place in the staging ring
-	samples []runtime.Padded[CellMapSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[CellMapSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []CellMapBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[CellMapSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[CellMapSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewCellMapLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -268,7 +269,7 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 	case CellMapSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	e, err := runtime.NewEngine(cellMapPlan, src.Len(), opts, fill)
+	e, err := loaderimpl.NewEngine(cellMapPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("classes: NewCellMapLoader: %w", err)
 	}
@@ -285,13 +286,13 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[CellMapSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[CellMapSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[CellMapSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[CellMapSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -302,14 +303,14 @@ func NewCellMapLoader(src CellMapSource, opts runtime.Options) (*CellMapLoader, 
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *CellMapLoader) fill(r *runtime.Run) error {
+func (l *CellMapLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(cellMapPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(cellMapPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.Raw = b.raw[pos*cellMapRawElems:][:cellMapRawElems]
 		s.Labels = b.labels[pos*cellMapLabelsElems:][:cellMapLabelsElems]
 		s.Valid = b.valid[pos*cellMapValidElems:][:cellMapValidElems]
@@ -323,7 +324,7 @@ func (l *CellMapLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *CellMapLoader) fillSamples(r *runtime.Run) error {
+func (l *CellMapLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Raw = b.raw[r.Pos*cellMapRawElems:][:n*cellMapRawElems]

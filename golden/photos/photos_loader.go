@@ -15,6 +15,7 @@ import (
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/images"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/records"
 	_ "github.com/loadergen/loadergen/runtime/storage/https"
 	_ "github.com/loadergen/loadergen/runtime/storage/s3"
@@ -23,8 +24,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Photos, fixed at generation time: device is cpu.
@@ -153,7 +154,7 @@ type PhotosSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *PhotosSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(photosPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(photosPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -212,9 +213,9 @@ func (b *PhotosBatch) LabelData() []int64 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *PhotosBatch) Clone() *PhotosBatch {
 	c := &PhotosBatch{Indices: slices.Clone(b.Indices)}
-	c.Image, c.image = runtime.CloneTensor[float32](b.Image)
-	c.Mask, c.mask = runtime.CloneTensor[uint8](b.Mask)
-	c.Label, c.label = runtime.CloneTensor[int64](b.Label)
+	c.Image, c.image = loaderimpl.CloneTensor[float32](b.Image)
+	c.Mask, c.mask = loaderimpl.CloneTensor[uint8](b.Mask)
+	c.Label, c.label = loaderimpl.CloneTensor[int64](b.Label)
 	return c
 }
 
@@ -223,10 +224,10 @@ func (b *PhotosBatch) Clone() *PhotosBatch {
 type PhotosLoader struct {
 	src     PhotosSource
 	many    PhotosSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []PhotosBatch                   // one per place in the staging ring
-	samples []runtime.Padded[PhotosSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[PhotosSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []PhotosBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[PhotosSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[PhotosSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewPhotosLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -240,7 +241,7 @@ func NewPhotosLoader(src PhotosSource, opts runtime.Options) (*PhotosLoader, err
 	case PhotosSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	e, err := runtime.NewEngine(photosPlan, src.Len(), opts, fill)
+	e, err := loaderimpl.NewEngine(photosPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("photos: NewPhotosLoader: %w", err)
 	}
@@ -256,13 +257,13 @@ func NewPhotosLoader(src PhotosSource, opts runtime.Options) (*PhotosLoader, err
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[PhotosSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[PhotosSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[PhotosSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[PhotosSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -273,14 +274,14 @@ func NewPhotosLoader(src PhotosSource, opts runtime.Options) (*PhotosLoader, err
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *PhotosLoader) fill(r *runtime.Run) error {
+func (l *PhotosLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(photosPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(photosPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.Image = b.image[pos*photosImageElems:][:photosImageElems]
 		s.Mask = b.mask[pos*photosMaskElems:][:photosMaskElems]
 		s.Label = b.label[pos*photosLabelElems:][:photosLabelElems]
@@ -293,7 +294,7 @@ func (l *PhotosLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *PhotosLoader) fillSamples(r *runtime.Run) error {
+func (l *PhotosLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Image = b.image[r.Pos*photosImageElems:][:n*photosImageElems]

@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/npy"
 	_ "github.com/loadergen/loadergen/runtime/storage/https"
 	_ "github.com/loadergen/loadergen/runtime/storage/s3"
@@ -21,8 +22,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Rows, fixed at generation time: device is cpu.
@@ -137,7 +138,7 @@ type RowsSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *RowsSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(rowsPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(rowsPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -189,8 +190,8 @@ func (b *RowsBatch) LabelData() []int64 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *RowsBatch) Clone() *RowsBatch {
 	c := &RowsBatch{Indices: slices.Clone(b.Indices)}
-	c.Features, c.features = runtime.CloneTensor[float32](b.Features)
-	c.Label, c.label = runtime.CloneTensor[int64](b.Label)
+	c.Features, c.features = loaderimpl.CloneTensor[float32](b.Features)
+	c.Label, c.label = loaderimpl.CloneTensor[int64](b.Label)
 	return c
 }
 
@@ -199,10 +200,10 @@ func (b *RowsBatch) Clone() *RowsBatch {
 type RowsLoader struct {
 	src     RowsSource
 	many    RowsSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []RowsBatch                   // one per place in the staging ring
-	samples []runtime.Padded[RowsSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[RowsSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []RowsBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[RowsSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[RowsSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewRowsLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -219,7 +220,7 @@ func NewRowsLoader(src RowsSource, opts runtime.Options) (*RowsLoader, error) {
 	case RowsSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	e, err := runtime.NewEngine(rowsPlan, src.Len(), opts, fill)
+	e, err := loaderimpl.NewEngine(rowsPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("rows: NewRowsLoader: %w", err)
 	}
@@ -234,13 +235,13 @@ func NewRowsLoader(src RowsSource, opts runtime.Options) (*RowsLoader, error) {
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[RowsSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[RowsSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[RowsSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[RowsSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -251,14 +252,14 @@ func NewRowsLoader(src RowsSource, opts runtime.Options) (*RowsLoader, error) {
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *RowsLoader) fill(r *runtime.Run) error {
+func (l *RowsLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(rowsPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(rowsPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.Features = b.features[pos*rowsFeaturesElems:][:rowsFeaturesElems]
 		s.Label = b.label[pos*rowsLabelElems:][:rowsLabelElems]
 		if err := l.src.Read(s); err != nil {
@@ -270,7 +271,7 @@ func (l *RowsLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *RowsLoader) fillSamples(r *runtime.Run) error {
+func (l *RowsLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Features = b.features[r.Pos*rowsFeaturesElems:][:n*rowsFeaturesElems]

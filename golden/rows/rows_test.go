@@ -11,6 +11,7 @@ import (
 
 	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/npy"
 )
 
@@ -102,7 +103,7 @@ func BenchmarkRows(b *testing.B) {
 	})
 	b.Run("copy", func(b *testing.B) {
 		files, _ := open(b, root, 1)
-		s := runtime.Sampler{N: benchRows, Shuffle: true, Seed: rowsPlan.Loader.Seed, WorldSize: 1}
+		s := loaderimpl.Sampler{N: benchRows, Shuffle: true, Seed: rowsPlan.Loader.Seed, WorldSize: 1}
 		order := make([]int, 2*benchRows)
 		features := make([]float32, RowsBatchSize*rowsFeaturesElems)
 		labels := make([]int64, RowsBatchSize)

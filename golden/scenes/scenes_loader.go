@@ -15,6 +15,7 @@ import (
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/images"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/records"
 	_ "github.com/loadergen/loadergen/runtime/storage/https"
 	_ "github.com/loadergen/loadergen/runtime/storage/s3"
@@ -23,8 +24,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Scenes, fixed at generation time: device is cpu.
@@ -167,7 +168,7 @@ type ScenesSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *ScenesSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(scenesPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(scenesPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -233,10 +234,10 @@ func (b *ScenesBatch) LabelData() []int64 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *ScenesBatch) Clone() *ScenesBatch {
 	c := &ScenesBatch{Indices: slices.Clone(b.Indices)}
-	c.Image, c.image = runtime.CloneTensor[uint8](b.Image)
-	c.Depth, c.depth = runtime.CloneTensor[float32](b.Depth)
-	c.Pose, c.pose = runtime.CloneTensor[int16](b.Pose)
-	c.Label, c.label = runtime.CloneTensor[int64](b.Label)
+	c.Image, c.image = loaderimpl.CloneTensor[uint8](b.Image)
+	c.Depth, c.depth = loaderimpl.CloneTensor[float32](b.Depth)
+	c.Pose, c.pose = loaderimpl.CloneTensor[int16](b.Pose)
+	c.Label, c.label = loaderimpl.CloneTensor[int64](b.Label)
 	return c
 }
 
@@ -245,10 +246,10 @@ func (b *ScenesBatch) Clone() *ScenesBatch {
 type ScenesLoader struct {
 	src     ScenesSource
 	many    ScenesSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []ScenesBatch                   // one per place in the staging ring
-	samples []runtime.Padded[ScenesSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[ScenesSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []ScenesBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[ScenesSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[ScenesSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewScenesLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -262,7 +263,7 @@ func NewScenesLoader(src ScenesSource, opts runtime.Options) (*ScenesLoader, err
 	case ScenesSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	e, err := runtime.NewEngine(scenesPlan, src.Len(), opts, fill)
+	e, err := loaderimpl.NewEngine(scenesPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("scenes: NewScenesLoader: %w", err)
 	}
@@ -279,13 +280,13 @@ func NewScenesLoader(src ScenesSource, opts runtime.Options) (*ScenesLoader, err
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[ScenesSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[ScenesSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[ScenesSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[ScenesSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -296,14 +297,14 @@ func NewScenesLoader(src ScenesSource, opts runtime.Options) (*ScenesLoader, err
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *ScenesLoader) fill(r *runtime.Run) error {
+func (l *ScenesLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(scenesPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(scenesPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.Image = b.image[pos*scenesImageElems:][:scenesImageElems]
 		s.Depth = b.depth[pos*scenesDepthElems:][:scenesDepthElems]
 		s.Pose = b.pose[pos*scenesPoseElems:][:scenesPoseElems]
@@ -317,7 +318,7 @@ func (l *ScenesLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *ScenesLoader) fillSamples(r *runtime.Run) error {
+func (l *ScenesLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Image = b.image[r.Pos*scenesImageElems:][:n*scenesImageElems]

@@ -13,13 +13,14 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 )
 
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Small, fixed at generation time: device is cpu.
@@ -148,7 +149,7 @@ type SmallSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *SmallSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(smallPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(smallPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -207,9 +208,9 @@ func (b *SmallBatch) LabelData() []int64 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *SmallBatch) Clone() *SmallBatch {
 	c := &SmallBatch{Indices: slices.Clone(b.Indices)}
-	c.Image, c.image = runtime.CloneTensor[float32](b.Image)
-	c.Mask, c.mask = runtime.CloneTensor[uint8](b.Mask)
-	c.Label, c.label = runtime.CloneTensor[int64](b.Label)
+	c.Image, c.image = loaderimpl.CloneTensor[float32](b.Image)
+	c.Mask, c.mask = loaderimpl.CloneTensor[uint8](b.Mask)
+	c.Label, c.label = loaderimpl.CloneTensor[int64](b.Label)
 	return c
 }
 
@@ -218,10 +219,10 @@ func (b *SmallBatch) Clone() *SmallBatch {
 type SmallLoader struct {
 	src     SmallSource
 	many    SmallSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []SmallBatch                   // one per place in the staging ring
-	samples []runtime.Padded[SmallSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[SmallSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []SmallBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[SmallSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[SmallSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewSmallLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -235,7 +236,7 @@ func NewSmallLoader(src SmallSource, opts runtime.Options) (*SmallLoader, error)
 	case SmallSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	e, err := runtime.NewEngine(smallPlan, src.Len(), opts, fill)
+	e, err := loaderimpl.NewEngine(smallPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("small: NewSmallLoader: %w", err)
 	}
@@ -251,13 +252,13 @@ func NewSmallLoader(src SmallSource, opts runtime.Options) (*SmallLoader, error)
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[SmallSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[SmallSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[SmallSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[SmallSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -268,14 +269,14 @@ func NewSmallLoader(src SmallSource, opts runtime.Options) (*SmallLoader, error)
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *SmallLoader) fill(r *runtime.Run) error {
+func (l *SmallLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(smallPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(smallPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.Image = b.image[pos*smallImageElems:][:smallImageElems]
 		s.Mask = b.mask[pos*smallMaskElems:][:smallMaskElems]
 		s.Label = b.label[pos*smallLabelElems:][:smallLabelElems]
@@ -288,7 +289,7 @@ func (l *SmallLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *SmallLoader) fillSamples(r *runtime.Run) error {
+func (l *SmallLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Image = b.image[r.Pos*smallImageElems:][:n*smallImageElems]

@@ -13,13 +13,14 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 )
 
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of EM, fixed at generation time: batch size 8 >= 8 and batch memory 1.3 MiB >= 1 MiB.
@@ -167,7 +168,7 @@ type EMSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *EMSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(emPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(emPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -233,10 +234,10 @@ func (b *EMBatch) DistData() []float32 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *EMBatch) Clone() *EMBatch {
 	c := &EMBatch{Indices: slices.Clone(b.Indices)}
-	c.EmRaw, c.emRaw = runtime.CloneTensor[uint8](b.EmRaw)
-	c.EmFine, c.emFine = runtime.CloneTensor[uint16](b.EmFine)
-	c.Lm, c.lm = runtime.CloneTensor[uint16](b.Lm)
-	c.Dist, c.dist = runtime.CloneTensor[float32](b.Dist)
+	c.EmRaw, c.emRaw = loaderimpl.CloneTensor[uint8](b.EmRaw)
+	c.EmFine, c.emFine = loaderimpl.CloneTensor[uint16](b.EmFine)
+	c.Lm, c.lm = loaderimpl.CloneTensor[uint16](b.Lm)
+	c.Dist, c.dist = loaderimpl.CloneTensor[float32](b.Dist)
 	return c
 }
 
@@ -245,10 +246,10 @@ func (b *EMBatch) Clone() *EMBatch {
 type EMLoader struct {
 	src     EMSource
 	many    EMSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []EMBatch                   // one per place in the staging ring
-	samples []runtime.Padded[EMSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[EMSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []EMBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[EMSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[EMSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewEMLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -262,7 +263,7 @@ func NewEMLoader(src EMSource, opts runtime.Options) (*EMLoader, error) {
 	case EMSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	e, err := runtime.NewEngine(emPlan, src.Len(), opts, fill)
+	e, err := loaderimpl.NewEngine(emPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("streams: NewEMLoader: %w", err)
 	}
@@ -279,13 +280,13 @@ func NewEMLoader(src EMSource, opts runtime.Options) (*EMLoader, error) {
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[EMSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[EMSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[EMSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[EMSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -296,14 +297,14 @@ func NewEMLoader(src EMSource, opts runtime.Options) (*EMLoader, error) {
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *EMLoader) fill(r *runtime.Run) error {
+func (l *EMLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(emPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(emPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.EmRaw = b.emRaw[pos*emEmRawElems:][:emEmRawElems]
 		s.EmFine = b.emFine[pos*emEmFineElems:][:emEmFineElems]
 		s.Lm = b.lm[pos*emLmElems:][:emLmElems]
@@ -317,7 +318,7 @@ func (l *EMLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *EMLoader) fillSamples(r *runtime.Run) error {
+func (l *EMLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.EmRaw = b.emRaw[r.Pos*emEmRawElems:][:n*emEmRawElems]

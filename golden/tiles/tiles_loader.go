@@ -15,6 +15,7 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	_ "github.com/loadergen/loadergen/runtime/storage/https"
 	_ "github.com/loadergen/loadergen/runtime/storage/s3"
 	"github.com/loadergen/loadergen/runtime/volume"
@@ -23,8 +24,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Seg, fixed at generation time: batch size 4 < 8.
@@ -144,7 +145,7 @@ type SegSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *SegSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(segPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(segPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -196,8 +197,8 @@ func (b *SegBatch) LabelsData() []float32 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *SegBatch) Clone() *SegBatch {
 	c := &SegBatch{Indices: slices.Clone(b.Indices)}
-	c.Raw, c.raw = runtime.CloneTensor[uint8](b.Raw)
-	c.Labels, c.labels = runtime.CloneTensor[float32](b.Labels)
+	c.Raw, c.raw = loaderimpl.CloneTensor[uint8](b.Raw)
+	c.Labels, c.labels = loaderimpl.CloneTensor[float32](b.Labels)
 	return c
 }
 
@@ -206,10 +207,10 @@ func (b *SegBatch) Clone() *SegBatch {
 type SegLoader struct {
 	src     SegSource
 	many    SegSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []SegBatch                   // one per place in the staging ring
-	samples []runtime.Padded[SegSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[SegSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []SegBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[SegSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[SegSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewSegLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -223,12 +224,12 @@ func NewSegLoader(src SegSource, opts runtime.Options) (*SegLoader, error) {
 	case SegSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	var e *runtime.Engine
+	var e *loaderimpl.Engine
 	var err error
 	if _, ok := src.(runtime.Sequential); ok {
-		e, err = runtime.NewSequentialEngine(segPlan, src.Len(), opts, fill)
+		e, err = loaderimpl.NewSequentialEngine(segPlan, src.Len(), opts, fill)
 	} else {
-		e, err = runtime.NewEngine(segPlan, src.Len(), opts, fill)
+		e, err = loaderimpl.NewEngine(segPlan, src.Len(), opts, fill)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("tiles: NewSegLoader: %w", err)
@@ -247,13 +248,13 @@ func NewSegLoader(src SegSource, opts runtime.Options) (*SegLoader, error) {
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[SegSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[SegSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[SegSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[SegSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -264,14 +265,14 @@ func NewSegLoader(src SegSource, opts runtime.Options) (*SegLoader, error) {
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *SegLoader) fill(r *runtime.Run) error {
+func (l *SegLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(segPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(segPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.Raw = b.raw[pos*segRawElems:][:segRawElems]
 		s.Labels = b.labels[pos*segLabelsElems:][:segLabelsElems]
 		if err := l.src.Read(s); err != nil {
@@ -283,7 +284,7 @@ func (l *SegLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *SegLoader) fillSamples(r *runtime.Run) error {
+func (l *SegLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Raw = b.raw[r.Pos*segRawElems:][:n*segRawElems]

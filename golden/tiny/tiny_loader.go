@@ -13,13 +13,14 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 )
 
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Tiny, fixed at generation time: device is cpu.
@@ -218,7 +219,7 @@ type TinySamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *TinySamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(tinyPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(tinyPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -312,14 +313,14 @@ func (b *TinyBatch) HData() []float64 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *TinyBatch) Clone() *TinyBatch {
 	c := &TinyBatch{Indices: slices.Clone(b.Indices)}
-	c.A, c.a = runtime.CloneTensor[float32](b.A)
-	c.B, c.b = runtime.CloneTensor[float32](b.B)
-	c.C, c.c = runtime.CloneTensor[int32](b.C)
-	c.D, c.d = runtime.CloneTensor[int32](b.D)
-	c.E, c.e = runtime.CloneTensor[uint16](b.E)
-	c.F, c.f = runtime.CloneTensor[uint8](b.F)
-	c.G, c.g = runtime.CloneTensor[int64](b.G)
-	c.H, c.h = runtime.CloneTensor[float64](b.H)
+	c.A, c.a = loaderimpl.CloneTensor[float32](b.A)
+	c.B, c.b = loaderimpl.CloneTensor[float32](b.B)
+	c.C, c.c = loaderimpl.CloneTensor[int32](b.C)
+	c.D, c.d = loaderimpl.CloneTensor[int32](b.D)
+	c.E, c.e = loaderimpl.CloneTensor[uint16](b.E)
+	c.F, c.f = loaderimpl.CloneTensor[uint8](b.F)
+	c.G, c.g = loaderimpl.CloneTensor[int64](b.G)
+	c.H, c.h = loaderimpl.CloneTensor[float64](b.H)
 	return c
 }
 
@@ -328,10 +329,10 @@ func (b *TinyBatch) Clone() *TinyBatch {
 type TinyLoader struct {
 	src     TinySource
 	many    TinySamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []TinyBatch                   // one per place in the staging ring
-	samples []runtime.Padded[TinySample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[TinySamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []TinyBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[TinySample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[TinySamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewTinyLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -345,7 +346,7 @@ func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 	case TinySamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	e, err := runtime.NewEngine(tinyPlan, src.Len(), opts, fill)
+	e, err := loaderimpl.NewEngine(tinyPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("tiny: NewTinyLoader: %w", err)
 	}
@@ -366,13 +367,13 @@ func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[TinySamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[TinySamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[TinySample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[TinySample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -383,14 +384,14 @@ func NewTinyLoader(src TinySource, opts runtime.Options) (*TinyLoader, error) {
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *TinyLoader) fill(r *runtime.Run) error {
+func (l *TinyLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(tinyPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(tinyPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.A = b.a[pos*tinyAElems:][:tinyAElems]
 		s.B = b.b[pos*tinyBElems:][:tinyBElems]
 		s.C = b.c[pos*tinyCElems:][:tinyCElems]
@@ -408,7 +409,7 @@ func (l *TinyLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *TinyLoader) fillSamples(r *runtime.Run) error {
+func (l *TinyLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.A = b.a[r.Pos*tinyAElems:][:n*tinyAElems]

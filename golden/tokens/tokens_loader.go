@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/npy"
 	_ "github.com/loadergen/loadergen/runtime/storage/https"
 	_ "github.com/loadergen/loadergen/runtime/storage/s3"
@@ -21,8 +22,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Tokens, fixed at generation time: device is cpu.
@@ -180,7 +181,7 @@ type TokensSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *TokensSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(tokensPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(tokensPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -239,9 +240,9 @@ func (b *TokensBatch) LabelData() []int64 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *TokensBatch) Clone() *TokensBatch {
 	c := &TokensBatch{Indices: slices.Clone(b.Indices)}
-	c.Tokens, c.tokens = runtime.CloneTensor[int32](b.Tokens)
-	c.TokensLengths, c.tokensLengths = runtime.CloneTensor[int32](b.TokensLengths)
-	c.Label, c.label = runtime.CloneTensor[int64](b.Label)
+	c.Tokens, c.tokens = loaderimpl.CloneTensor[int32](b.Tokens)
+	c.TokensLengths, c.tokensLengths = loaderimpl.CloneTensor[int32](b.TokensLengths)
+	c.Label, c.label = loaderimpl.CloneTensor[int64](b.Label)
 	return c
 }
 
@@ -250,10 +251,10 @@ func (b *TokensBatch) Clone() *TokensBatch {
 type TokensLoader struct {
 	src     TokensSource
 	many    TokensSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []TokensBatch                   // one per place in the staging ring
-	samples []runtime.Padded[TokensSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[TokensSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []TokensBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[TokensSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[TokensSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewTokensLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -270,7 +271,7 @@ func NewTokensLoader(src TokensSource, opts runtime.Options) (*TokensLoader, err
 	case TokensSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	e, err := runtime.NewBucketEngine(tokensPlan, src.Len(), src.TokensRows, opts, fill)
+	e, err := loaderimpl.NewBucketEngine(tokensPlan, src.Len(), src.TokensRows, opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("tokens: NewTokensLoader: %w", err)
 	}
@@ -286,13 +287,13 @@ func NewTokensLoader(src TokensSource, opts runtime.Options) (*TokensLoader, err
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[TokensSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[TokensSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[TokensSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[TokensSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -303,20 +304,20 @@ func NewTokensLoader(src TokensSource, opts runtime.Options) (*TokensLoader, err
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *TokensLoader) fill(r *runtime.Run) error {
+func (l *TokensLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(tokensPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(tokensPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.Tokens = b.tokens[pos*tokensTokensElems:][:0:tokensTokensElems]
 		s.Label = b.label[pos*tokensLabelElems:][:tokensLabelElems]
 		if err := l.src.Read(s); err != nil {
 			return err
 		}
-		rows, err := runtime.PadRows("tokens", b.tokens[pos*tokensTokensElems:][:tokensTokensElems], s.Tokens, tokensTokensRows, tokensTokensPad)
+		rows, err := loaderimpl.PadRows("tokens", b.tokens[pos*tokensTokensElems:][:tokensTokensElems], s.Tokens, tokensTokensRows, tokensTokensPad)
 		if err != nil {
 			return err
 		}
@@ -327,7 +328,7 @@ func (l *TokensLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *TokensLoader) fillSamples(r *runtime.Run) error {
+func (l *TokensLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Tokens = b.tokens[r.Pos*tokensTokensElems:][:n*tokensTokensElems]
@@ -338,7 +339,7 @@ func (l *TokensLoader) fillSamples(r *runtime.Run) error {
 		err = fmt.Errorf("tokens: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
 	if err == nil {
-		if k, e := runtime.PadSamples("tokens", s.Tokens[:done*tokensTokensElems], s.TokensLengths[:done], tokensTokensRows, tokensTokensPad); e != nil {
+		if k, e := loaderimpl.PadSamples("tokens", s.Tokens[:done*tokensTokensElems], s.TokensLengths[:done], tokensTokensRows, tokensTokensPad); e != nil {
 			done, err = k, e
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/npy"
 )
 
@@ -184,7 +185,7 @@ func TestBucketing(t *testing.T) {
 	}
 	bucketed := l.Stats().Padding()
 
-	s := runtime.Sampler{N: len(rows), Shuffle: true, Seed: tokensPlan.Loader.Seed, WorldSize: 1}
+	s := loaderimpl.Sampler{N: len(rows), Shuffle: true, Seed: tokensPlan.Loader.Seed, WorldSize: 1}
 	order, err := s.Order(1, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -365,7 +366,7 @@ func BenchmarkTokens(b *testing.B) {
 	})
 	b.Run("copy", func(b *testing.B) {
 		files := openFiles(b, root)
-		s := runtime.Sampler{N: benchSamples, Shuffle: true, Seed: tokensPlan.Loader.Seed, WorldSize: 1}
+		s := loaderimpl.Sampler{N: benchSamples, Shuffle: true, Seed: tokensPlan.Loader.Seed, WorldSize: 1}
 		order := make([]int, 2*benchSamples)
 		lens := make([]int32, benchSamples)
 		offsets := make([]int, benchSamples) // the CSR offsets, summed from the lengths
@@ -375,7 +376,7 @@ func BenchmarkTokens(b *testing.B) {
 				offsets[i] = offsets[i-1] + int(lens[i-1])
 			}
 		}
-		var scratch runtime.GroupScratch
+		var scratch loaderimpl.GroupScratch
 		toks := make([]int32, TokensBatchSize*512)
 		batchLens := make([]int32, TokensBatchSize)
 		labels := make([]int64, TokensBatchSize)
@@ -386,7 +387,7 @@ func BenchmarkTokens(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			tokensPlan.Loader.Bucket.Group(o, lens, TokensBatchSize, tokensPlan.Loader.Seed, e, 0, &scratch)
+			loaderimpl.GroupBuckets(tokensPlan.Loader.Bucket, o, lens, TokensBatchSize, tokensPlan.Loader.Seed, e, 0, &scratch)
 			for start := 0; start < len(o); start += TokensBatchSize {
 				for p, i := range o[start:min(start+TokensBatchSize, len(o))] {
 					from := offsets[i]

@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/npy"
 	_ "github.com/loadergen/loadergen/runtime/storage/https"
 	_ "github.com/loadergen/loadergen/runtime/storage/s3"
@@ -21,8 +22,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Truncate, fixed at generation time: device is cpu.
@@ -217,7 +218,7 @@ type TruncateSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *TruncateSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(truncatePlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(truncatePlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -290,11 +291,11 @@ func (b *TruncateBatch) LabelData() []int64 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *TruncateBatch) Clone() *TruncateBatch {
 	c := &TruncateBatch{Indices: slices.Clone(b.Indices)}
-	c.Spans, c.spans = runtime.CloneTensor[int32](b.Spans)
-	c.SpansLengths, c.spansLengths = runtime.CloneTensor[int32](b.SpansLengths)
-	c.Tokens, c.tokens = runtime.CloneTensor[int32](b.Tokens)
-	c.TokensLengths, c.tokensLengths = runtime.CloneTensor[int32](b.TokensLengths)
-	c.Label, c.label = runtime.CloneTensor[int64](b.Label)
+	c.Spans, c.spans = loaderimpl.CloneTensor[int32](b.Spans)
+	c.SpansLengths, c.spansLengths = loaderimpl.CloneTensor[int32](b.SpansLengths)
+	c.Tokens, c.tokens = loaderimpl.CloneTensor[int32](b.Tokens)
+	c.TokensLengths, c.tokensLengths = loaderimpl.CloneTensor[int32](b.TokensLengths)
+	c.Label, c.label = loaderimpl.CloneTensor[int64](b.Label)
 	return c
 }
 
@@ -303,10 +304,10 @@ func (b *TruncateBatch) Clone() *TruncateBatch {
 type TruncateLoader struct {
 	src     TruncateSource
 	many    TruncateSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []TruncateBatch                   // one per place in the staging ring
-	samples []runtime.Padded[TruncateSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[TruncateSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []TruncateBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[TruncateSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[TruncateSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewTruncateLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -323,7 +324,7 @@ func NewTruncateLoader(src TruncateSource, opts runtime.Options) (*TruncateLoade
 	case TruncateSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	e, err := runtime.NewBucketEngine(truncatePlan, src.Len(), src.TokensRows, opts, fill)
+	e, err := loaderimpl.NewBucketEngine(truncatePlan, src.Len(), src.TokensRows, opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("truncate: NewTruncateLoader: %w", err)
 	}
@@ -341,13 +342,13 @@ func NewTruncateLoader(src TruncateSource, opts runtime.Options) (*TruncateLoade
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[TruncateSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[TruncateSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[TruncateSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[TruncateSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -358,26 +359,26 @@ func NewTruncateLoader(src TruncateSource, opts runtime.Options) (*TruncateLoade
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *TruncateLoader) fill(r *runtime.Run) error {
+func (l *TruncateLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(truncatePlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(truncatePlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.Spans = b.spans[pos*truncateSpansElems:][:0:truncateSpansElems]
 		s.Tokens = b.tokens[pos*truncateTokensElems:][:0:truncateTokensElems]
 		s.Label = b.label[pos*truncateLabelElems:][:truncateLabelElems]
 		if err := l.src.Read(s); err != nil {
 			return err
 		}
-		rows, err := runtime.PadRows("spans", b.spans[pos*truncateSpansElems:][:truncateSpansElems], s.Spans, truncateSpansRows, truncateSpansPad)
+		rows, err := loaderimpl.PadRows("spans", b.spans[pos*truncateSpansElems:][:truncateSpansElems], s.Spans, truncateSpansRows, truncateSpansPad)
 		if err != nil {
 			return err
 		}
 		b.spansLengths[pos] = rows
-		rows, cut, err := runtime.TruncateRows("tokens", b.tokens[pos*truncateTokensElems:][:truncateTokensElems], s.Tokens, truncateTokensRows, truncateTokensPad)
+		rows, cut, err := loaderimpl.TruncateRows("tokens", b.tokens[pos*truncateTokensElems:][:truncateTokensElems], s.Tokens, truncateTokensRows, truncateTokensPad)
 		if err != nil {
 			return err
 		}
@@ -391,7 +392,7 @@ func (l *TruncateLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *TruncateLoader) fillSamples(r *runtime.Run) error {
+func (l *TruncateLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Spans = b.spans[r.Pos*truncateSpansElems:][:n*truncateSpansElems]
@@ -404,10 +405,10 @@ func (l *TruncateLoader) fillSamples(r *runtime.Run) error {
 		err = fmt.Errorf("truncate: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
 	if err == nil {
-		if k, e := runtime.PadSamples("spans", s.Spans[:done*truncateSpansElems], s.SpansLengths[:done], truncateSpansRows, truncateSpansPad); e != nil {
+		if k, e := loaderimpl.PadSamples("spans", s.Spans[:done*truncateSpansElems], s.SpansLengths[:done], truncateSpansRows, truncateSpansPad); e != nil {
 			done, err = k, e
 		}
-		if k, cut, e := runtime.TruncateSamples("tokens", s.Tokens[:done*truncateTokensElems], s.TokensLengths[:done], truncateTokensRows, truncateTokensPad); e != nil {
+		if k, cut, e := loaderimpl.TruncateSamples("tokens", s.Tokens[:done*truncateTokensElems], s.TokensLengths[:done], truncateTokensRows, truncateTokensPad); e != nil {
 			done, err = k, e
 		} else {
 			r.Truncated += cut

@@ -11,6 +11,7 @@ import (
 
 	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/npy"
 )
 
@@ -193,12 +194,12 @@ func TestBucketSeesTruncated(t *testing.T) {
 		for i := range lengths {
 			lengths[i] = int32(min(tokenRows(i), max))
 		}
-		s := runtime.Sampler{N: samples, Shuffle: true, Seed: 9, WorldSize: 1}
+		s := loaderimpl.Sampler{N: samples, Shuffle: true, Seed: 9, WorldSize: 1}
 		order, err := s.Order(epoch, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		runtime.Bucket{Key: "tokens", Window: 4}.Group(order, lengths, TruncateBatchSize, 9, epoch, 0, nil)
+		loaderimpl.GroupBuckets(runtime.Bucket{Key: "tokens", Window: 4}, order, lengths, TruncateBatchSize, 9, epoch, 0, nil)
 		return slices.Collect(slices.Chunk(order, TruncateBatchSize))
 	}
 	cut, whole := batches(maxTokens), batches(1<<20)

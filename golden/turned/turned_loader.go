@@ -15,6 +15,7 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	_ "github.com/loadergen/loadergen/runtime/storage/https"
 	_ "github.com/loadergen/loadergen/runtime/storage/s3"
 	"github.com/loadergen/loadergen/runtime/volume"
@@ -24,8 +25,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Turned, fixed at generation time: device is cpu.
@@ -141,7 +142,7 @@ type TurnedSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *TurnedSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(turnedPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(turnedPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -193,8 +194,8 @@ func (b *TurnedBatch) LabelsData() []float32 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *TurnedBatch) Clone() *TurnedBatch {
 	c := &TurnedBatch{Indices: slices.Clone(b.Indices)}
-	c.Raw, c.raw = runtime.CloneTensor[float32](b.Raw)
-	c.Labels, c.labels = runtime.CloneTensor[float32](b.Labels)
+	c.Raw, c.raw = loaderimpl.CloneTensor[float32](b.Raw)
+	c.Labels, c.labels = loaderimpl.CloneTensor[float32](b.Labels)
 	return c
 }
 
@@ -203,10 +204,10 @@ func (b *TurnedBatch) Clone() *TurnedBatch {
 type TurnedLoader struct {
 	src     TurnedSource
 	many    TurnedSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []TurnedBatch                   // one per place in the staging ring
-	samples []runtime.Padded[TurnedSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[TurnedSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []TurnedBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[TurnedSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[TurnedSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewTurnedLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -220,11 +221,11 @@ func NewTurnedLoader(src TurnedSource, opts runtime.Options) (*TurnedLoader, err
 	case TurnedSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	var keys runtime.LocalityFunc
+	var keys loaderimpl.LocalityFunc
 	if k, ok := src.(runtime.LocalityKeyer); ok {
 		keys = k.LocalityKeys
 	}
-	e, err := runtime.NewLocalityEngine(turnedPlan, src.Len(), keys, opts, fill)
+	e, err := loaderimpl.NewLocalityEngine(turnedPlan, src.Len(), keys, opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("turned: NewTurnedLoader: %w", err)
 	}
@@ -242,13 +243,13 @@ func NewTurnedLoader(src TurnedSource, opts runtime.Options) (*TurnedLoader, err
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[TurnedSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[TurnedSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[TurnedSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[TurnedSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -259,14 +260,14 @@ func NewTurnedLoader(src TurnedSource, opts runtime.Options) (*TurnedLoader, err
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *TurnedLoader) fill(r *runtime.Run) error {
+func (l *TurnedLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(turnedPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(turnedPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.Raw = b.raw[pos*turnedRawElems:][:turnedRawElems]
 		s.Labels = b.labels[pos*turnedLabelsElems:][:turnedLabelsElems]
 		if err := l.src.Read(s); err != nil {
@@ -278,7 +279,7 @@ func (l *TurnedLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *TurnedLoader) fillSamples(r *runtime.Run) error {
+func (l *TurnedLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Raw = b.raw[r.Pos*turnedRawElems:][:n*turnedRawElems]

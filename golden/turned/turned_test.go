@@ -14,6 +14,7 @@ import (
 	"github.com/loadergen/loadergen/internal/fixture/emvolume"
 	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
@@ -78,7 +79,7 @@ func epochSamples(t *testing.T, src TurnedSource, opts runtime.Options, epoch in
 func readAlone(t *testing.T, src *TurnedVolumes, epoch, index int) []byte {
 	t.Helper()
 	s := TurnedSample{Index: index, Epoch: epoch, Raw: make([]float32, turnedRawElems), Labels: make([]float32, turnedLabelsElems)}
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(turnedPlan.Loader.Seed, epoch), index)
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(turnedPlan.Loader.Seed, epoch), index)
 	s.Rand = rand.New(&s.pcg)
 	if err := src.Read(&s); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	_ "github.com/loadergen/loadergen/runtime/storage/https"
 	_ "github.com/loadergen/loadergen/runtime/storage/s3"
 	"github.com/loadergen/loadergen/runtime/volume"
@@ -24,8 +25,8 @@ import (
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Values, fixed at generation time: device is cpu.
@@ -155,7 +156,7 @@ type ValuesSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *ValuesSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(valuesPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(valuesPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -214,9 +215,9 @@ func (b *ValuesBatch) LabelsData() []float32 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *ValuesBatch) Clone() *ValuesBatch {
 	c := &ValuesBatch{Indices: slices.Clone(b.Indices)}
-	c.Raw, c.raw = runtime.CloneTensor[float32](b.Raw)
-	c.RawStd, c.rawStd = runtime.CloneTensor[uint16](b.RawStd)
-	c.Labels, c.labels = runtime.CloneTensor[float32](b.Labels)
+	c.Raw, c.raw = loaderimpl.CloneTensor[float32](b.Raw)
+	c.RawStd, c.rawStd = loaderimpl.CloneTensor[uint16](b.RawStd)
+	c.Labels, c.labels = loaderimpl.CloneTensor[float32](b.Labels)
 	return c
 }
 
@@ -225,10 +226,10 @@ func (b *ValuesBatch) Clone() *ValuesBatch {
 type ValuesLoader struct {
 	src     ValuesSource
 	many    ValuesSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []ValuesBatch                   // one per place in the staging ring
-	samples []runtime.Padded[ValuesSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[ValuesSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []ValuesBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[ValuesSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[ValuesSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewValuesLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -242,11 +243,11 @@ func NewValuesLoader(src ValuesSource, opts runtime.Options) (*ValuesLoader, err
 	case ValuesSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	var keys runtime.LocalityFunc
+	var keys loaderimpl.LocalityFunc
 	if k, ok := src.(runtime.LocalityKeyer); ok {
 		keys = k.LocalityKeys
 	}
-	e, err := runtime.NewLocalityEngine(valuesPlan, src.Len(), keys, opts, fill)
+	e, err := loaderimpl.NewLocalityEngine(valuesPlan, src.Len(), keys, opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("values: NewValuesLoader: %w", err)
 	}
@@ -265,13 +266,13 @@ func NewValuesLoader(src ValuesSource, opts runtime.Options) (*ValuesLoader, err
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[ValuesSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[ValuesSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[ValuesSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[ValuesSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -282,14 +283,14 @@ func NewValuesLoader(src ValuesSource, opts runtime.Options) (*ValuesLoader, err
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *ValuesLoader) fill(r *runtime.Run) error {
+func (l *ValuesLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(valuesPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(valuesPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.Raw = b.raw[pos*valuesRawElems:][:valuesRawElems]
 		s.RawStd = b.rawStd[pos*valuesRawStdElems:][:valuesRawStdElems]
 		s.Labels = b.labels[pos*valuesLabelsElems:][:valuesLabelsElems]
@@ -302,7 +303,7 @@ func (l *ValuesLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *ValuesLoader) fillSamples(r *runtime.Run) error {
+func (l *ValuesLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Raw = b.raw[r.Pos*valuesRawElems:][:n*valuesRawElems]

@@ -18,6 +18,7 @@ import (
 	"github.com/loadergen/loadergen/internal/fixture/emvolume"
 	"github.com/loadergen/loadergen/internal/testenv/goldentest"
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
@@ -110,7 +111,7 @@ func TestCropsDoNotDependOnWorkersOrRanks(t *testing.T) {
 func readAlone(t *testing.T, src *CellsVolumes, epoch, index int) []byte {
 	t.Helper()
 	s := CellsSample{Index: index, Epoch: epoch, Raw: make([]uint8, cellsRawElems), Labels: make([]float32, cellsLabelsElems)}
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(cellsPlan.Loader.Seed, epoch), index)
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(cellsPlan.Loader.Seed, epoch), index)
 	s.Rand = rand.New(&s.pcg)
 	if err := src.Read(&s); err != nil {
 		t.Fatal(err)
@@ -240,14 +241,14 @@ func TestLocalityOrdersCrops(t *testing.T) {
 	}
 	for rank := range world {
 		opts := runtime.Options{Rank: rank, WorldSize: world}
-		order, err := runtime.Sampler{N: src.Len(), Shuffle: l.Shuffle, Seed: l.Seed, Rank: rank, WorldSize: world}.Order(epoch, nil)
+		order, err := loaderimpl.Sampler{N: src.Len(), Shuffle: l.Shuffle, Seed: l.Seed, Rank: rank, WorldSize: world}.Order(epoch, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		keys := make([]uint64, len(order))
 		src.LocalityKeys(epoch, order, keys)
 		grouped := slices.Clone(order)
-		l.Locality.Group(grouped, keys, CellsBatchSize, l.Seed, epoch, rank, nil)
+		loaderimpl.GroupLocality(l.Locality, grouped, keys, CellsBatchSize, l.Seed, epoch, rank, nil)
 		if slices.Equal(grouped, order) {
 			t.Fatalf("rank %d: grouping left the order as it was: the test shows nothing", rank)
 		}

@@ -67,7 +67,7 @@ type Spec struct {
 	// Sample[0]: OverflowError refuses the file, naming every such sample;
 	// OverflowTruncate opens it, and the copies give the loader the
 	// sample's first Sample[0] rows with its whole count (AppendRows,
-	// GatherRows), which runtime.TruncateRows and TruncateSamples cut.
+	// GatherRows), which loaderimpl.TruncateRows and TruncateSamples cut.
 	Overflow runtime.Overflow
 	// DType is the key's element type.
 	DType runtime.DType

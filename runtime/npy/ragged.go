@@ -180,7 +180,7 @@ func (f *File) notRagged(op string) error {
 // leave. A file opened with OverflowTruncate is the exception: its samples
 // may be longer than the key's maximum, and one too long for dst's room
 // is appended in full to a grown copy (an allocation, for the rare
-// outlier), from which the loader's runtime.TruncateRows keeps the first
+// outlier), from which the loader's loaderimpl.TruncateRows keeps the first
 // rows. A row must be whole elements of T. On an error dst is returned
 // unchanged; a fault (the file shrank while mapped) is an error, as in Read.
 func AppendRows[T runtime.Element](f *File, i int, dst []T) (res []T, err error) {
@@ -218,7 +218,7 @@ func AppendRows[T runtime.Element](f *File, i int, dst []T) (res []T, err error)
 // pad. A sample longer than its slot (a file opened with OverflowTruncate)
 // fills the slot with its first rows, and lengths[k] still holds its whole
 // count (up to runtime.MaxRows), above Sample[0], for
-// runtime.TruncateSamples to cut and count. It
+// loaderimpl.TruncateSamples to cut and count. It
 // returns how many samples it copied before an error (a bad index, or a
 // fault, turned into an error as Read does, with one fault guard for the
 // whole call).

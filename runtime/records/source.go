@@ -16,6 +16,7 @@ import (
 
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/images"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/npy"
 	"github.com/loadergen/loadergen/runtime/records/recordspec"
 	"github.com/loadergen/loadergen/runtime/storage"
@@ -544,7 +545,7 @@ func quoted(b []byte) string {
 // of workers. It reads the images' headers to know their sizes.
 func (s *Source) Crop(epoch, index int) ([]images.Crop, error) {
 	var pcg rand.PCG
-	runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, epoch), index)
+	loaderimpl.SeedSample(&pcg, loaderimpl.EpochSeed(s.spec.Seed, epoch), index)
 	r := rand.New(&pcg)
 	st := s.get()
 	defer s.put(st)

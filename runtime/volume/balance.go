@@ -3,11 +3,10 @@ package volume
 import (
 	"errors"
 	"fmt"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"math/rand/v2"
 	"strings"
 	"sync"
-
-	"github.com/loadergen/loadergen/runtime"
 )
 
 // errBalanceWeight is the error of a volume weight under Spec.Balance.
@@ -42,7 +41,7 @@ type balancedEpoch struct {
 }
 
 // balanceStream is the PCG stream of an epoch's picks, which no sample's
-// Rand uses (runtime.SeedSample mixes its second word).
+// Rand uses (loaderimpl.SeedSample mixes its second word).
 const balanceStream = 0xba1a_4ce0_c1a5_5e5
 
 // newBalancer returns the balancer of the volumes vols under spec; an
@@ -98,7 +97,7 @@ func (b *balancer) picks(seed uint64, epoch int, reuse []int32) []int32 {
 	}
 	out = out[:b.perEpoch]
 	var pcg rand.PCG
-	pcg.Seed(runtime.EpochSeed(seed, epoch), balanceStream)
+	pcg.Seed(loaderimpl.EpochSeed(seed, epoch), balanceStream)
 	r := rand.New(&pcg)
 	counts := make([]int, len(b.classes))
 	tied := make([]int, 0, len(b.active))

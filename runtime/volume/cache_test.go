@@ -1,15 +1,14 @@
 package volume
 
 import (
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
+	"github.com/loadergen/loadergen/runtime/zarr"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
 // cacheChild, set in the environment of the process
@@ -49,7 +48,7 @@ func withoutLaunchers(env []string) []string {
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
 		drop := name == zarr.CacheEnv
-		for _, l := range runtime.Launchers {
+		for _, l := range loaderimpl.Launchers {
 			drop = drop || name == l.Rank || name == l.World || name == l.LocalEnv || name == l.LocalWorld
 		}
 		if !drop {

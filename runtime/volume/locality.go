@@ -4,6 +4,7 @@ import (
 	"math/bits"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 )
 
 // The locality key of a crop (LocalityKeys) says where it reads: the
@@ -59,9 +60,9 @@ func (s *Source) LocalityKeys(epoch int, indices []int, keys []uint64) {
 func (s *Source) places(epoch int, indices []int, f func(k int, c *runtime.Crop, st *state)) {
 	st := s.states.Get().(*state)
 	defer s.states.Put(st)
-	seed := runtime.EpochSeed(s.spec.Seed, epoch)
+	seed := loaderimpl.EpochSeed(s.spec.Seed, epoch)
 	for k, index := range indices {
-		runtime.SeedSample(&st.pcg, seed, index)
+		loaderimpl.SeedSample(&st.pcg, seed, index)
 		if s.spec.Rotate != nil {
 			s.draw(st.rng, &st.crop, epoch, index)
 		} else {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 )
 
 // missingChunk is a chunk a test deletes: key k's array at path under the
@@ -84,7 +85,7 @@ func TestMissingChunksFill(t *testing.T) {
 			}
 		}
 		var pcg rand.PCG
-		runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, 0), i)
+		loaderimpl.SeedSample(&pcg, loaderimpl.EpochSeed(s.spec.Seed, 0), i)
 		if err := s.Read(bg, rand.New(&pcg), 0, i, sampleBufs(s)...); err != nil {
 			t.Fatalf("sample %d: %v", i, err)
 		}
@@ -130,7 +131,7 @@ func TestMissingChunksError(t *testing.T) {
 	for i := range s.Len() {
 		c := s.Crop(0, i)
 		var pcg rand.PCG
-		runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, 0), i)
+		loaderimpl.SeedSample(&pcg, loaderimpl.EpochSeed(s.spec.Seed, 0), i)
 		err := s.Read(bg, rand.New(&pcg), 0, i, sampleBufs(s)...)
 		if !raw.hits(c, spec.Keys[0].Shape) {
 			if err != nil {

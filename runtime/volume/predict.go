@@ -14,6 +14,7 @@ import (
 	"github.com/loadergen/loadergen/internal/envlimit"
 	"github.com/loadergen/loadergen/internal/sizes"
 	lgruntime "github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/storage"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
@@ -315,7 +316,7 @@ func checkPredictOptions(o *PredictOptions) error {
 	if o.ZstdLevel == 0 {
 		o.ZstdLevel = 6
 	}
-	rank, world, err := lgruntime.Place(lgruntime.Options{Rank: o.Rank, WorldSize: o.WorldSize})
+	rank, world, err := loaderimpl.Place(lgruntime.Options{Rank: o.Rank, WorldSize: o.WorldSize})
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/loadergen/loadergen/internal/testenv/bounded"
 	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/npy"
 	"github.com/loadergen/loadergen/runtime/storage"
 	"github.com/loadergen/loadergen/runtime/zarr"
@@ -647,7 +648,7 @@ func TestPredictionsRanks(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			s := runtime.Sampler{N: src.Len(), Rank: rank, WorldSize: 2, Blocks: true}
+			s := loaderimpl.Sampler{N: src.Len(), Rank: rank, WorldSize: 2, Blocks: true}
 			order, _ := s.Order(0, nil)
 			writeAll(t, src, w, order)
 			if err := w.Close(); err != nil {

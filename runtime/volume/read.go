@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
@@ -57,7 +58,7 @@ func (s *Source) newCrop() runtime.Crop {
 // draws from the sample's Rand as the loader seeds it.
 func (s *Source) Crop(epoch, index int) runtime.Crop {
 	var pcg rand.PCG
-	runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, epoch), index)
+	loaderimpl.SeedSample(&pcg, loaderimpl.EpochSeed(s.spec.Seed, epoch), index)
 	c := s.newCrop()
 	s.draw(rand.New(&pcg), &c, epoch, index)
 	return c

@@ -15,13 +15,14 @@ import (
 	"github.com/loadergen/loadergen/internal/fixture/emvolume"
 	"github.com/loadergen/loadergen/internal/testenv/remotetest"
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/storage"
 )
 
 // readSample reads sample (epoch, index) of s as the loader does.
 func readSample(s *Source, epoch, index int) ([][]byte, error) {
 	var pcg rand.PCG
-	runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, epoch), index)
+	loaderimpl.SeedSample(&pcg, loaderimpl.EpochSeed(s.spec.Seed, epoch), index)
 	dst := sampleBufs(s)
 	return dst, s.Read(bg, rand.New(&pcg), epoch, index, dst...)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/loadergen/loadergen/internal/fixture/pyzarr"
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
@@ -395,7 +396,7 @@ func TestRotatedReadAhead(t *testing.T) {
 	var pcg rand.PCG
 	r := rand.New(&pcg)
 	read := func() {
-		runtime.SeedSample(&pcg, runtime.EpochSeed(spec.Seed, 0), 3)
+		loaderimpl.SeedSample(&pcg, loaderimpl.EpochSeed(spec.Seed, 0), 3)
 		if err := s.Read(bg, r, 0, 3, dst...); err != nil {
 			t.Fatal(err)
 		}

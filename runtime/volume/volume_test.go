@@ -14,6 +14,7 @@ import (
 
 	"github.com/loadergen/loadergen/internal/fixture/pyzarr"
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
@@ -137,7 +138,7 @@ func readCrop(s *Source, c runtime.Crop, dst [][]byte) error {
 func readBoth(t *testing.T, s *Source, epoch, index int) (runtime.Crop, [][]byte) {
 	t.Helper()
 	var pcg rand.PCG
-	runtime.SeedSample(&pcg, runtime.EpochSeed(s.spec.Seed, epoch), index)
+	loaderimpl.SeedSample(&pcg, loaderimpl.EpochSeed(s.spec.Seed, epoch), index)
 	viaRead := sampleBufs(s)
 	if err := s.Read(bg, rand.New(&pcg), epoch, index, viaRead...); err != nil {
 		t.Fatal(err)

@@ -4,22 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
+	"github.com/loadergen/loadergen/runtime/zarr/blosc"
 	"math/bits"
 	"os"
 	"runtime"
 	"strconv"
 	"sync"
 	"time"
-
-	lgruntime "github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/zarr/blosc"
 )
 
 // DefaultCacheMiB is what the shared caches of decoded chunks of one node
 // hold together unless the environment variable LOADERGEN_ZARR_CACHE_MB
 // says otherwise: 4 GiB, a sixteenth of a 64 GiB training node, 4096 chunks
 // of 1 MiB. Each process takes its share: DefaultCacheMiB divided by the
-// processes that the launcher places on the node (runtime.LocalProcesses),
+// processes that the launcher places on the node (loaderimpl.LocalProcesses),
 // 512 MiB for each of 8 torchrun ranks.
 const DefaultCacheMiB = 4096
 
@@ -373,7 +372,7 @@ func newSharedCache(getenv func(string) string) (*Cache, error) {
 		c.why = fmt.Sprintf("%s=%s, per process", CacheEnv, v)
 		return c, nil
 	}
-	local, from, err := lgruntime.LocalProcesses(getenv)
+	local, from, err := loaderimpl.LocalProcesses(getenv)
 	if err != nil {
 		return nil, fmt.Errorf("zarr chunk cache: %w", err)
 	}

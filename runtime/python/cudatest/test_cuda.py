@@ -22,7 +22,7 @@ import pytest
 
 DIST = os.environ.get("LOADERGEN_CUDA_DIST", "")
 DRIVER = os.environ.get("LOADERGEN_CUDA_DRIVER", "libcuda.so.1")
-PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testdata", "spin.ptx")
+PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "loaderimpl", "testdata", "spin.ptx")
 pytestmark = pytest.mark.skipif(not DIST, reason="LOADERGEN_CUDA_DIST names no cuda-built package")
 ROWS = 300
 
@@ -41,7 +41,7 @@ def root(tmp_path_factory):
 
 
 # The consumer's side of the driver API, through ctypes: a context, a stream
-# and the spin kernel (runtime/testdata/spin.ptx), which copies device bytes
+# and the spin kernel (runtime/loaderimpl/testdata/spin.ptx), which copies device bytes
 # on the stream, where the race checker sees the read.
 CONSUMER = """
 import ctypes

@@ -13,13 +13,14 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 )
 
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of AllTypes, fixed at generation time: device is cpu.
@@ -288,7 +289,7 @@ type AllTypesSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *AllTypesSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(allTypesPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(allTypesPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -417,19 +418,19 @@ func (b *AllTypesBatch) OkData() []uint8 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *AllTypesBatch) Clone() *AllTypesBatch {
 	c := &AllTypesBatch{Indices: slices.Clone(b.Indices)}
-	c.U8, c.u8 = runtime.CloneTensor[uint8](b.U8)
-	c.I8, c.i8 = runtime.CloneTensor[int8](b.I8)
-	c.U16, c.u16 = runtime.CloneTensor[uint16](b.U16)
-	c.I16, c.i16 = runtime.CloneTensor[int16](b.I16)
-	c.U32, c.u32 = runtime.CloneTensor[uint32](b.U32)
-	c.I32, c.i32 = runtime.CloneTensor[int32](b.I32)
-	c.U64, c.u64 = runtime.CloneTensor[uint64](b.U64)
-	c.F16, c.f16 = runtime.CloneTensor[uint16](b.F16)
-	c.Bf16, c.bf16 = runtime.CloneTensor[uint16](b.Bf16)
-	c.F32, c.f32 = runtime.CloneTensor[float32](b.F32)
-	c.F64, c.f64 = runtime.CloneTensor[float64](b.F64)
-	c.Label, c.label = runtime.CloneTensor[int64](b.Label)
-	c.Ok, c.ok = runtime.CloneTensor[uint8](b.Ok)
+	c.U8, c.u8 = loaderimpl.CloneTensor[uint8](b.U8)
+	c.I8, c.i8 = loaderimpl.CloneTensor[int8](b.I8)
+	c.U16, c.u16 = loaderimpl.CloneTensor[uint16](b.U16)
+	c.I16, c.i16 = loaderimpl.CloneTensor[int16](b.I16)
+	c.U32, c.u32 = loaderimpl.CloneTensor[uint32](b.U32)
+	c.I32, c.i32 = loaderimpl.CloneTensor[int32](b.I32)
+	c.U64, c.u64 = loaderimpl.CloneTensor[uint64](b.U64)
+	c.F16, c.f16 = loaderimpl.CloneTensor[uint16](b.F16)
+	c.Bf16, c.bf16 = loaderimpl.CloneTensor[uint16](b.Bf16)
+	c.F32, c.f32 = loaderimpl.CloneTensor[float32](b.F32)
+	c.F64, c.f64 = loaderimpl.CloneTensor[float64](b.F64)
+	c.Label, c.label = loaderimpl.CloneTensor[int64](b.Label)
+	c.Ok, c.ok = loaderimpl.CloneTensor[uint8](b.Ok)
 	return c
 }
 
@@ -438,10 +439,10 @@ func (b *AllTypesBatch) Clone() *AllTypesBatch {
 type AllTypesLoader struct {
 	src     AllTypesSource
 	many    AllTypesSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []AllTypesBatch                   // one per place in the staging ring
-	samples []runtime.Padded[AllTypesSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[AllTypesSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []AllTypesBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[AllTypesSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[AllTypesSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewAllTypesLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -455,7 +456,7 @@ func NewAllTypesLoader(src AllTypesSource, opts runtime.Options) (*AllTypesLoade
 	case AllTypesSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	e, err := runtime.NewEngine(allTypesPlan, src.Len(), opts, fill)
+	e, err := loaderimpl.NewEngine(allTypesPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("alltypes: NewAllTypesLoader: %w", err)
 	}
@@ -481,13 +482,13 @@ func NewAllTypesLoader(src AllTypesSource, opts runtime.Options) (*AllTypesLoade
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[AllTypesSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[AllTypesSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[AllTypesSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[AllTypesSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -498,14 +499,14 @@ func NewAllTypesLoader(src AllTypesSource, opts runtime.Options) (*AllTypesLoade
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *AllTypesLoader) fill(r *runtime.Run) error {
+func (l *AllTypesLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(allTypesPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(allTypesPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.U8 = b.u8[pos*allTypesU8Elems:][:allTypesU8Elems]
 		s.I8 = b.i8[pos*allTypesI8Elems:][:allTypesI8Elems]
 		s.U16 = b.u16[pos*allTypesU16Elems:][:allTypesU16Elems]
@@ -528,7 +529,7 @@ func (l *AllTypesLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *AllTypesLoader) fillSamples(r *runtime.Run) error {
+func (l *AllTypesLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.U8 = b.u8[r.Pos*allTypesU8Elems:][:n*allTypesU8Elems]

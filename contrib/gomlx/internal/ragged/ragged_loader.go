@@ -13,13 +13,14 @@ import (
 	"slices"
 
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 )
 
 // These fail to compile when this file and the runtime disagree; the
 // comment on the failing line says which side to upgrade.
 const (
-	_ = runtime.EnforceVersion(runtime.GenVersion - 6)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
-	_ = runtime.EnforceVersion(6 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
+	_ = runtime.EnforceVersion(runtime.GenVersion - 7)    // this file is newer than the runtime: go get -u github.com/loadergen/loadergen
+	_ = runtime.EnforceVersion(7 - runtime.MinGenVersion) // the runtime is newer than this file: re-run loadergen (go generate)
 )
 
 // The plan of Ragged, fixed at generation time: device is cpu.
@@ -169,7 +170,7 @@ type RaggedSamples struct {
 // dataset index Indices[i], so it makes the same draws. It reseeds one
 // generator: finish one sample's draws before asking for another's.
 func (s *RaggedSamples) Rand(i int) *rand.Rand {
-	runtime.SeedSample(&s.pcg, runtime.EpochSeed(raggedPlan.Loader.Seed, s.Epoch), s.Indices[i])
+	loaderimpl.SeedSample(&s.pcg, loaderimpl.EpochSeed(raggedPlan.Loader.Seed, s.Epoch), s.Indices[i])
 	return s.rand
 }
 
@@ -228,9 +229,9 @@ func (b *RaggedBatch) LabelData() []int64 {
 // tensors' Device is 0 and its Staged is nil.
 func (b *RaggedBatch) Clone() *RaggedBatch {
 	c := &RaggedBatch{Indices: slices.Clone(b.Indices)}
-	c.Tokens, c.tokens = runtime.CloneTensor[int32](b.Tokens)
-	c.TokensLengths, c.tokensLengths = runtime.CloneTensor[int32](b.TokensLengths)
-	c.Label, c.label = runtime.CloneTensor[int64](b.Label)
+	c.Tokens, c.tokens = loaderimpl.CloneTensor[int32](b.Tokens)
+	c.TokensLengths, c.tokensLengths = loaderimpl.CloneTensor[int32](b.TokensLengths)
+	c.Label, c.label = loaderimpl.CloneTensor[int64](b.Label)
 	return c
 }
 
@@ -239,10 +240,10 @@ func (b *RaggedBatch) Clone() *RaggedBatch {
 type RaggedLoader struct {
 	src     RaggedSource
 	many    RaggedSamplesReader // src, when it fills runs of samples at once; else nil
-	engine  *runtime.Engine
-	batches []RaggedBatch                   // one per place in the staging ring
-	samples []runtime.Padded[RaggedSample]  // one per filler, for Read; nil with many
-	runs    []runtime.Padded[RaggedSamples] // one per filler, for ReadSamples; nil without
+	engine  *loaderimpl.Engine
+	batches []RaggedBatch                      // one per place in the staging ring
+	samples []loaderimpl.Padded[RaggedSample]  // one per filler, for Read; nil with many
+	runs    []loaderimpl.Padded[RaggedSamples] // one per filler, for ReadSamples; nil without
 }
 
 // NewRaggedLoader starts a loader over src. The zero Options mean "as the schema says".
@@ -256,7 +257,7 @@ func NewRaggedLoader(src RaggedSource, opts runtime.Options) (*RaggedLoader, err
 	case RaggedSamplesReader:
 		l.many, fill = s, l.fillSamples
 	}
-	e, err := runtime.NewEngine(raggedPlan, src.Len(), opts, fill)
+	e, err := loaderimpl.NewEngine(raggedPlan, src.Len(), opts, fill)
 	if err != nil {
 		return nil, fmt.Errorf("ragged: NewRaggedLoader: %w", err)
 	}
@@ -272,13 +273,13 @@ func NewRaggedLoader(src RaggedSource, opts runtime.Options) (*RaggedLoader, err
 		e.ReadAhead(ra.ReadAhead)
 	}
 	if l.many != nil {
-		l.runs = make([]runtime.Padded[RaggedSamples], e.Fillers())
+		l.runs = make([]loaderimpl.Padded[RaggedSamples], e.Fillers())
 		for w := range l.runs {
 			r := &l.runs[w].V
 			r.rand = rand.New(&r.pcg)
 		}
 	} else {
-		l.samples = make([]runtime.Padded[RaggedSample], e.Fillers())
+		l.samples = make([]loaderimpl.Padded[RaggedSample], e.Fillers())
 		for w := range l.samples {
 			s := &l.samples[w].V
 			s.Rand = rand.New(&s.pcg)
@@ -289,20 +290,20 @@ func NewRaggedLoader(src RaggedSource, opts runtime.Options) (*RaggedLoader, err
 
 // fill reads the samples of run r through the source, each into its place
 // in the staging slot; r.Done tells the runtime which sample failed.
-func (l *RaggedLoader) fill(r *runtime.Run) error {
+func (l *RaggedLoader) fill(r *loaderimpl.Run) error {
 	b, s := &l.batches[r.Slot], &l.samples[r.Filler].V
 	s.Epoch, s.Ctx = r.Epoch, r.Ctx
-	seed := runtime.EpochSeed(raggedPlan.Loader.Seed, r.Epoch)
+	seed := loaderimpl.EpochSeed(raggedPlan.Loader.Seed, r.Epoch)
 	for ; r.Done < len(r.Indices); r.Done++ {
 		pos := r.Pos + r.Done
 		s.Index = r.Indices[r.Done]
-		runtime.SeedSample(&s.pcg, seed, s.Index)
+		loaderimpl.SeedSample(&s.pcg, seed, s.Index)
 		s.Tokens = b.tokens[pos*raggedTokensElems:][:0:raggedTokensElems]
 		s.Label = b.label[pos*raggedLabelElems:][:raggedLabelElems]
 		if err := l.src.Read(s); err != nil {
 			return err
 		}
-		rows, err := runtime.PadRows("tokens", b.tokens[pos*raggedTokensElems:][:raggedTokensElems], s.Tokens, raggedTokensRows, raggedTokensPad)
+		rows, err := loaderimpl.PadRows("tokens", b.tokens[pos*raggedTokensElems:][:raggedTokensElems], s.Tokens, raggedTokensRows, raggedTokensPad)
 		if err != nil {
 			return err
 		}
@@ -313,7 +314,7 @@ func (l *RaggedLoader) fill(r *runtime.Run) error {
 
 // fillSamples fills run r with one ReadSamples call, the key slices of the
 // run's samples pointing at their places in the staging slot.
-func (l *RaggedLoader) fillSamples(r *runtime.Run) error {
+func (l *RaggedLoader) fillSamples(r *loaderimpl.Run) error {
 	b, s, n := &l.batches[r.Slot], &l.runs[r.Filler].V, len(r.Indices)
 	s.Epoch, s.Indices, s.Ctx = r.Epoch, r.Indices, r.Ctx
 	s.Tokens = b.tokens[r.Pos*raggedTokensElems:][:n*raggedTokensElems]
@@ -324,7 +325,7 @@ func (l *RaggedLoader) fillSamples(r *runtime.Run) error {
 		err = fmt.Errorf("ragged: ReadSamples filled %d of %d samples and returned no error", done, n)
 	}
 	if err == nil {
-		if k, e := runtime.PadSamples("tokens", s.Tokens[:done*raggedTokensElems], s.TokensLengths[:done], raggedTokensRows, raggedTokensPad); e != nil {
+		if k, e := loaderimpl.PadSamples("tokens", s.Tokens[:done*raggedTokensElems], s.TokensLengths[:done], raggedTokensRows, raggedTokensPad); e != nil {
 			done, err = k, e
 		}
 	}

@@ -44,6 +44,7 @@ import (
 	"github.com/loadergen/loadergen/examples/peer"
 	"github.com/loadergen/loadergen/golden/rows"
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"github.com/loadergen/loadergen/runtime/zarr"
 
 	// The stores it opens with zarr directly, as the loaders do, may be
@@ -241,7 +242,7 @@ func crops(dir, jsonFile, binFile string, k int) error {
 	for _, i := range order[:min(k, len(order))] {
 		s := peer.PeerSample{Index: i, Epoch: 0, Raw: make([]uint8, p.Keys[0].SampleElems()), Labels: make([]uint8, p.Keys[1].SampleElems())}
 		var pcg rand.PCG
-		runtime.SeedSample(&pcg, runtime.EpochSeed(p.Loader.Seed, 0), i)
+		loaderimpl.SeedSample(&pcg, loaderimpl.EpochSeed(p.Loader.Seed, 0), i)
 		s.Rand = rand.New(&pcg)
 		if err := src.Read(&s); err != nil {
 			return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/loadergen/loadergen/examples/peer/turned"
 	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 )
 
 // The rotated case of make peer (examples/peer/turned): turned-crops
@@ -44,7 +45,7 @@ func turnedCrops(dir, jsonFile, binFile string, k int) error {
 	for i := range min(k, src.Len()) {
 		s := turned.TurnedSample{Index: i, Epoch: 0, Raw: make([]float32, p.Keys[0].SampleElems()), Labels: make([]float32, p.Keys[1].SampleElems())}
 		var pcg rand.PCG
-		runtime.SeedSample(&pcg, runtime.EpochSeed(p.Loader.Seed, 0), i)
+		loaderimpl.SeedSample(&pcg, loaderimpl.EpochSeed(p.Loader.Seed, 0), i)
 		s.Rand = rand.New(&pcg)
 		if err := src.Read(&s); err != nil {
 			return err
