@@ -37,7 +37,7 @@ ln -s "$(cd "$images" && pwd)" "$root/imgs" # the bucket "imgs" is the image dem
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$vgw" --access bench --secret bench-secret --port "127.0.0.1:$port" --keep-alive --quiet posix --bucketlinks "$root" >"$root.log" 2>&1 &
 pids=$!
-trap 'kill $pids; rm -rf "$root" "$root.log"' EXIT
+trap 'kill $pids; rm -rf "$root" "$root.log"; peer_cleanup' EXIT
 for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
 if [ -n "$latency" ]; then
 	go build -o "$work/delayproxy" ./internal/testenv/remotetest/cmd/delayproxy
