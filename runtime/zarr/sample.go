@@ -516,9 +516,6 @@ func (s *sampler) chunkAt(v [maxSampledRank]int) (*sampledChunk, error) {
 	return ch, nil
 }
 
-// noChunk is the chunk of a row before its first voxel: it holds none.
-var noChunk = sampledChunk{lo: [3]int{1, 1, 1}}
-
 // The ways nearestRow writes an element: copied as it is (1, 2 or 4
 // bytes), converted through a Conversion's table into 4 bytes, or by put.
 const (
@@ -547,50 +544,142 @@ func (s *sampler) putKind() int {
 // nearestRow writes the row of the box whose point at its place
 // g.centre[2] is q, starting at element do of dst: each element is the
 // voxel nearest its point, as the array holds it (converted), or the
-// outside value.
+// outside value. It goes through the row in runs of points whose voxels
+// lie in one chunk (run), each copied without per-point checks.
 func (s *sampler) nearestRow(dst []byte, q [3]float64, do int) error {
 	g := &s.g
 	step, c2 := g.axes[maxSampledRank-1], g.centre[maxSampledRank-1]
-	ds, elem, kind := s.strides[maxSampledRank-1], s.elem, s.putKind()
-	zmax, ymax, xmax := float64(g.shape[0]-1), float64(g.shape[1]-1), float64(g.shape[2]-1)
-	u0, u1, u2 := s.ustr[0], s.ustr[1], s.ustr[2]
-	cur := &noChunk
-	for i := range g.box[maxSampledRank-1] {
+	n, ds, elem := g.box[maxSampledRank-1], s.strides[maxSampledRank-1], s.elem
+	for i := 0; i < n; {
 		fi := float64(i) - c2
 		z, y, x := q[0]+fi*step[0], q[1]+fi*step[1], q[2]+fi*step[2]
-		o := (do + i*ds) * elem
-		at := dst[o : o+elem]
-		if !(z >= 0 && z <= zmax && y >= 0 && y <= ymax && x >= 0 && x <= xmax) {
-			copy(at, s.outside)
+		if !s.inArray(z, y, x) {
+			o := (do + i*ds) * elem
+			copy(dst[o:o+elem], s.outside)
+			i++
 			continue
 		}
-		vz, vy, vx := int(z+0.5), int(y+0.5), int(x+0.5)
-		if vz < cur.lo[0] || vz >= cur.hi[0] || vy < cur.lo[1] || vy >= cur.hi[1] || vx < cur.lo[2] || vx >= cur.hi[2] {
-			var err error
-			if cur, err = s.chunkAt([3]int{vz, vy, vx}); err != nil {
-				return err
+		cur, err := s.chunkAt([3]int{int(z + 0.5), int(y + 0.5), int(x + 0.5)})
+		if err != nil {
+			return err
+		}
+		j := s.run(q, step, c2, i, n, cur, false)
+		if cur.data == nil {
+			for ; i < j; i++ {
+				o := (do + i*ds) * elem
+				copy(dst[o:o+elem], s.fill)
 			}
-		}
-		d := cur.data
-		if d == nil {
-			copy(at, s.fill)
 			continue
 		}
-		e := (vz-cur.lo[0])*u0 + (vy-cur.lo[1])*u1 + (vx-cur.lo[2])*u2
-		switch kind {
-		case putCopy1:
-			at[0] = d[e]
-		case putCopy2:
-			binary.LittleEndian.PutUint16(at, binary.LittleEndian.Uint16(d[2*e:]))
-		case putCopy4:
-			binary.LittleEndian.PutUint32(at, binary.LittleEndian.Uint32(d[4*e:]))
-		case putTable4:
-			binary.LittleEndian.PutUint32(at, uint32(s.conv.table[d[e]]))
-		default:
-			s.put(at, d, e)
-		}
+		s.nearestCopy(dst, cur, q, step, c2, do, i, j)
+		i = j
 	}
 	return nil
+}
+
+// inArray reports whether a point lies in the array: a nearest read's
+// points outside it take the outside value, even those whose nearest
+// voxel is in it.
+func (s *sampler) inArray(z, y, x float64) bool {
+	g := &s.g
+	return z >= 0 && z <= float64(g.shape[0]-1) && y >= 0 && y <= float64(g.shape[1]-1) && x >= 0 && x <= float64(g.shape[2]-1)
+}
+
+// run returns the end j > i of the run of the row's points (the first at
+// q - c2·step, step apart, n of them) from point i, which lies in the
+// array with its voxels in chunk cur (inRun), whose points all do the
+// same. The points' coordinates are monotone along the row, so the run's
+// two ends bound all of it: j is first estimated, past the last point at
+// or before where the row leaves the chunk or the array, then checked at
+// its last point as the row's loop computes it, which takes back a point
+// on an edge the run excludes.
+func (s *sampler) run(q, step [3]float64, c2 float64, i, n int, cur *sampledChunk, linear bool) int {
+	g := &s.g
+	j := n
+	for k := range maxSampledRank {
+		// Where the row leaves along axis k, going up and going down: x +
+		// 0.5 rounds past the chunk's voxels (nearest), or the voxel below
+		// x has its neighbour above past them or lies below them (linear),
+		// or x lies past the array.
+		up, down := float64(cur.hi[k])-0.5, float64(cur.lo[k])-0.5
+		if linear {
+			up, down = float64(cur.hi[k]-1), float64(cur.lo[k])
+		}
+		var leave float64
+		switch {
+		case step[k] > 0:
+			leave = min(up, float64(g.shape[k]-1))
+		case step[k] < 0:
+			leave = max(down, 0)
+		default:
+			continue
+		}
+		if t := c2 + (leave-q[k])/step[k]; t < float64(j) {
+			j = int(math.Floor(max(t, float64(i)))) + 1
+		}
+	}
+	for j > i+1 {
+		fi := float64(j-1) - c2
+		if s.inRun(q[0]+fi*step[0], q[1]+fi*step[1], q[2]+fi*step[2], cur, linear) {
+			break
+		}
+		j--
+	}
+	return j
+}
+
+// inRun reports whether point (z, y, x) lies in the array with its voxels
+// in chunk cur: the nearest, or the 8 around it (linear).
+func (s *sampler) inRun(z, y, x float64, cur *sampledChunk, linear bool) bool {
+	if !s.inArray(z, y, x) {
+		return false
+	}
+	if linear {
+		iz, iy, ix := int(z), int(y), int(x)
+		return iz >= cur.lo[0] && iz+1 < cur.hi[0] && iy >= cur.lo[1] && iy+1 < cur.hi[1] && ix >= cur.lo[2] && ix+1 < cur.hi[2]
+	}
+	vz, vy, vx := int(z+0.5), int(y+0.5), int(x+0.5)
+	return vz >= cur.lo[0] && vz < cur.hi[0] && vy >= cur.lo[1] && vy < cur.hi[1] && vx >= cur.lo[2] && vx < cur.hi[2]
+}
+
+// nearestCopy writes points i to j of a row (nearestRow's) whose nearest
+// voxels all lie in chunk cur, which holds data.
+func (s *sampler) nearestCopy(dst []byte, cur *sampledChunk, q, step [3]float64, c2 float64, do, i, j int) {
+	ds, elem := s.strides[maxSampledRank-1], s.elem
+	u0, u1, u2 := s.ustr[0], s.ustr[1], s.ustr[2]
+	d, base := cur.data, cur.lo[0]*u0+cur.lo[1]*u1+cur.lo[2]*u2
+	// voxel is the element of d nearest point i.
+	voxel := func(i int) int {
+		fi := float64(i) - c2
+		return int(q[0]+fi*step[0]+0.5)*u0 + int(q[1]+fi*step[1]+0.5)*u1 + int(q[2]+fi*step[2]+0.5)*u2 - base
+	}
+	switch s.putKind() {
+	case putCopy1:
+		for ; i < j; i++ {
+			dst[do+i*ds] = d[voxel(i)]
+		}
+	case putCopy2:
+		for ; i < j; i++ {
+			o := 2 * (do + i*ds)
+			binary.LittleEndian.PutUint16(dst[o:], binary.LittleEndian.Uint16(d[2*voxel(i):]))
+		}
+	case putCopy4:
+		for ; i < j; i++ {
+			o := 4 * (do + i*ds)
+			binary.LittleEndian.PutUint32(dst[o:], binary.LittleEndian.Uint32(d[4*voxel(i):]))
+		}
+	case putTable4:
+		table := s.conv.table
+		for ; i < j; i++ {
+			o := 4 * (do + i*ds)
+			binary.LittleEndian.PutUint32(dst[o:], uint32(table[d[voxel(i)]]))
+		}
+	default:
+		for ; i < j; i++ {
+			o := (do + i*ds) * elem
+			s.put(dst[o:o+elem], d, voxel(i))
+		}
+	}
 }
 
 // put writes element e of data (the array's) into at, converted: the
@@ -606,120 +695,101 @@ func (s *sampler) put(at, data []byte, e int) {
 // linearRow writes the row of the box whose point at its place
 // g.centre[2] is q, starting at element do of dst: each element is the
 // interpolation of the voxels around its point, converted, or the outside
-// value.
+// value. It goes through the row in runs of points whose voxels all lie
+// in one chunk (run), each read without per-point checks; a point
+// whose voxels lie in more than one chunk, or at the array's end, reads
+// them one by one.
 func (s *sampler) linearRow(dst []byte, q [3]float64, do int) error {
 	g := &s.g
 	step, c2 := g.axes[maxSampledRank-1], g.centre[maxSampledRank-1]
 	n := g.box[maxSampledRank-1]
 	vals, in := s.vals[:n], s.in[:n]
-	zmax, ymax, xmax := float64(g.shape[0]-1), float64(g.shape[1]-1), float64(g.shape[2]-1)
-	u0, u1, u2 := s.ustr[0], s.ustr[1], s.ustr[2]
-	kind := s.kind
-	// A row whose points all lie in the array, around voxels all in one
-	// chunk (most rows), needs neither check for any of them.
-	cur, whole := s.rowChunk(q, step, c2, n)
-	for i := range n {
+	for i := 0; i < n; {
 		fi := float64(i) - c2
 		z, y, x := q[0]+fi*step[0], q[1]+fi*step[1], q[2]+fi*step[2]
-		if !whole {
-			if in[i] = z >= 0 && z <= zmax && y >= 0 && y <= ymax && x >= 0 && x <= xmax; !in[i] {
-				continue
-			}
-		}
-		// The voxel below the point along each axis, and how far past it
-		// the point lies.
-		iz, iy, ix := int(z), int(y), int(x)
-		fz, fy, fx := z-float64(iz), y-float64(iy), x-float64(ix)
-		// The steps to the voxels above: in a whole row they lie in the
-		// chunk; elsewhere there are none where the point is on a voxel,
-		// whose neighbour above may lie past the array.
-		oz, oy, ox := u0, u1, u2
-		if !whole {
-			var dz, dy, dx int
-			if fz != 0 {
-				dz = 1
-			}
-			if fy != 0 {
-				dy = 1
-			}
-			if fx != 0 {
-				dx = 1
-			}
-			if iz < cur.lo[0] || iz+dz >= cur.hi[0] || iy < cur.lo[1] || iy+dy >= cur.hi[1] || ix < cur.lo[2] || ix+dx >= cur.hi[2] {
-				// Its voxels lie in more than one chunk, or in another
-				// chunk than the last point's: read them one by one.
-				var v [8]float64
-				var err error
-				if cur, err = s.tapsAcross(&v, iz, iy, ix, dz, dy, dx); err != nil {
-					return err
-				}
-				vals[i] = lerp(lerp(lerp(v[0], v[1], fx), lerp(v[2], v[3], fx), fy), lerp(lerp(v[4], v[5], fx), lerp(v[6], v[7], fx), fy), fz)
-				continue
-			}
-			oz, oy, ox = dz*u0, dy*u1, dx*u2
-		}
-		d := cur.data
-		if d == nil {
-			vals[i] = s.rawFill
+		if in[i] = s.inArray(z, y, x); !in[i] {
+			i++
 			continue
 		}
-		o := (iz-cur.lo[0])*u0 + (iy-cur.lo[1])*u1 + (ix-cur.lo[2])*u2
-		var v0, v1, v2, v3, v4, v5, v6, v7 float64
-		switch kind {
-		case kindUint8:
-			v0, v1, v2, v3 = float64(d[o]), float64(d[o+ox]), float64(d[o+oy]), float64(d[o+oy+ox])
-			o += oz
-			v4, v5, v6, v7 = float64(d[o]), float64(d[o+ox]), float64(d[o+oy]), float64(d[o+oy+ox])
-		case kindUint16:
-			v0, v1, v2, v3 = u16(d, o), u16(d, o+ox), u16(d, o+oy), u16(d, o+oy+ox)
-			o += oz
-			v4, v5, v6, v7 = u16(d, o), u16(d, o+ox), u16(d, o+oy), u16(d, o+oy+ox)
-		case kindFloat32:
-			v0, v1, v2, v3 = f32(d, o), f32(d, o+ox), f32(d, o+oy), f32(d, o+oy+ox)
-			o += oz
-			v4, v5, v6, v7 = f32(d, o), f32(d, o+ox), f32(d, o+oy), f32(d, o+oy+ox)
-		default:
-			var v [8]float64
-			s.taps(&v, d, o, oz, oy, ox)
-			v0, v1, v2, v3, v4, v5, v6, v7 = v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]
+		// The voxel below the point along each axis.
+		iz, iy, ix := int(z), int(y), int(x)
+		cur, err := s.chunkAt([3]int{iz, iy, ix})
+		if err != nil {
+			return err
 		}
-		vals[i] = lerp(lerp(lerp(v0, v1, fx), lerp(v2, v3, fx), fy), lerp(lerp(v4, v5, fx), lerp(v6, v7, fx), fy), fz)
-	}
-	if whole {
-		for i := range in {
-			in[i] = true
+		if iz+1 < cur.hi[0] && iy+1 < cur.hi[1] && ix+1 < cur.hi[2] {
+			j := s.run(q, step, c2, i, n, cur, true)
+			s.linearCopy(vals, in, cur, q, step, c2, i, j)
+			i = j
+			continue
 		}
+		// The steps to the voxels above: none where the point is on a
+		// voxel, whose neighbour above may lie past the array.
+		var dz, dy, dx int
+		fz, fy, fx := z-float64(iz), y-float64(iy), x-float64(ix)
+		if fz != 0 {
+			dz = 1
+		}
+		if fy != 0 {
+			dy = 1
+		}
+		if fx != 0 {
+			dx = 1
+		}
+		var v [8]float64
+		if _, err := s.tapsAcross(&v, iz, iy, ix, dz, dy, dx); err != nil {
+			return err
+		}
+		vals[i] = lerp(lerp(lerp(v[0], v[1], fx), lerp(v[2], v[3], fx), fy), lerp(lerp(v[4], v[5], fx), lerp(v[6], v[7], fx), fy), fz)
+		i++
 	}
 	s.storeRow(dst, do, vals, in)
 	return nil
 }
 
-// rowChunk returns the chunk that holds every voxel around the n points
-// of a row (the first at q - c2·step, step apart) and reports true when
-// there is one and every point lies in the array; else noChunk and false.
-// The points' coordinates are monotone along the row, so its ends bound
-// them.
-func (s *sampler) rowChunk(q, step [3]float64, c2 float64, n int) (*sampledChunk, bool) {
-	g := &s.g
-	var lo, hi [maxSampledRank]int
-	for k := range maxSampledRank {
-		a, b := q[k]-c2*step[k], q[k]+(float64(n-1)-c2)*step[k]
-		a, b = min(a, b), max(a, b)
-		if !(a >= 0 && b <= float64(g.shape[k]-1)) {
-			return &noChunk, false
+// linearCopy interpolates points i to j of a row (linearRow's), whose
+// voxels all lie in chunk cur, into vals.
+func (s *sampler) linearCopy(vals []float64, in []bool, cur *sampledChunk, q, step [3]float64, c2 float64, i, j int) {
+	d := cur.data
+	if d == nil {
+		for ; i < j; i++ {
+			vals[i], in[i] = s.rawFill, true
 		}
-		lo[k], hi[k] = int(a), int(b)+1
+		return
 	}
-	ch, err := s.chunkAt(lo)
-	if err != nil {
-		return &noChunk, false
-	}
-	for k := range maxSampledRank {
-		if hi[k] >= ch.hi[k] {
-			return &noChunk, false
+	u0, u1, u2 := s.ustr[0], s.ustr[1], s.ustr[2]
+	base := cur.lo[0]*u0 + cur.lo[1]*u1 + cur.lo[2]*u2
+	kind := s.kind
+	for ; i < j; i++ {
+		fi := float64(i) - c2
+		z, y, x := q[0]+fi*step[0], q[1]+fi*step[1], q[2]+fi*step[2]
+		// The voxel below the point along each axis, and how far past it
+		// the point lies; the voxels above are in the chunk, and where the
+		// point is on a voxel lerp does not read them.
+		iz, iy, ix := int(z), int(y), int(x)
+		fz, fy, fx := z-float64(iz), y-float64(iy), x-float64(ix)
+		o := iz*u0 + iy*u1 + ix*u2 - base
+		var v0, v1, v2, v3, v4, v5, v6, v7 float64
+		switch kind {
+		case kindUint8:
+			v0, v1, v2, v3 = float64(d[o]), float64(d[o+u2]), float64(d[o+u1]), float64(d[o+u1+u2])
+			o += u0
+			v4, v5, v6, v7 = float64(d[o]), float64(d[o+u2]), float64(d[o+u1]), float64(d[o+u1+u2])
+		case kindUint16:
+			v0, v1, v2, v3 = u16(d, o), u16(d, o+u2), u16(d, o+u1), u16(d, o+u1+u2)
+			o += u0
+			v4, v5, v6, v7 = u16(d, o), u16(d, o+u2), u16(d, o+u1), u16(d, o+u1+u2)
+		case kindFloat32:
+			v0, v1, v2, v3 = f32(d, o), f32(d, o+u2), f32(d, o+u1), f32(d, o+u1+u2)
+			o += u0
+			v4, v5, v6, v7 = f32(d, o), f32(d, o+u2), f32(d, o+u1), f32(d, o+u1+u2)
+		default:
+			var v [8]float64
+			s.taps(&v, d, o, u0, u1, u2)
+			v0, v1, v2, v3, v4, v5, v6, v7 = v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]
 		}
+		vals[i], in[i] = lerp(lerp(lerp(v0, v1, fx), lerp(v2, v3, fx), fy), lerp(lerp(v4, v5, fx), lerp(v6, v7, fx), fy), fz), true
 	}
-	return ch, true
 }
 
 // lerp interpolates a and b at fraction f past a. A fraction of 0 takes a
