@@ -551,8 +551,7 @@ func (s *sampler) nearestRow(dst []byte, q [3]float64, do int) error {
 	step, c2 := g.axes[maxSampledRank-1], g.centre[maxSampledRank-1]
 	n, ds, elem := g.box[maxSampledRank-1], s.strides[maxSampledRank-1], s.elem
 	for i := 0; i < n; {
-		fi := float64(i) - c2
-		z, y, x := q[0]+fi*step[0], q[1]+fi*step[1], q[2]+fi*step[2]
+		z, y, x := at(&q, &step, c2, i)
 		if !s.inArray(z, y, x) {
 			o := (do + i*ds) * elem
 			copy(dst[o:o+elem], s.outside)
@@ -583,6 +582,14 @@ func (s *sampler) nearestRow(dst []byte, q [3]float64, do int) error {
 func (s *sampler) inArray(z, y, x float64) bool {
 	g := &s.g
 	return z >= 0 && z <= float64(g.shape[0]-1) && y >= 0 && y <= float64(g.shape[1]-1) && x >= 0 && x <= float64(g.shape[2]-1)
+}
+
+// at returns point i of a row whose point at its place c2 is q, step
+// apart: the one expression of a sampled read's points, so that every
+// loop over a row takes the same voxels.
+func at(q, step *[3]float64, c2 float64, i int) (z, y, x float64) {
+	fi := float64(i) - c2
+	return q[0] + fi*step[0], q[1] + fi*step[1], q[2] + fi*step[2]
 }
 
 // run returns the end j > i of the run of the row's points (the first at
@@ -619,8 +626,7 @@ func (s *sampler) run(q, step [3]float64, c2 float64, i, n int, cur *sampledChun
 		}
 	}
 	for j > i+1 {
-		fi := float64(j-1) - c2
-		if s.inRun(q[0]+fi*step[0], q[1]+fi*step[1], q[2]+fi*step[2], cur, linear) {
+		if z, y, x := at(&q, &step, c2, j-1); s.inRun(z, y, x, cur, linear) {
 			break
 		}
 		j--
@@ -650,8 +656,8 @@ func (s *sampler) nearestCopy(dst []byte, cur *sampledChunk, q, step [3]float64,
 	d, base := cur.data, cur.lo[0]*u0+cur.lo[1]*u1+cur.lo[2]*u2
 	// voxel is the element of d nearest point i.
 	voxel := func(i int) int {
-		fi := float64(i) - c2
-		return int(q[0]+fi*step[0]+0.5)*u0 + int(q[1]+fi*step[1]+0.5)*u1 + int(q[2]+fi*step[2]+0.5)*u2 - base
+		z, y, x := at(&q, &step, c2, i)
+		return int(z+0.5)*u0 + int(y+0.5)*u1 + int(x+0.5)*u2 - base
 	}
 	switch s.putKind() {
 	case putCopy1:
@@ -705,8 +711,7 @@ func (s *sampler) linearRow(dst []byte, q [3]float64, do int) error {
 	n := g.box[maxSampledRank-1]
 	vals, in := s.vals[:n], s.in[:n]
 	for i := 0; i < n; {
-		fi := float64(i) - c2
-		z, y, x := q[0]+fi*step[0], q[1]+fi*step[1], q[2]+fi*step[2]
+		z, y, x := at(&q, &step, c2, i)
 		if in[i] = s.inArray(z, y, x); !in[i] {
 			i++
 			continue
@@ -760,21 +765,20 @@ func (s *sampler) linearCopy(vals []float64, in []bool, cur *sampledChunk, q, st
 	u0, u1, u2 := s.ustr[0], s.ustr[1], s.ustr[2]
 	base := cur.lo[0]*u0 + cur.lo[1]*u1 + cur.lo[2]*u2
 	kind := s.kind
+	if kind == kindUint8 {
+		s.linearCopy8(vals, in, d, base, q, step, c2, i, j)
+		return
+	}
 	for ; i < j; i++ {
-		fi := float64(i) - c2
-		z, y, x := q[0]+fi*step[0], q[1]+fi*step[1], q[2]+fi*step[2]
 		// The voxel below the point along each axis, and how far past it
 		// the point lies; the voxels above are in the chunk, and where the
 		// point is on a voxel lerp does not read them.
+		z, y, x := at(&q, &step, c2, i)
 		iz, iy, ix := int(z), int(y), int(x)
 		fz, fy, fx := z-float64(iz), y-float64(iy), x-float64(ix)
 		o := iz*u0 + iy*u1 + ix*u2 - base
 		var v0, v1, v2, v3, v4, v5, v6, v7 float64
 		switch kind {
-		case kindUint8:
-			v0, v1, v2, v3 = float64(d[o]), float64(d[o+u2]), float64(d[o+u1]), float64(d[o+u1+u2])
-			o += u0
-			v4, v5, v6, v7 = float64(d[o]), float64(d[o+u2]), float64(d[o+u1]), float64(d[o+u1+u2])
 		case kindUint16:
 			v0, v1, v2, v3 = u16(d, o), u16(d, o+u2), u16(d, o+u1), u16(d, o+u1+u2)
 			o += u0
@@ -791,6 +795,27 @@ func (s *sampler) linearCopy(vals []float64, in []bool, cur *sampledChunk, q, st
 		vals[i], in[i] = lerp(lerp(lerp(v0, v1, fx), lerp(v2, v3, fx), fy), lerp(lerp(v4, v5, fx), lerp(v6, v7, fx), fy), fz), true
 	}
 }
+
+// linearCopy8 is linearCopy's loop for uint8 voxels, whose interpolation
+// needs no care for a fraction of 0: between two finite values, neither
+// -0, a + 0·(b - a) is a, so its lerps (lerp8) do not branch, and their
+// results are lerp's to the bit.
+func (s *sampler) linearCopy8(vals []float64, in []bool, d []byte, base int, q, step [3]float64, c2 float64, i, j int) {
+	u0, u1, u2 := s.ustr[0], s.ustr[1], s.ustr[2]
+	for ; i < j; i++ {
+		z, y, x := at(&q, &step, c2, i)
+		iz, iy, ix := int(z), int(y), int(x)
+		fz, fy, fx := z-float64(iz), y-float64(iy), x-float64(ix)
+		o := iz*u0 + iy*u1 + ix*u2 - base
+		v0, v1, v2, v3 := float64(d[o]), float64(d[o+u2]), float64(d[o+u1]), float64(d[o+u1+u2])
+		o += u0
+		v4, v5, v6, v7 := float64(d[o]), float64(d[o+u2]), float64(d[o+u1]), float64(d[o+u1+u2])
+		vals[i], in[i] = lerp8(lerp8(lerp8(v0, v1, fx), lerp8(v2, v3, fx), fy), lerp8(lerp8(v4, v5, fx), lerp8(v6, v7, fx), fy), fz), true
+	}
+}
+
+// lerp8 is lerp for values that are finite and not -0.
+func lerp8(a, b, f float64) float64 { return a + f*(b-a) }
 
 // lerp interpolates a and b at fraction f past a. A fraction of 0 takes a
 // as it is, so that a point on a voxel reads its value exactly (even an
@@ -815,6 +840,19 @@ func u16(d []byte, o int) float64 { return float64(binary.LittleEndian.Uint16(d[
 
 func f32(d []byte, o int) float64 {
 	return float64(math.Float32frombits(binary.LittleEndian.Uint32(d[4*o:])))
+}
+
+// value loads element o of a chunk's data d as a float64.
+func (s *sampler) value(d []byte, o int) float64 {
+	switch s.kind {
+	case kindUint8:
+		return float64(d[o])
+	case kindUint16:
+		return u16(d, o)
+	case kindFloat32:
+		return f32(d, o)
+	}
+	return s.a.dtype.Value(d[o*s.size:])
 }
 
 // tapsAcross loads the 8 voxels around a point whose voxels may lie in
@@ -845,7 +883,7 @@ func (s *sampler) tapsAcross(v *[8]float64, iz, iy, ix, dz, dy, dx int) (*sample
 			v[t] = s.rawFill
 			continue
 		}
-		v[t] = s.a.dtype.Value(ch.data[(off[0][a]+off[1][b]+off[2][c])*s.size:])
+		v[t] = s.value(ch.data, off[0][a]+off[1][b]+off[2][c])
 	}
 	return first, nil
 }

@@ -588,8 +588,8 @@ func TestRunsStayInTheirChunk(t *testing.T) {
 				step[k] = component()
 			}
 			point := func(i int) [3]float64 {
-				fi := float64(i) - c2
-				return [3]float64{q[0] + fi*step[0], q[1] + fi*step[1], q[2] + fi*step[2]}
+				z, y, x := at(&q, &step, c2, i)
+				return [3]float64{z, y, x}
 			}
 			for i := range n {
 				if !in(s, &cur, point(i)) {
