@@ -7,7 +7,8 @@
 // metadata.go parses its metadata (.zarray, zarr.json), chunks.go reads
 // and decodes its chunks, dtype.go its dtype and fill value, ngff.go
 // multiscales, read.go boxes of an array, sample.go boxes at any angle
-// (points between voxels, interpolated), cache.go the cache of decoded
+// (points between voxels, interpolated) and rows.go its loops over a
+// row's points, cache.go the cache of decoded
 // chunks, memory.go the bound of the memory that decodes take; the codecs
 // are chain.go (a chunk's codec chain and its decoding), v2codec.go and
 // v3codec.go (each format's codec metadata), and sharding.go (the
