@@ -256,7 +256,7 @@ cuda-mutations: cudastub cudaemu
 cuda-test: cuda-build
 	@LOADERGEN_REQUIRE_GPU=1 .ci/cuda-run .cuda/bin/*.test
 
-## gpu-suite: what a GPU machine without Go needs, in .cuda/suite and packed in .cuda/suite.tar.gz (stripped and gzipped, to travel well under 64 MiB): the cuda-tagged test binaries, which hold the GPU benchmarks, the peers image-peer (-tags cuda) and peer-bench, the Python package of golden/tokens built with -tags cuda (for runtime/python/cudatest), and run.sh
+## gpu-suite: what a GPU machine without Go needs, in .cuda/suite and packed in .cuda/suite.tar.xz (stripped, and compressed by xz with a window that spans the binaries, which share most of their code, to travel well under 64 MiB): the cuda-tagged test binaries, which hold the GPU benchmarks, the peers image-peer (-tags cuda) and peer-bench, the Python package of golden/tokens built with -tags cuda (for runtime/python/cudatest), and run.sh
 gpu-suite: cudastub
 	@$(CUDA_ENV) set -e; \
 	rm -rf .cuda/suite && mkdir -p .cuda/suite/bin; \
@@ -270,7 +270,9 @@ gpu-suite: cudastub
 	$(GO) build -ldflags='-s -w' -o .cuda/suite/bin/peer-bench ./examples/peer/cmd/peer-bench; \
 	cp .ci/gpu-suite .cuda/suite/run.sh; \
 	$(call CUDA_PYTHON,.cuda/suite/python); \
-	tar -C .cuda -czf .cuda/suite.tar.gz suite; \
-	echo "gpu-suite: .cuda/suite holds $$(ls .cuda/suite/bin/*.test | wc -l) test binaries, the peers and run.sh ($$(du -sm .cuda/suite | cut -f1) MiB), packed in .cuda/suite.tar.gz ($$(du -sm .cuda/suite.tar.gz | cut -f1) MiB); on the GPU machine, from the repository root: tar -xzf .cuda/suite.tar.gz -C .cuda && .cuda/suite/run.sh OUTDIR"
+	rm -f .cuda/suite.tar .cuda/suite.tar.gz .cuda/suite.tar.xz; \
+	tar -C .cuda -cf .cuda/suite.tar suite; \
+	xz -T1 --lzma2=preset=6,dict=256MiB .cuda/suite.tar; \
+	echo "gpu-suite: .cuda/suite holds $$(ls .cuda/suite/bin/*.test | wc -l) test binaries, the peers and run.sh ($$(du -sm .cuda/suite | cut -f1) MiB), packed in .cuda/suite.tar.xz ($$(du -sm .cuda/suite.tar.xz | cut -f1) MiB); on the GPU machine, from the repository root: python3 -m tarfile -e .cuda/suite.tar.xz .cuda && .cuda/suite/run.sh OUTDIR"
 
 include contrib/gomlx/gomlx.mk
