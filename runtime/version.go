@@ -17,8 +17,6 @@ type EnforceVersion uint
 // comment says to re-run loadergen, and not only at what is missing. The
 // guard stays in this package, whatever else moves, so that every
 // generated file meets it first.
-//
-// Version 7 moved what only generated code calls to runtime/loaderimpl.
 const (
 	GenVersion    = 7
 	MinGenVersion = 7
