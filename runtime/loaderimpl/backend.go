@@ -36,13 +36,13 @@ type backend interface {
 
 // backendConfig is what newBackend starts a backend from.
 type backendConfig struct {
-	device    string // cpu, cuda or cuda:N (Options.Device over the plan's)
+	device    string // cpu, cuda or cuda:N (runtime.Options.Device over the plan's)
 	localRank int    // this process's rank on its node: "cuda" is GPU localRank (modulo the GPUs it sees)
 	plan      runtime.Plan
 	slots     int  // the staging slots the ring starts with, which the backend makes at start
 	maxSlots  int  // the most slots the ring may grow to: slot is never asked for one past it
 	require   bool // a CUDA device that cannot be used is an error, not a CPU fallback (LOADERGEN_REQUIRE_GPU)
-	graphs    bool // launch each full batch's copies as CUDA graphs when the driver can (Options.CUDAGraphs)
+	graphs    bool // launch each full batch's copies as CUDA graphs when the driver can (runtime.Options.CUDAGraphs)
 	log       *slog.Logger
 	stats     *counters // the engine's: copy time and host stall go here
 	trace     *tracer   // nil unless tracing

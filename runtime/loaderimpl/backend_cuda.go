@@ -103,7 +103,7 @@ type cudaBackend struct {
 	plan  runtime.Plan
 	order []int // issueOrder of the keys
 	// graphs says that each full batch's copies go out as one graph launch
-	// per stream (Options.CUDAGraphs or CUDAGraphsEnv, and the driver able); start,
+	// per stream (runtime.Options.CUDAGraphs or CUDAGraphsEnv, and the driver able); start,
 	// on the CUDA goroutine, clears it with the reason in noGraphs when the
 	// driver is not, before newBackend reads them.
 	graphs   bool

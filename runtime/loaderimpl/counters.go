@@ -12,7 +12,7 @@ import (
 //   - batches, samples, bytes, rows, spanned, truncated and skipped: the
 //     consumer, in await, as it takes a batch; inLoader: the consumer, in
 //     Epoch or runtime.Cursor.Next, before it yields a batch, or, after
-//     Cursor.Ahead, the caller of Cursor.Waited;
+//     runtime.Cursor.Ahead, the caller of runtime.Cursor.Waited;
 //   - busy: every filler (the workers and the consumer's help), after each
 //     run; selfFill: the consumer, after its help;
 //   - stall, copy and lost: the CUDA backend's goroutine, as it settles a
@@ -28,10 +28,10 @@ type counters struct {
 	batches, samples, bytes atomic.Int64
 	inLoader, selfFill      atomic.Int64   // nanoseconds
 	busy, stall             atomic.Int64   // nanoseconds
-	lost                    atomic.Int64   // Stats.CopyTimesLost
-	rows, spanned           atomic.Int64   // Stats.Rows and Spanned
-	truncated               atomic.Int64   // Stats.Truncated
-	skipped                 atomic.Int64   // Stats.Skipped
+	lost                    atomic.Int64   // runtime.Stats.CopyTimesLost
+	rows, spanned           atomic.Int64   // runtime.Stats.Rows and Spanned
+	truncated               atomic.Int64   // runtime.Stats.Truncated
+	skipped                 atomic.Int64   // runtime.Stats.Skipped
 	copy                    []atomic.Int64 // nanoseconds, per stream
 }
 

@@ -36,8 +36,8 @@ type cudaSlot struct {
 	state  slotState
 	start  []cu.Event // per stream: before the slot's copies on it
 	ready  []cu.Event // per stream: after the slot's copies on it
-	key    []cu.Event // per key: after its copy, for Batch.WaitKey
-	// done holds the events Batch.Done recorded on the consumer's streams
+	key    []cu.Event // per key: after its copy, for runtime.Batch.WaitKey
+	// done holds the events runtime.Batch.Done recorded on the consumer's streams
 	// since the last copies; the next copies into the device buffers wait
 	// for every one of them. The slice keeps its events for reuse.
 	done  []cu.Event

@@ -23,8 +23,8 @@ type walk struct {
 	// not holding one of them are free. b is the batch to hand out next.
 	first, next, b int
 	out            int           // the slot of the batch handed out last, or -1
-	asked          time.Time     // when the caller asked for its next batch: Stats.InLoader
-	before         runtime.Stats // Stats at the start, for Options.LogEpochs
+	asked          time.Time     // when the caller asked for its next batch: runtime.Stats.InLoader
+	before         runtime.Stats // Stats at the start, for runtime.Options.LogEpochs
 	t0             time.Time
 	timer          *time.Timer // Next's waits; stopped between them
 	fills          context.Context
@@ -36,7 +36,7 @@ type walk struct {
 	// which a worker idled longest.
 	slots   int
 	longest idleWait
-	// ahead is set by Ahead: Next leaves Stats.InLoader to Waited.
+	// ahead is set by Ahead: Next leaves runtime.Stats.InLoader to Waited.
 	ahead bool
 }
 
@@ -198,12 +198,12 @@ func (c *walk) Advance() (waitsForKept bool, err error) {
 
 // Ahead tells the cursor that its caller takes batches ahead of the loop
 // that uses them (the Python bridge's pump, which queues them for Python):
-// Next's waits are then not the loop's, and Stats.InLoader counts only what
+// Next's waits are then not the loop's, and runtime.Stats.InLoader counts only what
 // Waited adds.
 func (c *walk) Ahead() { c.ahead = true }
 
 // Waited adds d, a wait of the loop for a batch the caller had not taken
-// yet, to Stats.InLoader (after Ahead).
+// yet, to runtime.Stats.InLoader (after Ahead).
 func (c *walk) Waited(d time.Duration) { c.e.stats.inLoader.Add(int64(d)) }
 
 // fail records err as the epoch's end, unless it is a wait that ran out.

@@ -31,7 +31,7 @@ type Run struct {
 	// Truncated counts the samples of ragged keys with overflow: truncate
 	// that the FillFunc cut to their key's maximum rows (TruncateRows,
 	// TruncateSamples), once per key cut; the engine adds the run's count
-	// to Stats.Truncated when it hands out the batch.
+	// to runtime.Stats.Truncated when it hands out the batch.
 	Truncated int
 }
 
@@ -92,7 +92,7 @@ type Engine struct {
 	readAhead func(epoch int, indices []int)
 	hinted    int
 	// keeps holds the slots of batches kept past the loop's advance
-	// (Batch.Keep); it carries its own lock.
+	// (runtime.Batch.Keep); it carries its own lock.
 	keeps keeps
 	order []int // the epoch's order, consumer's scratch, reused
 	// The epoch's grouping (group), fixed at start: lengths are the bucket
@@ -146,10 +146,10 @@ type Engine struct {
 	stats counters
 	skips skips // on_error: skip's state
 	// missing gives the source's count of chunks found not stored, for
-	// Stats.MissingChunks (CountMissing); nil for none. Set before the
+	// runtime.Stats.MissingChunks (CountMissing); nil for none. Set before the
 	// first epoch; read by Stats on any goroutine.
 	missing func() int64
-	trace   *tracer // nil unless Options.Trace is set
+	trace   *tracer // nil unless runtime.Options.Trace is set
 }
 
 // Slots is the number of staging slots allocated now: Prefetch() + 1. It
@@ -163,7 +163,7 @@ func (e *Engine) Slots() int { return e.ring.size() }
 func (e *Engine) Prefetch() int { return e.Slots() - 1 }
 
 // MaxSlots is the most staging slots the ring may hold: Run.Slot and
-// Batch.Slot are below it. It equals Slots() unless prefetch is auto.
+// runtime.Batch.Slot are below it. It equals Slots() unless prefetch is auto.
 func (e *Engine) MaxSlots() int { return len(e.ring.slots) }
 
 // OnSlot has f called for every staging slot, on the goroutine that calls

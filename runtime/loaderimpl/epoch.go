@@ -10,7 +10,7 @@ import (
 )
 
 // Epoch yields batches start.. of epoch in order, each valid until the loop
-// advances (or, kept, until released: Batch.Keep). Prefetch batches are
+// advances (or, kept, until released: runtime.Batch.Keep). Prefetch batches are
 // filled ahead of the one in use. Breaking out, cancelling ctx, a failed
 // read or Close end it; when it returns no worker touches its slots any
 // more. It is the walk a runtime.Cursor hands out a call at a time.
@@ -116,7 +116,7 @@ func (e *Engine) await(ctx context.Context, b int, until time.Time, expired <-ch
 	s := e.ring.slotOf(b)
 	sl := &e.ring.slots[s]
 	// Rather than sleep while its batch is filled, the consumer fills the
-	// runs of it that no worker has claimed yet (Stats.SelfFill); its wait
+	// runs of it that no worker has claimed yet (runtime.Stats.SelfFill); its wait
 	// in the trace starts after that. One whose wait is bounded (until)
 	// claims runs only until then, and only while a sample takes far less
 	// than the wait (perSample), so that it returns about on time.

@@ -10,7 +10,7 @@ import (
 )
 
 // keeps is the bookkeeping of batches kept past the loop's advance
-// (Batch.Keep): a slot returns to the ring only when the loop has moved on
+// (runtime.Batch.Keep): a slot returns to the ring only when the loop has moved on
 // from its batch and every Keep of it has been released. Keep and Release
 // may come from any goroutine (the Python bridge releases from DLPack
 // deleters), so every field is guarded by mu.
@@ -22,7 +22,7 @@ type keeps struct {
 	// count[s] counts the Keeps of slot s's batch not yet released.
 	count []int
 	// kept counts the slots that the loop has moved on from but that Keeps
-	// still hold (Stats.Kept).
+	// still hold (runtime.Stats.Kept).
 	kept int
 	// returned holds the slots whose last Keep was released after the loop
 	// moved on, until the consumer takes them back into its free list.
@@ -123,7 +123,7 @@ func (k *keeps) unkept(free []int, slots int) []int {
 	return free
 }
 
-// keptNow is Stats.Kept: slots the loop moved on from that Keeps hold.
+// keptNow is runtime.Stats.Kept: slots the loop moved on from that Keeps hold.
 func (k *keeps) keptNow() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()

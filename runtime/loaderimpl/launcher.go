@@ -34,7 +34,7 @@ type Launcher struct {
 }
 
 // Launchers are the launchers whose variables a loader reads when
-// Options.WorldSize is 0.
+// runtime.Options.WorldSize is 0.
 var Launchers = []Launcher{
 	{"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
 	{"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},

@@ -27,10 +27,10 @@ func NewEngine(p runtime.Plan, n int, o runtime.Options, fill FillFunc) (*Engine
 }
 
 // NewLocalityEngine is NewEngine for a volume source, whose crops may be
-// grouped by the chunks they read (Loader.Locality, or Options.Locality):
+// grouped by the chunks they read (Loader.Locality, or runtime.Options.Locality):
 // keys gives the locality keys of this rank's samples of an epoch, asked
 // once per epoch before its first batch. With nil keys (a source that
-// gives none) the order stays the sampler's, and Options.Locality is an
+// gives none) the order stays the sampler's, and runtime.Options.Locality is an
 // error.
 func NewLocalityEngine(p runtime.Plan, n int, keys LocalityFunc, o runtime.Options, fill FillFunc) (*Engine, error) {
 	if b := p.Loader.Bucket.Key; b != "" {

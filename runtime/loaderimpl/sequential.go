@@ -4,7 +4,7 @@ import "github.com/loadergen/loadergen/runtime"
 
 // NewSequentialEngine starts an engine over the n samples of a Sequential
 // source: in their order, rank r taking positions [r·n/W, (r+1)·n/W) of
-// it. Options.Locality is refused, as for a source without locality
+// it. runtime.Options.Locality is refused, as for a source without locality
 // keys.
 func NewSequentialEngine(p runtime.Plan, n int, o runtime.Options, fill FillFunc) (*Engine, error) {
 	p.Loader.Shuffle = false // p is a copy; newEngine clones its slices

@@ -19,12 +19,12 @@ type settings struct {
 	prefetch   int  // batches staged ahead at start
 	maxFetch   int  // the most prefetch may grow to: prefetch itself unless auto
 	auto       bool // prefetch is the schema's "auto": the engine deepens the ring up to maxFetch
-	locality   int  // batches per locality window: Options.Locality over the plan's; 0 off
+	locality   int  // batches per locality window: runtime.Options.Locality over the plan's; 0 off
 	place      placement
 	logger     *slog.Logger
 	logEpochs  bool
 	requireGPU bool
-	graphs     bool     // the CUDA backend launches graphs: CUDAGraphsEnv, else Options.CUDAGraphs
+	graphs     bool     // the CUDA backend launches graphs: CUDAGraphsEnv, else runtime.Options.CUDAGraphs
 	envWarns   []string // the plan's generationEnv warnings, logged at start
 }
 

@@ -21,7 +21,7 @@ func badSample(err error) bool {
 // is not what the schema reads, and end the epoch.
 const maxSkipRun = 1024
 
-// maxSkipLogs is how many replacements a loader logs; Stats.Skipped counts
+// maxSkipLogs is how many replacements a loader logs; runtime.Stats.Skipped counts
 // them all.
 const maxSkipLogs = 10
 
@@ -79,7 +79,7 @@ func (e *Engine) fillRun(r *Run) error {
 // them) whose fill succeeds, drawn as that index is everywhere (its own
 // Rand). The index takes the failed one's place in the batch's Indices,
 // so the batch says what it holds; it may then hold a sample twice, or
-// one that the epoch holds elsewhere, which Stats.Skipped and the log
+// one that the epoch holds elsewhere, which runtime.Stats.Skipped and the log
 // tell. The rule is a pure function of the data and the index, so order,
 // resume and rank splits stay those of (seed, epoch, rank, world size).
 // On return r is the run as it was, r.Done at the replaced sample; on an
