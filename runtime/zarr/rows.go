@@ -370,7 +370,7 @@ func lerp(a, b, f float64) float64 {
 // dx elements on (0 where the point lies on a voxel).
 func (s *sampler) taps(v *[8]float64, d []byte, o, dz, dy, dx int) {
 	for t, at := range [8]int{o, o + dx, o + dy, o + dy + dx, o + dz, o + dz + dx, o + dz + dy, o + dz + dy + dx} {
-		v[t] = s.a.dtype.Value(d[at*s.size:])
+		v[t] = s.value(d, at)
 	}
 }
 
