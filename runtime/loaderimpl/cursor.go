@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
 	"github.com/loadergen/loadergen/runtime"
 	"github.com/loadergen/loadergen/runtime/internal/staged"
-	"time"
 )
 
 // walk is the engine's side of a runtime.Cursor: one epoch, handed out a

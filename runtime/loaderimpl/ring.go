@@ -3,11 +3,12 @@ package loaderimpl
 import (
 	"context"
 	"fmt"
-	"github.com/loadergen/loadergen/runtime"
-	"github.com/loadergen/loadergen/runtime/internal/staged"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/loadergen/loadergen/runtime"
+	"github.com/loadergen/loadergen/runtime/internal/staged"
 )
 
 // slot is one staging buffer of the ring and the state of the batch in it.

@@ -3,10 +3,11 @@ package volume
 import (
 	"errors"
 	"fmt"
-	"github.com/loadergen/loadergen/runtime/loaderimpl"
 	"math/rand/v2"
 	"strings"
 	"sync"
+
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
 )
 
 // errBalanceWeight is the error of a volume weight under Spec.Balance.

@@ -1,14 +1,15 @@
 package volume
 
 import (
-	"github.com/loadergen/loadergen/runtime/loaderimpl"
-	"github.com/loadergen/loadergen/runtime/zarr"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
+	"github.com/loadergen/loadergen/runtime/zarr"
 )
 
 // cacheChild, set in the environment of the process

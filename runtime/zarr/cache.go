@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/loadergen/loadergen/runtime/loaderimpl"
-	"github.com/loadergen/loadergen/runtime/zarr/blosc"
 	"math/bits"
 	"os"
 	"runtime"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/loadergen/loadergen/runtime/loaderimpl"
+	"github.com/loadergen/loadergen/runtime/zarr/blosc"
 )
 
 // DefaultCacheMiB is what the shared caches of decoded chunks of one node
