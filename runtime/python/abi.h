@@ -73,7 +73,7 @@ typedef struct lg_queue lg_queue;
 
 lg_queue *lgq_open(int64_t handle);
 void lgq_retire(lg_queue *q);
-void lgq_start(lg_queue *q);
+void lgq_start(lg_queue *q, int goal);
 void lgq_push(lg_queue *q, lg_slot *s);
 lg_slot *lgq_pop(lg_queue *q);
 lg_slot *lgq_returned(lg_queue *q);

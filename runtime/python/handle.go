@@ -239,10 +239,16 @@ func (h *handle) startEpoch(epoch, start int) error {
 	}
 	cur.Ahead()
 	h.run = &epochRun{cur: cur, cancel: cancel, done: make(chan struct{})}
-	C.lgq_start(h.q)
+	C.lgq_start(h.q, C.int(wakeGoal(h.loader.Stats().Prefetch)))
 	go h.pump(ctx, h.run)
 	return nil
 }
+
+// wakeGoal is how many batches, or returned slots, end a wait of lg_next
+// or of the pump (ready.c) with a ring that stages prefetch batches ahead:
+// a quarter of the ring, so that a deep ring's small batches wake each
+// side once in several batches, while a shallow one's wake it at once.
+func wakeGoal(prefetch int) int { return max(1, (prefetch+1)/4) }
 
 // stopEpoch ends the running epoch, if any, cancelling its reads; with
 // wait it returns once the epoch's work has stopped and the batches Python

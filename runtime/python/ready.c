@@ -69,6 +69,14 @@ struct lg_queue {
 	int state;               // IDLE, RUNNING (lgq_start) or DONE (lgq_finish)
 	int held;                // the pump waits for a return and none is queued: LG_HELD
 	int woken;               // lgq_wake was called: the pump's waits end
+	// A wait ends only when several batches or returns have gathered, so
+	// that small batches do not pay a wake-up (a futex call and a thread
+	// switch) each: goal is how many (lgq_start sets it from the ring's
+	// depth), want_ready and want_back the count that ends lg_next's wait
+	// and the pump's, 0 while that side does not wait. A side that starts
+	// to wait first wakes the other if that one waits for more than is
+	// there but something is: both never sleep on a partial count.
+	int goal, want_ready, want_back;
 	int64_t waited_ns;       // lg_next's waits since the pump last took them
 	// The registry's fields, guarded by registry.mu: lg_next holds a
 	// queue as a user while it runs; a retired queue is freed by the
@@ -172,9 +180,10 @@ static void put(lg_queue *q) {
 	}
 }
 
-void lgq_start(lg_queue *q) {
+void lgq_start(lg_queue *q, int goal) {
 	pthread_mutex_lock(&q->mu);
 	q->state = RUNNING;
+	q->goal = goal < 1 ? 1 : goal;
 	q->held = 0;
 	q->woken = 0;
 	q->waited_ns = 0;
@@ -186,7 +195,9 @@ void lgq_push(lg_queue *q, lg_slot *s) {
 	pthread_mutex_lock(&q->mu);
 	fifo_push(&q->batches, s);
 	q->held = 0;
-	pthread_cond_signal(&q->ready);
+	if (q->want_ready > 0 && q->batches.len >= q->want_ready) {
+		pthread_cond_signal(&q->ready);
+	}
 	pthread_mutex_unlock(&q->mu);
 }
 
@@ -214,11 +225,16 @@ void lgq_await_returned(lg_queue *q, int64_t timeout_ms) {
 	struct timespec until = deadline(timeout_ms);
 	pthread_mutex_lock(&q->mu);
 	q->held = q->batches.len == 0;
-	while (q->back.len == 0 && !q->woken) {
+	if (q->want_ready > 0 && q->batches.len > 0) {
+		pthread_cond_signal(&q->ready); // Python waits for more than can come
+	}
+	q->want_back = q->goal;
+	while (q->back.len < q->want_back && !q->woken && !(q->want_ready > 0 && q->back.len > 0)) {
 		if (pthread_cond_timedwait(&q->returned, &q->mu, &until) == ETIMEDOUT) {
 			break;
 		}
 	}
+	q->want_back = 0;
 	q->held = 0;
 	pthread_mutex_unlock(&q->mu);
 }
@@ -288,7 +304,13 @@ int lg_next(int64_t h, int64_t timeout_ms, lg_batch *out, char **err) {
 			until = deadline(timeout_ms);
 			waiting = 1;
 		}
-		if (pthread_cond_timedwait(&q->ready, &q->mu, &until) == ETIMEDOUT) {
+		q->want_ready = q->goal;
+		if (q->want_back > 0 && q->back.len > 0) {
+			pthread_cond_signal(&q->returned); // the pump waits for more than can come
+		}
+		int timedout = pthread_cond_timedwait(&q->ready, &q->mu, &until) == ETIMEDOUT;
+		q->want_ready = 0;
+		if (timedout) {
 			waiting = 2; // look once more, then give up
 		}
 	}
@@ -329,7 +351,9 @@ void lg_release(void *lease) {
 	pthread_mutex_lock(&q->mu);
 	if (q->state == RUNNING) {
 		fifo_push(&q->back, s);
-		pthread_cond_signal(&q->returned);
+		if (q->want_back > 0 && (q->back.len >= q->want_back || q->want_ready > 0)) {
+			pthread_cond_signal(&q->returned);
+		}
 		pthread_mutex_unlock(&q->mu);
 		return;
 	}
