@@ -97,4 +97,10 @@ void lg_release(void *lease);
 void lg_dl_deleter(DLManagedTensor *t);
 void lg_capsule_destructor(void *capsule);
 
+// Python objects made in C (dlpack.c), through Python's C API found in the
+// process: a batch's lease as a capsule whose destructor releases it, and
+// the DLPack capsules of every key of a batch at once.
+void *lg_lease(void *lease);
+void *lg_capsules(void *lease, int64_t stream, char **err);
+
 #endif

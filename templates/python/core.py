@@ -159,7 +159,8 @@ for _f, _args, _res in [
 for _l in (_lib, _fast):
     _l.lg_next.argtypes, _l.lg_next.restype = [_i64, _i64, ctypes.POINTER(_Batch), _err], ctypes.c_int
 _fast.lg_take.argtypes, _fast.lg_take.restype = [ctypes.c_void_p, _i64, _i64, _err], ctypes.c_void_p
-_fast.lg_release.argtypes, _fast.lg_release.restype = [ctypes.c_void_p], None
+_fast.lg_lease.argtypes, _fast.lg_lease.restype = [ctypes.c_void_p], ctypes.py_object
+_fast.lg_capsules.argtypes, _fast.lg_capsules.restype = [ctypes.c_void_p, _i64, _err], ctypes.py_object
 
 _capsule_new = ctypes.pythonapi.PyCapsule_New
 _capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
@@ -213,29 +214,18 @@ def _process():
     return json.loads(_string(_lib.lg_info(0, b"process", 0, 0, ctypes.byref(err))))
 
 
-class _Lease:
-    """One hold on a batch's staging slot: the slot returns to the loader
-    when the batch's lease and every tensor taken from it are gone."""
-
-    __slots__ = ("ptr", "__weakref__")
-
-    def __init__(self, ptr):
-        self.ptr = ptr
-
-    def __del__(self):
-        if not _forked and _fast is not None:
-            _fast.lg_release(self.ptr)
-
-
 class Tensor:
     """One key of a batch, to hand to torch.from_dlpack, numpy.from_dlpack or
     jax.dlpack.from_dlpack: the result points into the loader's staging slot,
     which stays the tensor's until it dies."""
 
-    __slots__ = ("_lease", "_key", "name", "dtype", "shape", "_device")
+    __slots__ = ("_lease", "_slot", "_key", "name", "dtype", "shape", "_device")
 
-    def __init__(self, lease, key, name, dtype, shape, device):
-        self._lease, self._key, self.name, self.dtype, self.shape, self._device = lease, key, name, dtype, shape, device
+    def __init__(self, batch, key, name, dtype, shape):
+        # _lease keeps the batch's hold while the tensor lives; _slot is
+        # the lease's address, which lg_take takes.
+        self._lease, self._slot, self._device = batch._lease, batch._slot, batch._device
+        self._key, self.name, self.dtype, self.shape = key, name, dtype, shape
 
     def __repr__(self):
         return f"<loadergen tensor {self.name}: {self.dtype} {list(self.shape)} on {self._device_name()}>"
@@ -256,7 +246,7 @@ class Tensor:
         elif stream is None:
             stream = 1
         err = ctypes.c_void_p()
-        ptr = _fast.lg_take(self._lease.ptr, self._key, stream, ctypes.byref(err))
+        ptr = _fast.lg_take(self._slot, self._key, stream, ctypes.byref(err))
         if not ptr:
             raise _error(err)
         return _capsule_new(ptr, b"dltensor", _capsule_destructor)
@@ -283,7 +273,7 @@ class key:
     def __get__(self, batch, owner=None):
         if batch is None:
             return self
-        return Tensor(batch._lease, self.index, self.name, self.dtype, (batch._n,) + self.shape, batch._device)
+        return Tensor(batch, self.index, self.name, self.dtype, (batch._n,) + self.shape)
 
 
 class Batch:
@@ -291,13 +281,17 @@ class Batch:
     samples' dataset indices. A batch and its tensors stay valid as long as
     they are referenced: the loop moving on does not reuse them."""
 
-    __slots__ = ("_lease", "_n", "_device", "_indices", "number")
+    # _lease is a capsule (lg_lease) holding the batch's staging slot: the
+    # slot's hold is released when it dies, after the batch and every
+    # Tensor of it; _slot is its address.
+    __slots__ = ("_lease", "_slot", "_n", "_device", "_indices", "number")
     _keys = ()  # the key attributes, in plan order: set by the dataset's subclass
 
     @classmethod
     def _make(cls, out):
         b = cls.__new__(cls)
-        b._lease, b._n, b.number = _Lease(out.lease), out.n, out.number
+        b._slot = out.lease
+        b._lease, b._n, b.number = _fast.lg_lease(b._slot), out.n, out.number
         b._device, b._indices = (out.device_type, out.device_id), out.indices
         return b
 
@@ -322,7 +316,16 @@ class Batch:
         """Every key as a torch tensor, without a copy: {name: tensor}."""
         import torch
 
-        return {k: torch.from_dlpack(getattr(self, k)) for k in self._keys}
+        if self._device[0] != 1:
+            # torch.from_dlpack asks each key for a capsule with torch's
+            # current stream, which waits for the key's copy.
+            return {k: torch.from_dlpack(getattr(self, k)) for k in self._keys}
+        _check_forked()
+        err = ctypes.c_void_p()
+        capsules = _fast.lg_capsules(self._slot, 0, ctypes.byref(err))
+        if capsules is None:
+            raise _error(err)
+        return dict(zip(self._keys, map(torch.from_dlpack, capsules)))
 
     def numpy(self):
         """Every key as a numpy array, without a copy: {name: array}."""

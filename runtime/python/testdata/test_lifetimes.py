@@ -39,6 +39,30 @@ def test_no_copy(name):
             break
 
 
+def test_batch_torch_holds_its_slot(name):
+    # b.torch() takes every key in one call: the tensors point into the
+    # slot, and each holds it after the batch is gone.
+    with open_loader(name) as loader:
+        it = iter(loader.epoch(0))
+        b = next(it)
+        t = b.torch()
+        assert list(t) == list(b.keys())
+        for k in b.keys():
+            assert t[k].data_ptr() == getattr(b, k).numpy().ctypes.data, k
+            assert tuple(t[k].shape) == getattr(b, k).shape, k
+        want = {k: v.clone() for k, v in t.items()}
+        del b
+        it.close()  # the epoch stops: the batches queued behind b go back
+        assert loader.stats()["kept"] == 1
+        last = t.pop(list(t)[-1])
+        assert loader.stats()["kept"] == 1
+        t.clear()
+        assert loader.stats()["kept"] == 1
+        assert last.numpy().tobytes() == want[list(want)[-1]].numpy().tobytes()  # NaN: bytes, not values
+        del last
+        assert loader.stats()["kept"] == 0
+
+
 def test_kept_tensor_outlives_the_loop():
     want = data("tokens")["epochs"][0]
     # Three slots: batch 0 kept, the loop's variable holding the last batch
