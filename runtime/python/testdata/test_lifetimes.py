@@ -40,16 +40,17 @@ def test_no_copy(name):
 
 
 def test_batch_torch_holds_its_slot(name):
-    # b.torch() takes every key in one call: the tensors point into the
-    # slot, and each holds it after the batch is gone.
+    # b.torch() and b.numpy() take every key in one call: the tensors point
+    # into the slot, and each holds it after the batch is gone.
     with open_loader(name) as loader:
         it = iter(loader.epoch(0))
         b = next(it)
-        t = b.torch()
-        assert list(t) == list(b.keys())
+        t, a = b.torch(), b.numpy()
+        assert list(t) == list(a) == list(b.keys())
         for k in b.keys():
-            assert t[k].data_ptr() == getattr(b, k).numpy().ctypes.data, k
-            assert tuple(t[k].shape) == getattr(b, k).shape, k
+            assert t[k].data_ptr() == a[k].ctypes.data == getattr(b, k).numpy().ctypes.data, k
+            assert tuple(t[k].shape) == a[k].shape == getattr(b, k).shape, k
+        del a
         want = {k: v.clone() for k, v in t.items()}
         del b
         it.close()  # the epoch stops: the batches queued behind b go back
