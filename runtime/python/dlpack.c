@@ -34,7 +34,10 @@ void lg_dl_deleter(DLManagedTensor *t) {
 // The Python C API functions this file calls, found in the process (the
 // Python interpreter that loaded the library) at first use: the library
 // does not link against libpython, so that it builds and its Go tests run
-// without one.
+// without one. find_python fills it; every caller holds the GIL (lg_lease
+// and lg_capsules are called through ctypes.PyDLL, and Python runs capsule
+// destructors with it), which orders the writes before every read.
+// lg_dl_deleter, which a consumer may call without the GIL, does not use it.
 static struct {
 	int found;
 	int (*capsule_is_valid)(void *, const char *);
