@@ -228,8 +228,13 @@ const maxHints = 1 << 16
 const staleReads = 1 << 12
 
 // maxFree bounds the free buffers kept per size: enough for every processor
-// to hold a few chunks it is copying from.
-var maxFree = 4 * runtime.GOMAXPROCS(0)
+// to give back at once the chunks a read held, evicted while it copied
+// from them, so that the next loads decode into them rather than into new
+// memory. A turned crop's sampled read holds a dozen or so of each array's
+// chunks: with 4 a processor, a cold epoch of examples/peer/turned's
+// turned loader on 2 processors dropped 25 to 46 buffers and made as many
+// new ones.
+var maxFree = 16 * runtime.GOMAXPROCS(0)
 
 // CacheStats counts a cache's work since it was made.
 type CacheStats struct {

@@ -127,7 +127,9 @@ func (s *sampler) inArray(z, y, x float64) bool {
 // loop over a row takes the same voxels.
 func at(q, step *[3]float64, c2 float64, i int) (z, y, x float64) {
 	fi := float64(i) - c2
-	return q[0] + fi*step[0], q[1] + fi*step[1], q[2] + fi*step[2]
+	// Each product is rounded before its sum (float64(·) keeps a compiler
+	// from fusing them), as rows_amd64.s computes them too.
+	return q[0] + float64(fi*step[0]), q[1] + float64(fi*step[1]), q[2] + float64(fi*step[2])
 }
 
 // run returns the end j > i of the run of the row's points (the first at
@@ -214,7 +216,7 @@ func (s *sampler) nearestCopy(dst []byte, cur *sampledChunk, q, step [3]float64,
 		}
 	case putTable4:
 		table := s.conv.table
-		for ; i < j; i++ {
+		for i = s.nearestTable4SIMD(dst, cur, q, step, c2, do, i, j); i < j; i++ {
 			o := 4 * (do + i*ds)
 			binary.LittleEndian.PutUint32(dst[o:], uint32(table[d[voxel(i)]]))
 		}
@@ -247,10 +249,11 @@ func (s *sampler) linearRow(dst []byte, q [3]float64, do int) error {
 	g := &s.g
 	step, c2 := g.axes[maxSampledRank-1], g.centre[maxSampledRank-1]
 	n := g.box[maxSampledRank-1]
-	vals, in := s.vals[:n], s.in[:n]
+	vals, state := s.vals[:n], s.state[:n]
 	for i := 0; i < n; {
 		z, y, x := at(&q, &step, c2, i)
-		if in[i] = s.inArray(z, y, x); !in[i] {
+		if !s.inArray(z, y, x) {
+			state[i] = pointOutside
 			i++
 			continue
 		}
@@ -262,7 +265,7 @@ func (s *sampler) linearRow(dst []byte, q [3]float64, do int) error {
 		}
 		if iz+1 < cur.hi[0] && iy+1 < cur.hi[1] && ix+1 < cur.hi[2] {
 			j := s.run(q, step, c2, i, n, cur, true)
-			s.linearCopy(vals, in, cur, q, step, c2, i, j)
+			s.linearCopy(dst, do, vals, state, cur, q, step, c2, i, j)
 			i = j
 			continue
 		}
@@ -283,20 +286,31 @@ func (s *sampler) linearRow(dst []byte, q [3]float64, do int) error {
 		if _, err := s.tapsAcross(&v, iz, iy, ix, dz, dy, dx); err != nil {
 			return err
 		}
-		vals[i] = lerp(lerp(lerp(v[0], v[1], fx), lerp(v[2], v[3], fx), fy), lerp(lerp(v[4], v[5], fx), lerp(v[6], v[7], fx), fy), fz)
+		vals[i], state[i] = lerp(lerp(lerp(v[0], v[1], fx), lerp(v[2], v[3], fx), fy), lerp(lerp(v[4], v[5], fx), lerp(v[6], v[7], fx), fy), fz), pointValue
 		i++
 	}
-	s.storeRow(dst, do, vals, in)
+	s.storeRow(dst, do, vals, state)
 	return nil
 }
 
-// linearCopy interpolates points i to j of a row (linearRow's), whose
-// voxels all lie in chunk cur, into vals.
-func (s *sampler) linearCopy(vals []float64, in []bool, cur *sampledChunk, q, step [3]float64, c2 float64, i, j int) {
+// What linearRow leaves at each point of a row for storeRow: the point
+// lies outside the array (it takes the outside value), its interpolation
+// is in vals (to be converted and stored), or it is stored in dst already
+// (by an AVX2 loop, rows_amd64.go).
+const (
+	pointOutside = iota
+	pointValue
+	pointStored
+)
+
+// linearCopy interpolates points i to j of a row (linearRow's, whose
+// elements start at element do of dst), whose voxels all lie in chunk cur,
+// into vals, or stores them.
+func (s *sampler) linearCopy(dst []byte, do int, vals []float64, state []uint8, cur *sampledChunk, q, step [3]float64, c2 float64, i, j int) {
 	d := cur.data
 	if d == nil {
 		for ; i < j; i++ {
-			vals[i], in[i] = s.rawFill, true
+			vals[i], state[i] = s.rawFill, pointValue
 		}
 		return
 	}
@@ -304,7 +318,8 @@ func (s *sampler) linearCopy(vals []float64, in []bool, cur *sampledChunk, q, st
 	base := cur.lo[0]*u0 + cur.lo[1]*u1 + cur.lo[2]*u2
 	kind := s.kind
 	if kind == kindUint8 {
-		s.linearCopy8(vals, in, d, base, q, step, c2, i, j)
+		i = s.linear8SIMD(dst, do, state, cur, q, step, c2, i, j)
+		s.linearCopy8(vals, state, d, base, q, step, c2, i, j)
 		return
 	}
 	for ; i < j; i++ {
@@ -330,7 +345,7 @@ func (s *sampler) linearCopy(vals []float64, in []bool, cur *sampledChunk, q, st
 			s.taps(&v, d, o, u0, u1, u2)
 			v0, v1, v2, v3, v4, v5, v6, v7 = v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]
 		}
-		vals[i], in[i] = lerp(lerp(lerp(v0, v1, fx), lerp(v2, v3, fx), fy), lerp(lerp(v4, v5, fx), lerp(v6, v7, fx), fy), fz), true
+		vals[i], state[i] = lerp(lerp(lerp(v0, v1, fx), lerp(v2, v3, fx), fy), lerp(lerp(v4, v5, fx), lerp(v6, v7, fx), fy), fz), pointValue
 	}
 }
 
@@ -338,7 +353,7 @@ func (s *sampler) linearCopy(vals []float64, in []bool, cur *sampledChunk, q, st
 // needs no care for a fraction of 0: between two finite values, neither
 // -0, a + 0·(b - a) is a, so its lerps (lerp8) do not branch, and their
 // results are lerp's to the bit.
-func (s *sampler) linearCopy8(vals []float64, in []bool, d []byte, base int, q, step [3]float64, c2 float64, i, j int) {
+func (s *sampler) linearCopy8(vals []float64, state []uint8, d []byte, base int, q, step [3]float64, c2 float64, i, j int) {
 	u0, u1, u2 := s.ustr[0], s.ustr[1], s.ustr[2]
 	for ; i < j; i++ {
 		z, y, x := at(&q, &step, c2, i)
@@ -348,12 +363,13 @@ func (s *sampler) linearCopy8(vals []float64, in []bool, d []byte, base int, q, 
 		v0, v1, v2, v3 := float64(d[o]), float64(d[o+u2]), float64(d[o+u1]), float64(d[o+u1+u2])
 		o += u0
 		v4, v5, v6, v7 := float64(d[o]), float64(d[o+u2]), float64(d[o+u1]), float64(d[o+u1+u2])
-		vals[i], in[i] = lerp8(lerp8(lerp8(v0, v1, fx), lerp8(v2, v3, fx), fy), lerp8(lerp8(v4, v5, fx), lerp8(v6, v7, fx), fy), fz), true
+		vals[i], state[i] = lerp8(lerp8(lerp8(v0, v1, fx), lerp8(v2, v3, fx), fy), lerp8(lerp8(v4, v5, fx), lerp8(v6, v7, fx), fy), fz), pointValue
 	}
 }
 
-// lerp8 is lerp for values that are finite and not -0.
-func lerp8(a, b, f float64) float64 { return a + f*(b-a) }
+// lerp8 is lerp for values that are finite and not -0. Its product is
+// rounded before the sum, as rows_amd64.s rounds it.
+func lerp8(a, b, f float64) float64 { return a + float64(f*(b-a)) }
 
 // lerp interpolates a and b at fraction f past a. A fraction of 0 takes a
 // as it is, so that a point on a voxel reads its value exactly (even an
@@ -426,9 +442,10 @@ func (s *sampler) tapsAcross(v *[8]float64, iz, iy, ix, dz, dy, dx int) (*sample
 	return first, nil
 }
 
-// storeRow writes a linear row's results (vals, where in) into dst from
-// element do on, converted, and the outside value where not in.
-func (s *sampler) storeRow(dst []byte, do int, vals []float64, in []bool) {
+// storeRow writes a linear row's results into dst from element do on:
+// the points' values (vals, where state is pointValue) converted, the
+// outside value where pointOutside; points already stored stay.
+func (s *sampler) storeRow(dst []byte, do int, vals []float64, state []uint8) {
 	ds := s.strides[maxSampledRank-1]
 	var affine *Affine
 	if s.conv != nil {
@@ -437,14 +454,15 @@ func (s *sampler) storeRow(dst []byte, do int, vals []float64, in []bool) {
 	round := !s.out.IsFloat()
 	for i := 0; i < len(vals); {
 		j := i
-		for j < len(vals) && in[j] == in[i] {
+		for j < len(vals) && state[j] == state[i] {
 			j++
 		}
-		if !in[i] {
+		switch state[i] {
+		case pointOutside:
 			for k := i; k < j; k++ {
 				copy(dst[(do+k*ds)*s.elem:], s.outside)
 			}
-		} else {
+		case pointValue:
 			run := vals[i:j]
 			if affine != nil {
 				affine.Apply(run)

@@ -318,8 +318,8 @@ type sampler struct {
 	out           lgruntime.DType
 	size          int // the array's element size
 
-	vals []float64 // a row of a linear read's results
-	in   []bool    // and whether each point was inside
+	vals  []float64 // a row of a linear read's results
+	state []uint8   // and each point's: pointOutside, pointValue or pointStored
 }
 
 // sampledChunk is one chunk of a sampled read: the voxels it holds (lo to
@@ -466,6 +466,6 @@ func (s *sampler) layout(box *strided.Region, fill, outside []byte, conv *Conver
 		s.out = conv.to
 	}
 	if row := s.g.box[maxSampledRank-1]; cap(s.vals) < row {
-		s.vals, s.in = make([]float64, row), make([]bool, row)
+		s.vals, s.state = make([]float64, row), make([]uint8, row)
 	}
 }
