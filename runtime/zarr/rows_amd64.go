@@ -40,16 +40,16 @@ func nearestTable4AVX2(dst, src *byte, table *[256]uint64, r *simdRun, i, n int)
 //go:noescape
 func linear8F32AVX2(dst, state, src *byte, r *simdRun, m *Affine, i, n int)
 
-// identityAffine is the Affine that maps every value of a uint8 interpolation
-// to itself (none is -0, which adding 0 would turn to +0).
+// identityAffine is the Affine that maps every value of a uint8
+// interpolation to itself (none is -0, which adding 0 would turn to +0).
 var identityAffine = Affine{Div: 1, Mul: 1}
 
 // simdRun returns what the AVX2 loops need of points i to j (exclusive)
-// of a row (those of a run in chunk cur), and whether they may take them: the CPU
-// has AVX2, the chunk is in C order (u2 is 1) with offsets that fit 32
-// bits, and both ends of the run lie in
-// it (inRun), which, the points' coordinates being monotone along the row,
-// puts every point's voxels in it. The loops check no index themselves.
+// of a row (those of a run in chunk cur), and whether they may take them:
+// the CPU has AVX2, the chunk is in C order (u2 is 1) with offsets that
+// fit 32 bits, and both ends of the run lie in it (inRun), which, the
+// points' coordinates being monotone along the row, puts every point's
+// voxels in it. The loops check no index themselves.
 func (s *sampler) simdRun(cur *sampledChunk, q, step [3]float64, c2 float64, i, j int, linear bool) (simdRun, bool) {
 	switch {
 	case !sampleAVX2 || s.ustr[2] != 1 || len(cur.data) >= math.MaxInt32:
