@@ -49,7 +49,9 @@ var identityAffine = Affine{Div: 1, Mul: 1}
 // the CPU has AVX2, the chunk is in C order (u2 is 1) with offsets that
 // fit 32 bits, and both ends of the run lie in it (inRun), which, the
 // points' coordinates being monotone along the row, puts every point's
-// voxels in it. The loops check no index themselves.
+// voxels in it. run already ends its runs so; the ends are checked again
+// here, once a run, because the loops check no index themselves: a run
+// that broke that promise would read outside the chunk, not panic.
 func (s *sampler) simdRun(cur *sampledChunk, q, step [3]float64, c2 float64, i, j int, linear bool) (simdRun, bool) {
 	switch {
 	case !sampleAVX2 || s.ustr[2] != 1 || len(cur.data) >= math.MaxInt32:

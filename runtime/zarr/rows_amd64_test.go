@@ -83,7 +83,8 @@ func TestSampledAVX2LoopsMatchGo(t *testing.T) {
 }
 
 // TestSampledAVX2LoopsRun: the AVX2 loops take a run inside one chunk
-// whole, even one that is not a multiple of their block, and refuse one
+// whole, even one that is not a multiple of their block (the linear one
+// marking its points pointStored, the value rows_amd64.s writes), and refuse one
 // whose ends leave the chunk (they check no index themselves) or that is
 // shorter than a block.
 func TestSampledAVX2LoopsRun(t *testing.T) {
@@ -106,6 +107,11 @@ func TestSampledAVX2LoopsRun(t *testing.T) {
 	}
 	if got := s.linear8SIMD(dst, 0, state, cur, q, step, c2, 2, 20); got != 20 {
 		t.Errorf("linear: points 2 to 20 of a run in the chunk: the AVX2 loop stopped at %d, want 20", got)
+	}
+	for p, st := range state {
+		if want := uint8(pointStored); p < 2 && st != 0 || p >= 2 && st != want {
+			t.Fatalf("linear: point %d's state is %d after the AVX2 loop took points 2 to 20, want %d (pointStored) there and 0 before", p, st, want)
+		}
 	}
 	if got := s.nearestTable4SIMD(dst, cur, q, step, c2, 0, 2, 9); got != 2 {
 		t.Errorf("nearest: a run of 7 points: the AVX2 loop stopped at %d, want 2 (none)", got)
