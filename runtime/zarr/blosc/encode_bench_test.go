@@ -43,7 +43,7 @@ func BenchmarkEncode(b *testing.B) {
 	}
 }
 
-// BenchmarkShuffle shuffles a block of 256 KiB.
+// BenchmarkShuffle shuffles a block of 256 KiB, and unshuffles it.
 func BenchmarkShuffle(b *testing.B) {
 	for _, ts := range []int{2, 4, 8} {
 		src := chunk(4)[:encodeBlockSize]
@@ -54,39 +54,70 @@ func BenchmarkShuffle(b *testing.B) {
 				shuffle(dst, src, ts)
 			}
 		})
+		b.Run(fmt.Sprint("typesize", ts, "/unshuffle"), func(b *testing.B) {
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				unshuffle(dst, src, ts)
+			}
+		})
+	}
+}
+
+// BenchmarkDecode decodes the frame of a chunk of 64^3 elements that
+// Encoder writes, as a reader of the prediction writer's arrays does.
+func BenchmarkDecode(b *testing.B) {
+	for _, ts := range []int{4, 1} {
+		src := chunk(ts)
+		var e Encoder
+		frame, err := e.Encode(nil, src, ts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprint("typesize", ts), func(b *testing.B) {
+			b.SetBytes(int64(len(src)))
+			var d Decoder
+			dst := make([]byte, len(src))
+			for b.Loop() {
+				if err := d.Decode(dst, frame); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
 // TestShuffle checks shuffle against its definition (byte b of element i
 // at b·n+i, the bytes past the last whole element as they are) for each
-// type size, at lengths around the 8 elements shuffle4 takes at a time,
-// and unshuffle as its inverse.
+// type size, at lengths around the 8 elements shuffle4's Go loop takes at a
+// time and the 32 of the AVX2 loops, and unshuffle as its inverse.
 func TestShuffle(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	for _, ts := range []int{1, 2, 3, 4, 8} {
-		for _, size := range []int{0, 1, 3, 4, 31, 32, 33, 35, 64, 100, 4096 + 7} {
-			src := make([]byte, size)
-			for i := range src {
-				src[i] = byte(r.Uint32())
-			}
-			want := make([]byte, size)
-			n := size / ts
-			for i := range n {
-				for b := range ts {
-					want[b*n+i] = src[i*ts+b]
+	withShuffleLoops(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(3, 4))
+		for _, ts := range []int{1, 2, 3, 4, 8} {
+			for _, size := range []int{0, 1, 3, 4, 31, 32, 33, 35, 64, 100, 127, 128, 129, 131, 160, 255, 256, 259, 4096 + 7, 4*1000 + 2} {
+				src := make([]byte, size)
+				for i := range src {
+					src[i] = byte(r.Uint32())
+				}
+				want := make([]byte, size)
+				n := size / ts
+				for i := range n {
+					for b := range ts {
+						want[b*n+i] = src[i*ts+b]
+					}
+				}
+				copy(want[n*ts:], src[n*ts:])
+				got := make([]byte, size)
+				shuffle(got, src, ts)
+				if string(got) != string(want) {
+					t.Fatalf("type size %d, %d bytes: shuffled %v, want %v", ts, size, got, want)
+				}
+				back := make([]byte, size)
+				unshuffle(back, got, ts)
+				if string(back) != string(src) {
+					t.Fatalf("type size %d, %d bytes: unshuffle did not undo shuffle", ts, size)
 				}
 			}
-			copy(want[n*ts:], src[n*ts:])
-			got := make([]byte, size)
-			shuffle(got, src, ts)
-			if string(got) != string(want) {
-				t.Fatalf("type size %d, %d bytes: shuffled %v, want %v", ts, size, got, want)
-			}
-			back := make([]byte, size)
-			unshuffle(back, got, ts)
-			if string(back) != string(src) {
-				t.Fatalf("type size %d, %d bytes: unshuffle did not undo shuffle", ts, size)
-			}
 		}
-	}
+	})
 }

@@ -7,10 +7,14 @@ import "encoding/binary"
 // on; bytes past the last whole element are stored as they are.
 func unshuffle(dst, src []byte, typeSize int) {
 	n := len(src) / typeSize
+	done := 0
+	if typeSize == 4 {
+		done = unshuffle4SIMD(dst, src, n)
+	}
 	for b := range typeSize {
 		plane := src[b*n : (b+1)*n]
-		for i, v := range plane {
-			dst[i*typeSize+b] = v
+		for i := done; i < n; i++ {
+			dst[i*typeSize+b] = plane[i]
 		}
 	}
 	copy(dst[n*typeSize:], src[n*typeSize:])
@@ -43,7 +47,7 @@ func shuffle(dst, src []byte, typeSize int) {
 // word's two elements, then transposes the four words' 16-bit pairs.
 func shuffle4(dst, src []byte, n int) {
 	p0, p1, p2, p3 := dst[:n], dst[n:2*n], dst[2*n:3*n], dst[3*n:4*n]
-	i := 0
+	i := shuffle4SIMD(dst, src, n)
 	for ; i+8 <= n; i += 8 {
 		s := src[4*i : 4*i+32 : 4*i+32]
 		w0 := interleave2(binary.LittleEndian.Uint64(s[0:]))
