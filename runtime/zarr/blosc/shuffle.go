@@ -4,7 +4,8 @@ import "encoding/binary"
 
 // unshuffle undoes a byte shuffle of one block. A shuffled block holds the
 // first byte of every element, then the second byte of every element, and so
-// on; bytes past the last whole element are stored as they are.
+// on; bytes past the last whole element are stored as they are. Elements of
+// 4 bytes go through the AVX2 loop first where it runs (unshuffle4SIMD).
 func unshuffle(dst, src []byte, typeSize int) {
 	n := len(src) / typeSize
 	done := 0
@@ -42,7 +43,8 @@ func shuffle(dst, src []byte, typeSize int) {
 }
 
 // shuffle4 shuffles n elements of 4 bytes of src into dst's 4 planes of n
-// bytes. Eight elements (four words) at a time, it transposes their 8 x 4
+// bytes: the AVX2 loop takes what it can (shuffle4SIMD), then, eight
+// elements (four words) at a time, it transposes their 8 x 4
 // bytes into four words, one per plane: it interleaves the bytes of each
 // word's two elements, then transposes the four words' 16-bit pairs.
 func shuffle4(dst, src []byte, n int) {

@@ -5,8 +5,8 @@ package blosc
 import "golang.org/x/sys/cpu"
 
 // shuffleAVX2 says whether this CPU runs the AVX2 loops of shuffle_amd64.s.
-// It is set when the package is initialised; after that only tests and
-// benchmarks write it, to run the Go loops, while nothing else runs.
+// It is set when the package is initialised; after that only tests write it
+// (withShuffleLoops), to run the Go loops, while nothing else runs.
 var shuffleAVX2 = cpu.X86.HasAVX2
 
 // shuffle4AVX2 shuffles n elements of 4 bytes (n a multiple of 32, at
@@ -21,12 +21,20 @@ func shuffle4AVX2(dst, src *byte, n, stride int)
 //go:noescape
 func unshuffle4AVX2(dst, src *byte, n, stride int)
 
-// shuffle4SIMD shuffles the first of src's n elements of 4 bytes into
-// dst's planes of n bytes, as many as the AVX2 loop takes (a multiple of
-// 32), and returns how many: none on a CPU without AVX2.
+// simdElements is how many of n elements the AVX2 loops take: a multiple
+// of 32, none on a CPU without AVX2.
+func simdElements(n int) int {
+	if !shuffleAVX2 {
+		return 0
+	}
+	return n &^ 31
+}
+
+// shuffle4SIMD shuffles the first simdElements of src's n elements of 4
+// bytes into dst's planes of n bytes, and returns how many.
 func shuffle4SIMD(dst, src []byte, n int) int {
-	m := n &^ 31
-	if !shuffleAVX2 || m == 0 {
+	m := simdElements(n)
+	if m == 0 {
 		return 0
 	}
 	_, _ = dst[3*n+m-1], src[4*m-1] // the loop checks no index
@@ -36,11 +44,11 @@ func shuffle4SIMD(dst, src []byte, n int) int {
 
 // unshuffle4SIMD is shuffle4SIMD's inverse.
 func unshuffle4SIMD(dst, src []byte, n int) int {
-	m := n &^ 31
-	if !shuffleAVX2 || m == 0 {
+	m := simdElements(n)
+	if m == 0 {
 		return 0
 	}
-	_, _ = dst[4*m-1], src[3*n+m-1]
+	_, _ = dst[4*m-1], src[3*n+m-1] // the loop checks no index
 	unshuffle4AVX2(&dst[0], &src[0], m, n)
 	return m
 }
