@@ -31,7 +31,7 @@ type handle struct {
 	module string
 	loader Loader
 	plan   runtime.Plan
-	trace  *os.File // Options.Trace's file, closed after the loader; or nil
+	trace  *os.File // Options.Trace's file, or nil: closed by forgetIfDone, after the loader completed the trace
 
 	// q is the queue of ready batches that the pump of the running epoch
 	// fills and lg_next empties (ready.c); made by start, retired with
@@ -186,36 +186,38 @@ func (h *handle) close() error {
 	}
 	h.stopEpoch(true)
 	err := h.loader.Close()
-	if h.trace != nil {
-		err = errors.Join(err, h.trace.Close())
-	}
 	h.shut.Store(true)
-	h.forgetIfDone()
-	return err
+	return errors.Join(err, h.forgetIfDone())
 }
 
 // forgetIfDone frees the C memory and forgets a shut handle that holds no
-// kept batch.
-func (h *handle) forgetIfDone() {
+// kept batch, and closes its trace file: the loader completes the trace
+// once its last kept batch is released, which comes first. It returns the
+// error of that close; a release that gets here has no one to tell.
+func (h *handle) forgetIfDone() error {
 	if !h.shut.Load() || h.kept.Load() > 0 {
-		return
+		return nil
 	}
 	handles.mu.Lock()
 	_, present := handles.m[h.id]
 	delete(handles.m, h.id)
 	handles.mu.Unlock()
 	if !present {
-		return // another release got here first
+		return nil // another release got here first
 	}
 	C.lgq_retire(h.q)
 	h.slotsMu.Lock()
-	defer h.slotsMu.Unlock()
 	for _, s := range h.slots {
 		if s != nil {
 			s.free()
 		}
 	}
 	h.slots = nil
+	h.slotsMu.Unlock()
+	if h.trace != nil {
+		return h.trace.Close()
+	}
+	return nil
 }
 
 // startEpoch starts batches start.. of epoch.

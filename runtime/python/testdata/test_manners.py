@@ -1,5 +1,6 @@
 """Errors, logging, fork, Ctrl-C and leaks: a Python user's expectations."""
 
+import json
 import logging
 import os
 import signal
@@ -64,6 +65,22 @@ def child(tmp_path, code):
     script = tmp_path / "child.py"
     script.write_text(f"import sys\nsys.path.insert(0, {FIXTURES['dist']!r})\n" + textwrap.dedent(code))
     return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_trace_is_complete(tmp_path, keep):
+    # With keep, the loop's variable holds the last batch past close(): the
+    # loader completes the trace when that batch is released.
+    path = tmp_path / "trace.json"
+    with open_loader("tokens", trace=path) as loader:
+        for b in loader.epoch(0):
+            pass
+        if not keep:
+            del b
+    if keep:
+        del b
+    events = json.loads(path.read_text())
+    assert {e.get("name") for e in events} >= {"fill", "wait"}
 
 
 def test_forked_child_gets_a_clear_error(tmp_path):
