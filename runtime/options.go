@@ -55,7 +55,8 @@ type Options struct {
 	// Trace, when set, receives a Chrome trace-event JSON (open it in
 	// Perfetto or chrome://tracing): a track per worker with each run of
 	// samples it fills, one for the consumer's waits, and under CUDA one per
-	// stream with its copies. It is complete after Close.
+	// stream with its copies. It is complete after Close, or, while batches
+	// are kept past Close (Batch.Keep), after the last of their Release.
 	Trace io.Writer
 }
 
