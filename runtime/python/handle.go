@@ -193,7 +193,7 @@ func (h *handle) close() error {
 // forgetIfDone frees the C memory and forgets a shut handle that holds no
 // kept batch, and closes its trace file: the loader completes the trace
 // once its last kept batch is released, which comes first. It returns the
-// error of that close; a release that gets here has no one to tell.
+// error of that close: close() returns it, a release logs it.
 func (h *handle) forgetIfDone() error {
 	if !h.shut.Load() || h.kept.Load() > 0 {
 		return nil

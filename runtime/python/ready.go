@@ -105,7 +105,9 @@ func (h *handle) released(s *cslot) {
 	s.done()
 	s.batch.Release()
 	h.kept.Add(-1)
-	h.forgetIfDone()
+	if err := h.forgetIfDone(); err != nil {
+		logger(h.module).Error("loadergen: closing the trace file", "err", err) // as the engine logs its release's errors
+	}
 }
 
 // lgNextSlow answers lg_next when no batch is queued and no pump runs:
